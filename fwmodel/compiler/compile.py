@@ -1,0 +1,323 @@
+"""From a model to problem (OPT2): blocks, copies, M and b, and the graph.
+
+Compilation, step by step (paper Sec. 2.2, eq. opt_reformulation):
+
+1. **Variables.** Every variable of the objective and the constraints gets a
+   slot in a flat vector v (C order), in order of first appearance.
+2. **Blocks.** Every set gets one block x^(k) of the product space X_1 x ...
+   x X_K. When a set constrains a variable, or a selection of its entries
+   (``x``, ``x[:, 2:5]``, ``x.T``), its block is a *copy* of those entries.
+   When it constrains any other affine expression (``fm.L1Ball(D @ x)``), its
+   block is a new point z tied to the expression by rows z - (D v) = 0.
+3. **Copies.** A variable entry covered by several sets has one copy per set.
+   Copies are tied to the *first* copy (a star, not a chain): the star's
+   M'M has eigenvalues in [1, K] for K copies, while a chain's smallest
+   nonzero eigenvalue decays like 1/K^2, which would slow the dual ascent.
+   The variable's value is the average of its copies: v = W x.
+4. **Equalities.** ``lhs == rhs`` becomes rows (A W) x = -c from
+   lhs - rhs = A v + c.
+5. **The graph.** A networkx graph has a node per variable, block (copy or
+   expression block), set and equality constraint; consistency edges carry
+   the row pieces. M is assembled by walking the consistency edges in order.
+
+Every variable entry must be covered by at least one copy (lie in a bounded
+set); otherwise compilation raises ModelError naming the variable.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import networkx as nx
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import ModelError
+from ..expressions import Equality, SmoothFunction, Variable, linearize
+from ..sets.base import ConvexSet
+from .consistency import ConsistencyOperator, CopyRows, SparseRows
+from .objective import BlockObjective, CopyMap
+
+
+@dataclass
+class BlockInfo:
+    """One factor of the product space: ``x[offset:offset+size]`` in ``set``.
+
+    ``kind`` is "copy" (the block holds copies of the entries ``entries`` of
+    ``variable``) or "expression" (the block holds the value of the set's
+    affine expression, tied to the variables by consistency rows).
+    """
+
+    index: int
+    offset: int
+    size: int
+    set: ConvexSet
+    kind: str
+    variable: Variable = None
+    entries: np.ndarray = None  # flat entries of the variable, for copies
+    name: str = ""
+
+    @property
+    def slice(self):
+        return slice(self.offset, self.offset + self.size)
+
+    def __repr__(self):
+        what = f"copy of {self.variable.name}" if self.kind == "copy" else "expression block"
+        return f"Block({self.index}: {self.name}, offset={self.offset}, size={self.size}, {what})"
+
+
+@dataclass
+class CompiledProblem:
+    """Problem (OPT2) ready for the engine.
+
+    Attributes: ``blocks`` (list of BlockInfo), ``n`` (size of x), ``M``
+    (scipy.sparse CSR, built on first access), ``b``, ``graph`` (networkx),
+    ``variables`` and ``var_layout`` ({var.id: (offset, shape)} in v),
+    ``objective`` (the engine-facing objective on x), ``operator`` (M as a
+    fast operator), ``copy_map`` (v = W x).
+    """
+
+    blocks: list
+    n: int
+    variables: list
+    var_layout: dict
+    graph: nx.Graph
+    operator: ConsistencyOperator
+    copy_map: CopyMap
+    objective: BlockObjective
+    equalities: list = field(default_factory=list)
+    parametric: list = field(default_factory=list)
+
+    @property
+    def M(self):
+        return self.operator.csr()
+
+    @property
+    def b(self):
+        return self.operator.b
+
+    @property
+    def n_variables(self):
+        return sum(v.size for v in self.variables)
+
+    def variable_values(self, x):
+        """{variable: value array} with each value the average of its copies."""
+        v = self.copy_map.to_variables(x)
+        out = {}
+        for var in self.variables:
+            off, shape = self.var_layout[var.id]
+            out[var] = v[off:off + var.size].reshape(shape).copy()
+        return out
+
+    def refresh_parameters(self):
+        """Re-read Parameter values in constraint rows (M's pieces, b)."""
+        for piece, builder in self.parametric:
+            new = builder()
+            piece.A, piece.AT, piece.b = new.A, new.AT, new.b
+        if self.parametric:
+            self.operator._csr = None
+
+    def summary(self):
+        lines = [f"{len(self.blocks)} blocks, {self.n} primal entries, "
+                 f"{self.operator.shape[0]} consistency rows, {self.n_variables} variable entries"]
+        for blk in self.blocks:
+            lines.append(f"  {blk!r}")
+        return "\n".join(lines)
+
+
+def _selection_entries(A, c, var_slot):
+    """Entries of one variable that an affine map selects, or None.
+
+    The map selects when every row has a single coefficient 1, c = 0, all in
+    the columns of one variable, with no entry repeated.
+    """
+    if np.any(c != 0):
+        return None
+    A = A.tocsr()
+    if A.nnz != A.shape[0] or np.any(np.diff(A.indptr) != 1) or np.any(A.data != 1.0):
+        return None
+    cols = A.indices
+    off, size = var_slot
+    if cols.size and (cols.min() < off or cols.max() >= off + size):
+        return None
+    if np.unique(cols).size != cols.size:
+        return None
+    return cols - off
+
+
+def _flatten_constraints(constraints):
+    out = []
+    for c in constraints:
+        if isinstance(c, (list, tuple)):
+            out.extend(_flatten_constraints(c))
+        elif hasattr(c, "constraints") and not isinstance(c, (ConvexSet, Equality)):
+            out.extend(_flatten_constraints(c.constraints))
+        else:
+            out.append(c)
+    return out
+
+
+def compile_problem(objective_expr, sign, constraints):
+    """Compile ``min sign * objective_expr`` over ``constraints`` (see module docs)."""
+    constraints = _flatten_constraints(constraints)
+    sets, equalities = [], []
+    for i, c in enumerate(constraints):
+        if isinstance(c, ConvexSet):
+            sets.append(c)
+        elif isinstance(c, Equality):
+            equalities.append(c)
+        elif isinstance(c, (bool, np.bool_)):
+            raise ModelError(
+                f"constraint #{i} is the Python bool {c}: a comparison was evaluated outside fwmodel "
+                "(write constraints with fwmodel expressions, e.g. x == y, or as sets)"
+            )
+        else:
+            raise ModelError(f"constraint #{i} ({c!r}) is neither a set (fm.ConvexSet) nor an equality (expr == expr)")
+
+    # 1. variables and their slots in v
+    variables, seen = [], set()
+    for expr in [objective_expr] + [s.expr for s in sets] + [e.expr for e in equalities]:
+        for var in expr.variables():
+            if var.id not in seen:
+                seen.add(var.id)
+                variables.append(var)
+    var_layout, off = {}, 0
+    for var in variables:
+        var_layout[var.id] = (off, var.shape)
+        off += var.size
+    n_v = off
+    var_of_id = {var.id: var for var in variables}
+
+    graph = nx.Graph()
+    for var in variables:
+        graph.add_node(("variable", var.id), kind="variable", variable=var, label=var.name, shape=var.shape)
+
+    # 2. blocks: copies or expression blocks
+    blocks, offset = [], 0
+    expression_rows = []  # (block, A, c, parametric)
+    for k, cset in enumerate(sets):
+        expr = cset.expr
+        name = f"{type(cset).__name__}#{k}"
+        size = cset.size
+        kind, var, entries = "expression", None, None
+        if isinstance(expr, Variable):
+            kind, var, entries = "copy", expr, None  # the whole variable, in order
+        elif not expr.parameters() and len(expr.variables()) == 1:
+            only = expr.variables()[0]
+            A, c = linearize(expr, {v.id: var_layout[v.id][0] for v in variables}, n_v)
+            sel = _selection_entries(A, c, (var_layout[only.id][0], only.size))
+            if sel is not None:
+                kind, var, entries = "copy", only, sel
+            else:
+                expression_rows.append((k, A, c))
+        else:
+            expression_rows.append((k, None, None))
+        blk = BlockInfo(index=k, offset=offset, size=size, set=cset, kind=kind, variable=var,
+                        entries=entries, name=name)
+        blocks.append(blk)
+        offset += size
+        graph.add_node(("set", k), kind="set", set=cset, label=repr(cset))
+        graph.add_node(("block", k), kind="block", block=blk, offset=blk.offset, size=size, label=f"x^({k})")
+        graph.add_edge(("block", k), ("set", k), kind="in set")
+    n = offset
+
+    # 3. copies: every variable entry covered, the first copy is the hub
+    copy_map = CopyMap(variables, var_layout, n_v, n)
+    first = np.full(n_v, -1, dtype=np.intp)
+    pieces_in_order = []
+    for blk in blocks:
+        if blk.kind != "copy":
+            continue
+        var = blk.variable
+        voff = var_layout[var.id][0]
+        ent = np.arange(var.size, dtype=np.intp) if blk.entries is None else blk.entries
+        positions = blk.offset + np.arange(blk.size, dtype=np.intp)
+        slots = voff + ent
+        copy_map.add_copy(var, blk.entries, blk.slice)
+        graph.add_edge(("variable", var.id), ("block", blk.index), kind="copy",
+                       entries="all" if blk.entries is None else blk.entries.size)
+        hub = first[slots]
+        fresh = hub < 0
+        first[slots[fresh]] = positions[fresh]
+        tied = ~fresh
+        if np.any(tied):
+            hub_blocks = np.unique(np.searchsorted([b.offset for b in blocks], hub[tied], side="right") - 1)
+            piece = CopyRows(positions[tied], hub[tied], label=f"{var.name}: {blk.name} = first copy")
+            for hb in hub_blocks:
+                graph.add_edge(("block", blk.index), ("block", int(hb)), kind="consistency",
+                               rows=piece.rows, piece=piece)
+            pieces_in_order.append(piece)
+    for var in variables:
+        voff = var_layout[var.id][0]
+        missing = first[voff:voff + var.size] < 0
+        if np.any(missing):
+            if np.all(missing):
+                raise ModelError(
+                    f"variable {var.name} (shape {var.shape}) is not in any bounded set: FW-AL needs every "
+                    f"variable in at least one set (e.g. fm.Box({var.name}, lower, upper) or fm.L1Ball({var.name}))"
+                )
+            idx = np.flatnonzero(missing)
+            raise ModelError(
+                f"{idx.size} entries of variable {var.name} (shape {var.shape}; first flat index {idx[0]}) "
+                "are not in any bounded set: every entry must lie in at least one set"
+            )
+    copy_map.finalize()
+
+    # 4. expression blocks and equalities become sparse rows in x
+    parametric = []
+    W = None
+
+    def weights():
+        nonlocal W
+        if W is None:
+            W = copy_map.matrix()
+        return W
+
+    all_offsets = {v.id: var_layout[v.id][0] for v in variables}
+
+    def expression_piece(k):
+        blk = blocks[k]
+        A, c = linearize(blk.set.expr, all_offsets, n_v)
+        AW = (A @ weights()).tocsr()
+        eye = sp.csr_matrix((np.ones(blk.size), (np.arange(blk.size), blk.offset + np.arange(blk.size))),
+                            shape=(blk.size, n))
+        return SparseRows(eye - AW, c, label=f"{blk.name} = {blk.set.expr!r}")
+
+    for k, _A, _c in expression_rows:
+        blk = blocks[k]
+        piece = expression_piece(k)
+        pieces_in_order.append(piece)
+        for var in blk.set.expr.variables():
+            graph.add_edge(("block", k), ("variable", var.id), kind="consistency", rows=piece.rows, piece=piece)
+        if blk.set.expr.parameters():
+            parametric.append((piece, lambda k=k: expression_piece(k)))
+
+    def equality_piece(eq):
+        A, c = linearize(eq.expr, all_offsets, n_v)
+        return SparseRows((A @ weights()).tocsr(), -c, label=f"{eq.lhs!r} == {eq.rhs!r}")
+
+    for i, eq in enumerate(equalities):
+        piece = equality_piece(eq)
+        pieces_in_order.append(piece)
+        node = ("equality", i)
+        graph.add_node(node, kind="equality", constraint=eq, label=f"{eq.lhs!r} == {eq.rhs!r}", rows=piece.rows)
+        for var in eq.variables():
+            graph.add_edge(node, ("variable", var.id), kind="consistency", rows=piece.rows, piece=piece)
+        if eq.parameters():
+            parametric.append((piece, lambda eq=eq: equality_piece(eq)))
+
+    # 5. M assembled from the consistency edges of the graph, in creation order
+    graph_pieces = []
+    seen_pieces = set()
+    for _, _, data in graph.edges(data=True):
+        p = data.get("piece")
+        if p is not None and id(p) not in seen_pieces:
+            seen_pieces.add(id(p))
+            graph_pieces.append(p)
+    order = {id(p): i for i, p in enumerate(pieces_in_order)}
+    graph_pieces.sort(key=lambda p: order[id(p)])
+    operator = ConsistencyOperator(graph_pieces, n)
+
+    objective = BlockObjective(SmoothFunction(objective_expr, var_layout), sign, copy_map)
+    return CompiledProblem(blocks=blocks, n=n, variables=variables, var_layout=var_layout, graph=graph,
+                           operator=operator, copy_map=copy_map, objective=objective,
+                           equalities=equalities, parametric=parametric)

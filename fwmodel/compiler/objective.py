@@ -1,0 +1,136 @@
+"""The objective as the engine sees it: a function of the product-space vector x.
+
+A variable with several copies takes the average of its copies, v = W x, and
+the objective is f(W x), so its gradient is W' grad f(W x): each copy gets
+its share of the variable's gradient. At a feasible point all copies agree
+and f(W x) is the objective of the model; the value reported for a
+variable (``var.value``) is exactly this average.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+
+class CopyMap:
+    """v = W x and x-gradients = W' v-gradients, without forming W.
+
+    Copies of a whole variable (the usual case) are slices of x, so the
+    average is a sum of slices; partial copies (a set on ``x[:3]``) scatter
+    through index arrays.
+    """
+
+    def __init__(self, variables, var_layout, n_v, n):
+        self.variables = variables
+        self.var_layout = var_layout
+        self.n_v, self.n = n_v, n
+        self.copies = {var.id: [] for var in variables}  # var.id -> [(entries or None, block slice)]
+
+    def add_copy(self, var, entries, block_slice):
+        self.copies[var.id].append((entries, block_slice))
+
+    def finalize(self):
+        self.counts = np.zeros(self.n_v)
+        self._full = {}
+        for var in self.variables:
+            off, _ = self.var_layout[var.id]
+            copies = self.copies[var.id]
+            for entries, _sl in copies:
+                if entries is None:
+                    self.counts[off:off + var.size] += 1
+                else:
+                    self.counts[off + entries] += 1
+            self._full[var.id] = all(e is None for e, _ in copies)
+        self.inv_counts = 1.0 / np.maximum(self.counts, 1)
+
+    def to_variables(self, x, out=None):
+        """v = W x (each variable entry the average of its copies)."""
+        v = np.empty(self.n_v) if out is None else out
+        for var in self.variables:
+            off, _ = self.var_layout[var.id]
+            seg = v[off:off + var.size]
+            copies = self.copies[var.id]
+            if self._full[var.id]:
+                np.copyto(seg, x[copies[0][1]])
+                for _, sl in copies[1:]:
+                    seg += x[sl]
+                if len(copies) > 1:
+                    seg *= 1.0 / len(copies)
+            else:
+                seg.fill(0.0)
+                for entries, sl in copies:
+                    if entries is None:
+                        seg += x[sl]
+                    else:
+                        seg[entries] += x[sl]
+                seg *= self.inv_counts[off:off + var.size]
+        return v
+
+    def to_blocks(self, gv, out=None):
+        """W' gv: each copy gets its entries' gradient divided by their copy count."""
+        g = np.zeros(self.n) if out is None else out
+        for var in self.variables:
+            off, _ = self.var_layout[var.id]
+            seg = gv[off:off + var.size]
+            copies = self.copies[var.id]
+            if self._full[var.id]:
+                k = len(copies)
+                for _, sl in copies:
+                    if k == 1:
+                        g[sl] = seg
+                    else:
+                        np.multiply(seg, 1.0 / k, out=g[sl])
+            else:
+                scaled = seg * self.inv_counts[off:off + var.size]
+                for entries, sl in copies:
+                    g[sl] = scaled if entries is None else scaled[entries]
+        return g
+
+    def matrix(self):
+        """W as a scipy.sparse CSR matrix (n_v x n)."""
+        rows, cols, vals = [], [], []
+        for var in self.variables:
+            off, _ = self.var_layout[var.id]
+            for entries, sl in self.copies[var.id]:
+                ent = np.arange(var.size) if entries is None else entries
+                slots = off + ent
+                rows.append(slots)
+                cols.append(np.arange(sl.start, sl.stop))
+                vals.append(self.inv_counts[slots])
+        if not rows:
+            return sp.csr_matrix((self.n_v, self.n))
+        return sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                             shape=(self.n_v, self.n))
+
+
+class BlockObjective:
+    """sign * f(W x) with value, gradient and curvature for the engine."""
+
+    def __init__(self, smooth, sign, copy_map):
+        self.smooth = smooth
+        self.sign = float(sign)
+        self.copy_map = copy_map
+        self.is_quadratic = bool(smooth.is_quadratic)
+        self._v = np.empty(copy_map.n_v)
+        self._dv = np.empty(copy_map.n_v)
+
+    def value(self, x):
+        v = self.copy_map.to_variables(x, out=self._v)
+        return self.sign * self.smooth.value(v)
+
+    def value_and_grad(self, x):
+        v = self.copy_map.to_variables(x, out=self._v)
+        f, gv = self.smooth.value_and_grad(v)
+        if self.sign != 1.0:
+            gv = gv * self.sign
+        return self.sign * f, self.copy_map.to_blocks(gv)
+
+    def curvature(self, x, d):
+        v = self.copy_map.to_variables(x, out=self._v)
+        dv = self.copy_map.to_variables(d, out=self._dv)
+        c = self.smooth.curvature(v, dv)
+        return None if c is None else self.sign * c
+
+    def objective_at(self, x):
+        """The model's objective (without the Maximize sign flip) at x."""
+        return self.sign * self.value(x)

@@ -1,0 +1,415 @@
+"""The FW-AL iteration on flat NumPy vectors (paper eq. fwal).
+
+Problem (OPT2 of the paper, with a right-hand side b)::
+
+    min_x max_y  L(x, y) = f(x) + <y, Mx - b> + lam/2 ||Mx - b||^2
+    s.t.         x = (x^(1), ..., x^(K)),  x^(k) in X_k,
+
+where each X_k is known only through its linear minimization oracle. Each
+iteration takes one Frank-Wolfe step on L(., y_t) over the product of the
+sets (Alg. 2, or the away-step loop of Alg. 1 / a pairwise step on polytope
+blocks), then the dual ascent step y_{t+1} = y_t + eta_t (M x_{t+1} - b).
+
+This module knows nothing of the modeling language: it takes an objective
+with ``value_and_grad``, a list of :class:`Block` and the operator M.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import numpy as np
+import scipy.sparse as sp
+
+from .active_set import ActiveSet
+from .line_search import Backtracking, bounded_scalar_step, exact_quadratic_step
+from .result import FWALResult, History, SolverState
+from .schedules import make_dual_schedule, default_penalty
+from .verbose import VerbosePrinter
+
+STEP_KINDS = ("auto", "fw", "away", "pairwise")
+LINE_SEARCHES = ("auto", "exact", "backtracking")
+
+
+@dataclass
+class Block:
+    """One factor X_k of the product space: x[offset:offset+size] lies in it.
+
+    ``lmo(g)`` takes the block's slice of the gradient (flat) and returns an
+    Atom minimizing <g, s> over X_k; ``initial_atom()`` gives a starting
+    vertex. Away/pairwise steps are used only where ``is_polytope``.
+    """
+
+    offset: int
+    size: int
+    lmo: Callable
+    initial_atom: Callable
+    is_polytope: bool = False
+    name: str = ""
+
+    @property
+    def slice(self):
+        return slice(self.offset, self.offset + self.size)
+
+
+class _Operator:
+    """M as two fast callables (CSR products, or a user LinearOperator)."""
+
+    def __init__(self, M, n):
+        if M is None:
+            M = sp.csr_matrix((0, n))
+        if sp.issparse(M):
+            M = M.tocsr()
+            MT = M.T.tocsr()
+            self.matvec, self.rmatvec = M.dot, MT.dot
+        elif hasattr(M, "matvec") and hasattr(M, "rmatvec"):
+            self.matvec, self.rmatvec = M.matvec, M.rmatvec
+        else:
+            M = np.asarray(M, dtype=float)
+            self.matvec, self.rmatvec = M.dot, M.T.dot
+        self.shape = M.shape
+        if self.shape[1] != n:
+            raise ValueError(f"M has {self.shape[1]} columns but the blocks have {n} entries in all")
+
+
+class IterationState:
+    """What a callback sees each iteration (read-only by convention)."""
+
+    __slots__ = ("iteration", "time", "objective", "fw_gap", "feasibility", "feasibility_rel", "lam", "eta", "x", "y")
+
+    def __init__(self, **kw):
+        for k, v in kw.items():
+            setattr(self, k, v)
+
+
+def _check_option(name, value, allowed):
+    if value not in allowed:
+        raise ValueError(f"option {name}={value!r} is not one of {', '.join(map(repr, allowed))}")
+
+
+def minimize_fwal(
+    objective,
+    blocks,
+    M=None,
+    b=None,
+    *,
+    max_iter=10000,
+    tol=1e-4,
+    feas_tol=1e-4,
+    time_limit=None,
+    lam=None,
+    eta=None,
+    step="auto",
+    line_search="auto",
+    verbose=False,
+    print_every=None,
+    callback=None,
+    warm_state: Optional[SolverState] = None,
+    seed=None,
+    infeasibility_check_every=25,
+    max_drop_steps=None,
+):
+    """Minimize f over the blocks subject to Mx = b with FW-AL.
+
+    Parameters
+    ----------
+    objective : object with ``value(x)``, ``value_and_grad(x)``, and optionally
+        ``curvature(x, d)`` (d' Hf d, or None) and ``is_quadratic``.
+    blocks : list of :class:`Block` covering x contiguously.
+    M, b : the consistency constraint Mx = b (scipy.sparse, dense, or an
+        object with matvec/rmatvec); None for no constraint.
+    tol : stop when the FW gap of L(., y) is <= tol * max(1, |f(x)|) ...
+    feas_tol : ... and ||Mx - b|| <= feas_tol * max(1, ||x||, ||b||).
+    lam, eta : penalty and dual step (numbers, or None for the adaptive
+        defaults of :mod:`fwmodel.engine.schedules`; eta may also be a
+        callable t -> eta_t or one of "theorem2", "theorem3", "adaptive").
+    step : "auto" (away steps on polytope blocks, FW elsewhere), "fw",
+        "away" (Alg. 1), or "pairwise".
+    line_search : "auto" (exact for quadratic f, backtracking otherwise),
+        "exact", or "backtracking".
+
+    Returns an :class:`FWALResult`.
+    """
+    _check_option("step", step, STEP_KINDS)
+    _check_option("line_search", line_search, LINE_SEARCHES)
+    for name, value in (("max_iter", max_iter),):
+        if not (isinstance(value, (int, np.integer)) and value >= 0):
+            raise ValueError(f"option {name} must be a nonnegative integer, got {value!r}")
+    for name, value in (("tol", tol), ("feas_tol", feas_tol)):
+        if not (isinstance(value, (int, float)) and value > 0 and math.isfinite(value)):
+            raise ValueError(f"option {name} must be a positive number, got {value!r}")
+    if time_limit is not None and not (isinstance(time_limit, (int, float)) and time_limit > 0):
+        raise ValueError(f"option time_limit must be a positive number of seconds, got {time_limit!r}")
+    if lam is not None and not (isinstance(lam, (int, float)) and lam > 0 and math.isfinite(lam)):
+        raise ValueError(f"option lam must be a positive number, got {lam!r}")
+
+    start = time.perf_counter()
+    n = sum(blk.size for blk in blocks)
+    Mop = _Operator(M, n)
+    m = Mop.shape[0]
+    b = np.zeros(m) if b is None else np.asarray(b, dtype=float).ravel()
+    if b.shape != (m,):
+        raise ValueError(f"b has shape {b.shape}, expected ({m},) to match the rows of M")
+    b_norm = float(np.linalg.norm(b))
+    use_active = step in ("auto", "away", "pairwise")
+    pairwise = step == "pairwise"
+    quadratic = bool(getattr(objective, "is_quadratic", False))
+    curvature_fn = getattr(objective, "curvature", None)
+    if line_search == "auto":
+        line_search = "exact" if quadratic else "backtracking"
+    rng = np.random.default_rng(seed)
+
+    # ---------------------------------------------------------- initial point
+    if warm_state is not None:
+        x = warm_state.x.copy()
+        y = warm_state.y.copy() if warm_state.y.shape == (m,) else np.zeros(m)
+        active = dict(warm_state.active_sets)
+    else:
+        x = np.zeros(n)
+        y = np.zeros(m)
+        active = {}
+    for k, blk in enumerate(blocks):
+        if use_active and blk.is_polytope and k not in active:
+            if warm_state is None:
+                atom = blk.initial_atom()
+                active[k] = ActiveSet(atom)
+            else:
+                # Warm start without an active set for this block: restart it.
+                atom = blk.initial_atom()
+                active[k] = ActiveSet(atom)
+                x[blk.slice] = 0.0
+                atom.add_to(x[blk.slice], 1.0)
+                continue
+            atom.add_to(x[blk.slice], 1.0)
+        elif warm_state is None:
+            blk.initial_atom().add_to(x[blk.slice], 1.0)
+    if not use_active:
+        active = {}
+
+    r = Mop.matvec(x) - b
+    f, g = objective.value_and_grad(x)
+    if lam is None:
+        lam_value = warm_state.lam if warm_state is not None else default_penalty(objective, blocks, Mop, x, g, rng)
+    else:
+        lam_value = float(lam)
+    schedule = make_dual_schedule(eta, lam_value, warm_state)
+    backtracking = Backtracking(warm_state.lipschitz if warm_state is not None else None)
+
+    history = History()
+    printer = VerbosePrinter(verbose, print_every, n=n, m=m, blocks=blocks)
+    printer.header(step=step, line_search=line_search, lam=lam_value)
+    step_counts = {"fw": 0, "away": 0, "pairwise": 0, "drop": 0}
+    status = "max_iter"
+    drops_in_row = 0
+    max_drops = max_drop_steps if max_drop_steps is not None else 10 * len(blocks) + 10
+    best = None  # (merit, x, y) snapshot, for returning the best point found
+    gap = np.inf
+    feas = feas_rel = np.inf
+    t = 0
+    message = ""
+
+    def merit_of(gap_rel, feas_rel):
+        return max(gap_rel / tol, feas_rel / feas_tol)
+
+    try:
+        for t in range(max_iter + 1):
+            if not (np.isfinite(f) and np.all(np.isfinite(g[:: max(1, n // 1000)]))):
+                status, message = "diverged", "the objective or its gradient is not finite"
+                break
+            # ---- gradient of the augmented Lagrangian (paper OPT2)
+            dual_term = y + lam_value * r
+            grad = g + Mop.rmatvec(dual_term) if m else g.copy()
+            # ---- LMO on every block; FW gap of L(., y)
+            fw_atoms = []
+            gap = 0.0
+            x_dot_grad = float(np.dot(x, grad))
+            s_dot_grad = 0.0
+            for blk in blocks:
+                atom = blk.lmo(grad[blk.slice])
+                fw_atoms.append(atom)
+                s_dot_grad += atom.dot(grad[blk.slice])
+            gap = x_dot_grad - s_dot_grad
+            feas = float(np.linalg.norm(r))
+            x_norm = float(np.linalg.norm(x))
+            feas_rel = feas / max(1.0, x_norm, b_norm)
+            gap_rel = max(gap, 0.0) / max(1.0, abs(f))
+            elapsed = time.perf_counter() - start
+            eta_now = schedule.current
+            history.append(iteration=t, time=elapsed, objective=f, fw_gap=gap, feasibility=feas,
+                           feasibility_rel=feas_rel, lam=lam_value, eta=eta_now, step=_last_kind(step_counts))
+            printer.row(t, f, gap, feas_rel, lam_value, eta_now, elapsed, step_counts)
+            merit = merit_of(gap_rel, feas_rel)
+            if best is None or merit < 0.5 * best[0]:
+                best = (merit, x.copy(), y.copy(), f)
+            if not np.isfinite(gap):
+                status, message = "diverged", "the Frank-Wolfe gap is not finite"
+                break
+            if gap_rel <= tol and feas_rel <= feas_tol:
+                status, message = "optimal", "FW gap and feasibility below tolerance"
+                break
+            if callback is not None:
+                state = IterationState(iteration=t, time=elapsed, objective=f, fw_gap=gap, feasibility=feas,
+                                       feasibility_rel=feas_rel, lam=lam_value, eta=eta_now, x=x, y=y)
+                if callback(state) is False:
+                    status, message = "interrupted", "the callback returned False"
+                    break
+            if t == max_iter:
+                status, message = "max_iter", f"reached max_iter={max_iter}"
+                break
+            if time_limit is not None and elapsed > time_limit:
+                status, message = "time_limit", f"reached time_limit={time_limit} s"
+                break
+            if m and infeasibility_check_every and t % infeasibility_check_every == 0 and t > 0 \
+                    and feas_rel > feas_tol:
+                bound = _infeasibility_bound(blocks, Mop, b, (r, y))
+                if bound > feas_tol * max(1.0, x_norm, b_norm):
+                    status = "infeasible"
+                    message = (f"no point of the sets satisfies the consistency constraints: "
+                               f"||Mx - b|| >= {bound:.3g} everywhere (certified by the LMOs)")
+                    break
+
+            # ---- direction (Alg. 2, or Alg. 1 / pairwise on polytope blocks)
+            # A product step uses one gamma for all blocks, so its cap is the
+            # smallest block cap: 1 for FW, alpha/(1-alpha) for away, alpha for
+            # pairwise (Alg. 1 line 11).
+            d = np.empty(n)
+            plan = []
+            for k, blk in enumerate(blocks):
+                sl = blk.slice
+                xk, gk, s = x[sl], grad[sl], fw_atoms[k]
+                dk = d[sl]
+                aset = active.get(k)
+                kind = "fw"
+                if aset is not None and len(aset) > 1 or (aset is not None and pairwise):
+                    pos, v, alpha_v, v_dot = aset.away_vertex(gk)
+                    xg = float(np.dot(xk, gk))
+                    if pairwise:
+                        kind = "pairwise" if s.key != v.key else "fw"
+                    elif v_dot - xg > xg - s.dot(gk):  # away gap > FW gap
+                        kind = "away"
+                if kind == "fw":
+                    np.negative(xk, out=dk)
+                    s.add_to(dk, 1.0)
+                    plan.append(("fw", None, 1.0))
+                elif kind == "away":
+                    np.copyto(dk, xk)
+                    v.add_to(dk, -1.0)
+                    plan.append(("away", pos, alpha_v / (1.0 - alpha_v)))
+                else:
+                    dk.fill(0.0)
+                    s.add_to(dk, 1.0)
+                    v.add_to(dk, -1.0)
+                    plan.append(("pairwise", pos, alpha_v))
+            gamma_max = min(p[2] for p in plan)
+
+            # ---- line search on phi(gamma) = L(x + gamma d, y)
+            Md = Mop.matvec(d) if m else np.zeros(0)
+            slope = float(np.dot(grad, d))
+            pen_lin = float(np.dot(dual_term, Md))  # derivative of the dual+penalty terms at 0
+            pen_quad = lam_value * float(np.dot(Md, Md))
+            if line_search == "exact" and quadratic and curvature_fn is not None:
+                curv = curvature_fn(x, d)
+                gamma = exact_quadratic_step(slope, float(curv) + pen_quad, gamma_max)
+                f_new = None
+            else:
+                phi0 = f  # dual and penalty terms are measured relative to gamma = 0
+
+                def phi(gm, _x=x, _d=d):
+                    return objective.value(_x + gm * _d) + gm * pen_lin + 0.5 * gm * gm * pen_quad
+
+                if line_search == "exact":
+                    gamma, _ = bounded_scalar_step(phi, gamma_max)
+                else:
+                    hint = None
+                    if backtracking.lipschitz is None and curvature_fn is not None:
+                        c = curvature_fn(x, d)
+                        hint = None if c is None else float(c) + pen_quad
+                    gamma, _ = backtracking.step(phi, phi0, slope, float(np.dot(d, d)), gamma_max, hint)
+                f_new = None
+            # ---- update x, r and the active sets
+            if gamma > 0:
+                x += gamma * d
+                r += gamma * Md
+            drop = False
+            for k, (kind, pos, gmax) in enumerate(plan):
+                step_counts[kind] += 1
+                aset = active.get(k)
+                if aset is None:
+                    continue
+                if kind == "fw":
+                    aset.fw_update(fw_atoms[k], gamma)
+                elif kind == "away":
+                    if gamma >= gmax * (1 - 1e-12):
+                        drop = True
+                    aset.away_update(pos, min(gamma, gmax))
+                else:
+                    if gamma >= gmax * (1 - 1e-12):
+                        drop = True
+                    aset.pairwise_update(fw_atoms[k], pos, min(gamma, gmax))
+            if drop:
+                step_counts["drop"] += 1
+            f, g = objective.value_and_grad(x)
+            # ---- dual step (eq. fwal); Alg. 1 repeats drop steps before it
+            if drop and not pairwise and drops_in_row < max_drops:
+                drops_in_row += 1
+                continue
+            drops_in_row = 0
+            if m:
+                eta_t = schedule.step(t, feas=float(np.linalg.norm(r)), lam=lam_value, gap=gap)
+                y += eta_t * r
+                new_lam = schedule.penalty(lam_value)
+                if new_lam != lam_value:
+                    lam_value = new_lam
+                    backtracking.lipschitz = None
+    except KeyboardInterrupt:
+        status, message = "interrupted", "interrupted by the user (KeyboardInterrupt)"
+
+    # ---- return the best point found when the last one is not acceptable
+    final_merit = merit_of(max(gap, 0.0) / max(1.0, abs(f)) if np.isfinite(f) else np.inf, feas_rel) \
+        if np.isfinite(gap) and np.isfinite(feas_rel) else np.inf
+    if status != "optimal" and best is not None and best[0] < final_merit:
+        x, y, f = best[1], best[2], best[3]
+        r = Mop.matvec(x) - b
+        feas = float(np.linalg.norm(r))
+        feas_rel = feas / max(1.0, float(np.linalg.norm(x)), b_norm)
+        if status != "diverged":
+            message += "; returning the best point found"
+        # restored point: active sets no longer describe it
+        active = {}
+    solve_time = time.perf_counter() - start
+    printer.footer(status, message, t, f, gap, feas_rel, solve_time, step_counts)
+    state = SolverState(x.copy(), y.copy(), active, lam_value, schedule.current, backtracking.lipschitz)
+    return FWALResult(
+        x=x, y=y, status=status, message=message, objective=float(f), fw_gap=float(gap),
+        feasibility=float(feas), feasibility_rel=float(feas_rel), iterations=int(t),
+        solve_time=solve_time, lam=float(lam_value), eta=float(schedule.current), history=history,
+        state=state, step_counts=dict(step_counts),
+    )
+
+
+def _last_kind(counts):
+    return sum(counts.values())
+
+
+def _infeasibility_bound(blocks, Mop, b, candidates):
+    """A certified lower bound on min_{x in X} ||Mx - b||, from the LMOs.
+
+    For any direction w and any x in X, ||Mx - b|| >= <w, Mx - b> / ||w||
+    >= (sum_k min_{s in X_k} <(M'w)_k, s> - <w, b>) / ||w||. A positive bound
+    proves that the sets cannot meet the consistency constraints. Candidate
+    directions: the residual and the dual variable (which grows along the
+    infeasible direction when the problem is infeasible).
+    """
+    best = 0.0
+    for w in candidates:
+        w_norm = float(np.linalg.norm(w))
+        if w_norm == 0 or not np.isfinite(w_norm):
+            continue
+        z = Mop.rmatvec(w)
+        total = -float(np.dot(w, b))
+        for blk in blocks:
+            total += blk.lmo(z[blk.slice]).dot(z[blk.slice])
+        best = max(best, total / w_norm)
+    return best

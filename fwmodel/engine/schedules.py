@@ -1,0 +1,200 @@
+"""Dual step sizes eta_t and the penalty lam.
+
+The dual update of FW-AL (paper eq. fwal) is y_{t+1} = y_t + eta_t (M x_{t+1} - b).
+Units: y has the units of f / ||Mx - b|| and lam those of f / ||Mx - b||^2, so
+eta is measured in units of lam; every schedule below is a multiple of lam.
+
+Schedules (the ``eta`` option):
+
+* a number: constant eta_t = eta.
+* a callable ``eta(t)``: any user schedule.
+* "theorem2": eta_t = lam * 2 / (t + 2), the decreasing schedule of Theorem 2
+  (the paper's constant min(2/lam, alpha^2 / (2 delta)) involves unknown
+  problem constants; we take its dimensionally consistent upper bound lam).
+* "theorem3": the constant eta = lam * rho_A / 4 of Theorem 3, with the
+  (unknown, <= 1) geometric-decrease constant rho_A taken as 1: eta = lam/4.
+* "adaptive" (the default, None): see :class:`AdaptiveMultiplier`.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+class ConstantSchedule:
+    def __init__(self, eta):
+        self.current = float(eta)
+
+    def step(self, t, **info):
+        return self.current
+
+    def penalty(self, lam):
+        return lam
+
+
+class CallableSchedule:
+    def __init__(self, fn):
+        self.fn = fn
+        self.current = float(fn(0))
+
+    def step(self, t, **info):
+        value = float(self.fn(t))
+        if not (value >= 0 and math.isfinite(value)):
+            raise ValueError(f"the eta schedule returned {value!r} at iteration {t}; it must be a nonnegative number")
+        self.current = value
+        return value
+
+    def penalty(self, lam):
+        return lam
+
+
+class Theorem2Schedule:
+    """eta_t = eta0 * 2 / (t + 2) (paper, Theorem 2)."""
+
+    def __init__(self, eta0):
+        self.eta0 = eta0
+        self.current = eta0
+
+    def step(self, t, **info):
+        self.current = self.eta0 * 2.0 / (t + 2.0)
+        return self.current
+
+    def penalty(self, lam):
+        return lam
+
+
+class AdaptiveMultiplier:
+    """The default: method-of-multipliers steps, throttled by feasibility progress.
+
+    Reasoning. With an exact inner minimization the augmented Lagrangian
+    method takes eta = lam (Hestenes-Powell). FW-AL takes a single FW step per
+    dual step, so a full step eta = lam overshoots while x lags behind: that
+    is what makes eta = lam oscillate. A small constant eta (Theorem 3) is
+    stable but slow, and 2/(t+2) (Theorem 2) stalls once it has decayed. We
+    keep eta_t = theta_t * lam and adapt theta_t in [1e-4, 1], starting at
+    the Theorem 3 value 1/4, from the observed feasibility ||Mx - b|| over
+    windows of ``window`` dual steps (the best value in each window):
+
+    * it grew (the dual overshoots): theta is halved;
+    * it shrank by at least the factor ``good``: theta grows toward 1;
+    * it stalled while the primal step has converged for the current y
+      (FW gap of L(., y) <= lam ||Mx - b||^2, i.e. the penalty term is not
+      small next to what FW still has to do): the dual is the bottleneck, so
+      theta doubles, and once theta = 1 the penalty lam doubles, as augmented
+      Lagrangian practice raises the penalty when feasibility stalls. When
+      the gap is larger, FW itself is the bottleneck and nothing changes:
+      raising lam would only slow FW down.
+    """
+
+    window = 20
+    good = 0.7
+    stall = 0.95
+
+    def __init__(self, lam, theta=0.25, max_growth=1e4):
+        self.theta = theta
+        self.lam0 = lam
+        self.lam = lam
+        self.max_growth = max_growth
+        self.current = theta * lam
+        self._steps = 0
+        self._ref = None
+        self._pending_lam = None
+        self._window_min = np.inf
+
+    def step(self, t, feas=None, lam=None, gap=None, **info):
+        if lam is not None:
+            self.lam = lam
+        self._steps += 1
+        if feas is not None:
+            # FW iterates are noisy: compare the best feasibility of each
+            # window with the previous window's best.
+            self._window_min = min(self._window_min, feas)
+        if feas is not None and self._steps % self.window == 0:
+            feas, self._window_min = self._window_min, np.inf
+            if self._ref is not None and self._ref > 0:
+                ratio = feas / self._ref
+                if ratio > 1.05:
+                    self.theta = max(self.theta * 0.5, 1e-4)
+                elif ratio < self.good:
+                    self.theta = min(self.theta * 1.5, 1.0)
+                elif ratio > self.stall and gap is not None and gap <= self.lam * feas * feas:
+                    if self.theta < 1.0:
+                        self.theta = min(1.0, 2.0 * self.theta)
+                    elif self.lam < self.max_growth * self.lam0:
+                        self._pending_lam = self.lam * 2.0
+            self._ref = feas
+        self.current = self.theta * self.lam
+        return self.current
+
+    def penalty(self, lam):
+        if self._pending_lam is not None:
+            lam, self._pending_lam = self._pending_lam, None
+            self.lam = lam
+            self.current = self.theta * lam
+        return lam
+
+
+def make_dual_schedule(eta, lam, warm_state=None):
+    """Build the schedule object for the ``eta`` option (see module docs)."""
+    if eta is None or (isinstance(eta, str) and eta == "adaptive"):
+        sched = AdaptiveMultiplier(lam)
+        if warm_state is not None and warm_state.eta:
+            sched.theta = min(1.0, max(1e-4, warm_state.eta / lam))
+            sched.current = sched.theta * lam
+        return sched
+    if isinstance(eta, str):
+        if eta == "theorem2":
+            return Theorem2Schedule(lam)
+        if eta == "theorem3":
+            return ConstantSchedule(lam / 4.0)
+        raise ValueError(f"option eta={eta!r} is not a number, a callable, or one of 'adaptive', 'theorem2', 'theorem3'")
+    if callable(eta):
+        return CallableSchedule(eta)
+    try:
+        value = float(eta)
+    except (TypeError, ValueError):
+        raise ValueError(f"option eta={eta!r} is not a number, a callable, or one of 'adaptive', 'theorem2', 'theorem3'") from None
+    if not (value >= 0 and math.isfinite(value)):
+        raise ValueError(f"option eta must be a nonnegative finite number, got {eta!r}")
+    return ConstantSchedule(value)
+
+
+def default_penalty(objective, blocks, Mop, x, g, rng):
+    """A penalty lam matched to the problem's scale.
+
+    Along the first Frank-Wolfe direction d (from the objective's gradient),
+    the objective changes with curvature c_f = d' Hf d and the penalty
+    lam/2 ||M(x + gamma d) - b||^2 with curvature lam ||Md||^2. Taking
+    lam = c_f / ||Md||^2 makes the two comparable, so neither the objective
+    nor the consistency constraint dominates the first steps. For a linear
+    objective (c_f = 0), lam = |<grad f, d>| / ||Md||^2 balances the linear
+    decrease instead. Falls back to 1 when M d = 0 along that direction.
+    """
+    n = x.size
+    d = np.empty(n)
+    for blk in blocks:
+        sl = blk.slice
+        np.negative(x[sl], out=d[sl])
+        blk.lmo(g[sl]).add_to(d[sl], 1.0)
+    if not np.any(d):
+        d = rng.standard_normal(n)
+    Md = Mop.matvec(d)
+    c_m = float(np.dot(Md, Md))
+    if c_m <= 0 or not np.isfinite(c_m):
+        return 1.0
+    c_f = None
+    curvature = getattr(objective, "curvature", None)
+    if curvature is not None:
+        c_f = curvature(x, d)
+    if c_f is None:
+        eps = 1e-6
+        _, g2 = objective.value_and_grad(x + eps * d)
+        c_f = float(np.dot(g2 - g, d)) / eps
+    c_f = float(c_f)
+    if c_f > 0 and np.isfinite(c_f):
+        return c_f / c_m
+    slope = abs(float(np.dot(g, d)))
+    if slope > 0 and np.isfinite(slope):
+        return slope / c_m
+    return 1.0

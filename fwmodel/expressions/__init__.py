@@ -1,0 +1,43 @@
+"""The modeling language: variables, parameters, constants, affine operations,
+smooth atoms, refused non-smooth functions and equality constraints.
+
+Compiler-facing pieces (not re-exported at the top level):
+:func:`linearize` (an affine expression as ``A @ v + c``),
+:class:`SmoothFunction` (value, gradient and curvature of an objective on a
+flat vector) and :func:`as_expression`.
+"""
+from .affine import concatenate, hstack, inner, linearize, multiply, reshape, sum, trace, transpose, vstack
+from .atoms import exp, huber, log_sum_exp, logistic, quad_form, square, sum_squares
+from .constraints import Equality
+from .core import Constant, Expression, Leaf, Parameter, Variable, as_expression
+from .evaluate import SmoothFunction
+from .nonsmooth import abs, max, min, norm, norm1, norm2, norm_inf
+
+__all__ = [
+    "Variable",
+    "Parameter",
+    "Constant",
+    "Expression",
+    "sum",
+    "multiply",
+    "trace",
+    "reshape",
+    "vstack",
+    "hstack",
+    "sum_squares",
+    "square",
+    "quad_form",
+    "logistic",
+    "log_sum_exp",
+    "huber",
+    "exp",
+    "inner",
+    "abs",
+    "norm",
+    "norm1",
+    "norm2",
+    "norm_inf",
+    "max",
+    "min",
+    "Equality",
+]

@@ -1,0 +1,821 @@
+"""The expression base class, the three kinds of leaves, and shared helpers.
+
+An expression is an immutable directed acyclic graph (DAG): every node holds
+its arguments in ``args`` and its ``shape``. Leaves are :class:`Variable`
+(the unknowns), :class:`Parameter` (data that may change between solves) and
+:class:`Constant` (NumPy arrays, SciPy sparse matrices, Python numbers).
+
+Each node type implements a handful of small methods, used by the three
+consumers of an expression:
+
+- ``_forward(vals)``: the node's value from its arguments' values
+  (``Expression.value``, :class:`~fwmodel.expressions.evaluate.SmoothFunction`);
+- ``_backward(adj, vals, out, aux, needs)``: reverse accumulation of gradients;
+- ``_tangent(vals, dargs)``: the linear part of an affine node applied to
+  argument tangents (forward mode; used for second directional derivatives);
+- ``_linearize(forms, vals)``: the node as ``A @ v + c`` (the compiler's
+  consistency matrix, see :func:`~fwmodel.expressions.affine.linearize`);
+- ``_curvature_rule(arg_curvatures)``: disciplined convex programming (DCP)
+  curvature propagation.
+
+Every walk over a DAG is iterative (see :func:`postorder`), so long chains
+such as a Python ``sum`` of thousands of terms never hit the recursion limit,
+and shared subexpressions are visited once.
+"""
+from __future__ import annotations
+
+import itertools
+import numbers
+import operator
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import ModelError
+
+# Curvature labels (DCP).
+CONSTANT = "constant"
+AFFINE = "affine"
+CONVEX = "convex"
+CONCAVE = "concave"
+UNKNOWN = "unknown"
+
+# Operator precedences used by ``__repr__`` to decide on parentheses.
+PREC_ADD = 10
+PREC_MUL = 20
+PREC_NEG = 30
+PREC_POSTFIX = 40
+PREC_ATOM = 50
+
+# One counter for every leaf, so that ids are unique across variables and
+# parameters (the compiler keys its layouts by ``var.id``).
+_leaf_ids = itertools.count()
+
+
+# --------------------------------------------------------------------------
+# Small helpers shared by all node types
+# --------------------------------------------------------------------------
+def normalize_shape(shape, owner="shape"):
+    """Return ``shape`` as a tuple of nonnegative ints (an int means 1-D)."""
+    if shape is None:
+        return ()
+    if isinstance(shape, (numbers.Integral, np.integer)):
+        shape = (shape,)
+    try:
+        dims = tuple(operator.index(d) for d in shape)
+    except TypeError:
+        raise ModelError(f"{owner}: a shape must be an int or a tuple of ints, got {shape!r}") from None
+    if any(d < 0 for d in dims):
+        raise ModelError(f"{owner}: shape {dims} has a negative dimension")
+    return dims
+
+
+def shape_size(shape):
+    """Number of entries of an array of ``shape`` (1 for shape ())."""
+    size = 1
+    for d in shape:
+        size *= d
+    return size
+
+
+def short_repr(expr, limit=160):
+    """``repr(expr)`` cut to ``limit`` characters, for error messages."""
+    text = repr(expr)
+    if len(text) > limit:
+        keep = (limit - 5) // 2
+        text = text[:keep] + " ... " + text[-keep:]
+    return text
+
+
+def broadcast_shapes(exprs, what):
+    """NumPy broadcasting of the shapes of ``exprs``; ModelError naming them."""
+    try:
+        return tuple(np.broadcast_shapes(*(e.shape for e in exprs)))
+    except ValueError:
+        parts = ", ".join(f"{short_repr(e)} (shape {e.shape})" for e in exprs)
+        raise ModelError(f"{what}: shapes do not broadcast: {parts}") from None
+
+
+def postorder(root):
+    """Nodes of the DAG under ``root``, each once, arguments before their users.
+
+    Leaves appear in order of first appearance from left to right, which gives
+    ``variables()`` and ``parameters()`` their order.
+    """
+    order = []
+    seen = set()
+    stack = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        for arg in reversed(node.args):
+            if id(arg) not in seen:
+                stack.append((arg, False))
+    return order
+
+
+def uniform_value(arr):
+    """The common value when every entry of ``arr`` is the same stored number.
+
+    True for scalars and for ``np.broadcast_to`` views of a scalar (all strides
+    zero), which is how gradients of sums travel; lets atoms scale instead of
+    multiplying whole arrays. Returns None otherwise.
+    """
+    if not isinstance(arr, np.ndarray):
+        return float(arr)
+    if arr.size == 1 or (arr.size and not any(arr.strides)):
+        return float(arr[(0,) * arr.ndim])
+    return None
+
+
+def add_curvatures(curvatures):
+    """Curvature of a sum (or a stack) of terms with the given curvatures."""
+    curvatures = set(curvatures)
+    if UNKNOWN in curvatures or {CONVEX, CONCAVE} <= curvatures:
+        return UNKNOWN
+    for label in (CONVEX, CONCAVE, AFFINE):
+        if label in curvatures:
+            return label
+    return CONSTANT
+
+
+def flip_curvature(curvature):
+    """Curvature of the negation."""
+    return {CONVEX: CONCAVE, CONCAVE: CONVEX}.get(curvature, curvature)
+
+
+def scale_curvature(curvature, sign):
+    """Curvature of ``c * expr`` for a constant ``c`` of the given sign."""
+    if curvature in (CONSTANT, AFFINE, UNKNOWN) or sign == "zero":
+        return curvature
+    if sign == "nonneg":
+        return curvature
+    if sign == "nonpos":
+        return flip_curvature(curvature)
+    return UNKNOWN
+
+
+def constant_sign(expr):
+    """Sign of an expression without variables: 'nonneg', 'nonpos', 'zero' or 'unknown'.
+
+    A Parameter's declared sign (``nonneg=True`` / ``nonpos=True``) wins; any
+    other constant expression is judged by its current value, and is
+    'unknown' while a parameter in it has no value.
+    """
+    if isinstance(expr, Parameter):
+        if expr.nonneg:
+            return "nonneg"
+        if expr.nonpos:
+            return "nonpos"
+    if isinstance(expr, Constant) and expr.is_sparse:
+        data = expr._data.data
+    else:
+        data = expr.value
+        if data is None:
+            return "unknown"
+        data = np.asarray(data)
+    nonneg = bool(np.all(data >= 0))
+    nonpos = bool(np.all(data <= 0))
+    if nonneg and nonpos:
+        return "zero"
+    return "nonneg" if nonneg else ("nonpos" if nonpos else "unknown")
+
+
+def evaluate_nodes(order):
+    """Values of all nodes in ``order`` (a postorder), or None if a leaf has none."""
+    values = {}
+    for node in order:
+        if node.is_leaf:
+            val = node._leaf_data()
+            if val is None:
+                return None
+        else:
+            val = node._forward([values[id(a)] for a in node.args])
+        values[id(node)] = val
+    return values
+
+
+def as_dense(value):
+    """A dense float array from a node value (sparse constants are densified)."""
+    if sp.issparse(value):
+        return value.toarray()
+    return np.asarray(value, dtype=float)
+
+
+# Types that binary operators accept as constants; anything else makes the
+# operator return NotImplemented (so Python raises its usual TypeError).
+_CONSTANT_TYPES = (numbers.Number, np.ndarray, np.generic, list, tuple)
+
+
+def _operand(obj):
+    """``obj`` as an Expression for a binary operator, or None if not data."""
+    if isinstance(obj, Expression):
+        return obj
+    if isinstance(obj, _CONSTANT_TYPES) or sp.issparse(obj):
+        return Constant(obj)
+    return None
+
+
+def as_expression(obj):
+    """Return ``obj`` if it is an Expression, else wrap it in a :class:`Constant`."""
+    if isinstance(obj, Expression):
+        return obj
+    return Constant(obj)
+
+
+# --------------------------------------------------------------------------
+# The base class
+# --------------------------------------------------------------------------
+class Expression:
+    """A node of an expression DAG with a NumPy-like interface.
+
+    Operators follow NumPy semantics: ``*`` is elementwise, ``@`` is the
+    matrix product, and shapes broadcast. An expression is never a NumPy
+    object array: ``__array_ufunc__ = None`` makes NumPy arrays on the left
+    of an operator hand over to the expression's reflected method.
+    """
+
+    # NumPy: defer every ufunc (c - x, A @ x, y * x, c == x) to our operators.
+    __array_ufunc__ = None
+    __array_priority__ = 100.0
+    # ``__eq__`` builds constraints, so keep identity hashing explicitly.
+    __hash__ = object.__hash__
+
+    #: True for Variable, Parameter and Constant.
+    is_leaf = False
+    #: True for smooth nonlinear atoms (sum_squares, exp, ...).
+    is_atom = False
+    #: Nodes that accept scipy.sparse constants as arguments (``@``) set this.
+    _keeps_sparse = False
+    #: Nodes whose ``_forward(vals, out=...)`` can write into a given array set this.
+    _writes_out = False
+    _prec = PREC_ATOM
+
+    def __init__(self, args, shape):
+        args = tuple(as_expression(a) for a in args)
+        if not self._keeps_sparse:
+            # Sparse constants only pay off in matrix products; elsewhere
+            # they would only make every elementwise operation slower.
+            args = tuple(a._densified() if isinstance(a, Constant) else a for a in args)
+        self.args = args
+        self._shape = tuple(shape)
+        self._size = shape_size(self._shape)
+        self._has_vars = any(a._has_vars for a in args)
+        self._has_params = any(a._has_params for a in args)
+        self._affine = self._compute_affine()
+        self._order_cache = None
+
+    # ------------------------------------------------------------ structure
+    @property
+    def shape(self):
+        """The shape, a tuple of ints (``()`` for a scalar)."""
+        return self._shape
+
+    @property
+    def size(self):
+        """Number of entries."""
+        return self._size
+
+    @property
+    def ndim(self):
+        """Number of dimensions."""
+        return len(self._shape)
+
+    @property
+    def T(self):
+        """The transpose (axes reversed, as in NumPy); 0-D and 1-D are unchanged."""
+        from .affine import transpose
+
+        return transpose(self)
+
+    def transpose(self, *axes):
+        """Permute the axes, as ``numpy.ndarray.transpose``."""
+        from .affine import transpose
+
+        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+            axes = axes[0]
+        return transpose(self, axes if axes else None)
+
+    def sum(self, axis=None, keepdims=False, out=None, dtype=None):
+        """Sum of entries over ``axis`` (an int, a tuple, or None for all).
+
+        ``out`` and ``dtype`` exist only so that ``np.sum(expr)`` works.
+        """
+        from .affine import sum as _sum
+
+        if out is not None:
+            raise ModelError("sum: the out= argument is not supported for expressions")
+        return _sum(self, axis=axis, keepdims=keepdims)
+
+    def reshape(self, *shape, order="C"):
+        """Reshape (C order by default), as ``numpy.ndarray.reshape``."""
+        from .affine import reshape
+
+        if len(shape) == 1 and not isinstance(shape[0], (numbers.Integral, np.integer)):
+            shape = shape[0]
+        return reshape(self, shape, order=order)
+
+    def flatten(self):
+        """The entries as a 1-D expression, in C order."""
+        return self.reshape(-1)
+
+    def _postorder(self):
+        if self._order_cache is None:
+            self._order_cache = postorder(self)
+        return self._order_cache
+
+    def variables(self):
+        """The distinct Variables in this expression, in order of first appearance."""
+        if not self._has_vars:
+            return []
+        return [n for n in self._postorder() if isinstance(n, Variable)]
+
+    def parameters(self):
+        """The distinct Parameters in this expression, in order of first appearance."""
+        if not self._has_params:
+            return []
+        return [n for n in self._postorder() if isinstance(n, Parameter)]
+
+    # ------------------------------------------------------------- analysis
+    def is_constant(self):
+        """True when the expression has no variables (parameters are constants)."""
+        return not self._has_vars
+
+    def is_affine(self):
+        """True when the expression is affine in its variables (constants included)."""
+        return self._affine
+
+    def _compute_affine(self):
+        return all(a._affine for a in self.args)
+
+    @property
+    def curvature(self):
+        """'constant', 'affine', 'convex', 'concave' or 'unknown' (DCP rules).
+
+        Recomputed on each access: the sign of a Parameter coefficient (and so
+        the curvature of ``lam * sum_squares(x)``) may change with its value.
+        """
+        memo = {}
+        for node in self._postorder():
+            memo[id(node)] = node._curvature_rule([memo[id(a)] for a in node.args])
+        return memo[id(self)]
+
+    def is_convex(self):
+        """True when DCP proves the expression convex (affine included)."""
+        return self.curvature in (CONSTANT, AFFINE, CONVEX)
+
+    def is_concave(self):
+        """True when DCP proves the expression concave (affine included)."""
+        return self.curvature in (CONSTANT, AFFINE, CONCAVE)
+
+    def _curvature_rule(self, curvatures):
+        # Default for affine operations that add or select entries.
+        if not self._has_vars:
+            return CONSTANT
+        return add_curvatures(curvatures)
+
+    # ---------------------------------------------------------------- value
+    @property
+    def value(self):
+        """The value as a NumPy array of ``self.shape`` (a float for shape ()),
+        or None while a variable or parameter in it has no value."""
+        values = evaluate_nodes(self._postorder())
+        if values is None:
+            return None
+        return _present(values[id(self)], self._shape)
+
+    # ----------------------------------------------------------------- repr
+    def __repr__(self):
+        try:
+            return self._repr([repr(a) for a in self.args])
+        except RecursionError:
+            return f"<{type(self).__name__} of shape {self._shape}>"
+        except AttributeError:  # an object whose __init__ raised
+            return f"<{type(self).__name__}>"
+
+    def _wrap(self, arg, text, prec):
+        """Parenthesize ``text`` (the repr of ``arg``) if it binds looser than ``prec``."""
+        return f"({text})" if arg._prec < prec else text
+
+    def _repr(self, arg_texts):
+        return f"{type(self).__name__}({', '.join(arg_texts)})"
+
+    # ------------------------------------------------------------ operators
+    def __add__(self, other):
+        other = _operand(other)
+        if other is None:
+            return NotImplemented
+        from .affine import add
+
+        return add(self, other)
+
+    def __radd__(self, other):
+        other = _operand(other)
+        if other is None:
+            return NotImplemented
+        from .affine import add
+
+        return add(other, self)
+
+    def __sub__(self, other):
+        other = _operand(other)
+        if other is None:
+            return NotImplemented
+        from .affine import add
+
+        return add(self, other, sign=-1)
+
+    def __rsub__(self, other):
+        other = _operand(other)
+        if other is None:
+            return NotImplemented
+        from .affine import add
+
+        return add(other, self, sign=-1)
+
+    def __neg__(self):
+        from .affine import negate
+
+        return negate(self)
+
+    def __pos__(self):
+        return self
+
+    def __mul__(self, other):
+        other = _operand(other)
+        if other is None:
+            return NotImplemented
+        from .affine import multiply
+
+        return multiply(self, other, _op="*")
+
+    def __rmul__(self, other):
+        other = _operand(other)
+        if other is None:
+            return NotImplemented
+        from .affine import multiply
+
+        return multiply(other, self, _op="*")
+
+    def __truediv__(self, other):
+        other = _operand(other)
+        if other is None:
+            return NotImplemented
+        from .affine import divide
+
+        return divide(self, other)
+
+    def __rtruediv__(self, other):
+        other = _operand(other)
+        if other is None:
+            return NotImplemented
+        from .affine import divide
+
+        return divide(other, self)
+
+    def __matmul__(self, other):
+        other = _operand(other)
+        if other is None:
+            return NotImplemented
+        from .affine import matmul
+
+        return matmul(self, other)
+
+    def __rmatmul__(self, other):
+        other = _operand(other)
+        if other is None:
+            return NotImplemented
+        from .affine import matmul
+
+        return matmul(other, self)
+
+    def __pow__(self, power):
+        from .atoms import square
+
+        if isinstance(power, (numbers.Number, np.generic)) and not isinstance(power, bool):
+            if power == 1:
+                return self
+            if power == 2:
+                return square(self)
+        raise ModelError(
+            f"{short_repr(self)} ** {power!r}: only powers 1 and 2 are supported "
+            "(x ** 2 is fm.square(x)); the objective must be smooth and convex"
+        )
+
+    def __getitem__(self, key):
+        from .affine import index
+
+        return index(self, key)
+
+    def __abs__(self):
+        from .nonsmooth import abs as _abs
+
+        return _abs(self)
+
+    # ---------------------------------------------------------- comparisons
+    def __eq__(self, other):
+        other = _operand(other)
+        if other is None:
+            return NotImplemented
+        from .constraints import Equality
+
+        return Equality(self, other)
+
+    def __ne__(self, other):
+        if _operand(other) is None:
+            return NotImplemented
+        raise ModelError(
+            f"{short_repr(self)} != ...: 'not equal' is not a constraint (the feasible set would not be convex)"
+        )
+
+    def _inequality(self, other, op):
+        other_text = short_repr(other) if isinstance(other, Expression) else repr(other)
+        raise ModelError(
+            f"{short_repr(self)} {op} {other_text}: inequalities are not constraints here. "
+            "Express bounds with a set that has a linear minimization oracle: "
+            "fm.Box(expr, lower, upper) for elementwise bounds, "
+            "fm.Simplex(expr, total, equality=False) for nonnegative entries summing to at most total, "
+            "fm.L1Ball(expr, radius) for ||expr||_1 <= radius."
+        )
+
+    def __le__(self, other):
+        self._inequality(other, "<=")
+
+    def __lt__(self, other):
+        self._inequality(other, "<")
+
+    def __ge__(self, other):
+        self._inequality(other, ">=")
+
+    def __gt__(self, other):
+        self._inequality(other, ">")
+
+    # ---------------------------------------------- hooks for node classes
+    def _forward(self, vals):
+        raise NotImplementedError
+
+    def _tangent(self, vals, dargs):
+        raise NotImplementedError
+
+    def _backward(self, adj, vals, out, aux, needs):
+        raise NotImplementedError
+
+    def _linearize(self, forms, vals):
+        raise NotImplementedError
+
+
+def _present(value, shape):
+    """Format a node value for users: a float array of ``shape``, np.float64 for ()."""
+    value = as_dense(value)
+    if shape == ():
+        return np.float64(value.reshape(()))
+    if value.shape != shape:  # e.g. a sum that returned a 0-d array
+        value = value.reshape(shape)
+    return value
+
+
+# --------------------------------------------------------------------------
+# Leaves
+# --------------------------------------------------------------------------
+class Leaf(Expression):
+    """A node without arguments: Variable, Parameter or Constant."""
+
+    is_leaf = True
+
+    def __init__(self, shape):
+        self.args = ()
+        self._shape = normalize_shape(shape, type(self).__name__)
+        self._size = shape_size(self._shape)
+        self._has_vars = False
+        self._has_params = False
+        self._affine = True
+        self._order_cache = None
+
+    def _postorder(self):
+        return [self]
+
+    def _leaf_data(self):
+        """The value used in evaluation (None when unset)."""
+        raise NotImplementedError
+
+    def _check_value(self, value, finite):
+        """Validate a value for this leaf; return it as a fresh float array."""
+        if sp.issparse(value):
+            value = value.toarray()
+        try:
+            arr = np.array(value, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(f"{self._describe()}: value must be numeric, got {value!r}") from None
+        if arr.shape != self._shape:
+            raise ValueError(f"{self._describe()}: value has shape {arr.shape}, expected {self._shape}")
+        if finite and not np.all(np.isfinite(arr)):
+            raise ValueError(f"{self._describe()}: value contains NaN or infinite entries")
+        return arr
+
+    def _describe(self):
+        return f"{type(self).__name__} '{self.name}' of shape {self._shape}"
+
+    def _repr(self, arg_texts):
+        return self.name
+
+
+class Variable(Leaf):
+    """An optimization variable of any shape (n-D allowed).
+
+    ``value`` is None until a solve (or the user) sets it; it is then a float
+    array of ``shape``. ``id`` is a unique integer that the compiler uses to
+    place the variable in the flat vector of all variables.
+    """
+
+    _curvature_label = AFFINE
+
+    def __init__(self, shape=(), name=None):
+        super().__init__(shape)
+        self.id = next(_leaf_ids)
+        self.name = str(name) if name is not None else f"var{self.id}"
+        self._has_vars = True
+        self._value = None
+
+    @property
+    def value(self):
+        if self._value is None:
+            return None
+        if self._shape == ():
+            return np.float64(self._value)
+        return self._value
+
+    @value.setter
+    def value(self, value):
+        self._value = None if value is None else self._check_value(value, finite=False)
+
+    def _leaf_data(self):
+        return self._value
+
+    def _curvature_rule(self, curvatures):
+        return AFFINE
+
+
+class Parameter(Leaf):
+    """Data that can change between solves without recompiling the problem.
+
+    Its value is read whenever the expression is evaluated. Optional
+    keyword-only attributes declare properties that DCP can rely on whatever
+    the value: ``nonneg`` / ``nonpos`` (its sign, so that
+    ``lam * fm.sum_squares(x)`` stays convex) and ``psd`` (a symmetric
+    positive semidefinite matrix, for ``fm.quad_form(x, P)``). Declared
+    properties are checked each time the value is set.
+    """
+
+    def __init__(self, shape=(), name=None, value=None, *, nonneg=False, nonpos=False, psd=False):
+        super().__init__(shape)
+        self.id = next(_leaf_ids)
+        self.name = str(name) if name is not None else f"param{self.id}"
+        self.nonneg = bool(nonneg)
+        self.nonpos = bool(nonpos)
+        self.psd = bool(psd)
+        if self.psd and (len(self._shape) != 2 or self._shape[0] != self._shape[1]):
+            raise ModelError(f"{self._describe()}: psd=True needs a square matrix shape")
+        self._has_params = True
+        self._value = None
+        if value is not None:
+            self.value = value
+
+    @property
+    def value(self):
+        if self._value is None:
+            return None
+        if self._shape == ():
+            return np.float64(self._value)
+        return self._value
+
+    @value.setter
+    def value(self, value):
+        if value is None:
+            self._value = None
+            return
+        arr = self._check_value(value, finite=True)
+        if self.nonneg and np.any(arr < 0):
+            raise ValueError(f"{self._describe()}: declared nonneg but the value has negative entries")
+        if self.nonpos and np.any(arr > 0):
+            raise ValueError(f"{self._describe()}: declared nonpos but the value has positive entries")
+        if self.psd and matrix_definiteness(arr) != "psd":
+            raise ValueError(f"{self._describe()}: declared psd but the value is not symmetric positive semidefinite")
+        self._value = arr
+
+    def _leaf_data(self):
+        return self._value
+
+    def _curvature_rule(self, curvatures):
+        return CONSTANT
+
+
+class Constant(Leaf):
+    """Fixed data: a NumPy array, a SciPy sparse matrix or a Python number.
+
+    Dense data is kept as a float array (without a copy when it already is
+    one); sparse data is kept in CSR form so that ``A @ x`` stays sparse.
+    NaN or infinite entries raise a ValueError.
+    """
+
+    def __init__(self, value, name=None):
+        self.name = None if name is None else str(name)
+        if isinstance(value, Constant):
+            value = value._data
+        if sp.issparse(value):
+            data = sp.csr_matrix(value, dtype=float)
+            if not np.all(np.isfinite(data.data)):
+                raise ModelError(
+                    f"constant sparse matrix of shape {data.shape} contains NaN or infinite entries"
+                )
+            self.is_sparse = True
+        else:
+            if isinstance(value, Expression):
+                raise ModelError(f"cannot use expression {short_repr(value)} as constant data")
+            arr = np.asarray(value)
+            if arr.dtype.kind == "c":
+                raise ModelError(f"complex constant data (shape {arr.shape}) is not supported")
+            if arr.dtype.kind not in "biuf":
+                raise ModelError(
+                    f"cannot interpret {type(value).__name__} (dtype {arr.dtype}) as numeric constant data"
+                )
+            data = np.asarray(arr, dtype=float)
+            bad = ~np.isfinite(data)
+            if bad.any():
+                where = tuple(int(i) for i in np.argwhere(bad)[0]) if data.ndim else ()
+                raise ModelError(
+                    f"constant data of shape {data.shape} contains NaN or infinite entries (first at index {where})"
+                )
+            self.is_sparse = False
+        super().__init__(data.shape)
+        self._data = data
+
+    @property
+    def value(self):
+        if self.is_sparse:
+            return self._data.toarray()
+        if self._shape == ():
+            return np.float64(self._data)
+        return self._data
+
+    def _leaf_data(self):
+        return self._data
+
+    def _densified(self):
+        """This constant with dense data (itself when already dense)."""
+        if not self.is_sparse:
+            return self
+        return Constant(self._data.toarray(), name=self.name)
+
+    def _curvature_rule(self, curvatures):
+        return CONSTANT
+
+    def _repr(self, arg_texts):
+        if self.name is not None:
+            return self.name
+        if self.is_sparse:
+            return f"sparse{self._shape}"
+        if self._size == 1 and self.ndim == 0:
+            return f"{float(self._data):g}"
+        if self._size <= 4:
+            return np.array2string(self._data, separator=", ")
+        return f"array{self._shape}"
+
+    @property
+    def _prec(self):
+        # A negative scalar needs parentheses after a binary operator.
+        if not self.is_sparse and self.name is None and self._size == 1 and self.ndim == 0 and self._data < 0:
+            return PREC_NEG
+        return PREC_ATOM
+
+
+def matrix_definiteness(P, tol=1e-8, max_dense=1000):
+    """Classify a constant square matrix: 'psd', 'nsd', 'indefinite', 'asymmetric'
+    or 'unchecked' (too large for a dense eigenvalue computation)."""
+    if sp.issparse(P):
+        diff = abs(P - P.T)
+        scale = max(1.0, abs(P).max() if P.nnz else 0.0)
+        if diff.nnz and diff.max() > tol * scale:
+            return "asymmetric"
+        if P.shape[0] > max_dense:
+            return "unchecked"
+        P = P.toarray()
+    P = np.asarray(P, dtype=float)
+    scale = max(1.0, float(np.max(np.abs(P))) if P.size else 0.0)
+    if not np.allclose(P, P.T, rtol=0.0, atol=tol * scale):
+        return "asymmetric"
+    if P.shape[0] > max_dense:
+        return "unchecked"
+    eig = np.linalg.eigvalsh(P) if P.size else np.zeros(1)
+    emin, emax = float(eig[0]), float(eig[-1])
+    slack = tol * max(1.0, abs(emin), abs(emax))
+    if emin >= -slack:
+        return "psd"
+    if emax <= slack:
+        return "nsd"
+    return "indefinite"

@@ -1,0 +1,277 @@
+"""Fast evaluation of a smooth scalar objective on the solver's flat vector.
+
+:class:`SmoothFunction` is what the engine calls at every iteration: the
+value, the gradient (reverse accumulation over the expression DAG) and the
+second directional derivative used by exact line searches. The engine knows
+nothing about expressions; it sees a flat vector ``v`` holding every
+variable's C-order entries at the offsets of ``var_layout``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ModelError
+from .core import Variable, as_expression, normalize_shape, shape_size, short_repr
+
+
+class SmoothFunction:
+    """A scalar expression ``f`` as a function of the flat vector of all variables.
+
+    Parameters
+    ----------
+    expr : Expression
+        A scalar expression (size 1): convex, concave or affine; the caller
+        handles the sign for Minimize/Maximize.
+    var_layout : dict
+        ``{var.id: (offset, shape)}``: variable ``var`` is
+        ``v[offset:offset + var.size].reshape(shape)``.
+
+    Attributes
+    ----------
+    expr : Expression
+    is_quadratic : bool
+        True when ``f`` is a quadratic: an affine function plus scaled sums of
+        ``sum_squares`` / ``square`` / ``quad_form`` of affine arguments. Then
+        ``f(v + t dv)`` is a parabola in ``t`` whose second derivative is
+        :meth:`curvature`, so the exact line search is a closed formula.
+
+    Notes
+    -----
+    Constant subexpressions without parameters are evaluated once here;
+    anything that involves a Parameter is re-read at every call, so changing
+    a parameter's value needs no new SmoothFunction. Variables are read as
+    reshaped views of ``v`` (no copies), gradients travel as
+    ``(array, scale)`` pairs so that scalings cost nothing, and sparse
+    constant matrices stay sparse. The arrays of large intermediate results
+    (sums, differences, scalings) are kept between calls and overwritten, so
+    that repeated calls do not pay for fresh memory; nothing computed in one
+    call is visible to the caller after it, but an instance must not be
+    called from two threads at once.
+    """
+
+    def __init__(self, expr, var_layout):
+        expr = as_expression(expr)
+        if expr.size != 1:
+            raise ModelError(
+                f"the objective must be a scalar expression, but {short_repr(expr)} has shape {expr.shape}"
+            )
+        self.expr = expr
+        nodes = expr._postorder()
+        position = {id(n): i for i, n in enumerate(nodes)}
+        self._nodes = nodes
+        self._args = [tuple(position[id(a)] for a in n.args) for n in nodes]
+        self._needs = [tuple(a._has_vars for a in n.args) for n in nodes]
+        self._root = len(nodes) - 1
+
+        self._slots = {}  # node index -> (start, stop, shape) of a variable in v
+        static = [None] * len(nodes)  # values that never change
+        dynamic = []  # nodes evaluated at every call, in topological order
+        for i, node in enumerate(nodes):
+            if isinstance(node, Variable):
+                self._slots[i] = self._slot_of(node, var_layout)
+                dynamic.append(i)
+            elif node._has_vars or node._has_params:
+                dynamic.append(i)
+            elif node.is_leaf:
+                static[i] = node._leaf_data()
+            else:
+                static[i] = node._forward([static[j] for j in self._args[i]])
+        self._static = static
+        self._dynamic = dynamic
+        self._with_vars = [i for i in dynamic if nodes[i]._has_vars]
+        # Nodes whose output array is reused from one call to the next.
+        self._buffered = {i for i in dynamic if nodes[i]._writes_out and nodes[i].ndim > 0}
+        self._buffers = {}
+        # Variable blocks sorted by offset, to zero what lies between them in a given out=.
+        self._blocks = sorted((start, stop) for start, stop, _ in self._slots.values())
+        self._min_length = max((stop for _, stop, _ in self._slots.values()), default=0)
+        self.is_quadratic = all(
+            not n.is_atom or not n._has_vars or (n.quadratic and all(a._affine for a in n.args))
+            for n in nodes
+        )
+
+    @staticmethod
+    def _slot_of(var, var_layout):
+        try:
+            offset, shape = var_layout[var.id]
+        except KeyError:
+            raise ModelError(f"variable '{var.name}' (id {var.id}) is missing from var_layout") from None
+        shape = normalize_shape(shape, "var_layout")
+        if shape_size(shape) != var.size:
+            raise ModelError(
+                f"var_layout gives variable '{var.name}' the shape {shape}, but it has shape {var.shape}"
+            )
+        offset = int(offset)
+        return offset, offset + var.size, var.shape
+
+    # ------------------------------------------------------------ passes
+    def _check(self, v, name="v"):
+        v = np.asarray(v, dtype=float)
+        if v.ndim != 1 or v.size < self._min_length:
+            raise ValueError(
+                f"SmoothFunction: {name} must be a 1-D vector of length at least {self._min_length}, "
+                f"got shape {v.shape}"
+            )
+        return v
+
+    def _evaluate(self, v):
+        """Forward pass: every node's value (and the atoms' kept intermediates)."""
+        vals = list(self._static)
+        auxs = {}
+        nodes, args, slots = self._nodes, self._args, self._slots
+        for i in self._dynamic:
+            node = nodes[i]
+            slot = slots.get(i)
+            if slot is not None:
+                start, stop, shape = slot
+                vals[i] = v[start:stop].reshape(shape)  # a view, not a copy
+            elif node.is_leaf:
+                val = node._leaf_data()
+                if val is None:
+                    raise ModelError(f"parameter '{node.name}' has no value; set {node.name}.value first")
+                vals[i] = val
+            elif i in self._buffered:
+                buffer = self._buffers.get(i)
+                if buffer is not None:
+                    vals[i] = node._forward([vals[j] for j in args[i]], out=buffer)
+                else:
+                    val = node._forward([vals[j] for j in args[i]])
+                    if isinstance(val, np.ndarray) and val.flags.owndata and val.shape == node.shape:
+                        self._buffers[i] = val
+                    vals[i] = val
+            elif node.is_atom:
+                vals[i], auxs[i] = node._forward_aux([vals[j] for j in args[i]])
+            else:
+                vals[i] = node._forward([vals[j] for j in args[i]])
+        return vals, auxs
+
+    @staticmethod
+    def _scalar(value):
+        return float(np.asarray(value).reshape(-1)[0])
+
+    def value(self, v):
+        """``f(v)`` as a float."""
+        vals, _ = self._evaluate(self._check(v))
+        return self._scalar(vals[self._root])
+
+    __call__ = value
+
+    def value_and_grad(self, v, out=None):
+        """``(f(v), grad f(v))``; the gradient is a 1-D array of ``len(v)``.
+
+        The gradient is a new array, or ``out`` (a float array of ``len(v)``)
+        overwritten in place when given: reusing one array across calls
+        saves allocating (and the operating system zeroing) fresh memory.
+        """
+        v = self._check(v)
+        vals, auxs = self._evaluate(v)
+        f = self._scalar(vals[self._root])
+        if out is None:
+            grad = np.zeros(v.size)
+        else:
+            if not (isinstance(out, np.ndarray) and out.shape == v.shape and out.dtype == np.float64):
+                raise ValueError(f"SmoothFunction: out must be a float64 array of shape {v.shape}")
+            if np.may_share_memory(out, v):
+                raise ValueError("SmoothFunction: out must not share memory with v")
+            grad = out
+            self._zero_between_blocks(grad)
+        written = set()
+        root = self._root
+        seed = (np.ones(self.expr.shape), 1.0)
+        if root in self._slots:  # f is a variable itself
+            self._write(grad, written, root, seed)
+            return f, grad
+        nodes, args, needs, slots = self._nodes, self._args, self._needs, self._slots
+        adjoints = {root: seed}
+        for i in reversed(self._with_vars):
+            adj = adjoints.pop(i, None)  # drop it as soon as it is used
+            if adj is None:
+                continue
+            node = nodes[i]
+            results = node._backward(adj, [vals[j] for j in args[i]], vals[i], auxs.get(i), needs[i])
+            for j, result, need in zip(args[i], results, needs[i]):
+                if not need or result is None:
+                    continue
+                if j in slots:
+                    self._write(grad, written, j, result)
+                else:
+                    previous = adjoints.get(j)
+                    if previous is None:
+                        adjoints[j] = result
+                    else:  # a shared subexpression: combine into a new array
+                        adjoints[j] = (previous[0] * previous[1] + result[0] * result[1], 1.0)
+        if out is not None:
+            for i, (start, stop, _) in self._slots.items():
+                if i not in written:
+                    grad[start:stop] = 0.0
+        return f, grad
+
+    def _zero_between_blocks(self, grad):
+        """Zero the entries of ``grad`` outside every variable block of this function."""
+        position = 0
+        for start, stop in self._blocks:
+            if start > position:
+                grad[position:start] = 0.0
+            position = max(position, stop)
+        grad[position:] = 0.0
+
+    def _write(self, grad, written, i, adj):
+        """Add ``scale * array`` into the gradient block of the variable node ``i``."""
+        G, s = adj
+        start, stop, shape = self._slots[i]
+        target = grad[start:stop].reshape(shape)
+        if i not in written:
+            written.add(i)
+            if s == 1.0:
+                np.copyto(target, G)
+            else:
+                np.multiply(G, s, out=target)
+        elif s == 1.0:
+            target += G
+        else:
+            target += np.multiply(G, s)
+
+    def grad(self, v):
+        """``grad f(v)`` as a 1-D array of ``len(v)``."""
+        return self.value_and_grad(v)[1]
+
+    def curvature(self, v, dv):
+        """``d^2/dt^2 f(v + t dv)`` at ``t = 0``, or None when not available.
+
+        A forward (tangent) pass carries each affine node's derivative along
+        ``dv``; each atom of an affine argument contributes its second
+        derivative along that tangent, and affine operations above the atoms
+        combine those contributions with their coefficients. When an atom's
+        argument is itself nonlinear (``exp(sum_squares(x))``) this rule does
+        not apply and None is returned.
+        """
+        v = self._check(v)
+        dv = self._check(dv, "dv")
+        vals, auxs = self._evaluate(v)
+        nodes, args, slots = self._nodes, self._args, self._slots
+        tangents = {}
+        seconds = {}
+        for i in self._with_vars:
+            slot = slots.get(i)
+            if slot is not None:
+                start, stop, shape = slot
+                tangents[i] = dv[start:stop].reshape(shape)
+                continue
+            node = nodes[i]
+            arg_vals = [vals[j] for j in args[i]]
+            arg_seconds = [seconds.get(j) for j in args[i]]
+            nonlinear_args = any(s is not None for s in arg_seconds)
+            if node.is_atom:
+                if nonlinear_args:
+                    return None
+                seconds[i] = node._second(arg_vals, vals[i], auxs.get(i), [tangents.get(j) for j in args[i]])
+            else:
+                if node._affine:
+                    tangents[i] = node._tangent(arg_vals, [tangents.get(j) for j in args[i]])
+                if nonlinear_args:
+                    seconds[i] = node._tangent(arg_vals, arg_seconds)
+        second = seconds.get(self._root)
+        return 0.0 if second is None else self._scalar(second)
+
+    def __repr__(self):
+        return f"SmoothFunction({short_repr(self.expr)})"

@@ -1,0 +1,222 @@
+"""Minimize, Maximize and Problem: the user-facing model and its solve.
+
+``Problem.solve`` compiles the model once (problem OPT2 of the paper: blocks,
+copies, M and b), runs the FW-AL engine and writes the answer back:
+``var.value`` (the average of the variable's copies), ``prob.value``,
+``prob.status``, ``prob.stats`` and ``prob.history``. Changing a Parameter's
+value and solving again reuses the compiled problem.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .compiler import compile_problem
+from .engine import minimize_fwal
+from .errors import ModelError
+from .expressions import as_expression
+from .expressions.core import short_repr
+
+#: The options of Problem.solve and their defaults.
+SOLVE_DEFAULTS = dict(
+    max_iter=10000,
+    tol=1e-4,
+    feas_tol=1e-4,
+    time_limit=None,
+    lam=None,
+    eta=None,
+    step="auto",
+    line_search="auto",
+    verbose=False,
+    print_every=None,
+    callback=None,
+    warm_start=False,
+    seed=None,
+)
+
+
+class _Objective:
+    sense = None
+    required = ()
+
+    def __init__(self, expr):
+        self.expr = as_expression(expr)
+        if self.expr.size != 1:
+            raise ModelError(f"{type(self).__name__}: the objective must be a scalar, but "
+                             f"{short_repr(self.expr)} has shape {self.expr.shape} (use fm.sum or fm.sum_squares)")
+        curvature = self.expr.curvature
+        if curvature not in self.required:
+            raise ModelError(
+                f"{type(self).__name__}({short_repr(self.expr)}): the objective is {curvature}, but "
+                f"{type(self).__name__} needs a {' or '.join(self.required[1:])} expression "
+                "(by the composition rules: convex atoms of affine arguments, nonnegative sums)"
+            )
+
+    def __repr__(self):
+        return f"{type(self).__name__}({short_repr(self.expr)})"
+
+
+class Minimize(_Objective):
+    """Minimize a convex, smooth scalar expression."""
+
+    sign = 1.0
+    required = ("constant", "affine", "convex")
+
+
+class Maximize(_Objective):
+    """Maximize a concave, smooth scalar expression (minimizes its negative)."""
+
+    sign = -1.0
+    required = ("constant", "affine", "concave")
+
+
+class SolveStats:
+    """Numbers about the last solve (see the attribute list in ``__slots__``)."""
+
+    __slots__ = ("iterations", "solve_time", "compile_time", "fw_gap", "feasibility", "feasibility_rel",
+                 "lam", "eta", "status", "message", "step_counts")
+
+    def __init__(self, **kw):
+        for k in self.__slots__:
+            setattr(self, k, kw.get(k))
+
+    def __repr__(self):
+        return "SolveStats(" + ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__) + ")"
+
+
+class CallbackState:
+    """What ``callback`` receives each iteration.
+
+    Attributes: iteration, time, objective, fw_gap, feasibility,
+    feasibility_rel, lam, eta; ``value(var)`` gives a variable's current value
+    (the average of its copies).
+    """
+
+    def __init__(self, engine_state, compiled, sign):
+        self._s = engine_state
+        self._compiled = compiled
+        self.iteration = engine_state.iteration
+        self.time = engine_state.time
+        self.objective = sign * engine_state.objective
+        self.fw_gap = engine_state.fw_gap
+        self.feasibility = engine_state.feasibility
+        self.feasibility_rel = engine_state.feasibility_rel
+        self.lam = engine_state.lam
+        self.eta = engine_state.eta
+
+    def value(self, var):
+        return self._compiled.variable_values(self._s.x)[var]
+
+
+class Problem:
+    """``Problem(objective, constraints)``: a model to solve with FW-AL.
+
+    ``constraints`` is a list of sets (``fm.L1Ball(x)``, ...), equality
+    constraints (``A @ x == b``) and objects with a ``.constraints`` list
+    (such as ``fm.LocalMarginalPolytope``).
+    """
+
+    def __init__(self, objective, constraints=()):
+        if not isinstance(objective, _Objective):
+            raise ModelError(f"Problem: the objective must be fm.Minimize(...) or fm.Maximize(...), got {objective!r}")
+        if constraints is None:
+            constraints = ()
+        if not isinstance(constraints, (list, tuple)):
+            constraints = [constraints]
+        self.objective = objective
+        self.constraints = list(constraints)
+        self._compiled = None
+        self._compile_time = None
+        self._state = None
+        self.status = None
+        self.value = None
+        self.stats = None
+        self.history = None
+
+    # ------------------------------------------------------------ compile
+    def compile(self):
+        """The compiled problem (blocks, M, b, graph), built once and reused."""
+        if self._compiled is None:
+            t0 = time.perf_counter()
+            self._compiled = compile_problem(self.objective.expr, self.objective.sign, self.constraints)
+            self._compile_time = time.perf_counter() - t0
+        return self._compiled
+
+    def variables(self):
+        return list(self.compile().variables)
+
+    # ------------------------------------------------------------ solve
+    def solve(self, **options):
+        """Solve with FW-AL and return the objective value at the returned point.
+
+        Options (all optional; see :data:`SOLVE_DEFAULTS`): max_iter, tol
+        (relative FW gap), feas_tol (relative ||Mx - b||), time_limit
+        (seconds), lam, eta (number, callable or "adaptive" / "theorem2" /
+        "theorem3"), step ("auto", "fw", "away", "pairwise"), line_search
+        ("auto", "exact", "backtracking"), verbose, print_every, callback
+        (called with a :class:`CallbackState` each iteration; returning False
+        stops), warm_start (reuse x, y and active sets of the last solve),
+        seed.
+        """
+        unknown = sorted(set(options) - set(SOLVE_DEFAULTS))
+        if unknown:
+            raise ValueError(f"unknown solve option(s) {', '.join(map(repr, unknown))}; "
+                             f"the options are {', '.join(SOLVE_DEFAULTS)}")
+        opts = dict(SOLVE_DEFAULTS, **options)
+        compiled = self.compile()
+        compiled.refresh_parameters()
+        for p in self._parameters():
+            if p.value is None:
+                raise ModelError(f"parameter {p.name} has no value: set {p.name}.value before solving")
+        warm = self._state if opts.pop("warm_start") and self._state is not None else None
+        user_callback = opts.pop("callback")
+        callback = None
+        if user_callback is not None:
+            sign = self.objective.sign
+
+            def callback(state):
+                return user_callback(CallbackState(state, compiled, sign))
+
+        engine_blocks = self._engine_blocks(compiled)
+        result = minimize_fwal(compiled.objective, engine_blocks, compiled.operator, compiled.b,
+                               callback=callback, warm_state=warm, **opts)
+        self._state = result.state
+        for var, value in compiled.variable_values(result.x).items():
+            var.value = value
+        sign = self.objective.sign
+        self.status = result.status
+        self.value = float(sign * result.objective)
+        history = result.history
+        if sign != 1.0:
+            history._columns["objective"] = [sign * f for f in history._columns["objective"]]
+        self.history = history
+        self.stats = SolveStats(
+            iterations=result.iterations, solve_time=result.solve_time, compile_time=self._compile_time,
+            fw_gap=result.fw_gap, feasibility=result.feasibility, feasibility_rel=result.feasibility_rel,
+            lam=result.lam, eta=result.eta, status=result.status, message=result.message,
+            step_counts=result.step_counts,
+        )
+        return self.value
+
+    # ------------------------------------------------------------ helpers
+    def _parameters(self):
+        seen, out = set(), []
+        exprs = [self.objective.expr] + [b.set.expr for b in self.compile().blocks] + \
+                [e.expr for e in self.compile().equalities]
+        for e in exprs:
+            for p in e.parameters():
+                if id(p) not in seen:
+                    seen.add(id(p))
+                    out.append(p)
+        return out
+
+    @staticmethod
+    def _engine_blocks(compiled):
+        from .engine import Block
+
+        return [Block(offset=b.offset, size=b.size, lmo=b.set.lmo_atom, initial_atom=b.set.initial_atom,
+                      is_polytope=bool(b.set.is_polytope), name=b.name) for b in compiled.blocks]
+
+    def __repr__(self):
+        return f"Problem({self.objective!r}, {len(self.constraints)} constraints)"

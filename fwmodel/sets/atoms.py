@@ -1,0 +1,115 @@
+"""Structured vertices ("atoms") returned by linear minimization oracles.
+
+The engine keeps, for every polytope block, an *active set*: the atoms whose
+convex combination is the current iterate (paper eq. active_set_decomposition).
+Storing a dense copy of every atom would cost a full block per atom, so an LMO
+returns an atom that knows how to take an inner product with a gradient and
+how to add itself into a flat vector, in whatever compact form suits it:
+a few signed coordinates for an L1 ball vertex, one index per row for a
+batched simplex, a rank-one pair for a trace-norm ball vertex.
+
+Every atom works on the *flat* (C-order) vector of its block.
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+
+import numpy as np
+
+_fresh_keys = itertools.count()
+
+
+class Atom:
+    """A vertex of a set in compact form.
+
+    Subclasses implement ``dot``, ``add_to`` and ``to_dense``; ``key`` is a
+    hashable identity used to merge repeated atoms in an active set (two atoms
+    with equal keys must be the same point).
+    """
+
+    key = None
+    size = 0
+
+    def dot(self, g):
+        """<g, atom> for a flat vector ``g`` of the block's size."""
+        raise NotImplementedError
+
+    def add_to(self, x, weight):
+        """In place: ``x += weight * atom`` (``x`` flat, the block's size)."""
+        raise NotImplementedError
+
+    def to_dense(self):
+        out = np.zeros(self.size)
+        self.add_to(out, 1.0)
+        return out
+
+
+class DenseAtom(Atom):
+    """Any vertex, stored densely; the fallback for user-defined sets."""
+
+    def __init__(self, vector, key=None):
+        self.vector = np.ascontiguousarray(vector, dtype=float).ravel()
+        self.size = self.vector.size
+        if key is None:
+            key = ("dense", hashlib.blake2b(self.vector.tobytes(), digest_size=16).digest())
+        self.key = key
+
+    def dot(self, g):
+        return float(np.dot(g, self.vector))
+
+    def add_to(self, x, weight):
+        if weight == 1.0:
+            x += self.vector
+        else:
+            x += weight * self.vector
+
+    def to_dense(self):
+        return self.vector.copy()
+
+
+class SparseAtom(Atom):
+    """A vertex with few nonzeros: ``values`` at flat ``indices``.
+
+    Examples: +-radius at one coordinate (L1 ball), ``total`` at one index per
+    group (batched simplex), +-radius at k coordinates (k-sparse polytope).
+    Repeated indices are allowed and add up.
+    """
+
+    def __init__(self, indices, values, size):
+        self.indices = np.asarray(indices, dtype=np.intp).ravel()
+        self.values = np.broadcast_to(np.asarray(values, dtype=float), self.indices.shape).copy()
+        self.size = int(size)
+        self.key = ("sparse", self.indices.tobytes(), self.values.tobytes())
+
+    def dot(self, g):
+        return float(np.dot(g[self.indices], self.values))
+
+    def add_to(self, x, weight):
+        np.add.at(x, self.indices, weight * self.values)
+
+
+class RankOneAtom(Atom):
+    """``scale * outer(u, v)`` for a block that is a (batch of one) matrix.
+
+    ``shape`` is the block's matrix shape (m, n); ``u`` has m entries, ``v`` n.
+    Rank-one atoms from a continuous LMO essentially never repeat, so each gets
+    a fresh key.
+    """
+
+    def __init__(self, u, v, scale, shape):
+        self.u = np.asarray(u, dtype=float).ravel()
+        self.v = np.asarray(v, dtype=float).ravel()
+        self.scale = float(scale)
+        self.shape = tuple(shape)
+        self.size = int(np.prod(self.shape))
+        self.key = ("rank1", next(_fresh_keys))
+
+    def dot(self, g):
+        G = g.reshape(self.shape)
+        return self.scale * float(self.u @ (G @ self.v))
+
+    def add_to(self, x, weight):
+        X = x.reshape(self.shape)
+        # outer() writes one temporary; for huge blocks this is the only pass.
+        X += (weight * self.scale) * np.outer(self.u, self.v)

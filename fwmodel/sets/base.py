@@ -1,0 +1,116 @@
+"""The ConvexSet base class: a compact convex set known through its LMO.
+
+A set constrains one expression (a variable or an affine expression of
+variables). It knows nothing about problems: the compiler gives every set a
+block of the product space and asks the set only for vertices.
+
+To define your own set, subclass :class:`ConvexSet` and implement
+:meth:`ConvexSet.lmo`::
+
+    class GroupL1Ball(fm.ConvexSet):
+        is_polytope = False
+        def __init__(self, expr, radius=1.0):
+            super().__init__(expr)
+            self.radius = radius
+        def lmo(self, direction):
+            ...  # a minimizer of <direction, s> over the set, same shape
+
+Optional hooks a subclass may override:
+
+- ``is_polytope`` (class attribute): True when the set is the convex hull of
+  finitely many vertices; the engine then uses away/pairwise steps on it.
+- ``diameter()``: an upper bound on max ||s - s'||; used for scaling defaults.
+- ``lmo_atom(flat_direction)``: return a structured :class:`~fwmodel.sets.atoms.Atom`
+  (sparse, rank-one, ...) instead of a dense vertex, to keep active sets small.
+- ``contains(point, tol)``: membership test, used by ``fm.check_lmo``.
+- ``reset()``: forget warm-start state (e.g. a Lanczos start vector).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ModelError
+from .atoms import DenseAtom
+
+
+class ConvexSet:
+    """A compact convex set over the values of ``expr``, given by its LMO."""
+
+    #: True when the set is a polytope (finitely many vertices).
+    is_polytope = False
+
+    def __init__(self, expr):
+        from ..expressions import as_expression  # sets -> expressions only
+
+        self.expr = as_expression(expr)
+        if self.expr.size == 0:
+            raise ModelError(f"{type(self).__name__}: the constrained expression {self.expr!r} has no entries (shape {self.expr.shape})")
+        if not self.expr.is_affine():
+            raise ModelError(
+                f"{type(self).__name__}: the constrained expression must be affine in the variables, got {self.expr!r}"
+            )
+
+    # ------------------------------------------------------------------ shape
+    @property
+    def shape(self):
+        """Shape of the constrained expression (and of every vertex)."""
+        return self.expr.shape
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    # -------------------------------------------------------------- the oracle
+    def lmo(self, direction):
+        """Return a vertex ``s`` minimizing ``<direction, s>`` over the set.
+
+        ``direction`` and the result have the expression's shape.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement lmo(direction)")
+
+    def lmo_atom(self, flat_direction):
+        """Engine entry point: the LMO on a flat direction, as an Atom.
+
+        The default calls :meth:`lmo` and stores the vertex densely.
+        """
+        direction = flat_direction.reshape(self.shape)
+        vertex = np.asarray(self.lmo(direction), dtype=float)
+        if vertex.shape != tuple(self.shape):
+            if vertex.size == self.size:
+                vertex = vertex.reshape(self.shape)
+            else:
+                raise ModelError(
+                    f"{type(self).__name__}.lmo returned shape {vertex.shape}, expected {tuple(self.shape)}"
+                )
+        return DenseAtom(vertex.ravel())
+
+    def initial_atom(self):
+        """A first vertex to start the iterates from (the LMO of a zero direction)."""
+        return self.lmo_atom(np.zeros(self.size))
+
+    # ---------------------------------------------------------- optional hooks
+    def diameter(self):
+        """An upper bound on the set's diameter, or None when unknown."""
+        return None
+
+    def contains(self, point, tol=1e-9):
+        """Membership test (with relative tolerance); None when not implemented."""
+        return None
+
+    def reset(self):
+        """Forget any warm-start state."""
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.expr!r})"
+
+
+def check_nonnegative(name, value, owner, strict=False):
+    """Validate a scalar set parameter; raise ValueError naming it."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{owner}: {name} must be a number, got {value!r}") from None
+    if not np.isfinite(v) or v < 0 or (strict and v == 0):
+        bound = "positive" if strict else "nonnegative"
+        raise ValueError(f"{owner}: {name} must be finite and {bound}, got {value!r}")
+    return v

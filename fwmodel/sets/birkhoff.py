@@ -1,0 +1,57 @@
+"""The Birkhoff polytope: doubly stochastic matrices."""
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from ..errors import ModelError
+from ._common import as_direction, as_flat_direction, as_point, dense_vertex
+from .atoms import SparseAtom
+from .base import ConvexSet
+
+
+class BirkhoffPolytope(ConvexSet):
+    """Doubly stochastic ``n x n`` matrices: entries ``>= 0``, every row and column sums to 1.
+
+    By the Birkhoff-von Neumann theorem its vertices are the ``n!``
+    permutation matrices, so the LMO ``min_P <D, P>`` over permutations is
+    the linear assignment problem, solved exactly in ``O(n^3)`` by
+    :func:`scipy.optimize.linear_sum_assignment` (row ``i`` goes to column
+    ``col[i]``). The vertex is a :class:`SparseAtom` with ``n`` ones at the
+    flat indices ``i * n + col[i]``.
+    """
+
+    is_polytope = True
+
+    def __init__(self, expr):
+        super().__init__(expr)
+        shape = tuple(self.shape)
+        if len(shape) != 2 or shape[0] != shape[1]:
+            raise ModelError(
+                f"BirkhoffPolytope: the expression must be a square matrix, got shape {shape} for {self.expr!r}"
+            )
+        self.n = shape[0]
+
+    def lmo_atom(self, flat_direction):
+        D = as_flat_direction(self, flat_direction).reshape(self.n, self.n)
+        rows, cols = linear_sum_assignment(D)
+        return SparseAtom(rows * self.n + cols, 1.0, self.size)
+
+    def lmo(self, direction):
+        d = as_direction(self, direction)
+        return dense_vertex(self, self.lmo_atom(d.ravel()))
+
+    def contains(self, point, tol=1e-9):
+        x = as_point(self, point)
+        if x is None:
+            return False
+        slack = tol * max(1.0, np.sqrt(self.n))
+        return bool(
+            np.all(x >= -tol)
+            and np.all(np.abs(x.sum(axis=1) - 1.0) <= slack)
+            and np.all(np.abs(x.sum(axis=0) - 1.0) <= slack)
+        )
+
+    def diameter(self):
+        # two permutation matrices differ in at most 2n unit entries
+        return float(np.sqrt(2.0 * self.n)) if self.n > 1 else 0.0

@@ -1,0 +1,108 @@
+"""Boxes {lower <= x <= upper} and the L-infinity ball {||vec(x)||_inf <= radius}."""
+from __future__ import annotations
+
+import numpy as np
+
+from ._common import as_direction, as_flat_direction, as_point
+from .atoms import DenseAtom
+from .base import ConvexSet, check_nonnegative
+
+
+def _bound(name, value, shape):
+    """A finite bound: a float when given as a number, else an array of ``shape``."""
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"Box: {name} must be a number or an array of numbers, got {value!r}") from None
+    try:
+        full = np.broadcast_to(arr, shape)
+    except ValueError:
+        raise ValueError(
+            f"Box: {name} of shape {arr.shape} does not broadcast to the expression shape {shape}"
+        ) from None
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"Box: {name} must be finite (the set must be bounded)")
+    if arr.ndim == 0:
+        return float(arr)
+    return np.ascontiguousarray(full, dtype=float)
+
+
+class Box(ConvexSet):
+    """The box ``{x : lower <= x <= upper}`` (elementwise).
+
+    ``lower`` and ``upper`` are numbers or arrays that broadcast to the
+    expression's shape, finite, with ``lower <= upper``.
+
+    The LMO is separable: ``<d, s> = sum_i d_i s_i`` is minimized coordinate
+    by coordinate, taking ``s_i = upper_i`` where ``d_i < 0`` and
+    ``s_i = lower_i`` elsewhere (``d_i = 0``: either bound minimizes; the
+    lower one is taken so that equal directions give equal vertices).
+    The vertex is dense, but keyed by its bit pattern (which bound each
+    coordinate takes) instead of a hash of the values.
+    """
+
+    is_polytope = True
+
+    def __init__(self, expr, lower, upper):
+        super().__init__(expr)
+        shape = tuple(self.shape)
+        self.lower = _bound("lower", lower, shape)
+        self.upper = _bound("upper", upper, shape)
+        # flat views for the oracle (floats stay floats: np.where is then cheapest)
+        self._lo = self.lower if isinstance(self.lower, float) else self.lower.ravel()
+        self._hi = self.upper if isinstance(self.upper, float) else self.upper.ravel()
+        gap = np.asarray(self._hi) - np.asarray(self._lo)
+        if np.any(gap < 0):
+            raise ValueError("Box: lower must be <= upper in every entry (lower > upper somewhere)")
+        # Coordinates with lower == upper take the same value either way; mask
+        # them out of the key so that equal vertices get equal keys.
+        self._free = None if np.all(gap > 0) else np.broadcast_to(gap > 0, (self.size,)).copy()
+
+    def _vertex(self, upper_mask):
+        return np.where(upper_mask, self._hi, self._lo)
+
+    def lmo_atom(self, flat_direction):
+        d = as_flat_direction(self, flat_direction)
+        take_upper = d < 0
+        vertex = self._vertex(take_upper)
+        bits = take_upper if self._free is None else (take_upper & self._free)
+        return DenseAtom(vertex, key=("box", np.packbits(bits).tobytes()))
+
+    def lmo(self, direction):
+        d = as_direction(self, direction)
+        return self._vertex(d.ravel() < 0).reshape(tuple(self.shape))
+
+    def contains(self, point, tol=1e-9):
+        x = as_point(self, point)
+        if x is None:
+            return False
+        x = x.ravel()
+        scale = max(1.0, float(np.max(np.abs(self._lo))), float(np.max(np.abs(self._hi))))
+        slack = tol * scale
+        return bool(np.all(x >= np.asarray(self._lo) - slack) and np.all(x <= np.asarray(self._hi) + slack))
+
+    def diameter(self):
+        gap = np.broadcast_to(np.asarray(self._hi) - np.asarray(self._lo), (self.size,))
+        return float(np.linalg.norm(gap))
+
+    def __repr__(self):
+        def show(b):
+            return f"{b:g}" if isinstance(b, float) else f"<array {tuple(self.shape)}>"
+
+        return f"Box({self.expr!r}, lower={show(self.lower)}, upper={show(self.upper)})"
+
+
+class LinfBall(Box):
+    """The L-infinity ball ``{x : max_i |x_i| <= radius}``: the box ``[-radius, radius]^n``.
+
+    LMO: ``s = -radius * sign(d)`` coordinatewise (``-radius`` where
+    ``d_i = 0``), so ``<d, s> = -radius * ||d||_1``.
+    """
+
+    def __init__(self, expr, radius=1.0):
+        r = check_nonnegative("radius", radius, "LinfBall")
+        super().__init__(expr, -r, r)
+        self.radius = r
+
+    def __repr__(self):
+        return f"LinfBall({self.expr!r}, radius={self.radius:g})"

@@ -1,0 +1,145 @@
+"""Probability simplices, one or a batch of them along chosen axes."""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from ._common import as_direction, as_flat_direction, as_point, dense_vertex
+from .atoms import SparseAtom
+from .base import ConvexSet, check_nonnegative
+
+
+def _normalize_axes(axis, ndim):
+    """``axis`` (None, int or tuple, negatives allowed) as a sorted tuple of axes."""
+    if axis is None:
+        return tuple(range(ndim))
+    items = axis if isinstance(axis, (tuple, list)) else (axis,)
+    axes = []
+    for a in items:
+        try:
+            a = operator.index(a)
+        except TypeError:
+            raise ValueError(f"Simplex: axis must be an int or a tuple of ints, got {axis!r}") from None
+        if not -ndim <= a < ndim:
+            raise ValueError(f"Simplex: axis {a} is out of range for an expression with {ndim} dimensions")
+        axes.append(a % ndim)
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"Simplex: axis {axis!r} repeats an axis")
+    if not axes:
+        raise ValueError("Simplex: axis must name at least one axis (or be None)")
+    return tuple(sorted(axes))
+
+
+class Simplex(ConvexSet):
+    """Entries ``>= 0`` summing to ``total`` (at most ``total`` if ``equality=False``).
+
+    With ``axis=None`` all entries of ``expr`` form one simplex. With ``axis``
+    (an int or a tuple, negatives allowed) the entries that
+    ``expr.sum(axis=axis)`` adds up form one simplex for each index of the
+    remaining axes: ``axis=1`` makes every row of a matrix a simplex,
+    ``axis=(1, 2)`` every ``(K, K)`` table of an ``(E, K, K)`` array.
+
+    LMO. The set is a product of simplices, so the LMO is separable by group;
+    over one simplex ``{s >= 0, sum s = t}`` the linear function ``<d, s>`` is
+    minimized at the vertex ``t * e_i`` with ``i = argmin_j d_j``. With
+    ``equality=False`` the origin is also a vertex and is taken when
+    ``min_j d_j >= 0``. All groups are solved at once: the summed axes are
+    moved last, the direction is viewed as a ``(groups, group_size)`` matrix
+    and ``argmin`` runs along its rows. The vertex is a :class:`SparseAtom`
+    with one flat index per group (no index for a group at the origin).
+    """
+
+    is_polytope = True
+
+    def __init__(self, expr, total=1.0, axis=None, equality=True):
+        super().__init__(expr)
+        self.total = check_nonnegative("total", total, "Simplex")
+        self.equality = bool(equality)
+        shape = tuple(self.shape)
+        ndim = len(shape)
+        if ndim == 0:
+            if axis is not None:
+                raise ValueError(f"Simplex: axis {axis!r} given for a scalar expression")
+            self.axis = None
+            summed = ()
+        else:
+            summed = _normalize_axes(axis, ndim)
+            if axis is None:
+                self.axis = None
+            elif isinstance(axis, (tuple, list)):
+                self.axis = summed
+            else:
+                self.axis = summed[0]
+        kept = tuple(a for a in range(ndim) if a not in summed)
+        self._summed_axes = summed
+        self._kept_axes = kept
+        self._perm = kept + summed
+        self._identity_perm = self._perm == tuple(range(ndim))
+        self._kept_shape = tuple(shape[a] for a in kept)
+        self._summed_shape = tuple(shape[a] for a in summed)
+        self.n_groups = int(np.prod(self._kept_shape, dtype=np.int64))
+        self.group_size = int(np.prod(self._summed_shape, dtype=np.int64))
+
+    # ------------------------------------------------------------ group layout
+    def _grouped(self, array):
+        """``array`` (the expression's shape) as a ``(groups, group_size)`` matrix."""
+        a = np.asarray(array).reshape(tuple(self.shape))
+        if not self._identity_perm:
+            a = a.transpose(self._perm)  # summed axes last (reshape below copies)
+        return a.reshape(self.n_groups, self.group_size)
+
+    def _flat_indices(self, groups, positions):
+        """Flat C-order indices in the expression of entries ``(group, position)``."""
+        if self._identity_perm:
+            # summed axes already trailing: the grouped matrix is a plain reshape
+            return groups * self.group_size + positions
+        multi = [None] * len(self.shape)
+        for a, idx in zip(self._kept_axes, np.unravel_index(groups, self._kept_shape)):
+            multi[a] = idx
+        for a, idx in zip(self._summed_axes, np.unravel_index(positions, self._summed_shape)):
+            multi[a] = idx
+        return np.ravel_multi_index(tuple(multi), tuple(self.shape))
+
+    # -------------------------------------------------------------- the oracle
+    def lmo_atom(self, flat_direction):
+        d = as_flat_direction(self, flat_direction)
+        D = self._grouped(d)
+        groups = np.arange(self.n_groups)
+        best = np.argmin(D, axis=1)
+        if not self.equality:
+            # the origin is a vertex too; it wins (ties included) when min d >= 0
+            active = D[groups, best] < 0
+            groups, best = groups[active], best[active]
+        return SparseAtom(self._flat_indices(groups, best), self.total, self.size)
+
+    def lmo(self, direction):
+        d = as_direction(self, direction)
+        return dense_vertex(self, self.lmo_atom(d.ravel()))
+
+    # ---------------------------------------------------------- optional hooks
+    def contains(self, point, tol=1e-9):
+        x = as_point(self, point)
+        if x is None:
+            return False
+        slack = tol * max(1.0, self.total)
+        if np.any(x < -slack):
+            return False
+        sums = self._grouped(x).sum(axis=1)
+        if self.equality:
+            return bool(np.all(np.abs(sums - self.total) <= slack * max(1.0, np.sqrt(self.group_size))))
+        return bool(np.all(sums <= self.total + slack * max(1.0, np.sqrt(self.group_size))))
+
+    def diameter(self):
+        # per group: ||t e_i - t e_j|| = sqrt(2) t (or t to the origin when
+        # the group has one entry); groups add up in squares.
+        per_group = self.total * (np.sqrt(2.0) if self.group_size > 1 else (0.0 if self.equality else 1.0))
+        return float(per_group * np.sqrt(self.n_groups))
+
+    def __repr__(self):
+        extra = "" if self.total == 1.0 else f", total={self.total:g}"
+        if self.axis is not None:
+            extra += f", axis={self.axis!r}"
+        if not self.equality:
+            extra += ", equality=False"
+        return f"Simplex({self.expr!r}{extra})"
