@@ -104,7 +104,13 @@ class CopyMap:
 
 
 class BlockObjective:
-    """sign * f(W x) with value, gradient and curvature for the engine."""
+    """sign * f(W x) with value, gradient and curvature for the engine.
+
+    An affine objective without parameters (a linear program, such as MAP
+    inference over ``fm.LocalMarginalPolytope``) has a constant gradient c:
+    it is computed once, and then f(x) = f(0) + <c, x> and the curvature is 0,
+    with no pass over the expression per call.
+    """
 
     def __init__(self, smooth, sign, copy_map):
         self.smooth = smooth
@@ -113,19 +119,33 @@ class BlockObjective:
         self.is_quadratic = bool(smooth.is_quadratic)
         self._v = np.empty(copy_map.n_v)
         self._dv = np.empty(copy_map.n_v)
+        self._gv = np.empty(copy_map.n_v)  # reused gradient buffer: no fresh memory per call
+        self._linear = None  # (f(0), constant gradient in x) for affine objectives
+        if smooth.expr.is_affine() and not smooth.expr.parameters():
+            f0, gv = smooth.value_and_grad(np.zeros(copy_map.n_v))
+            g = copy_map.to_blocks(self.sign * gv)
+            g.setflags(write=False)  # shared by every call: nobody may change it
+            self._linear = (self.sign * f0, g)
 
     def value(self, x):
+        if self._linear is not None:
+            # einsum, not np.dot: a threaded BLAS dot can stall for milliseconds on a busy machine
+            return self._linear[0] + float(np.einsum("i,i->", self._linear[1], x, optimize=False))
         v = self.copy_map.to_variables(x, out=self._v)
         return self.sign * self.smooth.value(v)
 
     def value_and_grad(self, x):
+        if self._linear is not None:
+            return self.value(x), self._linear[1]
         v = self.copy_map.to_variables(x, out=self._v)
-        f, gv = self.smooth.value_and_grad(v)
+        f, gv = self.smooth.value_and_grad(v, out=self._gv)
         if self.sign != 1.0:
             gv = gv * self.sign
         return self.sign * f, self.copy_map.to_blocks(gv)
 
     def curvature(self, x, d):
+        if self._linear is not None:
+            return 0.0
         v = self.copy_map.to_variables(x, out=self._v)
         dv = self.copy_map.to_variables(d, out=self._dv)
         c = self.smooth.curvature(v, dv)

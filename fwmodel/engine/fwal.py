@@ -28,6 +28,7 @@ from .line_search import Backtracking, bounded_scalar_step, exact_quadratic_step
 from .result import FWALResult, History, SolverState
 from .schedules import make_dual_schedule, default_penalty
 from .verbose import VerbosePrinter
+from .vector_ops import dot, norm
 
 STEP_KINDS = ("auto", "fw", "away", "pairwise")
 LINE_SEARCHES = ("auto", "exact", "backtracking")
@@ -152,7 +153,7 @@ def minimize_fwal(
     b = np.zeros(m) if b is None else np.asarray(b, dtype=float).ravel()
     if b.shape != (m,):
         raise ValueError(f"b has shape {b.shape}, expected ({m},) to match the rows of M")
-    b_norm = float(np.linalg.norm(b))
+    b_norm = float(norm(b))
     use_active = step in ("auto", "away", "pairwise")
     pairwise = step == "pairwise"
     quadratic = bool(getattr(objective, "is_quadratic", False))
@@ -224,15 +225,15 @@ def minimize_fwal(
             # ---- LMO on every block; FW gap of L(., y)
             fw_atoms = []
             gap = 0.0
-            x_dot_grad = float(np.dot(x, grad))
+            x_dot_grad = dot(x, grad)
             s_dot_grad = 0.0
             for blk in blocks:
                 atom = blk.lmo(grad[blk.slice])
                 fw_atoms.append(atom)
                 s_dot_grad += atom.dot(grad[blk.slice])
             gap = x_dot_grad - s_dot_grad
-            feas = float(np.linalg.norm(r))
-            x_norm = float(np.linalg.norm(x))
+            feas = float(norm(r))
+            x_norm = float(norm(x))
             feas_rel = feas / max(1.0, x_norm, b_norm)
             gap_rel = max(gap, 0.0) / max(1.0, abs(f))
             elapsed = time.perf_counter() - start
@@ -284,7 +285,7 @@ def minimize_fwal(
                 kind = "fw"
                 if aset is not None and len(aset) > 1 or (aset is not None and pairwise):
                     pos, v, alpha_v, v_dot = aset.away_vertex(gk)
-                    xg = float(np.dot(xk, gk))
+                    xg = dot(xk, gk)
                     if pairwise:
                         kind = "pairwise" if s.key != v.key else "fw"
                     elif v_dot - xg > xg - s.dot(gk):  # away gap > FW gap
@@ -306,9 +307,9 @@ def minimize_fwal(
 
             # ---- line search on phi(gamma) = L(x + gamma d, y)
             Md = Mop.matvec(d) if m else np.zeros(0)
-            slope = float(np.dot(grad, d))
-            pen_lin = float(np.dot(dual_term, Md))  # derivative of the dual+penalty terms at 0
-            pen_quad = lam_value * float(np.dot(Md, Md))
+            slope = dot(grad, d)
+            pen_lin = dot(dual_term, Md)  # derivative of the dual+penalty terms at 0
+            pen_quad = lam_value * dot(Md, Md)
             if line_search == "exact" and quadratic and curvature_fn is not None:
                 curv = curvature_fn(x, d)
                 gamma = exact_quadratic_step(slope, float(curv) + pen_quad, gamma_max)
@@ -326,7 +327,7 @@ def minimize_fwal(
                     if backtracking.lipschitz is None and curvature_fn is not None:
                         c = curvature_fn(x, d)
                         hint = None if c is None else float(c) + pen_quad
-                    gamma, _ = backtracking.step(phi, phi0, slope, float(np.dot(d, d)), gamma_max, hint)
+                    gamma, _ = backtracking.step(phi, phi0, slope, dot(d, d), gamma_max, hint)
                 f_new = None
             # ---- update x, r and the active sets
             if gamma > 0:
@@ -357,7 +358,7 @@ def minimize_fwal(
                 continue
             drops_in_row = 0
             if m:
-                eta_t = schedule.step(t, feas=float(np.linalg.norm(r)), lam=lam_value, gap=gap)
+                eta_t = schedule.step(t, feas=float(norm(r)), lam=lam_value, gap=gap)
                 y += eta_t * r
                 new_lam = schedule.penalty(lam_value)
                 if new_lam != lam_value:
@@ -372,8 +373,8 @@ def minimize_fwal(
     if status != "optimal" and best is not None and best[0] < final_merit:
         x, y, f = best[1], best[2], best[3]
         r = Mop.matvec(x) - b
-        feas = float(np.linalg.norm(r))
-        feas_rel = feas / max(1.0, float(np.linalg.norm(x)), b_norm)
+        feas = float(norm(r))
+        feas_rel = feas / max(1.0, float(norm(x)), b_norm)
         if status != "diverged":
             message += "; returning the best point found"
         # restored point: active sets no longer describe it
@@ -404,11 +405,11 @@ def _infeasibility_bound(blocks, Mop, b, candidates):
     """
     best = 0.0
     for w in candidates:
-        w_norm = float(np.linalg.norm(w))
+        w_norm = float(norm(w))
         if w_norm == 0 or not np.isfinite(w_norm):
             continue
         z = Mop.rmatvec(w)
-        total = -float(np.dot(w, b))
+        total = -dot(w, b)
         for blk in blocks:
             total += blk.lmo(z[blk.slice]).dot(z[blk.slice])
         best = max(best, total / w_norm)

@@ -1,0 +1,254 @@
+"""The FW-AL engine: step variants, schedules, statuses, warm starts, verbose output."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import fwmodel as fm
+from fwmodel.engine import Block, minimize_fwal
+from fwmodel.sets.atoms import SparseAtom
+
+
+def _simplex_box_problem(n=40, seed=0):
+    """min ||x - c||^2 over simplex ∩ [0, 0.06]^n (feasible for n >= 17): strongly convex, two polytopes."""
+    rng = np.random.default_rng(seed)
+    c = rng.standard_normal(n) * 0.2 + 1.0 / n
+    x = fm.Variable(n, name="x")
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - c)), [fm.Simplex(x), fm.Box(x, 0, 0.06)])
+    return prob, x, c
+
+
+def _capped_simplex_projection(c, cap):
+    """Closed form: argmin ||x - c|| over {x in [0, cap], sum x = 1}, by bisection on the shift."""
+    lo, hi = c.min() - cap - 1.0, c.max() + 1.0
+    for _ in range(200):
+        tau = 0.5 * (lo + hi)
+        if np.clip(c - tau, 0, cap).sum() > 1.0:
+            lo = tau
+        else:
+            hi = tau
+    return np.clip(c - 0.5 * (lo + hi), 0, cap)
+
+
+@pytest.mark.parametrize("step", ["away", "pairwise"])
+def test_away_and_pairwise_converge_linearly_where_fw_cannot(step):
+    budget = 3000
+    prob, x, c = _simplex_box_problem()
+    prob.solve(step=step, tol=1e-8, feas_tol=1e-8, max_iter=budget)
+    assert prob.status == "optimal"
+    assert prob.stats.fw_gap <= 1e-8 * max(1.0, abs(prob.value))
+    assert prob.stats.feasibility_rel <= 1e-8
+    expected = _capped_simplex_projection(c, 0.06)
+    assert np.allclose(x.value, expected, atol=1e-5)
+
+    plain, _, _ = _simplex_box_problem()
+    plain.solve(step="fw", tol=1e-8, feas_tol=1e-8, max_iter=budget)
+    assert plain.status == "max_iter"
+
+
+def test_auto_step_uses_away_steps_on_polytopes():
+    prob, _, _ = _simplex_box_problem()
+    prob.solve(tol=1e-7, feas_tol=1e-7)
+    assert prob.status == "optimal"
+    assert prob.stats.step_counts["away"] > 0
+
+
+def test_infeasible_intersection_is_detected():
+    x = fm.Variable(10, name="x")
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x)), [fm.Simplex(x), fm.L1Ball(x, radius=0.5)])
+    prob.solve(max_iter=5000)
+    assert prob.status == "infeasible"
+    assert prob.stats.iterations < 5000
+    assert "certified" in prob.stats.message
+
+
+def test_feasible_but_tight_intersection_is_not_called_infeasible():
+    # Simplex ∩ L1 ball of radius exactly 1: feasible (the simplex is inside it).
+    x = fm.Variable(10, name="x")
+    c = np.linspace(-1, 1, 10)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - c)), [fm.Simplex(x), fm.L1Ball(x, radius=1.0)])
+    prob.solve()
+    assert prob.status == "optimal"
+
+
+def test_non_finite_objective_ends_diverged():
+    x = fm.Variable(3, name="x")
+    # exp(x) overflows everywhere on this box: no finite point exists.
+    prob = fm.Problem(fm.Minimize(fm.sum(fm.exp(x))), [fm.Box(x, 800, 1000)])
+    with np.errstate(over="ignore", invalid="ignore"):
+        prob.solve(max_iter=200)
+    assert prob.status == "diverged"
+
+
+def test_nan_from_callback_ends_diverged_with_a_finite_point():
+    rng = np.random.default_rng(1)
+    n = 20
+    A, b = rng.standard_normal((15, n)), rng.standard_normal(15)
+
+    class Objective:
+        is_quadratic = True
+
+        def value(self, x):
+            r = A @ x - b
+            return float(r @ r)
+
+        def value_and_grad(self, x):
+            r = A @ x - b
+            return float(r @ r), 2 * A.T @ r
+
+        def curvature(self, x, d):
+            q = A @ d
+            return 2 * float(q @ q)
+
+    def l1_lmo(g):
+        i = int(np.argmax(np.abs(g)))
+        return SparseAtom([i], [-np.sign(g[i]) or 1.0], n)
+
+    def corrupt(state):
+        if state.iteration == 5:
+            state.x[:] = np.nan  # a callback that breaks the iterate
+
+    res = minimize_fwal(Objective(), [Block(0, n, l1_lmo, lambda: l1_lmo(np.ones(n)), True)],
+                        callback=corrupt, max_iter=100)
+    assert res.status == "diverged"
+    assert np.all(np.isfinite(res.x))
+
+
+def test_callback_false_and_keyboard_interrupt_end_interrupted():
+    prob, _, _ = _simplex_box_problem()
+    prob.solve(callback=lambda s: s.iteration < 3)
+    assert prob.status == "interrupted"
+    assert prob.stats.iterations == 3
+
+    def ctrl_c(state):
+        if state.iteration == 4:
+            raise KeyboardInterrupt
+
+    prob.solve(callback=ctrl_c)
+    assert prob.status == "interrupted"
+
+
+def test_max_iter_and_time_limit_statuses():
+    prob, _, _ = _simplex_box_problem()
+    prob.solve(max_iter=5, step="fw")
+    assert prob.status == "max_iter"
+    prob.solve(time_limit=1e-9, step="fw")
+    assert prob.status == "time_limit"
+
+
+@pytest.mark.parametrize("eta", ["adaptive", "theorem3"])
+def test_default_and_theorem3_schedules_reach_the_answer(eta):
+    prob, x, c = _simplex_box_problem(n=20, seed=3)
+    prob.solve(eta=eta, max_iter=5000, tol=1e-5, feas_tol=1e-5)
+    assert prob.status == "optimal", prob.stats
+    assert np.allclose(x.value, _capped_simplex_projection(c, 0.06), atol=1e-3)
+
+
+def test_theorem2_and_user_schedules_are_followed():
+    """The decreasing 2/(t+2) schedule (Theorem 2) and a callable are applied as given.
+
+    Both make progress on feasibility but, as the paper's analysis allows,
+    far more slowly than the adaptive default: they are options, not defaults.
+    """
+    prob, _, _ = _simplex_box_problem(n=20, seed=3)
+    prob.solve(eta="theorem2", max_iter=300)
+    h = prob.history
+    lam = prob.stats.lam
+    # eta_t = lam * 2 / (t + 2) after the first dual step
+    assert h["eta"][-1] == pytest.approx(lam * 2.0 / (h["iteration"][-1] - 1 + 2.0), rel=0.05)
+    assert h["feasibility_rel"][-1] < 0.5 * h["feasibility_rel"][1]
+
+    prob.solve(eta=lambda t: 0.01, max_iter=50)
+    assert np.allclose(prob.history["eta"][1:], 0.01)
+
+
+def test_warm_start_after_parameter_change_takes_fewer_iterations():
+    rng = np.random.default_rng(2)
+    n = 30
+    A = rng.standard_normal((20, n))
+    b = fm.Parameter(20, name="b", value=rng.standard_normal(20))
+    x = fm.Variable(n, name="x")
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(A @ x - b)), [fm.L1Ball(x, 1.0), fm.Box(x, -0.2, 0.2)])
+    prob.solve(tol=1e-6, feas_tol=1e-6)
+    b.value = b.value + 0.01 * rng.standard_normal(20)
+    prob.solve(tol=1e-6, feas_tol=1e-6)
+    cold = prob.stats.iterations
+    cold_value = prob.value
+    b.value = b.value  # same data: a warm start begins next to the answer
+    prob.solve(tol=1e-6, feas_tol=1e-6, warm_start=True)
+    assert prob.status == "optimal"
+    assert prob.stats.iterations < cold
+    assert prob.value == pytest.approx(cold_value, rel=1e-4)
+
+
+def test_verbose_prints_a_table(capsys):
+    prob, _, _ = _simplex_box_problem(n=20)
+    prob.solve(verbose=True, print_every=5)
+    out = capsys.readouterr().out
+    assert "FW gap" in out and "rows of M" in out and "status: optimal" in out
+    assert out.count("\n") > 6
+
+
+def test_engine_without_modeling_layer_matches_closed_form():
+    """min ||x - c||^2 over two copies (simplex, box) tied by x1 - x2 = 0."""
+    n = 12
+    rng = np.random.default_rng(4)
+    c = rng.standard_normal(n) * 0.3 + 1.0 / n
+
+    class Objective:
+        is_quadratic = True
+
+        def value(self, z):
+            v = 0.5 * (z[:n] + z[n:]) - c
+            return float(v @ v)
+
+        def value_and_grad(self, z):
+            v = 0.5 * (z[:n] + z[n:]) - c
+            return float(v @ v), np.concatenate([v, v])
+
+        def curvature(self, z, d):
+            q = 0.5 * (d[:n] + d[n:])
+            return 2 * float(q @ q)
+
+    def simplex_lmo(g):
+        return SparseAtom([int(np.argmin(g))], [1.0], n)
+
+    def box_lmo(g):
+        idx = np.flatnonzero(g < 0)
+        return SparseAtom(idx, np.full(idx.size, 0.2), n)
+
+    M = sp.hstack([sp.eye(n), -sp.eye(n)]).tocsr()
+    blocks = [Block(0, n, simplex_lmo, lambda: simplex_lmo(np.zeros(n)), True, "simplex"),
+              Block(n, n, box_lmo, lambda: box_lmo(np.zeros(n)), True, "box")]
+    res = minimize_fwal(Objective(), blocks, M, None, tol=1e-8, feas_tol=1e-8, max_iter=20000)
+    assert res.status == "optimal"
+    x = 0.5 * (res.x[:n] + res.x[n:])
+    assert np.allclose(x, _capped_simplex_projection(c, 0.2), atol=1e-5)
+    assert len(res.history) == res.iterations + 1
+
+
+def test_invalid_engine_options_are_named():
+    prob, _, _ = _simplex_box_problem(n=20)
+    with pytest.raises(ValueError, match="step"):
+        prob.solve(step="newton")
+    with pytest.raises(ValueError, match="line_search"):
+        prob.solve(line_search="armijo")
+    with pytest.raises(ValueError, match="tol"):
+        prob.solve(tol=-1)
+    with pytest.raises(ValueError, match="eta"):
+        prob.solve(eta="fast")
+    with pytest.raises(ValueError, match="lam"):
+        prob.solve(lam=0)
+
+
+@pytest.mark.parametrize("line_search", ["exact", "backtracking"])
+def test_line_searches_agree_on_logistic_regression(line_search):
+    rng = np.random.default_rng(5)
+    A = rng.standard_normal((60, 10))
+    y = np.sign(rng.standard_normal(60))
+    x = fm.Variable(10, name="w")
+    prob = fm.Problem(fm.Minimize(fm.sum(fm.logistic(-fm.multiply(y, A @ x)))), [fm.L1Ball(x, 1.5)])
+    prob.solve(line_search=line_search, tol=1e-7)
+    assert prob.status == "optimal"
+    ref = fm.Problem(fm.Minimize(fm.sum(fm.logistic(-fm.multiply(y, A @ x)))), [fm.L1Ball(x, 1.5)])
+    ref.solve(line_search="auto", tol=1e-7)
+    assert prob.value == pytest.approx(ref.value, rel=1e-5)
