@@ -45,11 +45,18 @@ def test_away_and_pairwise_converge_linearly_where_fw_cannot(step):
     assert plain.status == "max_iter"
 
 
-def test_auto_step_uses_away_steps_on_polytopes():
+def test_auto_step_uses_pairwise_steps_on_polytopes_and_fw_elsewhere():
     prob, _, _ = _simplex_box_problem()
     prob.solve(tol=1e-7, feas_tol=1e-7)
     assert prob.status == "optimal"
-    assert prob.stats.step_counts["away"] > 0
+    assert prob.stats.step_counts["pairwise"] > 0
+
+    X = fm.Variable((6, 6), name="X")
+    C = np.diag(np.arange(6.0))
+    mixed = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.L1Ball(X, 5.0), fm.TraceNormBall(X, 4.0)])
+    mixed.solve(max_iter=50)
+    # one polytope block (pairwise) and one trace-norm block (FW) per iteration
+    assert mixed.stats.step_counts["pairwise"] > 0 and mixed.stats.step_counts["fw"] >= 50
 
 
 def test_infeasible_intersection_is_detected():

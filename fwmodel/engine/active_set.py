@@ -32,7 +32,9 @@ class ActiveSet:
         packed = self._pack()
         if packed is None:
             return np.array([a.dot(g) for a in self.atoms])
-        indices, values, starts = packed
+        if packed[0] == "dense":
+            return np.einsum("ij,j->i", packed[1], g, optimize=False)
+        _, indices, values, starts = packed
         return np.add.reduceat(g[indices] * values, starts)
 
     def away_vertex(self, g):
@@ -99,8 +101,17 @@ class ActiveSet:
         self._packed = None
 
     def _pack(self):
-        """Concatenate sparse atoms so all inner products are one NumPy call."""
+        """Stack the atoms so all inner products are one NumPy call.
+
+        Sparse atoms are concatenated (indices, values, segment starts);
+        dense atoms are stacked as rows of a matrix while that stays small.
+        """
         if self._packed is None:
+            if all(hasattr(a, "vector") for a in self.atoms):
+                if len(self.atoms) * self.atoms[0].size > 5_000_000:
+                    return None
+                self._packed = ("dense", np.stack([a.vector for a in self.atoms]))
+                return self._packed
             if not all(hasattr(a, "indices") for a in self.atoms):
                 return None
             lengths = np.array([a.indices.size for a in self.atoms])
@@ -108,6 +119,7 @@ class ActiveSet:
                 return None
             starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
             self._packed = (
+                "sparse",
                 np.concatenate([a.indices for a in self.atoms]),
                 np.concatenate([a.values for a in self.atoms]),
                 starts,

@@ -126,8 +126,8 @@ def minimize_fwal(
     lam, eta : penalty and dual step (numbers, or None for the adaptive
         defaults of :mod:`fwmodel.engine.schedules`; eta may also be a
         callable t -> eta_t or one of "theorem2", "theorem3", "adaptive").
-    step : "auto" (away steps on polytope blocks, FW elsewhere), "fw",
-        "away" (Alg. 1), or "pairwise".
+    step : "auto" (pairwise steps on polytope blocks, FW elsewhere), "fw",
+        "away" (Alg. 1 on polytope blocks), or "pairwise".
     line_search : "auto" (exact for quadratic f, backtracking otherwise),
         "exact", or "backtracking".
 
@@ -155,7 +155,10 @@ def minimize_fwal(
         raise ValueError(f"b has shape {b.shape}, expected ({m},) to match the rows of M")
     b_norm = float(norm(b))
     use_active = step in ("auto", "away", "pairwise")
-    pairwise = step == "pairwise"
+    # "auto": pairwise steps on polytope blocks. Measured on the test problems
+    # (L1 ∩ box least squares, simplex ∩ box, simplex with equalities, three
+    # sets), pairwise needed 0.5-0.9x the iterations of away steps (Alg. 1).
+    pairwise = step in ("pairwise", "auto")
     quadratic = bool(getattr(objective, "is_quadratic", False))
     curvature_fn = getattr(objective, "curvature", None)
     if line_search == "auto":
