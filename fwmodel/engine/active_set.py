@@ -34,8 +34,13 @@ class ActiveSet:
             return np.array([a.dot(g) for a in self.atoms])
         if packed[0] == "dense":
             return np.einsum("ij,j->i", packed[1], g, optimize=False)
-        _, indices, values, starts = packed
-        return np.add.reduceat(g[indices] * values, starts)
+        _, indices, values, starts, nonempty = packed
+        if nonempty is None:
+            return np.add.reduceat(g[indices] * values, starts)
+        out = np.zeros(len(self.atoms))  # the origin atom has no entries: <g, 0> = 0
+        if indices.size:
+            out[nonempty] = np.add.reduceat(g[indices] * values, starts)
+        return out
 
     def away_vertex(self, g):
         """(position, atom, weight) of the active atom maximizing <g, a>."""
@@ -115,13 +120,16 @@ class ActiveSet:
             if not all(hasattr(a, "indices") for a in self.atoms):
                 return None
             lengths = np.array([a.indices.size for a in self.atoms])
+            nonempty = None
             if np.any(lengths == 0):
-                return None
-            starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+                nonempty = np.flatnonzero(lengths)
+                lengths = lengths[nonempty]
+            starts = np.concatenate(([0], np.cumsum(lengths)[:-1])) if lengths.size else np.zeros(0, dtype=np.intp)
             self._packed = (
                 "sparse",
                 np.concatenate([a.indices for a in self.atoms]),
                 np.concatenate([a.values for a in self.atoms]),
                 starts,
+                nonempty,
             )
         return self._packed

@@ -361,7 +361,8 @@ def minimize_fwal(
                 continue
             drops_in_row = 0
             if m:
-                eta_t = schedule.step(t, feas=float(norm(r)), lam=lam_value, gap=gap)
+                eta_t = schedule.step(t, feas=float(norm(r)), lam=lam_value, gap=gap,
+                                      gap_target=tol * max(1.0, abs(f)))
                 y += eta_t * r
                 new_lam = schedule.penalty(lam_value)
                 if new_lam != lam_value:

@@ -90,6 +90,7 @@ class AdaptiveMultiplier:
     window = 20
     good = 0.7
     stall = 0.95
+    theta_min = 0.02
 
     def __init__(self, lam, theta=0.25, max_growth=1e4):
         self.theta = theta
@@ -115,7 +116,7 @@ class AdaptiveMultiplier:
             if self._ref is not None and self._ref > 0:
                 ratio = feas / self._ref
                 if ratio > 1.05:
-                    self.theta = max(self.theta * 0.5, 1e-4)
+                    self.theta = max(self.theta * 0.5, self.theta_min)
                 elif ratio < self.good:
                     self.theta = min(self.theta * 1.5, 1.0)
                 elif ratio > self.stall and gap is not None and gap <= self.lam * feas * feas:
@@ -135,8 +136,68 @@ class AdaptiveMultiplier:
         return lam
 
 
+class GatedMultiplier:
+    """The default: full multiplier steps, taken when the primal step has caught up.
+
+    Reasoning. With an exact inner minimization, the augmented Lagrangian
+    method (Hestenes-Powell) takes eta = lam. FW-AL replaces the inner
+    minimization by one FW step (eq. fwal), so x lags behind y: taking
+    eta = lam at every iteration overshoots and oscillates (measured: the
+    covariance problem never settles), while a small constant eta (Theorem
+    3) or the decreasing 2/(t+2) (Theorem 2) are stable but their constants
+    depend on unknown problem quantities and, once too small, stall.
+
+    We keep the method of multipliers' step eta = lam but take it only when
+    the inner problem is solved to the accuracy the constraint currently
+    warrants, as inexact augmented Lagrangian methods do: when the FW gap of
+    L(., y_t) (an upper bound on L(x_t, y_t) - min_x L(x, y_t)) is at most
+    ``kappa * lam * ||Mx - b||^2`` (the size of the penalty term), or below
+    the requested tolerance. Otherwise eta_t = 0 and FW keeps working on the
+    current L(., y). Feasibility then tracks the primal accuracy
+    (||Mx - b|| ~ sqrt(gap / lam)), the multipliers never run ahead of x,
+    and no constant needs tuning. The penalty lam is doubled when a window
+    of ``window`` dual steps did not halve ||Mx - b|| (the penalty is too
+    weak for the dual steps to make progress), up to ``max_growth`` times
+    its initial value.
+    """
+
+    kappa = 1.0
+    window = 20
+
+    def __init__(self, lam, max_growth=1e3):
+        self.lam = lam
+        self.lam0 = lam
+        self.max_growth = max_growth
+        self.current = lam
+        self._dual_steps = 0
+        self._ref = None
+        self._pending_lam = None
+
+    def step(self, t, feas=None, lam=None, gap=None, gap_target=0.0, **info):
+        if lam is not None:
+            self.lam = lam
+        if gap is None or feas is None or gap <= max(self.kappa * self.lam * feas * feas, gap_target):
+            self.current = self.lam
+            self._dual_steps += 1
+            if feas is not None and self._dual_steps % self.window == 0:
+                if self._ref is not None and feas > 0.5 * self._ref and self.lam < self.max_growth * self.lam0:
+                    self._pending_lam = 2.0 * self.lam
+                self._ref = feas
+        else:
+            self.current = 0.0
+        return self.current
+
+    def penalty(self, lam):
+        if self._pending_lam is not None:
+            lam, self._pending_lam = self._pending_lam, None
+            self.lam = lam
+        return lam
+
+
 def make_dual_schedule(eta, lam, warm_state=None):
     """Build the schedule object for the ``eta`` option (see module docs)."""
+    if isinstance(eta, str) and eta == "gated":
+        return GatedMultiplier(lam)
     if eta is None or (isinstance(eta, str) and eta == "adaptive"):
         sched = AdaptiveMultiplier(lam)
         if warm_state is not None and warm_state.eta:

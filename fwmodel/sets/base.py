@@ -30,11 +30,18 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ModelError
-from .atoms import DenseAtom
+from .atoms import DenseAtom, SparseAtom
 
 
 class ConvexSet:
-    """A compact convex set over the values of ``expr``, given by its LMO."""
+    """A compact convex set over the values of ``expr``, given by its LMO.
+
+    A subclass needs only :meth:`lmo`. Optional hooks: ``is_polytope``
+    (enables away/pairwise steps), :meth:`diameter`, :meth:`contains`,
+    :meth:`lmo_atom` (a structured vertex instead of a dense one) and
+    :meth:`reset` (forget warm-start state); see the module docstring.
+    ``fm.check_lmo(MySet, shape=...)`` tests an implementation.
+    """
 
     #: True when the set is a polytope (finitely many vertices).
     is_polytope = False
@@ -85,8 +92,23 @@ class ConvexSet:
         return DenseAtom(vertex.ravel())
 
     def initial_atom(self):
-        """A first vertex to start the iterates from (the LMO of a zero direction)."""
+        """The point the iterates start from.
+
+        The origin when the set contains it (norm balls, boxes around 0, the
+        empty alignment): starting there keeps the first iterates small, as
+        splitting methods do, instead of at a vertex of possibly huge norm.
+        Otherwise the LMO of a zero direction (some vertex).
+        """
+        if self.contains_origin():
+            return SparseAtom(np.zeros(0, dtype=np.intp), np.zeros(0), self.size)
         return self.lmo_atom(np.zeros(self.size))
+
+    def contains_origin(self):
+        """True when 0 is in the set (by ``contains``; False when unknown)."""
+        try:
+            return bool(self.contains(np.zeros(self.shape)))
+        except Exception:  # a user's contains() that cannot take 0: do not guess
+            return False
 
     # ---------------------------------------------------------- optional hooks
     def diameter(self):
