@@ -49,6 +49,9 @@ class Block:
     initial_atom: Callable
     is_polytope: bool = False
     name: str = ""
+    #: optional :class:`~fwmodel.engine.inface.LowRankFace` (trace-norm blocks):
+    #: enables in-face corrective steps on this block
+    face: object = None
 
     @property
     def slice(self):
@@ -111,6 +114,7 @@ def minimize_fwal(
     seed=None,
     infeasibility_check_every=25,
     max_drop_steps=None,
+    inface="auto",
 ):
     """Minimize f over the blocks subject to Mx = b with FW-AL.
 
@@ -130,6 +134,10 @@ def minimize_fwal(
         "away" (Alg. 1 on polytope blocks), or "pairwise".
     line_search : "auto" (exact for quadratic f, backtracking otherwise),
         "exact", or "backtracking".
+
+    inface : "auto"/True (in-face corrective steps on blocks that declare a
+        low-rank face, i.e. trace-norm balls; see :mod:`fwmodel.engine.inface`)
+        or False.
 
     Returns an :class:`FWALResult`.
     """
@@ -191,6 +199,22 @@ def minimize_fwal(
             blk.initial_atom().add_to(x[blk.slice], 1.0)
     if not use_active:
         active = {}
+    if inface not in ("auto", True, False):
+        raise ValueError(f"option inface={inface!r} is not one of 'auto', True, False")
+    # Low-rank blocks: their atoms are tracked (for the in-face step), while
+    # their main step stays a plain FW step (Alg. 2).
+    faces = {}
+    if inface:
+        for k, blk in enumerate(blocks):
+            if blk.face is not None:
+                aset = warm_state.active_sets.get(("face", k)) if warm_state is not None else None
+                if aset is None:
+                    atom = blk.initial_atom()
+                    aset = ActiveSet(atom)
+                    if warm_state is not None:  # restart this block from its initial point
+                        x[blk.slice] = 0.0
+                        atom.add_to(x[blk.slice], 1.0)
+                faces[k] = aset
 
     r = Mop.matvec(x) - b
     f, g = objective.value_and_grad(x)
@@ -213,6 +237,7 @@ def minimize_fwal(
     feas = feas_rel = np.inf
     t = 0
     message = ""
+    restored = False
 
     def merit_of(gap_rel, feas_rel):
         return max(gap_rel / tol, feas_rel / feas_tol)
@@ -354,7 +379,12 @@ def minimize_fwal(
                     aset.pairwise_update(fw_atoms[k], pos, min(gamma, gmax))
             if drop:
                 step_counts["drop"] += 1
+            for k, aset in faces.items():
+                aset.fw_update(fw_atoms[k], gamma)
             f, g = objective.value_and_grad(x)
+            if faces:
+                f, g = _inface_steps(faces, blocks, objective, Mop, m, x, r, y, lam_value, f, g,
+                                     curvature_fn if quadratic else None, step_counts)
             # ---- dual step (eq. fwal); Alg. 1 repeats drop steps before it
             if drop and not pairwise and drops_in_row < max_drops:
                 drops_in_row += 1
@@ -383,8 +413,13 @@ def minimize_fwal(
             message += "; returning the best point found"
         # restored point: active sets no longer describe it
         active = {}
+        faces = {}
+        restored = True
     solve_time = time.perf_counter() - start
     printer.footer(status, message, t, f, gap, feas_rel, solve_time, step_counts)
+    active = dict(active)
+    if not restored:
+        active.update({("face", k): aset for k, aset in faces.items()})
     state = SolverState(x.copy(), y.copy(), active, lam_value, schedule.current, backtracking.lipschitz)
     return FWALResult(
         x=x, y=y, status=status, message=message, objective=float(f), fw_gap=float(gap),
@@ -392,6 +427,57 @@ def minimize_fwal(
         solve_time=solve_time, lam=float(lam_value), eta=float(schedule.current), history=history,
         state=state, step_counts=dict(step_counts),
     )
+
+
+def _inface_steps(faces, blocks, objective, Mop, m, x, r, y, lam, f, g, curvature_fn, step_counts):
+    """In-face corrective steps on low-rank blocks (see :mod:`fwmodel.engine.inface`)."""
+    from .inface import inface_step
+
+    dual_term = y + lam * r
+    grad = g + Mop.rmatvec(dual_term) if m else g
+    moved = False
+    for k, aset in list(faces.items()):
+        blk = blocks[k]
+        sl = blk.slice
+        n = x.size
+
+        def merit(d_block, _sl=sl):
+            d = np.zeros(n)
+            d[_sl] = d_block
+            Md = Mop.matvec(d) if m else np.zeros(0)
+            slope = dot(grad[_sl], d_block)
+            pen_lin = dot(dual_term, Md) if m else 0.0
+            pen_quad = lam * dot(Md, Md) if m else 0.0
+            curv = None
+            if curvature_fn is not None:
+                c = curvature_fn(x, d)
+                curv = None if c is None else float(c) + pen_quad
+
+            def phi(gm):
+                return objective.value(x + gm * d) - f + gm * pen_lin + 0.5 * gm * gm * pen_quad
+
+            merit.last = (d, Md)
+            return slope, curv, phi
+
+        out = inface_step(blk.face, aset, x[sl], grad[sl], merit)
+        if out is None:
+            continue
+        gamma, d_block, new_set = out
+        d, Md = merit.last if np.array_equal(merit.last[0][sl], d_block) else (None, None)
+        if d is None:
+            d = np.zeros(n)
+            d[sl] = d_block
+            Md = Mop.matvec(d) if m else np.zeros(0)
+        x += gamma * d
+        if m:
+            r += gamma * Md
+        if new_set is not None:
+            faces[k] = new_set
+        step_counts["inface"] = step_counts.get("inface", 0) + 1
+        moved = True
+    if moved:
+        f, g = objective.value_and_grad(x)
+    return f, g
 
 
 def _last_kind(counts):

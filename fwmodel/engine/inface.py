@@ -1,0 +1,153 @@
+"""In-face corrective steps for low-rank (trace-norm ball) blocks.
+
+Plain Frank-Wolfe on a trace-norm ball converges sublinearly: each step adds
+one rank-one atom and only shrinks the others uniformly, so the iterate zig-
+zags between atoms long after the right low-rank subspace has been found.
+In-face methods (Freund, Grigas & Mazumder, "An extended Frank-Wolfe method
+with in-face directions", 2017) also move *within the face* spanned by the
+current atoms. Here that face is explicit: the block's iterate is
+
+    X = sum_i w_i s_i u_i v_i'  =  U C V'   (U, V orthonormal, k columns),
+
+and the face of the ball {||X||_* <= beta} through X is {U C' V' : ||C'||_* <=
+beta}, a k x k problem. One corrective step takes a projected-gradient step
+on C (the projection onto a k x k nuclear ball is an SVD of a k x k matrix,
+negligible next to the O(d^2) passes), then an exact or backtracking line
+search on the augmented Lagrangian along the resulting direction, and
+re-expresses the new C by its SVD, which also drops atoms whose singular
+value became 0 (the rank can go down, which FW steps never do).
+
+The corrective step keeps FW-AL's structure (eq. fwal): it is an extra
+primal descent step on L(., y_t) before the dual update, within the set, so
+every iterate stays feasible for its block.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .active_set import ActiveSet
+
+
+def project_capped_simplex(values, total):
+    """Euclidean projection of ``values`` onto {z >= 0, sum z <= total}."""
+    z = np.maximum(values, 0.0)
+    if z.sum() <= total:
+        return z
+    # projection onto {z >= 0, sum z = total} (sort-based closed form)
+    u = np.sort(values)[::-1]
+    css = np.cumsum(u) - total
+    idx = np.arange(1, u.size + 1)
+    rho = np.flatnonzero(u - css / idx > 0)[-1]
+    theta = css[rho] / (rho + 1.0)
+    return np.maximum(values - theta, 0.0)
+
+
+def project_small_nuclear(C, radius, psd):
+    """Projection of a small matrix onto {||C||_* <= radius} (or the PSD trace ball)."""
+    if psd:
+        lam, P = np.linalg.eigh(0.5 * (C + C.T))
+        lam = project_capped_simplex(lam, radius)
+        return (P * lam) @ P.T
+    P, sig, Qt = np.linalg.svd(C, full_matrices=False)
+    sig = project_capped_simplex(sig, radius)
+    return (P * sig) @ Qt
+
+
+class LowRankFace:
+    """The data an in-face step needs about a trace-norm block."""
+
+    def __init__(self, radius, psd, shape, max_rank=60):
+        self.radius = float(radius)
+        self.psd = bool(psd)
+        self.shape = tuple(shape)
+        self.max_rank = max_rank
+
+
+def _factor(aset, shape):
+    """(U, C, V, atom_type) with X = U C V' from the active set's rank-one atoms, or None."""
+    us, vs, coef, kind = [], [], [], None
+    for atom, w in zip(aset.atoms, aset.weights):
+        if getattr(atom, "u", None) is None:
+            if getattr(atom, "indices", None) is not None and atom.indices.size == 0:
+                continue  # the origin contributes nothing
+            return None
+        kind = type(atom)
+        us.append(atom.u)
+        vs.append(atom.v)
+        coef.append(w * atom.scale)
+    if not us:
+        return None
+    U, Ru = np.linalg.qr(np.column_stack(us))
+    V, Rv = np.linalg.qr(np.column_stack(vs))
+    C = (Ru * np.asarray(coef)) @ Rv.T
+    return U, C, V, kind
+
+
+def inface_step(face, aset, x_block, g_block, merit):
+    """One corrective step on a low-rank block; returns (gamma, direction, new active set) or None.
+
+    ``merit(d)`` returns (slope, curvature or None, phi) for a direction ``d``
+    of this block: the derivative of L(x + gamma d, y) at 0, its second
+    derivative when the objective is quadratic, and a callable evaluating
+    L(x + gamma d, y) - L(x, y) for the backtracking fallback.
+    """
+    if len(aset) > face.max_rank + 1:
+        return None
+    factored = _factor(aset, face.shape)
+    if factored is None:
+        return None
+    U, C, V, kind = factored
+    m, n = face.shape
+    G = g_block.reshape(m, n)
+    GC = U.T @ (G @ V)
+    gnorm2 = float(np.sum(GC * GC))
+    if gnorm2 == 0.0:
+        return None
+    # Step length for the projected-gradient trial: the exact minimizer along -GC.
+    d0 = -(U @ GC @ V.T).ravel()
+    slope0, curv0, _ = merit(d0)
+    tau = gnorm2 / curv0 if curv0 is not None and curv0 > 0 else 1.0 / max(np.sqrt(gnorm2), 1e-300)
+    C_new = project_small_nuclear(C - tau * GC, face.radius, face.psd)
+    DC = C_new - C
+    d = (U @ DC @ V.T).ravel()
+    slope, curv, phi = merit(d)
+    if not slope < 0:
+        return None
+    if curv is not None and curv > 0:
+        gamma = min(1.0, -slope / curv)
+    else:  # halve until sufficient decrease (Armijo) on [0, 1]
+        gamma = 1.0
+        while gamma > 1e-10 and phi(gamma) > 0.5 * gamma * slope:
+            gamma *= 0.5
+        if gamma <= 1e-10:
+            return None
+    C_next = C + gamma * DC
+    # Re-express U C_next V' as rank-one atoms of the ball (weights sigma / radius).
+    if face.psd:
+        lam, P = np.linalg.eigh(0.5 * (C_next + C_next.T))
+        keep = lam > 1e-12 * face.radius
+        us = U @ P[:, keep]
+        vs = us
+        sig = lam[keep]
+    else:
+        P, sig, Qt = np.linalg.svd(C_next, full_matrices=False)
+        keep = sig > 1e-12 * face.radius
+        us, vs, sig = U @ P[:, keep], V @ Qt[keep].T, sig[keep]
+    atoms = [kind(us[:, j], vs[:, j], face.radius, face.shape) for j in range(sig.size)]
+    weights = list(sig / face.radius)
+    rest = 1.0 - sum(weights)
+    new_set = None
+    if atoms:
+        new_set = ActiveSet(atoms[0])
+        new_set.atoms, new_set.weights = atoms, weights
+        new_set._index = {a.key: i for i, a in enumerate(atoms)}
+        if rest > 1e-12:
+            from ..sets.atoms import SparseAtom  # the origin, a point of every norm ball
+
+            origin = SparseAtom(np.zeros(0, dtype=np.intp), np.zeros(0), m * n)
+            new_set.atoms.append(origin)
+            new_set.weights.append(rest)
+            new_set._index[origin.key] = len(new_set.atoms) - 1
+        total = sum(new_set.weights)
+        new_set.weights = [w / total for w in new_set.weights]
+    return gamma, d, new_set
