@@ -105,6 +105,28 @@ class ActiveSet:
         self._index = {a.key: i for i, a in enumerate(self.atoms)}
         self._packed = None
 
+    def _stack_rows(self):
+        """The dense atoms as rows of a matrix, grown in place when atoms are appended.
+
+        Rebuilding the stack after every FW step would copy every atom each
+        iteration; appending into spare capacity copies only the new one.
+        """
+        k, size = len(self.atoms), self.atoms[0].size
+        buf = getattr(self, "_rows", None)
+        keys = getattr(self, "_row_keys", [])
+        if buf is None or buf.shape[1] != size or keys != [a.key for a in self.atoms[:len(keys)]] \
+                or len(keys) > k:
+            buf, keys = np.empty((max(8, 2 * k), size)), []
+        if k > buf.shape[0]:
+            grown = np.empty((2 * k, size))
+            grown[:len(keys)] = buf[:len(keys)]
+            buf = grown
+        for i in range(len(keys), k):
+            buf[i] = self.atoms[i].vector
+            keys.append(self.atoms[i].key)
+        self._rows, self._row_keys = buf, keys
+        return buf[:k]
+
     def _pack(self):
         """Stack the atoms so all inner products are one NumPy call.
 
@@ -115,7 +137,7 @@ class ActiveSet:
             if all(hasattr(a, "vector") for a in self.atoms):
                 if len(self.atoms) * self.atoms[0].size > 5_000_000:
                     return None
-                self._packed = ("dense", np.stack([a.vector for a in self.atoms]))
+                self._packed = ("dense", self._stack_rows())
                 return self._packed
             if not all(hasattr(a, "indices") for a in self.atoms):
                 return None

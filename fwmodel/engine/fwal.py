@@ -16,6 +16,7 @@ with ``value_and_grad``, a list of :class:`Block` and the operator M.
 from __future__ import annotations
 
 import math
+import numbers
 import time
 from dataclasses import dataclass
 from typing import Callable, Optional
@@ -82,6 +83,7 @@ class IterationState:
     """What a callback sees each iteration (read-only by convention)."""
 
     __slots__ = ("iteration", "time", "objective", "fw_gap", "feasibility", "feasibility_rel", "lam", "eta", "x", "y")
+    # x: the product-space iterate (all blocks), y: the dual variable of M x = b
 
     def __init__(self, **kw):
         for k, v in kw.items():
@@ -147,11 +149,11 @@ def minimize_fwal(
         if not (isinstance(value, (int, np.integer)) and value >= 0):
             raise ValueError(f"option {name} must be a nonnegative integer, got {value!r}")
     for name, value in (("tol", tol), ("feas_tol", feas_tol)):
-        if not (isinstance(value, (int, float)) and value > 0 and math.isfinite(value)):
+        if not (isinstance(value, numbers.Real) and value > 0 and math.isfinite(value)):
             raise ValueError(f"option {name} must be a positive number, got {value!r}")
-    if time_limit is not None and not (isinstance(time_limit, (int, float)) and time_limit > 0):
+    if time_limit is not None and not (isinstance(time_limit, numbers.Real) and time_limit > 0):
         raise ValueError(f"option time_limit must be a positive number of seconds, got {time_limit!r}")
-    if lam is not None and not (isinstance(lam, (int, float)) and lam > 0 and math.isfinite(lam)):
+    if lam is not None and not (isinstance(lam, numbers.Real) and lam > 0 and math.isfinite(lam)):
         raise ValueError(f"option lam must be a positive number, got {lam!r}")
 
     start = time.perf_counter()
@@ -271,7 +273,7 @@ def minimize_fwal(
             printer.row(t, f, gap, feas_rel, lam_value, eta_now, elapsed, step_counts)
             merit = merit_of(gap_rel, feas_rel)
             if best is None or merit < 0.5 * best[0]:
-                best = (merit, x.copy(), y.copy(), f)
+                best = (merit, x.copy(), y.copy(), f, gap)
             if not np.isfinite(gap):
                 status, message = "diverged", "the Frank-Wolfe gap is not finite"
                 break
@@ -405,7 +407,7 @@ def minimize_fwal(
     final_merit = merit_of(max(gap, 0.0) / max(1.0, abs(f)) if np.isfinite(f) else np.inf, feas_rel) \
         if np.isfinite(gap) and np.isfinite(feas_rel) else np.inf
     if status != "optimal" and best is not None and best[0] < final_merit:
-        x, y, f = best[1], best[2], best[3]
+        x, y, f, gap = best[1], best[2], best[3], best[4]
         r = Mop.matvec(x) - b
         feas = float(norm(r))
         feas_rel = feas / max(1.0, float(norm(x)), b_norm)

@@ -56,11 +56,13 @@ def project_small_nuclear(C, radius, psd):
 class LowRankFace:
     """The data an in-face step needs about a trace-norm block."""
 
-    def __init__(self, radius, psd, shape, max_rank=60):
+    def __init__(self, radius, psd, shape, max_rank=None):
         self.radius = float(radius)
         self.psd = bool(psd)
         self.shape = tuple(shape)
-        self.max_rank = max_rank
+        # The face step costs O(m n k) for k atoms; past this rank it would cost
+        # as much as a projection, and the step is skipped.
+        self.max_rank = max_rank if max_rank is not None else max(30, min(100, min(self.shape) // 2))
 
 
 def _factor(aset, shape):

@@ -264,7 +264,10 @@ class SmoothFunction:
             if node.is_atom:
                 if nonlinear_args:
                     return None
-                seconds[i] = node._second(arg_vals, vals[i], auxs.get(i), [tangents.get(j) for j in args[i]])
+                second = node._second(arg_vals, vals[i], auxs.get(i), [tangents.get(j) for j in args[i]])
+                if second is None:  # the atom cannot give its second derivative
+                    return None
+                seconds[i] = second
             else:
                 if node._affine:
                     tangents[i] = node._tangent(arg_vals, [tangents.get(j) for j in args[i]])
