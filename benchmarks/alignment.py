@@ -6,7 +6,7 @@ fwmodel/sets/alignment.py), so both sides solve the same dynamic program of
 n*n cells. Biopython's ``PairwiseAligner.score`` is C and returns the score
 only; the LMO is a row-vectorized NumPy DP that also traces back the optimal
 alignment (the vertex the Frank-Wolfe step needs). Times are the best of
-``--repeat`` runs, measured in the same process; the DTW (kind="path") LMO
+``--repeat`` interleaved runs, measured in the same process; the DTW (kind="path") LMO
 on the same matrix is shown for reference. With numba installed, the
 optional backend="numba" is timed as well.
 
@@ -24,14 +24,18 @@ from fwmodel.sets.alignment import AlignmentPolytope, matching_lmo
 MATCH, MISMATCH, GAP = 1.0, -1.0, -1.0
 
 
-def best_time(fn, repeat):
-    fn()  # warm up (allocations, caches)
-    times = []
+def best_times(fns, repeat):
+    """Best time of each callable; the runs are interleaved so that a busy
+    machine slows all of them alike."""
+    for fn in fns:
+        fn()  # warm up (allocations, caches, compilation)
+    best = [np.inf] * len(fns)
     for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
+        for k, fn in enumerate(fns):
+            t = time.perf_counter()
+            fn()
+            best[k] = min(best[k], time.perf_counter() - t)
+    return best
 
 
 def substitution(a, b):
@@ -93,14 +97,19 @@ def main(argv=None):
     print(header)
     print("-" * len(header))
     for label, pairs, direction in problems:
-        t_bio = best_time(lambda: [aligner.score(a, b) for a, b in pairs], args.repeat)
-        cols = []
+        def bio(pairs=pairs):
+            return [aligner.score(a, b) for a, b in pairs]
+
+        lmos = []
         for be in backends:
             nw = lmo_callable(direction.shape, "matching", be)
             dtw = lmo_callable(direction.shape, "path", be)
-            t_nw = best_time(lambda: nw(direction), args.repeat)
-            t_dtw = best_time(lambda: dtw(direction), args.repeat)
-            cols.append(f"{t_nw * 1e3:6.2f} ms {t_nw / t_bio:5.2f}x | {t_dtw * 1e3:6.2f} ms")
+            lmos += [lambda nw=nw: nw(direction), lambda dtw=dtw: dtw(direction)]
+        t_bio, *t_lmo = best_times([bio, *lmos], args.repeat)
+        cols = [
+            f"{t_nw * 1e3:6.2f} ms {t_nw / t_bio:5.2f}x | {t_dtw * 1e3:6.2f} ms"
+            for t_nw, t_dtw in zip(t_lmo[0::2], t_lmo[1::2])
+        ]
         # both sides find the same optimal score
         _, values = matching_lmo(direction, return_value=True)
         n, m = direction.shape[-2:]

@@ -11,6 +11,8 @@ from .expressions import __all__ as _expressions_all
 from .sets import *  # noqa: F401,F403
 from .sets import __all__ as _sets_all
 from .problem import Maximize, Minimize, Problem
+from .factor_graphs import LocalMarginalPolytope, MAPResult, map_inference
 
 __version__ = "0.1.0"
-__all__ = ["ModelError", "Problem", "Minimize", "Maximize", *_expressions_all, *_sets_all]
+__all__ = ["ModelError", "Problem", "Minimize", "Maximize", *_expressions_all, *_sets_all,
+           "LocalMarginalPolytope", "MAPResult", "map_inference"]

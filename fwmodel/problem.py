@@ -33,6 +33,7 @@ SOLVE_DEFAULTS = dict(
     callback=None,
     warm_start=False,
     seed=None,
+    inface="auto",
 )
 
 
@@ -49,7 +50,7 @@ class _Objective:
         if curvature not in self.required:
             raise ModelError(
                 f"{type(self).__name__}({short_repr(self.expr)}): the objective is {curvature}, but "
-                f"{type(self).__name__} needs a {' or '.join(self.required[1:])} expression "
+                f"{type(self).__name__} needs an {' or '.join(self.required[1:])} expression "
                 "(by the composition rules: convex atoms of affine arguments, nonnegative sums)"
             )
 
@@ -71,6 +72,26 @@ class Maximize(_Objective):
     required = ("constant", "affine", "concave")
 
 
+def _end_history_at_returned_point(history, result):
+    """Make the last history row describe the point the solve returns.
+
+    When the last iterate is worse than an earlier one, the engine returns
+    the best point found; the history then ends at the last iterate, not at
+    the point that ``var.value`` and ``prob.value`` report. A final row
+    (with the last iteration number) records the returned point, so that
+    ``history["objective"][-1] == prob.value`` always holds.
+    """
+    if len(history) == 0:
+        return
+    last = {key: history[key][-1] for key in ("objective", "feasibility")}
+    if last["objective"] == result.objective and last["feasibility"] == result.feasibility:
+        return
+    row = dict(iteration=result.iterations, time=result.solve_time, objective=result.objective,
+               fw_gap=result.fw_gap, feasibility=result.feasibility, feasibility_rel=result.feasibility_rel,
+               lam=result.lam, eta=result.eta)
+    history.append(**{key: row.get(key, history[key][-1]) for key in history.keys()})
+
+
 class SolveStats:
     """Numbers about the last solve (see the attribute list in ``__slots__``)."""
 
@@ -89,7 +110,8 @@ class CallbackState:
     """What ``callback`` receives each iteration.
 
     Attributes: iteration, time, objective, fw_gap, feasibility,
-    feasibility_rel, lam, eta; ``value(var)`` gives a variable's current value
+    feasibility_rel, lam, eta, y (the dual variable, one entry per row of M),
+    x (the product-space iterate, read-only by convention); ``value(var)`` gives a variable's current value
     (the average of its copies).
     """
 
@@ -104,6 +126,9 @@ class CallbackState:
         self.feasibility_rel = engine_state.feasibility_rel
         self.lam = engine_state.lam
         self.eta = engine_state.eta
+        #: the dual variable (one entry per row of M), and the product-space iterate
+        self.y = engine_state.y
+        self.x = engine_state.x
 
     def value(self, var):
         return self._compiled.variable_values(self._s.x)[var]
@@ -164,6 +189,11 @@ class Problem:
             raise ValueError(f"unknown solve option(s) {', '.join(map(repr, unknown))}; "
                              f"the options are {', '.join(SOLVE_DEFAULTS)}")
         opts = dict(SOLVE_DEFAULTS, **options)
+        if opts["callback"] is not None and not callable(opts["callback"]):
+            raise ValueError(f"option callback must be a callable (or None), got {opts['callback']!r}")
+        every = opts["print_every"]
+        if every is not None and (isinstance(every, bool) or not isinstance(every, (int, np.integer)) or every < 1):
+            raise ValueError(f"option print_every must be a positive integer (or None), got {every!r}")
         compiled = self.compile()
         compiled.refresh_parameters()
         for p in self._parameters():
@@ -188,6 +218,7 @@ class Problem:
         self.status = result.status
         self.value = float(sign * result.objective)
         history = result.history
+        _end_history_at_returned_point(history, result)
         if sign != 1.0:
             history._columns["objective"] = [sign * f for f in history._columns["objective"]]
         self.history = history
@@ -214,9 +245,18 @@ class Problem:
     @staticmethod
     def _engine_blocks(compiled):
         from .engine import Block
+        from .engine.inface import LowRankFace
+        from .sets import TraceNormBall
+
+        def face(s):
+            # trace-norm balls expose their low-rank faces to in-face steps
+            if isinstance(s, TraceNormBall) and len(s.shape) == 2:
+                return LowRankFace(s.radius, s.psd, s.shape)
+            return None
 
         return [Block(offset=b.offset, size=b.size, lmo=b.set.lmo_atom, initial_atom=b.set.initial_atom,
-                      is_polytope=bool(b.set.is_polytope), name=b.name) for b in compiled.blocks]
+                      is_polytope=bool(b.set.is_polytope), name=b.name, face=face(b.set))
+                for b in compiled.blocks]
 
     def __repr__(self):
         return f"Problem({self.objective!r}, {len(self.constraints)} constraints)"

@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 
 import fwmodel as fm
+from fwmodel.sets import alignment
+from fwmodel.sets.atoms import SparseAtom
 from fwmodel.sets.alignment import (
     AlignmentPolytope,
     band_mask,
@@ -13,6 +15,15 @@ from fwmodel.sets.alignment import (
     min_path_band,
     path_lmo,
 )
+
+try:
+    import numba  # noqa: F401
+
+    HAVE_NUMBA = True
+except ImportError:
+    HAVE_NUMBA = False
+needs_numba = pytest.mark.skipif(not HAVE_NUMBA, reason="numba (optional backend) is not installed")
+BIG_BATCH = alignment._VECTOR_TRACEBACK_MIN_BATCH + 6  # takes the vectorized traceback
 
 SIZES = [(n, m) for n in range(1, 5) for m in range(1, 5)]
 
@@ -204,7 +215,7 @@ def test_matching_value_equals_plain_nw(n, m):
 
 # ---------------------------------------------------------------- batches
 @pytest.mark.parametrize("kind", ["matching", "path"])
-@pytest.mark.parametrize("B", [1, 5, 70])  # 70 takes the vectorized traceback
+@pytest.mark.parametrize("B", [1, 5, BIG_BATCH])
 @pytest.mark.parametrize("band", [None, 2.0])
 def test_batched_lmo_equals_loop(kind, B, band):
     rng = np.random.default_rng(B)
@@ -242,7 +253,7 @@ def test_invalid_directions():
 
 # ---------------------------------------------------------------- the set
 @pytest.mark.parametrize("kind", ["matching", "path"])
-@pytest.mark.parametrize("shape,axis,band", [((6, 8), None, None), ((6, 8), None, 2), ((3, 5, 4), 0, None), ((70, 4, 5), 0, 1)])
+@pytest.mark.parametrize("shape,axis,band", [((6, 8), None, None), ((6, 8), None, 2), ((3, 5, 4), 0, None), ((BIG_BATCH, 4, 5), 0, 1)])
 def test_set_lmo_atom_matches_lmo(kind, shape, axis, band):
     P = make(shape, kind=kind, band=band, axis=axis)
     assert P.is_polytope
@@ -252,7 +263,7 @@ def test_set_lmo_atom_matches_lmo(kind, shape, axis, band):
         G = rng.standard_normal(shape)
         atom = P.lmo_atom(G.ravel())
         vertex = P.lmo(G)
-        assert isinstance(atom, fm.SparseAtom) if hasattr(fm, "SparseAtom") else True
+        assert isinstance(atom, SparseAtom)
         assert vertex.shape == shape
         np.testing.assert_array_equal(atom.to_dense().reshape(shape), vertex)
         np.testing.assert_array_equal(vertex, lmo_of(kind)(G, band=band))
@@ -300,6 +311,41 @@ def test_set_validation():
     with pytest.raises(ValueError, match="non-finite"):
         AlignmentPolytope(x).lmo(np.full((4, 5), np.nan))
     assert "kind='path'" in repr(AlignmentPolytope(x, kind="path", band=2))
+
+
+# --------------------------------------------------- optional numba backend
+@needs_numba
+@pytest.mark.parametrize("kind", ["matching", "path"])
+def test_numba_backend_equals_numpy(kind):
+    rng = np.random.default_rng(5)
+    f = lmo_of(kind)
+    for trial in range(60):
+        B, n, m = rng.integers(1, 4), rng.integers(1, 12), rng.integers(1, 12)
+        G = rng.standard_normal((B, n, m))
+        if trial % 3 == 0:
+            G = np.round(G)  # ties: both backends break them the same way
+        band = None if trial % 2 else float(rng.uniform(0, 4))
+        if kind == "path" and band is not None and band < min_path_band(n, m):
+            band = None
+        X, v = f(G, band=band, return_value=True)
+        Xn, vn = f(G, band=band, return_value=True, backend="numba")
+        np.testing.assert_array_equal(Xn, X)
+        np.testing.assert_allclose(vn, v, rtol=1e-12, atol=1e-12)
+    P = make((BIG_BATCH, 5, 6), kind=kind, axis=0, backend="numba")
+    G = rng.standard_normal(P.shape)
+    np.testing.assert_array_equal(P.lmo(G), f(G))
+    with pytest.raises(ValueError, match="non-finite"):
+        f(np.array([[1.0, np.nan]]), backend="numba")
+
+
+def test_backend_validation():
+    with pytest.raises(ValueError, match="backend"):
+        matching_lmo(np.zeros((2, 2)), backend="cuda")
+    with pytest.raises(ValueError, match="backend"):
+        make((2, 2), backend="fortran")
+    if not HAVE_NUMBA:
+        with pytest.raises(ValueError, match="numba"):
+            make((2, 2), backend="numba")
 
 
 # ------------------------------------------------------------- membership

@@ -15,7 +15,11 @@ Compilation, step by step (paper Sec. 2.2, eq. opt_reformulation):
    nonzero eigenvalue decays like 1/K^2, which would slow the dual ascent.
    The variable's value is the average of its copies: v = W x.
 4. **Equalities.** ``lhs == rhs`` becomes rows (A W) x = -c from
-   lhs - rhs = A v + c.
+   lhs - rhs = A v + c. An equality may instead build structured rows
+   itself (a ``consistency_piece`` method, as the marginalization
+   constraints of ``fm.LocalMarginalPolytope`` do) when every variable it
+   touches is held whole by a single block; such equalities carry a
+   ``role`` (e.g. "marginalization") that the graph records.
 5. **The graph.** A networkx graph has a node per variable, block (copy or
    expression block), set and equality constraint; consistency edges carry
    the row pieces. M is assembled by walking the consistency edges in order.
@@ -295,13 +299,35 @@ def compile_problem(objective_expr, sign, constraints):
         A, c = linearize(eq.expr, all_offsets, n_v)
         return SparseRows((A @ weights()).tocsr(), -c, label=f"{eq.lhs!r} == {eq.rhs!r}")
 
+    copies_of = {}
+    for blk in blocks:
+        if blk.kind == "copy":
+            copies_of.setdefault(blk.variable.id, []).append(blk)
+
+    def whole_copy(var):
+        # x-slice of the variable when one block holds it all, in C order
+        # (then the rows act on x directly: no copy averaging to account for)
+        found = copies_of.get(var.id, [])
+        if len(found) == 1 and found[0].entries is None:
+            return found[0].slice
+        return None
+
     for i, eq in enumerate(equalities):
-        piece = equality_piece(eq)
+        # An equality may build its own structured rows (such as
+        # marginalization consistency, see fwmodel.factor_graphs); it
+        # returns None when the layout does not allow it.
+        structured = getattr(eq, "consistency_piece", None)
+        piece = structured(whole_copy) if structured is not None else None
+        if piece is None:
+            piece = equality_piece(eq)
         pieces_in_order.append(piece)
         node = ("equality", i)
-        graph.add_node(node, kind="equality", constraint=eq, label=f"{eq.lhs!r} == {eq.rhs!r}", rows=piece.rows)
+        role = getattr(eq, "role", None)  # e.g. "marginalization"
+        extra = {} if role is None else {"role": role}
+        graph.add_node(node, kind="equality", constraint=eq, label=f"{eq.lhs!r} == {eq.rhs!r}", rows=piece.rows,
+                       **extra)
         for var in eq.variables():
-            graph.add_edge(node, ("variable", var.id), kind="consistency", rows=piece.rows, piece=piece)
+            graph.add_edge(node, ("variable", var.id), kind="consistency", rows=piece.rows, piece=piece, **extra)
         if eq.parameters():
             parametric.append((piece, lambda eq=eq: equality_piece(eq)))
 

@@ -9,8 +9,11 @@ graph. Two kinds:
   case) M x and M' r are a subtraction of two slices: no sparse matrix is
   stored or multiplied.
 * :class:`SparseRows`: ``A x = b`` for a general sparse A (affine
-  expressions under a set, ``expr == expr`` constraints, factor-graph
-  marginalization).
+  expressions under a set, ``expr == expr`` constraints).
+* :class:`MarginalizationRows`: the marginalization consistency of a
+  factor graph (``fm.LocalMarginalPolytope``), sum_j mu_e(i, j) = mu_u(i):
+  M x is a reshape-and-sum and M' r a broadcast plus a sparse scatter, about
+  ten times faster than the same rows as a CSR matrix.
 
 :class:`ConsistencyOperator` stacks the pieces; ``.csr()`` builds the
 scipy.sparse CSR matrix for inspection (lazily: at d = 4000 a CSR copy of
@@ -89,6 +92,76 @@ class SparseRows:
         return self.A
 
 
+class MarginalizationRows:
+    """Rows ``sum_{axis} mu_e - mu_{endpoint(e)} = 0``: marginalization consistency.
+
+    For the edge tables ``mu_e`` (an ``(E, K, K)`` block of x, C order) and
+    the node marginals (an ``(N, K)`` block), one row per edge e and state s:
+
+    * ``axis=2``: ``sum_j mu_e[s, j] - mu_u[s]`` with u = ``endpoint[e]``
+      (the table's row marginal is the first endpoint's marginal);
+    * ``axis=1``: ``sum_i mu_e[i, s] - mu_v[s]`` with v = ``endpoint[e]``
+      (the column marginal is the second endpoint's marginal).
+
+    Rows are ordered edge-major (row ``e * K + s``), the order of
+    ``fm.sum(edges, axis=axis) == nodes[endpoint]`` flattened in C order, so
+    this piece is that equality's rows, computed without a matrix:
+    ``M x`` is a reshape and a sum over one axis minus a gather, and
+    ``M' r`` adds r broadcast over the summed axis to the edge block and
+    scatters ``-r`` into the node block through a sparse (N x E) incidence
+    matrix (a node meets several edges, so plain fancy-index assignment
+    would lose repeated contributions).
+    """
+
+    def __init__(self, edge_offset, node_offset, endpoint, n_nodes, n_states, axis, label=""):
+        if axis not in (1, 2):
+            raise ValueError(f"MarginalizationRows: axis must be 1 or 2, got {axis!r}")
+        self.endpoint = np.ascontiguousarray(endpoint, dtype=np.intp)
+        self.n_edges = int(self.endpoint.size)
+        self.n_nodes = int(n_nodes)
+        self.n_states = K = int(n_states)
+        self.axis = axis
+        self.edges = slice(int(edge_offset), int(edge_offset) + self.n_edges * K * K)
+        self.nodes = slice(int(node_offset), int(node_offset) + self.n_nodes * K)
+        self.rows = self.n_edges * K
+        self.b = np.zeros(self.rows)
+        self.label = label
+        # incidence[u, e] = 1 when endpoint[e] == u: M' r on the node block is -incidence @ R.
+        self._incidence = sp.csr_matrix(
+            (np.ones(self.n_edges), (self.endpoint, np.arange(self.n_edges))),
+            shape=(self.n_nodes, self.n_edges))
+
+    def matvec(self, x, out):
+        K = self.n_states
+        tables = x[self.edges].reshape(self.n_edges, K, K)
+        marginals = out.reshape(self.n_edges, K)
+        # einsum: about 3x faster than np.sum over a short axis
+        np.einsum("eij->ei" if self.axis == 2 else "eij->ej", tables, out=marginals)
+        marginals -= x[self.nodes].reshape(self.n_nodes, K)[self.endpoint]
+
+    def rmatvec(self, r, out):
+        K = self.n_states
+        R = r.reshape(self.n_edges, K)
+        tables = out[self.edges].reshape(self.n_edges, K, K)
+        # row (e, s) has coefficient +1 on every entry of table e summed into s
+        tables += R[:, :, None] if self.axis == 2 else R[:, None, :]
+        out[self.nodes].reshape(self.n_nodes, K)[...] -= self._incidence @ R
+
+    def csr(self, n):
+        K, E = self.n_states, self.n_edges
+        rows = np.arange(self.rows).reshape(E, K)
+        # the table entries summed into row (e, s): C-order positions in the edge block
+        entry = np.arange(E * K * K).reshape(E, K, K)
+        if self.axis == 1:
+            entry = entry.transpose(0, 2, 1)  # entry[e, s, :] = column s of table e
+        table_rows = np.broadcast_to(rows[:, :, None], (E, K, K)).ravel()
+        table_cols = self.edges.start + entry.ravel()
+        node_cols = self.nodes.start + (self.endpoint[:, None] * K + np.arange(K)).ravel()
+        data = np.concatenate([np.ones(E * K * K), -np.ones(E * K)])
+        return sp.csr_matrix((data, (np.concatenate([table_rows, rows.ravel()]),
+                                     np.concatenate([table_cols, node_cols]))), shape=(self.rows, n))
+
+
 class ConsistencyOperator:
     """M as the vertical stack of pieces, with ``matvec`` and ``rmatvec``."""
 
@@ -98,6 +171,24 @@ class ConsistencyOperator:
         self.offsets = np.cumsum([0] + [p.rows for p in self.pieces])
         self.shape = (int(self.offsets[-1]), n)
         self._csr = None
+        self._assign = self._slices_are_disjoint()
+
+    def _slices_are_disjoint(self):
+        """Whether M' r can be written slice by slice instead of accumulated.
+
+        True when every piece is a :class:`CopyRows` between two contiguous
+        slices and no column appears in two of them (two copies of a
+        variable, the usual case; not three, where the first copy is shared).
+        Then ``rmatvec`` assigns ``r`` and ``-r`` to the slices: no zero fill
+        of the whole vector and no read-modify-write passes.
+        """
+        spans = []
+        for p in self.pieces:
+            if not (isinstance(p, CopyRows) and isinstance(p.copy, slice) and isinstance(p.first, slice)):
+                return False
+            spans += [(p.copy.start, p.copy.stop), (p.first.start, p.first.stop)]
+        spans.sort()
+        return bool(spans) and all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
 
     @property
     def b(self):
@@ -112,6 +203,13 @@ class ConsistencyOperator:
         return out
 
     def rmatvec(self, r):
+        if self._assign:
+            # the disjoint slices hold 2 * rows columns; zero the others, if any
+            out = np.empty(self.n) if 2 * self.shape[0] == self.n else np.zeros(self.n)
+            for p, lo, hi in zip(self.pieces, self.offsets[:-1], self.offsets[1:]):
+                np.copyto(out[p.copy], r[lo:hi])
+                np.negative(r[lo:hi], out=out[p.first])
+            return out
         out = np.zeros(self.n)
         for p, lo, hi in zip(self.pieces, self.offsets[:-1], self.offsets[1:]):
             p.rmatvec(r[lo:hi], out)

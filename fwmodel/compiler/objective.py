@@ -42,6 +42,9 @@ class CopyMap:
                     self.counts[off + entries] += 1
             self._full[var.id] = all(e is None for e, _ in copies)
         self.inv_counts = 1.0 / np.maximum(self.counts, 1)
+        # when copies fill every block (no expression blocks), W' gv writes every entry of x
+        covered = sum(sl.stop - sl.start for copies in self.copies.values() for _, sl in copies)
+        self._covers_all = covered == self.n
 
     def to_variables(self, x, out=None):
         """v = W x (each variable entry the average of its copies)."""
@@ -51,11 +54,14 @@ class CopyMap:
             seg = v[off:off + var.size]
             copies = self.copies[var.id]
             if self._full[var.id]:
-                np.copyto(seg, x[copies[0][1]])
-                for _, sl in copies[1:]:
+                if len(copies) == 1:
+                    np.copyto(seg, x[copies[0][1]])
+                    continue
+                # first two copies in one pass (no copy of the first one)
+                np.add(x[copies[0][1]], x[copies[1][1]], out=seg)
+                for _, sl in copies[2:]:
                     seg += x[sl]
-                if len(copies) > 1:
-                    seg *= 1.0 / len(copies)
+                seg *= 1.0 / len(copies)
             else:
                 seg.fill(0.0)
                 for entries, sl in copies:
@@ -68,7 +74,12 @@ class CopyMap:
 
     def to_blocks(self, gv, out=None):
         """W' gv: each copy gets its entries' gradient divided by their copy count."""
-        g = np.zeros(self.n) if out is None else out
+        if out is None:
+            g = np.empty(self.n) if self._covers_all else np.zeros(self.n)
+        else:
+            g = out
+            if not self._covers_all:
+                g.fill(0.0)
         for var in self.variables:
             off, _ = self.var_layout[var.id]
             seg = gv[off:off + var.size]
@@ -117,7 +128,7 @@ class BlockObjective:
         self.sign = float(sign)
         self.copy_map = copy_map
         self.is_quadratic = bool(smooth.is_quadratic)
-        self._v = np.empty(copy_map.n_v)
+        self._v = np.zeros(copy_map.n_v)  # finite from the start: curvature() may read it first
         self._dv = np.empty(copy_map.n_v)
         self._gv = np.empty(copy_map.n_v)  # reused gradient buffer: no fresh memory per call
         self._linear = None  # (f(0), constant gradient in x) for affine objectives
@@ -146,7 +157,9 @@ class BlockObjective:
     def curvature(self, x, d):
         if self._linear is not None:
             return 0.0
-        v = self.copy_map.to_variables(x, out=self._v)
+        # A quadratic has the same curvature everywhere: evaluate it at the
+        # last point (no pass to average x's copies again).
+        v = self._v if self.is_quadratic else self.copy_map.to_variables(x, out=self._v)
         dv = self.copy_map.to_variables(d, out=self._dv)
         c = self.smooth.curvature(v, dv)
         return None if c is None else self.sign * c

@@ -12,6 +12,7 @@ from .constraints import Equality
 from .core import Constant, Expression, Leaf, Parameter, Variable, as_expression
 from .evaluate import SmoothFunction
 from .nonsmooth import abs, max, min, norm, norm1, norm2, norm_inf
+from .sympy_atom import smooth
 
 __all__ = [
     "Variable",
@@ -32,6 +33,7 @@ __all__ = [
     "huber",
     "exp",
     "inner",
+    "smooth",
     "abs",
     "norm",
     "norm1",

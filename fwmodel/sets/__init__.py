@@ -4,6 +4,7 @@ from .atoms import Atom, DenseAtom, RankOneAtom, SparseAtom
 from .base import ConvexSet
 from .birkhoff import BirkhoffPolytope
 from .box import Box, LinfBall
+from .check import check_lmo
 from .ksparse import KSparsePolytope
 from .l1 import L1Ball
 from .l2 import L2Ball
@@ -21,6 +22,7 @@ __all__ = [
     "KSparsePolytope",
     "BirkhoffPolytope",
     "AlignmentPolytope",
+    "check_lmo",
     "Atom",
     "DenseAtom",
     "SparseAtom",

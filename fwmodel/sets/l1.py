@@ -1,11 +1,66 @@
-"""The L1 ball {x : ||vec(x)||_1 <= radius}."""
+"""The L1 ball {x : ||vec(x)||_1 <= radius}, optionally over symmetric matrices."""
 from __future__ import annotations
 
 import numpy as np
 
+from ..errors import ModelError
 from ._common import as_direction, as_flat_direction, as_point, dense_vertex
 from .atoms import SparseAtom
 from .base import ConvexSet, check_nonnegative
+
+#: entries per chunk in the arg-max scan: the max and the min pass over a
+#: chunk read it from cache, so a large direction is read from memory once
+_CHUNK = 1 << 17
+#: relative difference |D_ij - D_ji| / |D_ij| below which the two are equal
+_SYM_RTOL = 1e-12
+#: tile size of the symmetric-part scan (symmetric=True, asymmetric direction)
+_TILE = 256
+
+
+def argmax_abs(d):
+    """Index of the first entry of largest ``|d_i|`` in a flat array.
+
+    Equal to ``np.argmax(np.abs(d))`` without the temporary ``|d|``: the
+    array is scanned in cache-sized chunks with ``max`` and ``min``
+    reductions (which NumPy vectorizes better than ``argmax``), and the
+    arg-max is taken only inside the winning chunk.
+    """
+    n = d.size
+    if n <= _CHUNK:
+        return int(np.argmax(np.abs(d)))
+    best, start = -1.0, 0
+    for a in range(0, n, _CHUNK):
+        c = d[a:a + _CHUNK]
+        m = max(float(c.max()), -float(c.min()))
+        if m > best or m != m:  # m != m: NaN, reported like np.argmax does
+            best, start = m, a
+            if m != m:
+                return start + int(np.argmax(np.isnan(c)))
+    c = d[start:start + _CHUNK]
+    i, j = int(np.argmax(c)), int(np.argmin(c))
+    if c[i] > -c[j] or (c[i] == -c[j] and i < j):
+        return start + i
+    return start + j
+
+
+def _argmax_abs_symmetric_part(D):
+    """(i, j), i <= j, maximizing ``|D_ij + D_ji|``, scanning tiles of the upper triangle."""
+    n = D.shape[0]
+    best, where = -1.0, (0, 0)
+    buf = np.empty((_TILE, _TILE))
+    for a in range(0, n, _TILE):
+        for c in range(a, n, _TILE):
+            T = D[a:a + _TILE, c:c + _TILE]
+            out = buf[:T.shape[0], :T.shape[1]]
+            np.add(T, D[c:c + _TILE, a:a + _TILE].T, out=out)
+            if c == a:  # diagonal tile: the lower part repeats the upper part
+                out[np.tril_indices(out.shape[0], -1, out.shape[1])] = 0.0
+            np.abs(out, out=out)
+            k = int(np.argmax(out))
+            if out.flat[k] > best:
+                best = float(out.flat[k])
+                where = (a + k // out.shape[1], c + k % out.shape[1])
+    return where
 
 
 class L1Ball(ConvexSet):
@@ -18,34 +73,116 @@ class L1Ball(ConvexSet):
         i = argmax_j |d_j|,   s = -radius * sign(d_i) * e_i
 
     (``-radius * e_i`` when ``d_i = 0``), so ``<d, s> = -radius * ||d||_inf``.
-    The vertex is returned as a one-entry :class:`SparseAtom`.
+    The vertex is returned as a one- or two-entry :class:`SparseAtom`.
+
+    Symmetric matrices (paper Sec. 5, the LMO of X_1 for eq.
+    ``constrained_sparse_low_rank``). For a square matrix and a direction
+    ``D`` whose largest entry is matched by its mirror (``D_ij = D_ji``, as
+    when ``D`` is symmetric), the symmetric point
+    ``-radius * sign(D_ij) * (E_ij + E_ji) / 2`` is also a minimizer (the
+    midpoint of two minimizing vertices); returning it keeps a symmetric
+    iterate symmetric, so the gradients stay symmetric and the trace-norm LMO
+    can use a symmetric eigensolver. ``symmetric`` chooses:
+
+    * ``None`` (default): the symmetric minimizer whenever it is one (the set
+      is the plain L1 ball; nothing changes for non-square expressions);
+    * ``True``: the set is ``{X = X^T, ||X||_1 <= radius}``, whose vertices
+      are ``+-radius (E_ij + E_ji) / 2``; its LMO minimizes over
+      ``sym(D) = (D + D^T) / 2``, for any ``D``;
+    * ``False``: always the one-entry vertex.
+
+    Cost: one pass over the direction (no temporary of its size), plus, only
+    for ``symmetric=True`` and an asymmetric direction, one tiled pass that
+    forms ``sym(D)`` a tile at a time.
     """
 
     is_polytope = True
 
-    def __init__(self, expr, radius=1.0):
+    def __init__(self, expr, radius=1.0, symmetric=None):
         super().__init__(expr)
         self.radius = check_nonnegative("radius", radius, "L1Ball")
+        if symmetric not in (None, True, False):
+            raise ValueError(f"L1Ball: symmetric must be None, True or False, got {symmetric!r}")
+        shape = tuple(self.shape)
+        self._square = len(shape) == 2 and shape[0] == shape[1]
+        if symmetric and not self._square:
+            raise ModelError(f"L1Ball(symmetric=True): the expression must be a square matrix, "
+                             f"got shape {shape} for {self.expr!r}")
+        self.symmetric = symmetric
 
     def lmo_atom(self, flat_direction):
         d = as_flat_direction(self, flat_direction)
-        i = int(np.argmax(np.abs(d)))
-        # d_i = 0 only when d = 0: any vertex minimizes, take -radius * e_i.
-        value = self.radius if d[i] < 0 else -self.radius
-        return SparseAtom([i], [value], self.size)
+        k = argmax_abs(d)
+        if self._square and self.symmetric is not False:
+            n = self.shape[0]
+            i, j = divmod(k, n)
+            a, b = d[k], d[j * n + i]
+            total = None  # D_ij + D_ji at the chosen symmetric vertex
+            if abs(a - b) <= _SYM_RTOL * abs(a):
+                total = a + b  # the mirror ties: the symmetric point also minimizes
+            elif self.symmetric:
+                i, j = _argmax_abs_symmetric_part(d.reshape(n, n))
+                total = d[i * n + j] + d[j * n + i]
+            if total is not None:
+                value = self.radius if total < 0 else -self.radius
+                if i == j:
+                    return SparseAtom([i * n + i], [value], self.size)
+                i, j = min(i, j), max(i, j)
+                return SparseAtom([i * n + j, j * n + i], [0.5 * value, 0.5 * value], self.size)
+        # d_k = 0 only when d = 0: any vertex minimizes, take -radius * e_k.
+        value = self.radius if d[k] < 0 else -self.radius
+        return SparseAtom([k], [value], self.size)
 
     def lmo(self, direction):
         d = as_direction(self, direction)
         return dense_vertex(self, self.lmo_atom(d.ravel()))
 
+    def project(self, point):
+        """Euclidean projection onto the ball (for splitting baselines and tests).
+
+        Soft-thresholding at the level ``tau`` with ``sum_i max(|x_i| - tau, 0)
+        = radius``, found by Michelot's / Condat's fixed point on the shrinking
+        set of candidate entries (expected linear time; Condat 2016). With
+        ``symmetric=True`` the point is first replaced by its symmetric part
+        (the projection onto symmetric matrices, which commutes with this one).
+        """
+        x = as_direction(self, point)
+        if self.symmetric:
+            x = 0.5 * (x + x.T)
+        a = np.abs(x).ravel()
+        r = self.radius
+        if a.sum() <= r:
+            return x.copy()
+        if r == 0:
+            return np.zeros_like(x)
+        # tau lies above (||x||_1 - r) / n; only entries above it can stay nonzero
+        tau = (a.sum() - r) / a.size
+        cand = a[a > tau]
+        while True:
+            tau_new = (cand.sum() - r) / cand.size
+            keep = cand > tau_new
+            if keep.all():
+                tau = tau_new
+                break
+            cand = cand[keep]
+            tau = tau_new
+        out = np.abs(x)
+        out -= tau
+        np.maximum(out, 0.0, out=out)
+        return np.copysign(out, x, out=out)
+
     def contains(self, point, tol=1e-9):
         x = as_point(self, point)
         if x is None:
             return False
-        return bool(np.abs(x).sum() <= self.radius + tol * max(1.0, self.radius))
+        slack = tol * max(1.0, self.radius)
+        if self.symmetric and np.max(np.abs(x - x.T), initial=0.0) > slack:
+            return False
+        return bool(np.abs(x).sum() <= self.radius + slack)
 
     def diameter(self):
         return 2.0 * self.radius
 
     def __repr__(self):
-        return f"L1Ball({self.expr!r}, radius={self.radius:g})"
+        extra = "" if self.symmetric is None else f", symmetric={self.symmetric}"
+        return f"L1Ball({self.expr!r}, radius={self.radius:g}{extra})"

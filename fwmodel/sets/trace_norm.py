@@ -2,24 +2,150 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, eigsh
+from scipy.linalg import blas
 
 from ..errors import ModelError
 from ._common import as_direction, as_flat_direction, as_point
 from .atoms import RankOneAtom
 from .base import ConvexSet, check_nonnegative
 
-#: relative asymmetry max|D - D^T| / max|D| below which D is treated as symmetric
+#: relative asymmetry below which a direction D is treated as symmetric
 _SYM_RTOL = 1e-10
-#: entries probed before paying for the full symmetry test
+#: entries probed before paying for the randomized symmetry test
 _N_PROBES = 16
+#: Lanczos vectors kept before an explicit restart from the current Ritz vector
+_NCV = 30
+#: matrices up to this size fall back to dense LAPACK when Lanczos stalls
+_DENSE_FALLBACK = 1500
+#: below this side, products use single-threaded einsum instead of the BLAS:
+#: on a busy 2-core machine a threaded gemv of a 1000 x 1000 matrix was
+#: measured 10x slower than einsum; on large matrices the BLAS is as fast or faster
+_BLAS_MIN_SIDE = 2048
+#: LMO eigenvectors kept for the warm-start subspace
+_KEEP = 12
+#: weight of the other Ritz vectors in the Lanczos start (see TraceNormBall._extreme_eig)
+_TILT = 0.05
+
+
+def _matvec(A, x):
+    """``A @ x`` for a 2-D ``A`` (see ``_BLAS_MIN_SIDE``)."""
+    if min(A.shape) >= _BLAS_MIN_SIDE:
+        return A @ x
+    return np.einsum("ij,j->i", A, x, optimize=False)
+
+
+def lanczos_extreme(matvec, v0, which="LM", tol=1e-6, max_matvecs=None, ncv=_NCV, first_product=None):
+    """One extreme eigenpair of a symmetric operator by restarted Lanczos.
+
+    Lanczos with full reorthogonalization, started from ``v0`` (a warm
+    start), stopped at the first step whose Ritz pair ``(theta, u)`` has
+    residual ``||A u - theta u|| <= tol * |theta|`` (computed for free from
+    the tridiagonal matrix) or whose Ritz value has stalled (relative change
+    below ``tol^2``). The tests are made at every step, so a good start costs
+    a few products; ARPACK (``eigsh``) builds at least 20 Lanczos vectors per
+    call whatever the start. After ``ncv`` steps without convergence Lanczos
+    restarts from the current Ritz vector. A residual ``tol`` bounds the
+    eigenvalue error by ``(tol * |theta|)^2 / gap``: the Rayleigh quotient
+    ``<D, u u^T>`` that the LMO needs is far more accurate than the vector.
+
+    ``which``: "LM" (largest ``|lambda|``), "LA" (largest), "SA" (smallest).
+    ``first_product``: ``A @ v0`` when the caller already has it.
+    Returns ``(theta, u, matvecs, converged)``.
+    """
+    n = v0.size
+    ncv = max(1, min(ncv, n))
+    if max_matvecs is None:
+        max_matvecs = 20 * ncv
+    V = np.empty((ncv, n))
+    alpha = np.empty(ncv)
+    beta = np.empty(ncv)
+    v = np.asarray(v0, dtype=float)
+    norm = np.linalg.norm(v)
+    if not norm > 0 or not np.isfinite(norm):
+        v = np.random.default_rng(0).standard_normal(n)
+        norm = np.linalg.norm(v)
+        first_product = None
+    V[0] = v / norm
+    if first_product is not None:
+        first_product = first_product / norm
+    matvecs = 0
+    theta, u = 0.0, V[0].copy()
+    while True:
+        for j in range(ncv):
+            if j == 0 and first_product is not None:
+                w = np.array(first_product, dtype=float)
+                first_product = None
+            else:
+                w = np.asarray(matvec(V[j]), dtype=float).ravel()
+                matvecs += 1
+            # full reorthogonalization (classical Gram-Schmidt, twice when needed)
+            Vj = V[:j + 1]
+            h = _matvec(Vj, w)
+            w -= _matvec(Vj.T, h)
+            before = np.linalg.norm(w)
+            h2 = _matvec(Vj, w)
+            if np.linalg.norm(h2) > 1e-8 * before:
+                w -= _matvec(Vj.T, h2)
+                h += h2
+            alpha[j] = h[j]
+            beta[j] = np.linalg.norm(w)
+            if j == 0:
+                thetas, S = alpha[:1].copy(), np.ones((1, 1))
+            else:  # the small tridiagonal T_j: dense eigh is cheaper than the tridiagonal driver's checks
+                T = np.diag(alpha[:j + 1])
+                T[np.arange(1, j + 1), np.arange(j)] = beta[:j]  # eigh reads the lower triangle
+                thetas, S = np.linalg.eigh(T)
+            if which == "LM":
+                k = int(np.argmax(np.abs(thetas)))
+            elif which == "LA":
+                k = int(np.argmax(thetas))
+            else:
+                k = int(np.argmin(thetas))
+            previous, theta = theta, float(thetas[k])
+            residual = beta[j] * abs(S[j, k])
+            invariant = beta[j] <= 1e-12 * max(np.abs(alpha[:j + 1]).max(), 1e-300) or j + 1 == n
+            # The Ritz value only moves toward the eigenvalue: once it stalls
+            # (relative change below tol^2) its error is about that small, even
+            # inside a cluster of eigenvalues, where the vector converges slowly
+            # but any vector of the cluster gives the LMO nearly the same value.
+            stalled = j > 0 and abs(theta - previous) <= tol * tol * abs(theta)
+            if residual <= tol * abs(theta) or stalled or invariant or matvecs >= max_matvecs:
+                u = _matvec(V[:j + 1].T, S[:, k])
+                u /= np.linalg.norm(u)
+                return theta, u, matvecs, bool(residual <= tol * abs(theta) or stalled or invariant)
+            if j + 1 < ncv:
+                V[j + 1] = w / beta[j]
+        # explicit restart from the current Ritz vector
+        u = _matvec(V[:ncv].T, S[:, k])
+        V[0] = u / np.linalg.norm(u)
+
+
+class InPlaceRankOneAtom(RankOneAtom):
+    """``scale * outer(u, v)`` added in place by BLAS ``dger`` (no d x d temporary).
+
+    The base class forms ``np.outer(u, v)`` and adds it: two passes over the
+    block and a temporary of its size. ``dger`` updates the matrix in one
+    pass, which is what a large (d = 4000) trace-norm block needs.
+    """
+
+    def add_to(self, x, weight):
+        alpha = weight * self.scale
+        if alpha == 0.0:
+            return
+        X = x.reshape(self.shape)
+        if X.size >= 4096 and X.flags.c_contiguous and X.dtype == np.float64 and np.shares_memory(X, x):
+            # X^T is Fortran-ordered: X^T += alpha v u^T is X += alpha u v^T
+            blas.dger(alpha, self.v, self.u, a=X.T, overwrite_a=1)
+        else:
+            X += alpha * np.outer(self.u, self.v)
 
 
 class TraceNormBall(ConvexSet):
     """Nuclear-norm ball ``{X : ||X||_* <= radius}`` of a matrix expression.
 
     With ``psd=True``: ``{X : X symmetric PSD, trace(X) <= radius}`` (on that
-    cone the nuclear norm is the trace).
+    cone the nuclear norm is the trace). With ``symmetric=True``:
+    ``{X : X = X^T, ||X||_* <= radius}``.
 
     LMO (``psd=False``). By duality of the nuclear and spectral norms,
     ``min_{||S||_* <= r} <D, S> = -r * sigma_1(D)``, attained at the rank-one
@@ -28,39 +154,51 @@ class TraceNormBall(ConvexSet):
     with ``lambda`` the eigenvalue of largest ``|lambda|`` and unit
     eigenvector ``u``, ``S = -r * sign(lambda) * u u^T`` gives
     ``<D, S> = -r * |lambda| = -r * sigma_1(D)``, so one symmetric Lanczos run
-    replaces the singular value problem.
+    replaces the singular value problem (paper Sec. 5, eq. ``LMO_trance_norm``:
+    "the matrix D is always symmetric" in eq. ``constrained_sparse_low_rank``).
+    Over symmetric matrices (``symmetric=True``) the same formula applies to
+    ``sym(D) = (D + D^T) / 2``.
 
     LMO (``psd=True``). Every ``S`` in the set is symmetric, so
-    ``<D, S> = <sym(D), S>`` with ``sym(D) = (D + D^T) / 2``; the extreme
-    points are ``r * u u^T`` for unit ``u`` and the origin, and
-    ``<sym(D), r u u^T> = r * u^T sym(D) u`` is minimized by the eigenvector
-    of the most negative eigenvalue: ``S = r * u u^T`` if that eigenvalue is
-    negative, ``S = 0`` otherwise. This is the LMO of the paper's eq.
-    ``LMO_trance_norm`` (Gidel et al., 2018, Sec. 6), computed, as the paper
-    suggests, with the Lanczos algorithm.
+    ``<D, S> = <sym(D), S>``; the extreme points are ``r * u u^T`` for unit
+    ``u`` and the origin, and ``<sym(D), r u u^T> = r * u^T sym(D) u`` is
+    minimized by the eigenvector of the most negative eigenvalue:
+    ``S = r * u u^T`` if that eigenvalue is negative, ``S = 0`` otherwise.
+    This is the LMO of the paper's eq. ``LMO_trance_norm`` (Gidel et al.,
+    2018, Sec. 5), computed, as the paper suggests, with the Lanczos
+    algorithm.
 
     Computation. Matrices whose smaller side is at most ``dense_threshold``
     use dense LAPACK (``numpy.linalg.eigh`` / ``svd``). Larger ones use
-    ARPACK's Lanczos (``scipy.sparse.linalg.eigsh`` with ``k=1``; for a
-    rectangular ``D`` on the Gram operator of its smaller side, exactly as
-    ``scipy.sparse.linalg.svds`` does), with relative tolerance ``lmo_tol``
-    (an inexact LMO is enough for Frank-Wolfe) and warm-started from the
-    previous leading vector: consecutive FW directions differ little, so
-    Lanczos restarts near the answer. :meth:`reset` forgets the warm start.
-    The vertex is a :class:`RankOneAtom`.
+    :func:`lanczos_extreme`, warm-started by a Rayleigh-Ritz step on the span
+    of the last LMO vectors (consecutive FW directions differ little, but
+    their top eigenvector moves among a few directions) and stopped as soon
+    as the Ritz residual is below ``lmo_tol * |theta|`` or the Ritz value
+    stalls (an inexact LMO is enough for Frank-Wolfe, and the eigenvalue
+    error is quadratic in that residual). A square direction is
+    tested for symmetry by a few probed entries and then by one randomized
+    product test (``D w`` against ``D^T w``, Freivalds' trick: one extra
+    matrix-vector product instead of forming ``D - D^T``); a symmetric one
+    takes the eigenvalue path, an asymmetric one Lanczos on the Gram operator
+    of its smaller side, as ``scipy.sparse.linalg.svds`` does. No temporary
+    of the matrix's size is formed: ``sym(D)`` is applied as
+    ``(D v + D^T v) / 2``. :meth:`reset` forgets the warm start. The vertex
+    is a :class:`RankOneAtom` that adds itself in place (BLAS ``dger``).
 
     Parameters
     ----------
-    expr : a matrix (2-D) expression; square when ``psd=True``.
+    expr : a matrix (2-D) expression; square when ``psd`` or ``symmetric``.
     radius : bound on the nuclear norm (on the trace when ``psd=True``), >= 0.
     psd : restrict to symmetric positive semidefinite matrices.
-    lmo_tol : relative tolerance of the Lanczos eigenvalue (0: machine precision).
+    symmetric : restrict to symmetric matrices.
+    lmo_tol : Lanczos stops when the Ritz residual is at most ``lmo_tol * |theta|``
+        (0: machine precision).
     dense_threshold : use dense LAPACK when the smaller side is at most this.
     """
 
     is_polytope = False
 
-    def __init__(self, expr, radius=1.0, psd=False, lmo_tol=1e-6, dense_threshold=50):
+    def __init__(self, expr, radius=1.0, psd=False, lmo_tol=1e-6, dense_threshold=50, symmetric=False):
         super().__init__(expr)
         shape = tuple(self.shape)
         if len(shape) != 2:
@@ -68,9 +206,11 @@ class TraceNormBall(ConvexSet):
                 f"TraceNormBall: the expression must be a matrix (2-D), got shape {shape} for {self.expr!r}"
             )
         self.psd = bool(psd)
-        if self.psd and shape[0] != shape[1]:
+        self.symmetric = bool(symmetric) or self.psd
+        if self.symmetric and shape[0] != shape[1]:
+            what = "psd=True" if self.psd else "symmetric=True"
             raise ModelError(
-                f"TraceNormBall(psd=True): the expression must be a square matrix, got shape {shape} for {self.expr!r}"
+                f"TraceNormBall({what}): the expression must be a square matrix, got shape {shape} for {self.expr!r}"
             )
         self.radius = check_nonnegative("radius", radius, "TraceNormBall")
         self.lmo_tol = check_nonnegative("lmo_tol", lmo_tol, "TraceNormBall")
@@ -78,78 +218,164 @@ class TraceNormBall(ConvexSet):
             raise ValueError(f"TraceNormBall: dense_threshold must be an integer >= 0, got {dense_threshold!r}")
         self.dense_threshold = int(dense_threshold)
         m, n = shape
-        # fixed probe positions for the cheap symmetry rejection
+        # fixed probe positions for the cheap symmetry rejection, and a fixed
+        # random test vector for the product test (reproducible solves)
         rng = np.random.default_rng(0)
         self._probe_i = rng.integers(0, m, _N_PROBES)
         self._probe_j = rng.integers(0, n, _N_PROBES)
+        self._w = rng.standard_normal(min(m, n))
         self._v0 = None
+        self._recent = []  # the last LMO eigenvectors: the warm-start subspace
+        #: Lanczos matrix-vector products of the last LMO call, and in all
+        self.last_matvecs = 0
+        self.total_matvecs = 0
 
     def reset(self):
-        """Forget the Lanczos warm-start vector."""
+        """Forget the Lanczos warm-start vectors."""
         self._v0 = None
+        self._recent = []
 
     # ------------------------------------------------------------ linear algebra
     def _start_vector(self, length):
         """The previous leading vector when it fits, else a fixed random vector."""
         if self._v0 is not None and self._v0.size == length:
             return self._v0
-        # deterministic (not ARPACK's own random start) so solves are reproducible
+        # deterministic so that solves are reproducible
         return np.random.default_rng(0).standard_normal(length)
 
     def _use_dense(self, dim):
-        # ARPACK needs k=1 < dim; dense LAPACK is also faster on small matrices
         return dim <= max(self.dense_threshold, 2)
 
-    def _symmetric_part(self, D):
-        """``D`` (or ``sym(D)``) if ``D`` is symmetric up to rounding, else None."""
-        m, n = D.shape
-        if m != n:
-            return None
+    def _basis(self, n):
+        """Orthonormal basis Q (n x k) of the last LMO vectors and the test vector w.
+
+        Returns ``(Q, c)`` with ``w = Q @ c``. The fixed Gaussian ``w`` is in
+        the span on purpose: it gives the warm start a component along every
+        eigenvector (see :meth:`_extreme_eig`).
+        """
+        if self._recent and self._recent[0].size != n:
+            self._recent = []
+        Q, R = np.linalg.qr(np.column_stack(self._recent + [self._w]))
+        keep = np.abs(np.diag(R)) > 1e-10 * np.abs(R).max()
+        keep[-1] = True  # w itself: never parallel to the previous vectors in practice
+        return Q[:, keep], R[keep, -1]
+
+    def _remember(self, u):
+        self._v0 = u
+        if _KEEP:
+            self._recent.append(u)
+            del self._recent[:-_KEEP]
+
+    def _products(self, D):
+        """Symmetry of square ``D`` and the products the eigensolver reuses.
+
+        Returns ``(symmetric, Q, DQ)``: ``Q`` the warm-start basis (or None)
+        and ``DQ`` its product with ``D`` (with ``sym(D)`` when ``D`` is not
+        symmetric but the set is). Probed entries reject most asymmetric
+        ``D`` for free. Otherwise ``D w`` and ``D^T w`` are compared for a
+        fixed Gaussian ``w``: for ``D = S + K`` (K antisymmetric) the
+        difference is ``2 K w``, of norm about ``2 ||K||_F`` (Freivalds'
+        trick), so an asymmetry above ``_SYM_RTOL`` relative is caught with
+        overwhelming probability, for two products instead of a pass that
+        forms ``D - D^T``; ``D w`` comes in the same matrix product as ``D Q``
+        (one pass over ``D`` for all the vectors).
+        """
+        n = D.shape[0]
+        if self._use_dense(n):
+            scale = float(np.max(np.abs(D)))
+            return bool(np.max(np.abs(D - D.T)) <= _SYM_RTOL * scale), None, None
         a, b = D[self._probe_i, self._probe_j], D[self._probe_j, self._probe_i]
         if np.any(np.abs(a - b) > _SYM_RTOL * np.maximum(np.abs(a), np.abs(b)) + 1e-300):
-            return None  # cheap rejection: most non-symmetric D fail here
-        scale = float(np.max(np.abs(D)))
-        asym = float(np.max(np.abs(D - D.T)))
-        if asym == 0.0:
-            return D
-        if asym <= _SYM_RTOL * scale:
-            return 0.5 * (D + D.T)
-        return None
+            if not self.symmetric:
+                return False, None, None  # the singular-value path
+            Q, _ = self._basis(n)
+            return False, Q, 0.5 * (D @ Q + D.T @ Q)
+        Q, c = self._basis(n)
+        DQ = D @ Q
+        Dw = DQ @ c
+        diff = float(np.linalg.norm(Dw - _matvec(D.T, self._w)))
+        symmetric = diff <= _SYM_RTOL * max(float(np.linalg.norm(Dw)), 1e-300) or diff == 0.0
+        if not symmetric:
+            if not self.symmetric:
+                return False, None, None
+            DQ = 0.5 * (DQ + D.T @ Q)
+        return symmetric, Q, DQ
 
-    def _extreme_eig(self, S, which):
-        """Eigenpair of symmetric ``S``: largest ``|lambda|`` (``"LM"``) or smallest (``"SA"``)."""
-        n = S.shape[0]
-        if not self._use_dense(n):
-            try:
-                w, V = eigsh(S, k=1, which=which, v0=self._start_vector(n), tol=self.lmo_tol)
-                u = V[:, 0]
-                self._v0 = u
-                return float(w[0]), u
-            except (ArpackNoConvergence, ArpackError):
-                pass  # rare; fall through to the exact dense solver
-        w, V = np.linalg.eigh(S)
-        i = int(np.argmax(np.abs(w))) if which == "LM" else 0
-        u = V[:, i]
-        self._v0 = u
-        return float(w[i]), u
+    def _extreme_eig(self, D, which, symmetric, Q=None, DQ=None):
+        """Eigenpair of ``D`` (``symmetric``) or of ``sym(D)``: largest ``|lambda|`` or smallest.
+
+        Warm start: a Rayleigh-Ritz step on the span ``Q`` of the last LMO
+        vectors (and of a fixed random vector), then Lanczos from the best
+        Ritz vector. Near the solution the gradient's top eigenvalues cluster
+        (one per component of the low-rank solution) and the LMO moves among
+        their eigenvectors from one iteration to the next, so a single
+        previous vector is a poor start while their span contains the answer.
+        The start is tilted (weight ``_TILT``) toward the other Ritz vectors:
+        after a FW step along ``u u^T`` the old vector ``u`` is often still an
+        eigenvector of the new direction but no longer the extreme one, and
+        Lanczos started exactly on an eigenvector would stop there.
+        """
+        n = D.shape[0]
+        if self._use_dense(n):
+            S = D if symmetric else 0.5 * (D + D.T)
+            w, V = np.linalg.eigh(S)
+            i = int(np.argmax(np.abs(w))) if which == "LM" else 0
+            self._v0 = V[:, i]
+            self.last_matvecs = 0
+            return float(w[i]), V[:, i]
+        if symmetric:
+            def matvec(v):
+                return _matvec(D, v)
+        else:
+            def matvec(v):
+                out = _matvec(D, v)
+                out += _matvec(D.T, v)
+                out *= 0.5
+                return out
+
+        if Q is None:
+            Q, _ = self._basis(n)
+            DQ = np.column_stack([matvec(q) for q in Q.T])
+        H = Q.T @ DQ
+        thetas, C = np.linalg.eigh(0.5 * (H + H.T))
+        k = int(np.argmax(np.abs(thetas))) if which == "LM" else (int(np.argmax(thetas)) if which == "LA" else 0)
+        c = C[:, k].copy()
+        if C.shape[1] > 1:
+            rest = np.delete(C, k, axis=1).sum(axis=1)
+            c += _TILT * rest / np.linalg.norm(rest)
+        theta, u, more, converged = lanczos_extreme(matvec, Q @ c, which=which, tol=self.lmo_tol,
+                                                    first_product=DQ @ c)
+        count = Q.shape[1] + more
+        self.last_matvecs = count
+        self.total_matvecs += count
+        if not converged and n <= _DENSE_FALLBACK:  # rare; the exact dense solver
+            S = D if symmetric else 0.5 * (D + D.T)
+            w, V = np.linalg.eigh(S)
+            i = int(np.argmax(np.abs(w))) if which == "LM" else 0
+            theta, u = float(w[i]), V[:, i]
+        self._remember(u)
+        return theta, u
 
     def _leading_singular(self, D):
         """Leading singular pair ``(u, sigma, v)`` of ``D``."""
         m, n = D.shape
         k = min(m, n)
         if not self._use_dense(k):
-            # Lanczos on the Gram matrix of the smaller side (svds' ARPACK path)
+            # Lanczos on the Gram matrix of the smaller side (svds' approach)
             if m >= n:
-                gram = LinearOperator((n, n), matvec=lambda x: D.T @ (D @ x), dtype=float)
+                def gram(x):
+                    return _matvec(D.T, _matvec(D, x))
             else:
-                gram = LinearOperator((m, m), matvec=lambda x: D @ (D.T @ x), dtype=float)
-            try:
-                _, V = eigsh(gram, k=1, which="LA", v0=self._start_vector(k), tol=self.lmo_tol)
-            except (ArpackNoConvergence, ArpackError):
-                V = None
-            if V is not None:
-                x = V[:, 0]
-                y = D @ x if m >= n else D.T @ x
+                def gram(x):
+                    return _matvec(D, _matvec(D.T, x))
+            v0 = self._start_vector(k)
+            if self._v0 is not None and self._v0.size == k:  # tilted warm start (see _extreme_eig)
+                v0 = v0 + _TILT * self._w / np.linalg.norm(self._w)
+            _, x, count, converged = lanczos_extreme(gram, v0, which="LA", tol=self.lmo_tol)
+            self.last_matvecs = 2 * count
+            self.total_matvecs += 2 * count
+            if converged or k > _DENSE_FALLBACK:
+                y = _matvec(D, x) if m >= n else _matvec(D.T, x)
                 sigma = float(np.linalg.norm(y))
                 if sigma > 0:
                     self._v0 = x
@@ -168,14 +394,12 @@ class TraceNormBall(ConvexSet):
             e_m, e_n = np.zeros(m), np.zeros(n)
             e_m[0] = e_n[0] = 1.0
             return e_m, e_n, (0.0 if self.psd else -r)
-        S = self._symmetric_part(D)
+        symmetric, Q, DQ = self._products(D) if m == n else (False, None, None)
         if self.psd:
-            if S is None:
-                S = 0.5 * (D + D.T)
-            lam, u = self._extreme_eig(S, "SA")
+            lam, u = self._extreme_eig(D, "SA", symmetric, Q, DQ)
             return u, u, (r if lam < 0 else 0.0)
-        if S is not None:
-            lam, u = self._extreme_eig(S, "LM")
+        if symmetric or self.symmetric:
+            lam, u = self._extreme_eig(D, "LM", symmetric, Q, DQ)
             return u, u, (r if lam < 0 else -r)
         u, _, v = self._leading_singular(D)
         return u, v, -r
@@ -183,12 +407,36 @@ class TraceNormBall(ConvexSet):
     def lmo_atom(self, flat_direction):
         D = as_flat_direction(self, flat_direction).reshape(tuple(self.shape))
         u, v, scale = self._factors(D)
-        return RankOneAtom(u, v, scale, self.shape)
+        return InPlaceRankOneAtom(u, v, scale, self.shape)
 
     def lmo(self, direction):
         D = as_direction(self, direction)
         u, v, scale = self._factors(D)
         return scale * np.outer(u, v)
+
+    def project(self, point):
+        """Euclidean projection onto the set (for splitting baselines and tests).
+
+        A full SVD (eigendecomposition for the symmetric and PSD sets), then
+        the projection of the singular values onto the L1 ball (the simplex
+        for ``psd``): O(d^3), against O(d^2) per Lanczos product for the LMO.
+        """
+        X = as_direction(self, point)
+        r = self.radius
+        if self.symmetric:
+            S = 0.5 * (X + X.T)
+            w, V = np.linalg.eigh(S)
+            if self.psd:
+                w = np.maximum(w, 0.0)
+                w = _project_nonnegative_l1(w, r)
+            else:
+                w = np.sign(w) * _project_nonnegative_l1(np.abs(w), r)
+            keep = w != 0  # the projection is usually low rank: skip the zero eigenvalues
+            return (V[:, keep] * w[keep]) @ V[:, keep].T
+        U, s, Vt = np.linalg.svd(X, full_matrices=False)
+        s = _project_nonnegative_l1(s, r)
+        keep = s != 0
+        return (U[:, keep] * s[keep]) @ Vt[keep]
 
     # ---------------------------------------------------------- optional hooks
     def contains(self, point, tol=1e-9):
@@ -196,9 +444,9 @@ class TraceNormBall(ConvexSet):
         if x is None:
             return False
         slack = tol * max(1.0, self.radius)
+        if self.symmetric and np.max(np.abs(x - x.T)) > slack:
+            return False
         if self.psd:
-            if np.max(np.abs(x - x.T)) > slack:
-                return False
             w = np.linalg.eigvalsh(0.5 * (x + x.T))
             return bool(w[0] >= -slack and w.sum() <= self.radius + slack)
         return bool(np.linalg.svd(x, compute_uv=False).sum() <= self.radius + slack)
@@ -209,5 +457,19 @@ class TraceNormBall(ConvexSet):
         return float((np.sqrt(2.0) if self.psd else 2.0) * self.radius)
 
     def __repr__(self):
-        extra = ", psd=True" if self.psd else ""
+        extra = ", psd=True" if self.psd else (", symmetric=True" if self.symmetric else "")
         return f"TraceNormBall({self.expr!r}, radius={self.radius:g}{extra})"
+
+
+def _project_nonnegative_l1(s, r):
+    """Projection of a nonnegative vector onto ``{t >= 0, sum t <= r}`` (sort-based, Duchi et al. 2008)."""
+    if s.sum() <= r:
+        return s.copy()
+    if r == 0:
+        return np.zeros_like(s)
+    mu = np.sort(s)[::-1]
+    cs = np.cumsum(mu) - r
+    idx = np.arange(1, s.size + 1)
+    rho = int(np.nonzero(mu - cs / idx > 0)[0][-1])
+    tau = cs[rho] / (rho + 1)
+    return np.maximum(s - tau, 0.0)

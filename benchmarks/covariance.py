@@ -1,0 +1,386 @@
+"""The paper's Sec. 5 experiment at scale: FW-AL (fwmodel) against projection splitting.
+
+Problem (Gidel, Pedregosa & Lacoste-Julien, AISTATS 2018, eq.
+``constrained_sparse_low_rank``; data from ``fwmodel.datasets``, radii = the
+true norms of Sigma)::
+
+    min ||mask * (S - Sigma_hat)||_F^2   s.t.  ||S||_1 <= beta_1,  ||S||_* <= beta_2
+
+Subcommands (each writes a markdown table under benchmarks/results/ and its
+plots under benchmarks/figures/):
+
+``lmo``      the paper's Fig. 3: one LMO on both sets (an arg-max and a
+             Lanczos eigenpair, eq. ``LMO_trance_norm``; cold and warm-started)
+             against one projection on both sets (soft-thresholding and a full
+             eigendecomposition), d = 500 .. 8000; the projection is timed up
+             to ``--project-max`` and fitted as c d^3 beyond.
+``compare``  the paper's Fig. 2 and the crossover: fwmodel (defaults) and GFB
+             (generalized forward-backward, Raguet et al. 2013, as in Richard
+             et al. 2012) and, for small d, CVXPY + SCS, on the paper's problem
+             ("full") and the matrix-completion variant ("masked", 20% of the
+             entries observed), at several d and sparsity thresholds. f* comes
+             from a long GFB run (cached). Reports the time to 1e-2 and 1e-3
+             normalized suboptimality (f - f*) / (f(0) - f*), each with relative
+             infeasibility <= 1e-3, and the support recall / precision
+             (|S_ij| > 1e-2 against the support of Sigma) at fixed times.
+``profile``  cProfile of a fwmodel solve: where an iteration's time goes.
+``memory``   peak memory of a fwmodel solve (tracemalloc), in d x d arrays.
+
+Timing notes: every method is timed on its own clock, measuring excluded; a
+busy machine slows everything, so the load average is recorded with each
+table. On a shared machine, ``OPENBLAS_NUM_THREADS=1`` avoids the threaded
+BLAS spinning against other processes (which slows small products 10x);
+GFB's eigendecompositions then use one core, which the tables state.
+
+    python benchmarks/covariance.py lmo --sizes 500 1000 2000 4000 8000
+    python benchmarks/covariance.py compare --sizes 200 1000 --seconds 60
+    python benchmarks/covariance.py compare --sizes 4000 --thresholds 0.9 --variants full --seconds 300
+    python benchmarks/covariance.py profile --size 2000 --iters 30
+    python benchmarks/covariance.py memory --size 4000 --iters 10
+"""
+import argparse
+import cProfile
+import io
+import json
+import os
+import platform
+import pstats
+import resource
+import sys
+import time
+import tracemalloc
+
+import numpy as np
+
+import fwmodel as fm
+from fwmodel.datasets import sparse_low_rank_covariance
+from fwmodel.experiments import (markdown_table, plot_comparison, reference_solution, run_cvxpy, run_fwmodel,
+                                 run_gfb, summarize, support_scores)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIGURES = os.path.join(HERE, "figures")
+RESULTS = os.path.join(HERE, "results")
+CACHE = os.path.join(HERE, ".cache")
+
+
+def machine():
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    threads = os.environ.get("OPENBLAS_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS") or "default"
+    return (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, BLAS threads: {threads}, "
+            f"load average {load:.1f}, numpy {np.__version__}")
+
+
+def write(name, text):
+    os.makedirs(RESULTS, exist_ok=True)
+    path = os.path.join(RESULTS, name)
+    with open(path, "w") as fh:
+        fh.write(text + "\n")
+    print(f"\nwritten {os.path.relpath(path)}")
+
+
+def _plt():
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        return plt
+    except ImportError:
+        return None
+
+
+# ------------------------------------------------------------------ Fig. 3
+def timed(fn):
+    t = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t, out
+
+
+def cmd_lmo(args):
+    """One LMO on both sets against one projection on both sets (paper Fig. 3)."""
+    rows = []
+    for d in args.sizes:
+        data = sparse_low_rank_covariance(d, threshold=args.threshold, seed=args.seed)
+        X = fm.Variable((d, d))
+        l1 = fm.L1Ball(X, data.radius_l1)
+        trace = fm.TraceNormBall(X, data.radius_trace)
+        trace_sym = fm.TraceNormBall(X, data.radius_trace, symmetric=True)
+        # the first FW direction (gradient of ||S - Sigma_hat||^2 at 0), then the next one
+        D0 = -2.0 * data.sigma_hat
+        t_l1, a1 = timed(lambda: l1.lmo_atom(D0.ravel()))
+        t_cold, a2 = timed(lambda: trace.lmo_atom(D0.ravel()))
+        mv_cold = trace.last_matvecs
+        S1 = np.zeros(d * d)
+        a1.add_to(S1, 0.05)
+        a2.add_to(S1, 0.05)
+        D1 = 2.0 * (S1.reshape(d, d) - data.sigma_hat)
+        del S1
+        t_warm, _ = timed(lambda: trace.lmo_atom(D1.ravel()))
+        mv_warm = trace.last_matvecs
+        row = dict(d=d, l1_lmo=t_l1, trace_lmo_cold=t_cold, mv_cold=mv_cold, trace_lmo_warm=t_warm,
+                   mv_warm=mv_warm, lmo_cold=t_l1 + t_cold, lmo_warm=t_l1 + t_warm)
+        if d <= args.project_max:
+            t_p1, _ = timed(lambda: l1.project(D1))
+            t_p2, _ = timed(lambda: trace_sym.project(D1))
+            row.update(l1_proj=t_p1, trace_proj=t_p2, proj=t_p1 + t_p2, proj_fitted=False)
+        rows.append(row)
+        print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
+        del data, D0, D1
+    timed_rows = [r for r in rows if "proj" in r]
+    if timed_rows:
+        # c d^3 through the largest timed projections (the O(d^3) regime)
+        big = sorted(timed_rows, key=lambda r: r["d"])[-2:]
+        c3 = float(np.mean([r["proj"] / r["d"] ** 3 for r in big]))
+        for r in rows:
+            if "proj" not in r:
+                r.update(proj=c3 * r["d"] ** 3, proj_fitted=True)
+    for r in rows:
+        r["ratio_cold"] = r["proj"] / r["lmo_cold"]
+        r["ratio_warm"] = r["proj"] / r["lmo_warm"]
+        r["proj (s)"] = f"{r['proj']:.3g}" + (" (fit c d^3)" if r["proj_fitted"] else "")
+    table = markdown_table(rows, ["d", "l1_lmo", "trace_lmo_cold", "mv_cold", "trace_lmo_warm", "mv_warm", "proj (s)",
+                                  "ratio_cold", "ratio_warm"],
+                           ["d", "L1 LMO (s)", "trace LMO cold (s)", "Lanczos products", "trace LMO warm (s)",
+                            "products", "projections (s)", "proj / LMO (cold)", "proj / LMO (warm)"])
+    text = (f"# LMO vs projection (paper Fig. 3)\n\nCommand: `python benchmarks/covariance.py lmo "
+            f"--sizes {' '.join(map(str, args.sizes))} --project-max {args.project_max}`\n\n"
+            f"Machine: {machine()}\n\n{table}\n\nLMO = L1 arg-max + trace-norm Lanczos eigenpair; projection = "
+            "L1 soft-thresholding + full eigendecomposition (numpy.linalg.eigh). Cold: first call on "
+            "-2 Sigma_hat; warm: the next FW direction, warm-started.")
+    print(text)
+    write("covariance_lmo.md", text)
+    plt = _plt()
+    if plt is not None:
+        fig, ax = plt.subplots(figsize=(5, 3.6))
+        ds = [r["d"] for r in rows]
+        ax.loglog(ds, [r["lmo_cold"] for r in rows], "o-", label="LMO, both sets (cold)")
+        ax.loglog(ds, [r["lmo_warm"] for r in rows], "o-", label="LMO, both sets (warm)")
+        tp = [r for r in rows if not r["proj_fitted"]]
+        ax.loglog([r["d"] for r in tp], [r["proj"] for r in tp], "s-", label="projection, both sets")
+        fp = [r for r in rows if r["proj_fitted"]]
+        if fp:
+            ax.loglog([tp[-1]["d"]] + [r["d"] for r in fp], [tp[-1]["proj"]] + [r["proj"] for r in fp], "s--",
+                      color="C2", label="projection (fit c d^3)")
+        ax.set(xlabel="d", ylabel="seconds", title="LMO vs projection (d x d)")
+        ax.legend(fontsize=7)
+        ax.grid(True, alpha=0.3)
+        fig.tight_layout()
+        os.makedirs(FIGURES, exist_ok=True)
+        fig.savefig(os.path.join(FIGURES, "covariance_lmo_vs_projection.png"), dpi=80)
+
+
+# --------------------------------------------------------- Fig. 2 / crossover
+def cached_reference(data, key, iters, seconds):
+    os.makedirs(CACHE, exist_ok=True)
+    path = os.path.join(CACHE, f"ref_{key}.npz")
+    if os.path.exists(path):
+        z = np.load(path)
+        return z["S"], float(z["f"]), int(z["iterations"])
+    t = time.perf_counter()
+    S, f, its = reference_solution(data, max_iter=iters, tol=1e-9, time_limit=seconds)
+    print(f"  reference: {its} GFB iterations, {time.perf_counter() - t:.1f} s", flush=True)
+    np.savez(path, S=S, f=f, iterations=its)
+    return S, f, its
+
+
+class Progress:
+    def __init__(self, every=5.0):
+        self.every = every
+        self.last = {}
+
+    def __call__(self, method, t, it, f, infeas):
+        if t - self.last.get(method, -1e9) >= self.every:
+            self.last[method] = t
+            print(f"    {method:8s} t={t:7.1f}s it={it:6d} f={f:.6g} infeas={infeas:.2e}", flush=True)
+
+
+def cmd_compare(args):
+    os.makedirs(FIGURES, exist_ok=True)
+    all_rows, cross = [], []
+    for variant in args.variants:
+        for threshold in args.thresholds:
+            for d in args.sizes:
+                observed = args.observed if variant == "masked" else 1.0
+                data = sparse_low_rank_covariance(d, threshold=threshold, observed=observed, seed=args.seed)
+                key = f"d{d}_t{threshold:g}_o{observed:g}_s{args.seed}"
+                print(f"\n== {variant} d={d} threshold={threshold}: {int(data.support.sum())} nonzeros in Sigma",
+                      flush=True)
+                S_ref, f_star, ref_its = cached_reference(data, key, args.reference_iters, args.reference_seconds)
+                f0 = data.loss(np.zeros((d, d)))
+                progress = Progress(max(2.0, args.seconds / 10))
+                trajs = [run_fwmodel(data, time_limit=args.seconds, reference=S_ref, progress=progress),
+                         run_gfb(data, time_limit=args.seconds, reference=S_ref, progress=progress)]
+                cvx = None
+                if d <= args.cvxpy_max:
+                    S_c, f_c, t_c = run_cvxpy(data)
+                    cvx = dict(method="CVXPY+SCS", time=t_c, subopt=(f_c - f_star) / (f0 - f_star),
+                               distance=float(np.linalg.norm(S_c - S_ref) / np.linalg.norm(S_ref)))
+                    cvx["recall"], cvx["precision"], _ = support_scores(S_c, data.support)
+                times = [t for t in (1.0, 10.0, 60.0, 300.0) if t <= args.seconds]
+                rows = summarize(trajs, f_star, f0, support_times=times)
+                for r in rows:
+                    r.update(variant=variant, d=d, threshold=threshold, nnz=int(data.support.sum()))
+                if cvx is not None:
+                    cvx.update(variant=variant, d=d, threshold=threshold, nnz=int(data.support.sum()),
+                               iterations=None)
+                    rows.append(cvx)
+                all_rows.extend(rows)
+                fw, gfb = rows[0], rows[1]
+                cross.append(dict(variant=variant, threshold=threshold, d=d, fw=fw["t(0.01)"], gfb=gfb["t(0.01)"],
+                                  fw_iters=fw["iterations"], fw_per_it=fw["per_iteration"], gfb_per_it=gfb["per_iteration"],
+                                  winner=_winner(fw["t(0.01)"], gfb["t(0.01)"]), reference_iters=ref_its))
+                print(markdown_table(rows, _COLUMNS, _HEADERS), flush=True)
+                plot_comparison(trajs, f_star, f0, path=os.path.join(FIGURES, f"covariance_{variant}_{key}.png"),
+                                title=f"{variant}, d={d}, threshold {threshold}")
+                with open(os.path.join(CACHE, f"traj_{variant}_{key}.json"), "w") as fh:
+                    json.dump({t.method: dict(time=t.time, objective=t.objective, infeasibility=t.infeasibility,
+                                              checkpoints=t.checkpoints, info=_jsonable(t.info)) for t in trajs}
+                              | dict(f_star=f_star, f0=f0), fh)
+    text = (f"# fwmodel vs GFB on eq. constrained_sparse_low_rank\n\nCommand: `python benchmarks/covariance.py compare "
+            f"--sizes {' '.join(map(str, args.sizes))} --thresholds {' '.join(map(str, args.thresholds))} "
+            f"--variants {' '.join(args.variants)} --seconds {args.seconds:g}`\n\nMachine: {machine()}\n\n"
+            + markdown_table(all_rows, ["variant", "threshold", "d", "nnz"] + _COLUMNS,
+                             ["variant", "threshold", "d", "nnz(Sigma)"] + _HEADERS)
+            + "\n\nTime to 1e-2 normalized suboptimality with relative infeasibility <= 1e-3:\n\n"
+            + markdown_table(cross, ["variant", "threshold", "d", "fw", "gfb", "winner", "fw_iters", "fw_per_it",
+                                     "gfb_per_it", "reference_iters"],
+                             ["variant", "threshold", "d", "fwmodel (s)", "GFB (s)", "faster", "fwmodel iterations",
+                              "s / fwmodel iteration", "s / GFB iteration", "GFB iterations for f*"]))
+    print("\n" + text)
+    write(args.name, text)
+
+
+def _winner(a, b):
+    if np.isnan(a) and np.isnan(b):
+        return "neither"
+    if np.isnan(a):
+        return "GFB"
+    if np.isnan(b):
+        return "fwmodel"
+    return "fwmodel" if a < b else "GFB"
+
+
+def _jsonable(info):
+    return {k: (v if isinstance(v, (int, float, str, dict, type(None))) else str(v)) for k, v in info.items()}
+
+
+_COLUMNS = ["method", "iterations", "time", "per_iteration", "subopt", "infeasibility", "distance", "t(0.01)",
+            "t(0.001)", "recall", "precision", "support@1s", "support@10s", "support@60s", "support@300s"]
+_HEADERS = ["method", "iterations", "time (s)", "s / iteration", "final subopt", "final infeas", "dist to S*",
+            "t(1e-2)", "t(1e-3)", "recall", "precision", "supp @1s", "supp @10s", "supp @60s", "supp @300s"]
+
+
+# ------------------------------------------------------------- profile/memory
+def _problem(args):
+    data = sparse_low_rank_covariance(args.size, threshold=args.threshold,
+                                      observed=args.observed if args.variant == "masked" else 1.0, seed=args.seed)
+    from fwmodel.experiments import build_problem
+
+    prob, X = build_problem(data)
+    return data, prob, X
+
+
+def cmd_profile(args):
+    data, prob, X = _problem(args)
+    prob.compile()
+    pr = cProfile.Profile()
+    t = time.perf_counter()
+    pr.enable()
+    prob.solve(max_iter=args.iters)
+    pr.disable()
+    total = time.perf_counter() - t
+    out = io.StringIO()
+    st = pstats.Stats(pr, stream=out).sort_stats("tottime")
+    st.print_stats(25)
+    print(out.getvalue())
+    # group the own time by where it is spent
+    groups = {}
+    for (filename, _line, func), (_cc, _nc, tt, _ct, _callers) in st.stats.items():
+        name = filename.replace("\\", "/")
+        if "/sets/trace_norm.py" in name or "lanczos" in func:
+            g = "trace-norm LMO (Lanczos)"
+        elif "/sets/l1.py" in name:
+            g = "L1 LMO"
+        elif "/sets/" in name:
+            g = "atoms (sets/atoms.py)"
+        elif "/engine/" in name:
+            g = "engine (fwal.py and helpers)"
+        elif "/compiler/" in name or "/expressions/" in name:
+            g = "objective and M (compiler, expressions)"
+        elif func.startswith("<built-in") or func.startswith("<method"):
+            g = "NumPy / BLAS calls (attributed below)"
+        else:
+            g = "other"
+        groups[g] = groups.get(g, 0.0) + tt
+    # built-in calls: attribute to their caller's group
+    lines = [f"{g}: {v:.2f} s ({100 * v / total:.0f}%)" for g, v in sorted(groups.items(), key=lambda kv: -kv[1])]
+    text = (f"# Profile of a fwmodel solve\n\nCommand: `python benchmarks/covariance.py profile --size {args.size} "
+            f"--iters {args.iters} --variant {args.variant}`\n\nMachine: {machine()}\n\n{args.iters} iterations in "
+            f"{total:.2f} s ({total / max(args.iters, 1):.3f} s / iteration)\n\nOwn time by module:\n\n"
+            + "\n".join(f"- {x}" for x in lines) + "\n\nTop functions (own time):\n\n```\n"
+            + "\n".join(out.getvalue().splitlines()[:45]) + "\n```")
+    write(f"covariance_profile_d{args.size}_{args.variant}.md", text)
+
+
+def cmd_memory(args):
+    data, prob, X = _problem(args)
+    d = args.size
+    unit = 8.0 * d * d
+    base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    tracemalloc.start()
+    t = time.perf_counter()
+    prob.solve(max_iter=args.iters)
+    elapsed = time.perf_counter() - t
+    current, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    scale = 1024.0 if sys.platform != "darwin" else 1.0
+    text = (f"# Peak memory of a fwmodel solve\n\nCommand: `python benchmarks/covariance.py memory --size {d} "
+            f"--iters {args.iters} --variant {args.variant}`\n\nMachine: {machine()}\n\n"
+            f"- d = {d}: one d x d array = {unit / 2**20:.0f} MiB\n"
+            f"- peak traced allocation during the solve (compile + {args.iters} iterations, {elapsed:.1f} s): "
+            f"{peak / 2**20:.0f} MiB = {peak / unit:.1f} d x d arrays (data Sigma_hat, Sigma, mask excluded: "
+            f"allocated before)\n"
+            f"- process peak RSS: {rss * scale / 2**20:.0f} MiB = {rss * scale / unit:.1f} d x d arrays "
+            f"(before the solve: {base_rss * scale / 2**20:.0f} MiB)\n")
+    print(text)
+    write(f"covariance_memory_d{d}_{args.variant}.md", text)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    q = sub.add_parser("lmo", help="LMO vs projection time (paper Fig. 3)")
+    q.add_argument("--sizes", type=int, nargs="+", default=[500, 1000, 2000, 4000, 8000])
+    q.add_argument("--project-max", type=int, default=4000, help="largest d whose projection is timed")
+    q.add_argument("--threshold", type=float, default=0.9)
+    q.add_argument("--seed", type=int, default=0)
+    q.set_defaults(fn=cmd_lmo)
+    q = sub.add_parser("compare", help="fwmodel vs GFB (vs CVXPY) against time (paper Fig. 2, crossover)")
+    q.add_argument("--sizes", type=int, nargs="+", default=[200, 1000])
+    q.add_argument("--thresholds", type=float, nargs="+", default=[0.9, 0.5])
+    q.add_argument("--variants", nargs="+", default=["full", "masked"], choices=["full", "masked"])
+    q.add_argument("--observed", type=float, default=0.2, help="observed fraction in the masked variant")
+    q.add_argument("--seconds", type=float, default=60.0, help="time budget of each method")
+    q.add_argument("--reference-iters", type=int, default=400, help="GFB iterations for f* (cached)")
+    q.add_argument("--reference-seconds", type=float, default=1800.0)
+    q.add_argument("--cvxpy-max", type=int, default=200, help="largest d solved with CVXPY + SCS")
+    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--name", default="covariance_compare.md", help="file name of the markdown table")
+    q.set_defaults(fn=cmd_compare)
+    for name, fn in (("profile", cmd_profile), ("memory", cmd_memory)):
+        q = sub.add_parser(name)
+        q.add_argument("--size", type=int, default=2000)
+        q.add_argument("--iters", type=int, default=30)
+        q.add_argument("--threshold", type=float, default=0.9)
+        q.add_argument("--variant", default="full", choices=["full", "masked"])
+        q.add_argument("--observed", type=float, default=0.2)
+        q.add_argument("--seed", type=int, default=0)
+        q.set_defaults(fn=fn)
+    args = p.parse_args(argv)
+    args.fn(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,149 @@
+"""Run every tutorial at small size and check what it computes.
+
+Convention shared by all tutorials (``tutorials/NN_name.py``):
+
+- the environment variable ``FWMODEL_TUTORIAL_SIZE`` is "small" here and
+  defaults to "full" when a tutorial runs as a script;
+- figures are saved only under ``if __name__ == "__main__"``, so running a
+  tutorial here (under another ``__name__``) writes no files;
+- each tutorial ends with a module-level dict ``RESULTS`` of its key numbers.
+
+Every tutorial present is run; its ``RESULTS`` must exist and hold finite
+numbers. Tutorials 05 and 06 are also checked against independent answers
+(CVXPY, closed forms, structural facts); for the others, the keys named in
+``GENERIC_CHECKS`` are checked only when present.
+"""
+import math
+import numbers
+import re
+import runpy
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+TUTORIALS = Path(__file__).resolve().parent.parent / "tutorials"
+FILES = sorted(p for p in TUTORIALS.glob("[0-9][0-9]_*.py"))
+STATUSES = ("optimal", "max_iter", "time_limit", "infeasible", "diverged", "interrupted")
+
+
+def run_tutorial(path, monkeypatch, tmp_path):
+    """The tutorial's module namespace after running it at small size, in this process."""
+    monkeypatch.setenv("FWMODEL_TUTORIAL_SIZE", "small")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")  # no window, even if pyplot was imported before
+    except ImportError:
+        pass
+    monkeypatch.chdir(tmp_path)  # anything a tutorial writes lands in a scratch folder
+    try:
+        return runpy.run_path(str(path), run_name=f"tutorial_{path.stem}")
+    finally:
+        try:
+            import matplotlib.pyplot as plt
+
+            plt.close("all")
+        except ImportError:
+            pass
+
+
+def numbers_in(value, where="RESULTS"):
+    """(location, number) for every number inside nested dicts, lists and tuples."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from numbers_in(item, f"{where}[{key!r}]")
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            yield from numbers_in(item, f"{where}[{i}]")
+    elif isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+        for i, item in enumerate(value.ravel()):
+            yield f"{where}.flat[{i}]", float(item)
+    elif isinstance(value, (numbers.Number, np.number)) and not isinstance(value, bool):
+        yield where, value
+
+
+def test_tutorials_found():
+    assert FILES, f"no tutorials matching [0-9][0-9]_*.py in {TUTORIALS}"
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+def test_tutorial_runs_and_reports(path, monkeypatch, tmp_path):
+    namespace = run_tutorial(path, monkeypatch, tmp_path)
+    assert "RESULTS" in namespace, f"{path.name} must define a module-level dict RESULTS"
+    results = namespace["RESULTS"]
+    assert isinstance(results, dict) and results
+    for where, number in numbers_in(results):
+        assert math.isfinite(number), f"{path.name}: {where} = {number} is not finite"
+    assert results.get("size", "small") == "small"
+    for key, check in GENERIC_CHECKS.items():
+        if key in results and results[key] is not None:
+            assert check(results[key]), f"{path.name}: RESULTS[{key!r}] = {results[key]!r}"
+    specific = SPECIFIC_CHECKS.get(path.name[:2])
+    if specific is not None:
+        specific(results)
+    assert list(tmp_path.iterdir()) == [], f"{path.name} wrote files while not run as a script"
+
+
+def test_tutorials_are_notebooks_and_indexed():
+    readme = (TUTORIALS / "README.md").read_text()
+    for path in FILES:
+        text = path.read_text()
+        assert text.startswith("# %%"), f"{path.name} should open with a '# %%' cell"
+        assert path.name in readme, f"{path.name} is missing from tutorials/README.md"
+    for number in ("01", "02", "03", "04", "05", "06"):
+        assert re.search(rf"\b{number}_\w+\.py", readme), f"tutorial {number} is missing from the index"
+
+
+# --------------------------------------------------------------- checks
+GENERIC_CHECKS = {
+    "status": lambda s: s in STATUSES,
+    "feasibility_rel": lambda v: 0 <= v < 1e-1,
+    "rel_error": lambda v: 0 <= v < 1e-2,
+}
+
+
+def check_05(r):
+    """Prototyping a set: the checks say what they should, the solves agree with CVXPY."""
+    assert r["check_ok"] is True and r["atom_check_ok"] is True
+    assert r["buggy_check_ok"] is False
+    assert any("maximizes" in p for p in r["buggy_problems"])
+    assert r["status"] == "optimal" and r["robust_status"] == "optimal"
+    # both constraints are active at the answer (each radius is 0.9 x the truth's norm)
+    assert r["group_norm"] == pytest.approx(r["r1"], rel=1e-3)
+    assert r["l1_norm"] == pytest.approx(r["r2"], rel=1e-3)
+    assert r["found_rows"] == r["true_rows"]
+    assert r["robust_convexity"] == "convex"
+    assert r["error_robust"] < r["error_squared"]
+    assert r["refused"] == ["abs", "max", "string"]
+    if r["cvxpy_objective"] is not None:
+        assert r["objective"] == pytest.approx(r["cvxpy_objective"], rel=1e-3)
+        assert r["robust_objective"] == pytest.approx(r["cvxpy_robust_objective"], rel=1e-3)
+
+
+def check_06(r):
+    """Teaching FW-AL: M and b of the tiny model, the dual multiplier, the iterates' structure."""
+    assert r["tiny_M_shape"] == (7, 12)  # 6 copy rows + 1 equality row; two copies of a 2 x 3 matrix
+    assert r["tiny_b"] == [0.0] * 6 + [1.0]
+    assert r["tiny_node_kinds"] == ["block", "block", "equality", "set", "set", "variable"]
+    assert r["tiny_status"] in STATUSES and r["status"] in STATUSES
+    assert r["tiny_hand_feasibility"] < 1e-2
+    assert r["structure_ok"] is True
+    assert r["true_nnz"] == 8 and r["true_rank"] == 2
+    assert r["history_length"] >= 2
+    if r["tiny_cvxpy_objective"] is not None:
+        # fwmodel runs a short budget here: tight agreement only once it reports "optimal"
+        tolerance = 1e-3 if r["tiny_status"] == "optimal" else 1e-1
+        assert r["tiny_objective"] == pytest.approx(r["tiny_cvxpy_objective"], rel=tolerance)
+        assert r["tiny_hand_objective"] == pytest.approx(r["tiny_cvxpy_objective"], rel=1e-2)
+        # the dual variable of the row sum(X) == 1 is the Lagrange multiplier of that constraint
+        assert r["tiny_hand_dual"] == pytest.approx(r["tiny_cvxpy_dual"], abs=1e-2)
+    if r["cvxpy_objective"] is not None:
+        # a fixed budget of sublinear FW steps: close to CVXPY on the problem's scale
+        assert abs(r["hand_gap_rel"]) < 1e-2
+        assert abs(r["objective_gap_rel"]) < 5e-2
+        assert r["distance_to_cvxpy_rel"] < 0.25
+
+
+SPECIFIC_CHECKS = {"05": check_05, "06": check_06}
