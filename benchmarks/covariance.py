@@ -37,6 +37,7 @@ GFB's eigendecompositions then use one core, which the tables state.
     python benchmarks/covariance.py compare --sizes 4000 --thresholds 0.9 --variants full --seconds 300
     python benchmarks/covariance.py profile --size 2000 --iters 30
     python benchmarks/covariance.py memory --size 4000 --iters 10
+    python benchmarks/covariance.py replot
 """
 import argparse
 import cProfile
@@ -251,6 +252,29 @@ def cmd_compare(args):
     write(args.name, text)
 
 
+def cmd_replot(args):
+    """Redraw the compare figures from the cached trajectories (no solving)."""
+    from fwmodel.experiments import Trajectory
+
+    for name in sorted(os.listdir(CACHE)):
+        if not (name.startswith("traj_") and name.endswith(".json")):
+            continue
+        with open(os.path.join(CACHE, name)) as fh:
+            saved = json.load(fh)
+        trajs = []
+        for method in ("fwmodel", "GFB"):
+            if method in saved:
+                t = saved[method]
+                trajs.append(Trajectory(method, t["time"], t["objective"], t["infeasibility"], t["checkpoints"]))
+        stem = name[len("traj_"):-len(".json")]
+        variant, rest = stem.split("_", 1)
+        d, threshold = rest.split("_")[0][1:], rest.split("_")[1][1:]
+        path = os.path.join(FIGURES, f"covariance_{stem}.png")
+        plot_comparison(trajs, saved["f_star"], saved["f0"], path=path,
+                        title=f"{variant}, d={d}, threshold {threshold}")
+        print("redrawn", os.path.relpath(path))
+
+
 def _winner(a, b):
     if np.isnan(a) and np.isnan(b):
         return "neither"
@@ -369,6 +393,8 @@ def main(argv=None):
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("--name", default="covariance_compare.md", help="file name of the markdown table")
     q.set_defaults(fn=cmd_compare)
+    q = sub.add_parser("replot", help="redraw the compare figures from the cached trajectories")
+    q.set_defaults(fn=cmd_replot)
     for name, fn in (("profile", cmd_profile), ("memory", cmd_memory)):
         q = sub.add_parser(name)
         q.add_argument("--size", type=int, default=2000)

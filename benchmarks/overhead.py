@@ -154,7 +154,8 @@ def fwmodel_problem(C, r1, rt):
 
 def fwmodel_solve(prob, iters, lam, eta):
     t0 = time.perf_counter()
-    prob.solve(max_iter=iters, tol=1e-15, feas_tol=1e-15, lam=lam, eta=eta, step="fw", line_search="exact")
+    prob.solve(max_iter=iters, tol=1e-15, feas_tol=1e-15, lam=lam, eta=eta, step="fw", line_search="exact",
+               inface=False)  # the hand loop is plain FW-AL: compare the same algorithm
     elapsed = time.perf_counter() - t0
     assert prob.stats.iterations == iters, prob.stats
     # the objective at the last iterate (the solve may return an earlier, better point)

@@ -245,17 +245,13 @@ def run_gfb(data, time_limit=10.0, max_iter=10**6, reference=None, scale=None, p
         del diff, U
         change = float(np.linalg.norm(S_new - S)) if tol is not None else None
         S = S_new
-        if record or tol is None or it % 10 == 0:
-            f = data.loss(S) if record else float("nan")
-            keep_going = rec.record(f, infeas, lambda: S) if record else True
-        else:
-            keep_going = True
-        if not keep_going:
+        if record:
+            if not rec.record(data.loss(S), infeas, lambda: S):
+                break
+        elif time_limit is not None and rec.now() >= time_limit:
             break
         if tol is not None and change <= tol * max(float(np.linalg.norm(S)), 1e-300) \
                 and infeas <= tol * rec.scale:
-            break
-        if not record and time_limit is not None and rec.now() >= time_limit:
             break
     traj = rec.traj
     traj.final = S
@@ -382,7 +378,8 @@ def plot_comparison(trajectories, f_star, f0, path=None, title=None, data=None):
     for traj in trajectories:
         t, f, infeas = traj.arrays()
         c = colors.get(traj.method, None)
-        sub = np.maximum((f - f_star) / (f0 - f_star), 1e-12)
+        # |.|: an infeasible point can lie below f*
+        sub = np.maximum(np.abs(f - f_star) / (f0 - f_star), 1e-12)
         axes[0].loglog(np.maximum(t, 1e-3), sub, color=c, label=traj.method)
         axes[1].loglog(np.maximum(t, 1e-3), np.maximum(infeas, 1e-12), color=c, label=traj.method)
         ct = [cp["time"] for cp in traj.checkpoints]
@@ -391,7 +388,7 @@ def plot_comparison(trajectories, f_star, f0, path=None, title=None, data=None):
         axes[2].semilogx(np.maximum(ct, 1e-3), [cp["precision"] for cp in traj.checkpoints], color=c,
                          linestyle="--", label=f"{traj.method} precision")
     axes[0].axhline(1e-2, color="gray", lw=0.5)
-    axes[0].set(xlabel="time (s)", ylabel="(f - f*) / (f(0) - f*)", title="objective")
+    axes[0].set(xlabel="time (s)", ylabel="|f - f*| / (f(0) - f*)", title="objective")
     axes[1].axhline(1e-3, color="gray", lw=0.5)
     axes[1].set(xlabel="time (s)", ylabel="||a - b|| / ||S*||", title="relative infeasibility")
     axes[2].set(xlabel="time (s)", ylabel="fraction", ylim=(-0.02, 1.02),

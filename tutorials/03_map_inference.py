@@ -185,8 +185,12 @@ if plt is not None:
         ax.axis("off")
     fig.tight_layout()
     if __name__ == "__main__":
-        fig.savefig("03_map_inference.png", dpi=120)
-        print("figure saved to 03_map_inference.png")
+        from pathlib import Path
+
+        folder = (Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()) / "figures"
+        folder.mkdir(exist_ok=True)
+        fig.savefig(folder / "03_map_inference.png", dpi=120)
+        print(f"figure saved to {folder / '03_map_inference.png'}")
     plt.close(fig)
 
 RESULTS = {

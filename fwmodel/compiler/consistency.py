@@ -12,8 +12,12 @@ graph. Two kinds:
   expressions under a set, ``expr == expr`` constraints).
 * :class:`MarginalizationRows`: the marginalization consistency of a
   factor graph (``fm.LocalMarginalPolytope``), sum_j mu_e(i, j) = mu_u(i):
-  M x is a reshape-and-sum and M' r a broadcast plus a sparse scatter, about
-  ten times faster than the same rows as a CSR matrix.
+  M x is a reshape-and-sum and M' r a broadcast plus a sparse scatter.
+  Measured on a 100 x 100 grid with 10 states (1.98 million table
+  entries per piece): M x 3.3 ms and M' r 3.9 ms per piece, against 4.0 and
+  9.5 ms for the same rows in CSR, and no CSR to build at compile time
+  (0.2 s instead of 0.7 s). On small graphs CSR is faster by some tens of
+  microseconds per product, which does not matter there.
 
 :class:`ConsistencyOperator` stacks the pieces; ``.csr()`` builds the
 scipy.sparse CSR matrix for inspection (lazily: at d = 4000 a CSR copy of

@@ -50,6 +50,9 @@ class Block:
     initial_atom: Callable
     is_polytope: bool = False
     name: str = ""
+    #: False for a product of many small polytopes (a batched simplex): there the
+    #: active set would hold joint vertices, so step="auto" takes FW steps
+    active_set_steps: bool = True
     #: optional :class:`~fwmodel.engine.inface.LowRankFace` (trace-norm blocks):
     #: enables in-face corrective steps on this block
     face: object = None
@@ -184,8 +187,11 @@ def minimize_fwal(
         x = np.zeros(n)
         y = np.zeros(m)
         active = {}
+    def wants_active_set(blk):
+        return blk.is_polytope and (step != "auto" or blk.active_set_steps)
+
     for k, blk in enumerate(blocks):
-        if use_active and blk.is_polytope and k not in active:
+        if use_active and wants_active_set(blk) and k not in active:
             if warm_state is None:
                 atom = blk.initial_atom()
                 active[k] = ActiveSet(atom)

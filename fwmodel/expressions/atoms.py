@@ -50,7 +50,9 @@ def _flat_dot(a, b):
     a = np.asarray(a)
     b = np.asarray(b)
     if a.flags.c_contiguous and b.flags.c_contiguous:
-        return float(np.dot(a.ravel(), b.ravel()))
+        # einsum, not np.dot: a threaded BLAS dot on a busy small machine can
+        # cost milliseconds for a memory-bound reduction (see engine/vector_ops)
+        return float(np.einsum("i,i->", a.ravel(), b.ravel(), optimize=False))
     if a.shape == b.shape and 0 < a.ndim <= 26:
         letters = "abcdefghijklmnopqrstuvwxyz"[: a.ndim]
         return float(np.einsum(f"{letters},{letters}->", a, b))  # strided views, no copy

@@ -55,7 +55,7 @@ class Marginalization(Equality):
     about it gets the right rows by linearizing it). When both variables are
     held whole by one block each, :meth:`consistency_piece` gives the
     compiler the same rows as a structured operator, which costs no sparse
-    matrix to build and is several times faster to apply.
+    matrix to build and is faster to apply on large graphs.
     """
 
     role = "marginalization"
@@ -337,10 +337,9 @@ class LocalMarginalPolytope:
         """
         compiled = problem.compile()
         if duals is None:
-            state = getattr(problem, "_state", None)
-            if state is None:
+            duals = problem.duals
+            if duals is None:
                 raise ModelError("lower_bound: the problem has not been solved yet (no dual variables)")
-            duals = state.y
         y = np.asarray(duals, dtype=float).ravel()
         if y.shape != (compiled.operator.shape[0],):
             raise ModelError(f"lower_bound: duals have {y.size} entries, but the problem has "

@@ -119,9 +119,8 @@ def default_penalty(theta_nodes, theta_edges):
 
 
 def _duals(callback_state):
-    # the engine's dual vector y at this iteration (the callback state wraps the engine's)
-    y = getattr(callback_state, "y", None)
-    return callback_state._s.y if y is None else y
+    # the dual vector y (one entry per row of M) at this iteration
+    return callback_state.y
 
 
 def map_inference(graph, theta_nodes, theta_edges, *, smoothing=0.0, gap_tol=1e-4, check_every=10,
@@ -160,7 +159,7 @@ def map_inference(graph, theta_nodes, theta_edges, *, smoothing=0.0, gap_tol=1e-
         simplices, an away or pairwise step moves every node at once along
         a stored joint labeling: on the LP (measured on 20 x 20 grids) that
         is slower per iteration and no faster to converge. With
-        ``smoothing > 0`` on small graphs, ``step="auto"`` (away steps,
+        ``smoothing > 0`` on small graphs, ``step="pairwise"`` (pairwise steps,
         linear convergence for a strongly convex objective, paper Thm. 3)
         can converge much faster than plain FW.
 
@@ -209,7 +208,7 @@ def map_inference(graph, theta_nodes, theta_edges, *, smoothing=0.0, gap_tol=1e-
 
     problem.solve(callback=callback, **options)
     mu_n, mu_e = lmp.nodes.value, lmp.edges.value
-    consider(mu_n, problem._state.y)
+    consider(mu_n, problem.duals)
     labels = best["labels"]
     energy = best["energy"]
     lp_value = float(-(np.vdot(tn, mu_n) + np.vdot(te, mu_e)))

@@ -180,6 +180,10 @@ class L1Ball(ConvexSet):
             return False
         return bool(np.abs(x).sum() <= self.radius + slack)
 
+    def contains_origin(self):
+        # every L1 ball (radius >= 0) contains 0; no need to test it
+        return True
+
     def diameter(self):
         return 2.0 * self.radius
 
