@@ -38,6 +38,7 @@ GFB's eigendecompositions then use one core, which the tables state.
     python benchmarks/covariance.py profile --size 2000 --iters 30
     python benchmarks/covariance.py memory --size 4000 --iters 10
     python benchmarks/covariance.py replot
+    python benchmarks/covariance.py summary
 """
 import argparse
 import cProfile
@@ -275,6 +276,51 @@ def cmd_replot(args):
         print("redrawn", os.path.relpath(path))
 
 
+def cmd_summary(args):
+    """One crossover table from every cached compare run (all sizes together)."""
+    from fwmodel.experiments import Trajectory
+
+    rows = []
+    for name in os.listdir(CACHE):
+        if not (name.startswith("traj_") and name.endswith(".json")):
+            continue
+        with open(os.path.join(CACHE, name)) as fh:
+            saved = json.load(fh)
+        variant, rest = name[len("traj_"):-len(".json")].split("_", 1)
+        parts = rest.split("_")
+        d, threshold = int(parts[0][1:]), float(parts[1][1:])
+        trajs = [Trajectory(m, saved[m]["time"], saved[m]["objective"], saved[m]["infeasibility"],
+                            saved[m]["checkpoints"], info=saved[m].get("info", {})) for m in ("fwmodel", "GFB")]
+        out = summarize(trajs, saved["f_star"], saved["f0"], support_times=(1.0, 10.0, 60.0))
+        fw, gfb = out
+        rows.append(dict(variant=variant, threshold=threshold, d=d, fw=fw["t(0.01)"], gfb=gfb["t(0.01)"],
+                         winner=_winner(fw["t(0.01)"], gfb["t(0.01)"]), budget=fw["time"],
+                         fw_iters=fw["iterations"], fw_sub=fw["subopt"], fw_inf=fw["infeasibility"],
+                         gfb_iters=_iterations_to(trajs[1], saved, 1e-2), ratio=gfb["per_iteration"] / fw["per_iteration"],
+                         fw_s10=fw["support@10s"], gfb_s10=gfb["support@10s"],
+                         fw_s60=fw["support@60s"], gfb_s60=gfb["support@60s"]))
+    rows.sort(key=lambda r: (r["variant"], -r["threshold"], r["d"]))
+    table = markdown_table(rows, ["variant", "threshold", "d", "budget", "fw", "gfb", "winner", "gfb_iters", "fw_iters",
+                                  "fw_sub", "fw_inf", "ratio", "fw_s10", "gfb_s10", "fw_s60", "gfb_s60"],
+                           ["variant", "threshold", "d", "budget (s)", "fwmodel t(1e-2) (s)", "GFB t(1e-2) (s)",
+                            "faster", "GFB iterations to 1e-2", "fwmodel iterations in budget",
+                            "fwmodel final subopt", "fwmodel final infeas", "time per GFB / per fwmodel iteration",
+                            "fwmodel supp @10s", "GFB supp @10s", "fwmodel supp @60s", "GFB supp @60s"])
+    text = ("# Crossover summary (all cached compare runs)\n\nCommand: `python benchmarks/covariance.py summary` "
+            "(after the `compare` runs listed in covariance_compare_*.md)\n\n"
+            "t(1e-2): first time with (f - f*) / (f(0) - f*) <= 1e-2 and relative infeasibility <= 1e-3 "
+            "('-': not reached within the budget). supp: recall/precision of |S_ij| > 1e-2 against the "
+            "support of Sigma.\n\n" + table)
+    print(text)
+    write("covariance_summary.md", text)
+
+
+def _iterations_to(traj, saved, target, infeas_tol=1e-3):
+    t, f, infeas = traj.arrays()
+    ok = np.flatnonzero(((f - saved["f_star"]) / (saved["f0"] - saved["f_star"]) <= target) & (infeas <= infeas_tol))
+    return int(ok[0]) + 1 if ok.size else None
+
+
 def _winner(a, b):
     if np.isnan(a) and np.isnan(b):
         return "neither"
@@ -395,6 +441,8 @@ def main(argv=None):
     q.set_defaults(fn=cmd_compare)
     q = sub.add_parser("replot", help="redraw the compare figures from the cached trajectories")
     q.set_defaults(fn=cmd_replot)
+    q = sub.add_parser("summary", help="one crossover table from the cached compare runs")
+    q.set_defaults(fn=cmd_summary)
     for name, fn in (("profile", cmd_profile), ("memory", cmd_memory)):
         q = sub.add_parser(name)
         q.add_argument("--size", type=int, default=2000)

@@ -62,7 +62,7 @@ class LowRankFace:
         self.shape = tuple(shape)
         # The face step costs O(m n k) for k atoms; past this rank it would cost
         # as much as a projection, and the step is skipped.
-        self.max_rank = max_rank if max_rank is not None else max(30, min(100, min(self.shape) // 2))
+        self.max_rank = max_rank if max_rank is not None else max(30, min(60, min(self.shape) // 2))
 
 
 def _factor(aset, shape):

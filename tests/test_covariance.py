@@ -1,0 +1,285 @@
+"""The sparse + low-rank covariance problem of the paper's Sec. 5 (eq.
+constrained_sparse_low_rank) at small d: fwmodel matches CVXPY + SCS on the
+full and the masked variant, the baseline GFB converges to the same point,
+and the pieces that make the problem fast at large d (symmetric L1 vertices,
+the warm-started Lanczos LMO without d x d temporaries, the projections used
+by the baseline, the masked objective) behave as documented."""
+import os
+import subprocess
+import sys
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import fwmodel as fm
+from fwmodel.datasets import sparse_low_rank_covariance
+from fwmodel.experiments import (build_problem, markdown_table, reference_solution, run_fwmodel, run_gfb, summarize,
+                                 support_scores, time_to_target)
+from fwmodel.sets.trace_norm import lanczos_extreme
+
+cvxpy = pytest.importorskip("cvxpy")
+
+
+def cvxpy_solution(data):
+    X = cvxpy.Variable((data.d, data.d))
+    residual = X - data.sigma_hat
+    if data.mask is not None:
+        residual = cvxpy.multiply(data.mask, residual)
+    prob = cvxpy.Problem(cvxpy.Minimize(cvxpy.sum_squares(residual)),
+                         [cvxpy.sum(cvxpy.abs(X)) <= data.radius_l1, cvxpy.normNuc(X) <= data.radius_trace])
+    prob.solve(solver="SCS", eps=1e-8, max_iters=100000)
+    return np.asarray(X.value), prob.value
+
+
+# ------------------------------------------------------------ end to end
+@pytest.mark.parametrize("observed", [1.0, 0.2], ids=["full", "masked"])
+def test_fwmodel_matches_cvxpy(observed):
+    data = sparse_low_rank_covariance(30, threshold=0.9, observed=observed, seed=1)
+    S_cvx, f_cvx = cvxpy_solution(data)
+    prob, X = build_problem(data)
+    value = prob.solve(max_iter=4000)
+    assert abs(value - f_cvx) <= 5e-3 * abs(f_cvx)
+    assert prob.value == pytest.approx(data.loss(X.value), rel=1e-9)
+    assert prob.stats.feasibility_rel <= 1e-3
+    # the L1 copy is symmetric (symmetric vertices), so the estimate is too
+    np.testing.assert_allclose(X.value, X.value.T, atol=1e-12)
+
+
+def test_gfb_matches_cvxpy():
+    data = sparse_low_rank_covariance(30, threshold=0.9, observed=0.2, seed=1)
+    S_cvx, f_cvx = cvxpy_solution(data)
+    S, f, its = reference_solution(data, max_iter=3000, tol=1e-9)
+    assert f == pytest.approx(f_cvx, rel=1e-4)
+    assert np.linalg.norm(S - S_cvx) <= 1e-2 * np.linalg.norm(S_cvx)
+
+
+def test_trajectories_and_summary():
+    data = sparse_low_rank_covariance(40, threshold=0.8, seed=2)
+    S_ref, f_star, _ = reference_solution(data, max_iter=2000, tol=1e-9)
+    f0 = data.loss(np.zeros((40, 40)))
+    fw = run_fwmodel(data, time_limit=0.5, reference=S_ref)
+    # an iteration budget, not a time budget: the check must not depend on machine load
+    gfb = run_gfb(data, time_limit=60.0, max_iter=300, reference=S_ref)
+    for traj in (fw, gfb):
+        t, f, infeas = traj.arrays()
+        assert len(t) == len(f) == len(infeas) > 2
+        assert np.all(np.diff(t) >= 0)
+        assert traj.checkpoints and traj.checkpoints[-1]["recall"] >= 0
+        assert traj.final.shape == (40, 40)
+    # GFB's final point is the reference's: it reaches 1e-2 almost at once
+    assert not np.isnan(time_to_target(gfb, f_star, f0, 1e-2))
+    rows = summarize([fw, gfb], f_star, f0, support_times=(0.1,))
+    assert [r["method"] for r in rows] == ["fwmodel", "GFB"]
+    text = markdown_table(rows, ["method", "iterations", "t(0.01)", "support@0.1s"])
+    assert text.count("\n") == 3 and "fwmodel" in text
+
+
+def test_support_scores():
+    support = np.zeros((4, 4), bool)
+    support[0, 0] = support[1, 2] = support[2, 1] = True
+    S = np.zeros((4, 4))
+    S[0, 0], S[1, 2], S[3, 3] = 1.0, 0.5, 0.02
+    S[2, 1] = 0.005  # below the paper's threshold 1e-2
+    recall, precision, size = support_scores(S, support)
+    assert (recall, precision, size) == (2 / 3, 2 / 3, 3)
+
+
+def test_masked_objective_value_and_gradient():
+    d = 50
+    data = sparse_low_rank_covariance(d, observed=0.3, seed=0)
+    prob, X = build_problem(data)
+    compiled = prob.compile()
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(compiled.n)
+    f, g = compiled.objective.value_and_grad(x)
+    S = compiled.variable_values(x)[X]
+    R = data.mask * (S - data.sigma_hat)
+    assert f == pytest.approx(np.sum(R ** 2), rel=1e-12)
+    # two copies of X: each gets half the gradient 2 mask * (S - Sigma_hat)
+    np.testing.assert_allclose(g[:d * d], (data.mask * R).ravel(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(g[d * d:], (data.mask * R).ravel(), rtol=1e-12, atol=1e-12)
+
+
+# ------------------------------------------------------- L1 ball vertices
+def test_l1_symmetric_vertex_on_symmetric_direction():
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((7, 7))
+    D = A + A.T
+    D[1, 4] = D[4, 1] = 50.0  # the largest entry, off the diagonal
+    S = fm.L1Ball(fm.Variable((7, 7)), radius=2.0)
+    s = S.lmo(D)
+    np.testing.assert_array_equal(s, s.T)
+    assert np.count_nonzero(s) == 2 and np.abs(s).sum() == pytest.approx(2.0)
+    assert np.vdot(D, s) == pytest.approx(-2.0 * np.abs(D).max())
+    atom = S.lmo_atom(D.ravel())
+    assert len(atom.indices) == 2
+    # a diagonal maximum gives the one-entry vertex
+    D2 = D.copy()
+    D2[3, 3] = -100.0
+    s2 = S.lmo(D2)
+    assert s2[3, 3] == 2.0 and np.count_nonzero(s2) == 1
+    # symmetric=False keeps the one-entry vertex; same value
+    s3 = fm.L1Ball(fm.Variable((7, 7)), radius=2.0, symmetric=False).lmo(D)
+    assert np.count_nonzero(s3) == 1 and np.vdot(D, s3) == pytest.approx(np.vdot(D, s))
+
+
+def test_l1_asymmetric_direction():
+    rng = np.random.default_rng(1)
+    D = rng.standard_normal((9, 9))
+    # default: the plain L1 ball (an asymmetric maximum gives the one-entry vertex)
+    s = fm.L1Ball(fm.Variable((9, 9)), radius=1.5).lmo(D)
+    assert np.count_nonzero(s) == 1 and np.vdot(D, s) == pytest.approx(-1.5 * np.abs(D).max())
+    # symmetric=True: the symmetric matrices of the ball; brute force over (E_ij + E_ji) / 2
+    B = fm.L1Ball(fm.Variable((9, 9)), radius=1.5, symmetric=True)
+    s = B.lmo(D)
+    np.testing.assert_array_equal(s, s.T)
+    sym = 0.5 * (D + D.T)
+    assert np.vdot(D, s) == pytest.approx(-1.5 * np.abs(sym).max())
+    assert B.contains(s) and not B.contains(np.triu(np.ones((9, 9))) * 0.01)
+    with pytest.raises(fm.ModelError, match="square"):
+        fm.L1Ball(fm.Variable((3, 4)), symmetric=True)
+
+
+def test_l1_argmax_large_matches_numpy():
+    from fwmodel.sets.l1 import argmax_abs
+
+    rng = np.random.default_rng(2)
+    d = rng.standard_normal(3 * (1 << 17) + 11)
+    assert argmax_abs(d) == int(np.argmax(np.abs(d)))
+    d[-7] = -50.0
+    assert argmax_abs(d) == d.size - 7
+    d[5] = -50.0
+    d[-1] = 50.0  # tie: the first one, as numpy
+    assert argmax_abs(d) == 5
+
+
+# ------------------------------------------------------------ projections
+def test_l1_projection():
+    rng = np.random.default_rng(3)
+    S = fm.L1Ball(fm.Variable((12, 12)), radius=3.0)
+    for _ in range(5):
+        x = 2 * rng.standard_normal((12, 12))
+        p = S.project(x)
+        assert np.abs(p).sum() == pytest.approx(3.0)
+        # optimality: <x - p, v - p> <= 0 at every vertex v
+        for k in range(144):
+            for sign in (1, -1):
+                v = np.zeros(144)
+                v[k] = sign * 3.0
+                assert np.vdot(x.ravel() - p.ravel(), v - p.ravel()) <= 1e-9
+    small = np.full((12, 12), 1e-3)
+    np.testing.assert_array_equal(S.project(small), small)
+
+
+def test_trace_projection_matches_cvxpy():
+    rng = np.random.default_rng(4)
+    A = rng.standard_normal((10, 10))
+    X0 = A + A.T
+    for kwargs in (dict(), dict(symmetric=True)):
+        S = fm.TraceNormBall(fm.Variable((10, 10)), radius=4.0, **kwargs)
+        p = S.project(X0)
+        Y = cvxpy.Variable((10, 10))
+        cvxpy.Problem(cvxpy.Minimize(cvxpy.sum_squares(Y - X0)), [cvxpy.normNuc(Y) <= 4.0]).solve(solver="SCS", eps=1e-9)
+        np.testing.assert_allclose(p, Y.value, atol=1e-4)
+        assert np.linalg.svd(p, compute_uv=False).sum() == pytest.approx(4.0)
+    P = fm.TraceNormBall(fm.Variable((10, 10)), radius=4.0, psd=True).project(X0)
+    w = np.linalg.eigvalsh(P)
+    assert w.min() >= -1e-10 and w.sum() == pytest.approx(4.0)
+
+
+# ------------------------------------------------- the Lanczos trace LMO
+def clustered(rng, n, top):
+    Q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    w = rng.uniform(-0.3, 0.3, n)
+    w[:len(top)] = top
+    return (Q * w) @ Q.T, w
+
+
+def test_lanczos_on_a_cluster():
+    rng = np.random.default_rng(5)
+    A, w = clustered(rng, 300, [-1.1, -1.09, -1.08, 1.0])
+    for which, expected in (("LM", -1.1), ("SA", -1.1), ("LA", 1.0)):
+        theta, u, count, converged = lanczos_extreme(lambda v: A @ v, rng.standard_normal(300), which, tol=1e-10)
+        assert converged and theta == pytest.approx(expected, rel=1e-9)
+        assert np.linalg.norm(A @ u - theta * u) <= 1e-8
+    # a loose tolerance stops early and still gives the eigenvalue to ~tol^2
+    theta, u, count_loose, _ = lanczos_extreme(lambda v: A @ v, rng.standard_normal(300), "LM", tol=1e-2)
+    assert count_loose < count and abs(theta + 1.1) <= 1e-3
+
+
+def test_trace_lmo_warm_start_subspace():
+    rng = np.random.default_rng(6)
+    n = 400
+    A, _ = clustered(rng, n, [3.0, 2.9, 2.8, 2.7])
+    S = fm.TraceNormBall(fm.Variable((n, n)), radius=1.0, lmo_tol=1e-8)
+    S.lmo_atom(A.ravel())
+    # the next directions, as after FW steps: the top eigenvector changes while
+    # the previous one stays an eigenvector (a start on it must not stop there)
+    Q = np.linalg.eigh(A)[1][:, ::-1][:, :4]
+    for k in range(1, 4):
+        B = A + 0.5 * np.outer(Q[:, k], Q[:, k])
+        atom = S.lmo_atom(B.ravel())
+        assert abs(atom.u @ Q[:, k]) == pytest.approx(1.0, abs=1e-6)
+        assert atom.scale == -1.0
+    S.reset()
+    assert S._v0 is None and S._recent == []
+
+
+def test_trace_lmo_has_no_dense_temporaries():
+    n = 600
+    rng = np.random.default_rng(7)
+    A = rng.standard_normal((n, n))
+    sym = A + A.T
+    for D, kwargs in ((sym, {}), (A, dict(symmetric=True)), (A, {}), (A, dict(psd=True))):
+        S = fm.TraceNormBall(fm.Variable((n, n)), radius=1.0, **kwargs)
+        flat = np.ascontiguousarray(D).ravel()
+        S.lmo_atom(flat)  # warm up
+        tracemalloc.start()
+        atom = S.lmo_atom(flat)
+        x = np.zeros(n * n)
+        tracemalloc.reset_peak()
+        before = tracemalloc.get_traced_memory()[0]
+        atom.add_to(x, 0.5)
+        _, peak_add = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        assert peak_add - before < 0.1 * 8 * n * n, kwargs
+        np.testing.assert_allclose(x.reshape(n, n), 0.5 * atom.scale * np.outer(atom.u, atom.v), atol=1e-12)
+        tracemalloc.start()
+        S.lmo_atom(flat)
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        assert peak < 0.25 * 8 * n * n, (kwargs, peak)
+    L = fm.L1Ball(fm.Variable((n, n)), radius=1.0)
+    tracemalloc.start()
+    L.lmo_atom(sym.ravel())
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < 0.25 * 8 * n * n
+
+
+def test_trace_lmo_symmetric_option():
+    rng = np.random.default_rng(8)
+    n = 120
+    A = rng.standard_normal((n, n))
+    S = fm.TraceNormBall(fm.Variable((n, n)), radius=2.0, symmetric=True, lmo_tol=1e-10)
+    s = S.lmo(A)
+    np.testing.assert_allclose(s, s.T, atol=1e-12)
+    w = np.linalg.eigvalsh(0.5 * (A + A.T))
+    assert np.vdot(A, s) == pytest.approx(-2.0 * np.abs(w).max(), rel=1e-8)
+    assert S.contains(s) and not S.contains(np.triu(np.ones((n, n))) * 1e-3)
+    with pytest.raises(fm.ModelError, match="square"):
+        fm.TraceNormBall(fm.Variable((3, 4)), symmetric=True)
+
+
+# ---------------------------------------------------------------- the demo
+def test_demo_command(tmp_path):
+    out = tmp_path / "demo.png"
+    env = dict(os.environ, MPLBACKEND="Agg")
+    res = subprocess.run([sys.executable, "-m", "fwmodel", "demo", "--size", "40", "--seconds", "0.5",
+                          "--output", str(out)], capture_output=True, text=True, timeout=120, env=env)
+    assert res.returncode == 0, res.stderr
+    assert "| fwmodel |" in res.stdout and "| GFB |" in res.stdout
+    assert "fwmodel" in res.stdout and "iteration" in res.stdout
+    pytest.importorskip("matplotlib")
+    assert out.exists() and out.stat().st_size > 1000
