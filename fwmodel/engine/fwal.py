@@ -262,8 +262,14 @@ def minimize_fwal(
                 status, message = "diverged", "the objective or its gradient is not finite"
                 break
             # ---- gradient of the augmented Lagrangian (paper OPT2)
-            dual_term = y + lam_value * r
-            grad = g + Mop.rmatvec(dual_term) if m else g.copy()
+            # (in place where possible: at d = 4000 every full-size temporary is 256 MB)
+            dual_term = r * lam_value
+            dual_term += y
+            if m:
+                grad = Mop.rmatvec(dual_term)
+                grad += g
+            else:
+                grad = g.copy()
             # ---- LMO on every block; FW gap of L(., y)
             fw_atoms = []
             gap = 0.0
@@ -373,8 +379,10 @@ def minimize_fwal(
                 f_new = None
             # ---- update x, r and the active sets
             if gamma > 0:
-                x += gamma * d
-                r += gamma * Md
+                d *= gamma  # d and Md are not used after the step: scale them in place
+                x += d
+                Md *= gamma
+                r += Md
             drop = False
             for k, (kind, pos, gmax) in enumerate(plan):
                 step_counts[kind] += 1

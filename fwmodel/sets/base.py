@@ -104,11 +104,19 @@ class ConvexSet:
         return self.lmo_atom(np.zeros(self.size))
 
     def contains_origin(self):
-        """True when 0 is in the set (by ``contains``; False when unknown)."""
-        try:
-            return bool(self.contains(np.zeros(self.shape)))
-        except Exception:  # a user's contains() that cannot take 0: do not guess
-            return False
+        """True when 0 is in the set (by ``contains``, asked once; False when unknown).
+
+        Sets whose membership test is expensive (a trace-norm ball needs an
+        SVD) override this with the answer they know.
+        """
+        cached = getattr(self, "_contains_origin", None)
+        if cached is None:
+            try:
+                cached = bool(self.contains(np.zeros(self.shape)))
+            except Exception:  # a user's contains() that cannot take 0: do not guess
+                cached = False
+            self._contains_origin = cached
+        return cached
 
     # ---------------------------------------------------------- optional hooks
     def diameter(self):

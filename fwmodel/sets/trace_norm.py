@@ -439,6 +439,10 @@ class TraceNormBall(ConvexSet):
         return (U[:, keep] * s[keep]) @ Vt[keep]
 
     # ---------------------------------------------------------- optional hooks
+    def contains_origin(self):
+        """0 is in every trace-norm ball (no SVD needed to know it)."""
+        return True
+
     def contains(self, point, tol=1e-9):
         x = as_point(self, point)
         if x is None:
