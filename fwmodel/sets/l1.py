@@ -181,7 +181,7 @@ class L1Ball(ConvexSet):
         return bool(np.abs(x).sum() <= self.radius + slack)
 
     def contains_origin(self):
-        # every L1 ball (radius >= 0) contains 0; no need to test it
+        """0 is in every L1 ball (no pass over the entries needed to know it)."""
         return True
 
     def diameter(self):

@@ -455,11 +455,6 @@ class TraceNormBall(ConvexSet):
             return bool(w[0] >= -slack and w.sum() <= self.radius + slack)
         return bool(np.linalg.svd(x, compute_uv=False).sum() <= self.radius + slack)
 
-    def contains_origin(self):
-        # a ball of radius >= 0 around 0 (the base class would test 0 with
-        # contains(), an SVD of a d x d matrix for the trace-norm ball)
-        return True
-
     def diameter(self):
         # ||X - Y||_F <= ||X||_* + ||Y||_*; on the PSD part <X, Y> >= 0 gives
         # ||X - Y||_F^2 <= ||X||_F^2 + ||Y||_F^2 <= 2 r^2.
