@@ -30,11 +30,12 @@ import numpy as np
 import fwmodel as fm
 
 VARIANTS = [
-    ("fw", dict(step="fw")),
-    ("away", dict(step="away")),
-    ("pairwise", dict(step="pairwise")),
+    ("fw", dict(step="fw", projection=False)),
+    ("away", dict(step="away", projection=False)),
+    ("pairwise", dict(step="pairwise", projection=False)),
     ("default (auto, adaptive)", dict()),
     ("default without in-face steps", dict(inface=False)),
+    ("default without projection steps", dict(projection=False)),
     ("theorem 2 schedule", dict(eta="theorem2")),
     ("theorem 3 schedule", dict(eta="theorem3")),
 ]

@@ -25,6 +25,12 @@ plots under benchmarks/figures/):
              (|S_ij| > 1e-2 against the support of Sigma) at fixed times.
 ``profile``  cProfile of a fwmodel solve: where an iteration's time goes.
 ``memory``   peak memory of a fwmodel solve (tracemalloc), in d x d arrays.
+``rank``     how much structure the optimum S* has: the rank and the number
+             of entries a matrix needs to come within the targets' distance of
+             S*. A FW iterate started at 0 has rank <= t in the trace-norm copy
+             and <= 2t nonzeros in the L1 copy after t iterations, so these are
+             lower bounds on the iterations any rank-one / one-entry-per-step
+             method needs (see the function's docstring).
 
 Timing notes: every method is timed on its own clock, measuring excluded; a
 busy machine slows everything, so the load average is recorded with each
@@ -37,6 +43,7 @@ GFB's eigendecompositions then use one core, which the tables state.
     python benchmarks/covariance.py compare --sizes 4000 --thresholds 0.9 --variants full --seconds 300
     python benchmarks/covariance.py profile --size 2000 --iters 30
     python benchmarks/covariance.py memory --size 4000 --iters 10
+    python benchmarks/covariance.py rank --sizes 200 1000 2000 4000
     python benchmarks/covariance.py replot
     python benchmarks/covariance.py summary
 """
@@ -44,6 +51,7 @@ import argparse
 import cProfile
 import io
 import json
+import math
 import os
 import platform
 import pstats
@@ -419,6 +427,57 @@ def cmd_memory(args):
     write(f"covariance_memory_d{d}_{args.variant}.md", text)
 
 
+def _tail_count(sorted_desc, budget):
+    """Smallest k with sqrt(sum_{i >= k} a_i^2) <= budget (a sorted decreasing)."""
+    tail = np.sqrt(np.cumsum((sorted_desc ** 2)[::-1])[::-1])  # tail[k] = ||a[k:]||
+    ok = np.flatnonzero(np.append(tail, 0.0) <= budget)
+    return int(ok[0])
+
+
+def cmd_rank(args):
+    """Structure of the optimum: lower bounds on FW-type iteration counts.
+
+    For a point S with f(S) - f* <= eps (f0 - f*), strong convexity of f
+    (full variant: f = ||S - Sigma_hat||^2, modulus 2) and the optimality of
+    S* over the feasible set give ||S - S*||_F^2 <= (f(S) - f*) / 1, so S
+    lies within r_f = sqrt(eps (f0 - f*)) of S*. The two copies must also be
+    within 1e-3 * ||S*||_F of each other. A trace-norm copy of rank k is at
+    least ||tail_k(eig(S*))|| from S*, an L1 copy with p nonzeros at least
+    ||tail_p(|S*_ij|)||; FW from the origin adds one rank-one atom (one
+    symmetric entry pair) per iteration. The table reports the smallest k
+    and p whose tails fit in the two radii.
+    """
+    rows = []
+    for variant in args.variants:
+        for threshold in args.thresholds:
+            for d in args.sizes:
+                observed = args.observed if variant == "masked" else 1.0
+                data = sparse_low_rank_covariance(d, threshold=threshold, observed=observed, seed=args.seed)
+                key = f"d{d}_t{threshold:g}_o{observed:g}_s{args.seed}"
+                S, f_star, _ = cached_reference(data, key, args.reference_iters, args.reference_seconds)
+                S = 0.5 * (S + S.T)
+                f0 = data.loss(np.zeros((d, d)))
+                scale = float(np.linalg.norm(S))
+                eig = np.sort(np.abs(np.linalg.eigvalsh(S)))[::-1]
+                ent = np.sort(np.abs(S).ravel())[::-1]
+                row = dict(variant=variant, threshold=threshold, d=d, nnz=int(data.support.sum()))
+                for name, radius in (("1e-2 subopt", math.sqrt(1e-2 * (f0 - f_star))), ("1e-3 infeas", 1e-3 * scale)):
+                    row[f"rank {name}"] = _tail_count(eig, radius)
+                    row[f"entries {name}"] = _tail_count(ent, radius)
+                rows.append(row)
+                print(row, flush=True)
+    cols = list(rows[0])
+    text = ("# Structure of the optimum: rank and entries needed to reach the targets\n\nCommand: "
+            f"`python benchmarks/covariance.py rank --sizes {' '.join(map(str, args.sizes))} --thresholds "
+            f"{' '.join(map(str, args.thresholds))} --variants {' '.join(args.variants)}`\n\n"
+            "rank / entries: the smallest rank k (number of entries p) of a matrix within the target's radius of "
+            "S* (radius sqrt(eps (f0 - f*)) for 1e-2 normalized suboptimality, 1e-3 ||S*||_F for 1e-3 relative "
+            "infeasibility). A FW iterate needs at least k iterations in the trace-norm copy and p / 2 in the "
+            "L1 copy.\n\n" + markdown_table(rows, cols, cols))
+    print(text)
+    write(args.name if args.name else "covariance_rank.md", text)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -444,6 +503,16 @@ def main(argv=None):
     q.set_defaults(fn=cmd_replot)
     q = sub.add_parser("summary", help="one crossover table from the cached compare runs")
     q.set_defaults(fn=cmd_summary)
+    q = sub.add_parser("rank", help="rank and entries of the optimum needed to reach the targets")
+    q.add_argument("--sizes", type=int, nargs="+", default=[200, 1000, 2000])
+    q.add_argument("--thresholds", type=float, nargs="+", default=[0.9])
+    q.add_argument("--variants", nargs="+", default=["full"], choices=["full", "masked"])
+    q.add_argument("--observed", type=float, default=0.2)
+    q.add_argument("--reference-iters", type=int, default=400)
+    q.add_argument("--reference-seconds", type=float, default=1800.0)
+    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--name", default=None)
+    q.set_defaults(fn=cmd_rank)
     for name, fn in (("profile", cmd_profile), ("memory", cmd_memory)):
         q = sub.add_parser(name)
         q.add_argument("--size", type=int, default=2000)

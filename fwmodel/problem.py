@@ -34,6 +34,7 @@ SOLVE_DEFAULTS = dict(
     warm_start=False,
     seed=None,
     inface="auto",
+    projection="auto",
 )
 
 
@@ -272,7 +273,8 @@ class Problem:
 
         return [Block(offset=b.offset, size=b.size, lmo=b.set.lmo_atom, initial_atom=b.set.initial_atom,
                       is_polytope=bool(b.set.is_polytope), name=b.name, face=face(b.set),
-                      active_set_steps=not batched(b.set))
+                      active_set_steps=not batched(b.set),
+                      project=b.set.project_flat if getattr(b.set, "has_cheap_projection", False) else None)
                 for b in compiled.blocks]
 
     def __repr__(self):

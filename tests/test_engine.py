@@ -54,9 +54,43 @@ def test_auto_step_uses_pairwise_steps_on_polytopes_and_fw_elsewhere():
     X = fm.Variable((6, 6), name="X")
     C = np.diag(np.arange(6.0))
     mixed = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.L1Ball(X, 5.0), fm.TraceNormBall(X, 4.0)])
-    mixed.solve(max_iter=50)
+    mixed.solve(max_iter=50, projection=False)
     # one polytope block (pairwise) and one trace-norm block (FW) per iteration
     assert mixed.stats.step_counts["pairwise"] > 0 and mixed.stats.step_counts["fw"] >= 50
+    # by default the L1 ball next to a trace-norm ball takes projection steps instead
+    mixed.solve(max_iter=50)
+    assert mixed.stats.step_counts["projection"] > 0 and mixed.stats.step_counts["pairwise"] == 0
+    assert mixed.stats.step_counts["fw"] >= 50
+
+
+def test_projection_steps_reach_the_closed_form_answer():
+    """Projection steps on the L1 block, checked against a closed form.
+
+    With a large nuclear radius the trace-norm ball is inactive, so the
+    answer is the L1-ball projection of C (soft-thresholding, computed here
+    independently of the engine's step).
+    """
+    X = fm.Variable((6, 6), name="X")
+    C = np.diag([3.0, -2.0, 1.0, 0.5, 0.0, 0.0]) + 0.1
+    l1 = fm.L1Ball(X, 4.0)
+    lo, hi = 0.0, float(np.abs(C).max())  # soft-threshold level by bisection: sum(|C| - tau)_+ = 4
+    for _ in range(200):
+        tau = 0.5 * (lo + hi)
+        lo, hi = (tau, hi) if np.maximum(np.abs(C) - tau, 0).sum() > 4.0 else (lo, tau)
+    expected = np.sign(C) * np.maximum(np.abs(C) - tau, 0)
+    assert np.abs(np.linalg.eigvalsh(expected)).sum() < 50  # trace ball below inactive
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [l1, fm.TraceNormBall(X, 50.0)])
+    prob.solve(projection=True, tol=1e-7, feas_tol=1e-7, max_iter=20000)
+    assert prob.status == "optimal"
+    assert prob.stats.step_counts["projection"] > 0
+    np.testing.assert_allclose(X.value, expected, atol=1e-4)
+
+
+def test_projection_option_is_checked():
+    x = fm.Variable(3)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - 1)), [fm.L1Ball(x, 1.0)])
+    with pytest.raises(ValueError, match="projection"):
+        prob.solve(projection="yes")
 
 
 def test_infeasible_intersection_is_detected():
@@ -295,8 +329,45 @@ def test_inface_steps_make_trace_norm_intersections_converge():
     assert prob.stats.step_counts["inface"] > 0
     assert prob.value == pytest.approx(f_star, rel=1e-3)
     assert np.allclose(X.value, X_star, atol=2e-2)
-    plain, _ = solve(inface=False)
+    plain, _ = solve(inface=False, projection=False)  # FW steps alone on both blocks
     assert plain.status == "max_iter"
+
+
+def test_inface_steps_keep_symmetric_problems_symmetric():
+    """Symmetric data: the LMOs return symmetric atoms, so the in-face step must too.
+
+    A face step over U C V' with U != V moves off the symmetric matrices;
+    once the iterate is asymmetric the LMOs lose their symmetric fast paths
+    (the L1 ball returns one-entry vertices) and the asymmetry grows. The
+    Lanczos path (dense_threshold=0) also tests the symmetry probe on
+    gradients with entries of very different sizes.
+    """
+    from fwmodel.datasets import sparse_low_rank_covariance
+
+    data = sparse_low_rank_covariance(60, seed=1)
+    X = fm.Variable((60, 60), name="S")
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - data.sigma_hat)),
+                      [fm.L1Ball(X, data.radius_l1),
+                       fm.TraceNormBall(X, data.radius_trace, dense_threshold=0)])
+    prob.solve(max_iter=400)
+    assert prob.stats.step_counts["inface"] > 0
+    S = X.value
+    assert np.linalg.norm(S - S.T) <= 1e-12 * np.linalg.norm(S)
+
+
+def test_trace_norm_symmetry_probe_ignores_rounding_on_small_entries():
+    """A symmetric direction with tiny entries and rounding-level asymmetry takes the symmetric path."""
+    rng = np.random.default_rng(2)
+    n = 80
+    A = rng.standard_normal((n, n))
+    D = A + A.T
+    D[:, : n // 2] *= 1e-9  # entries of very different sizes ...
+    D[: n // 2, :] *= 1e-9
+    D = 0.5 * (D + D.T)
+    D += 1e-16 * np.abs(D).max() * rng.standard_normal((n, n))  # ... and rounding-level asymmetry
+    ball = fm.TraceNormBall(fm.Variable((n, n)), 1.0, dense_threshold=0)
+    atom = ball.lmo_atom(D.ravel())
+    assert np.array_equal(atom.u, atom.v)
 
 
 def test_small_nuclear_projection_satisfies_the_projection_inequality():

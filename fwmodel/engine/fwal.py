@@ -32,6 +32,7 @@ from .verbose import VerbosePrinter
 from .vector_ops import dot, norm
 
 STEP_KINDS = ("auto", "fw", "away", "pairwise")
+PROJECTION_CHOICES = ("auto", True, False)
 #: with inface="auto", in-face steps run on trace-norm blocks up to this size
 AUTO_INFACE_MAX_DIM = 500
 LINE_SEARCHES = ("auto", "exact", "backtracking")
@@ -58,6 +59,9 @@ class Block:
     #: optional :class:`~fwmodel.engine.inface.LowRankFace` (trace-norm blocks):
     #: enables in-face corrective steps on this block
     face: object = None
+    #: optional cheap Euclidean projection onto X_k (flat -> flat): enables
+    #: projected-gradient steps on this block (option ``projection``)
+    project: Callable = None
 
     @property
     def slice(self):
@@ -122,6 +126,7 @@ def minimize_fwal(
     infeasibility_check_every=25,
     max_drop_steps=None,
     inface="auto",
+    projection="auto",
 ):
     """Minimize f over the blocks subject to Mx = b with FW-AL.
 
@@ -145,6 +150,10 @@ def minimize_fwal(
     inface : "auto" (in-face corrective steps on trace-norm blocks of at most
         ``AUTO_INFACE_MAX_DIM`` rows or columns; see :mod:`fwmodel.engine.inface`),
         True (on every block that declares a low-rank face) or False.
+    projection : True: blocks with a cheap Euclidean projection (``Block.project``:
+        L1, L2 balls, boxes) take projected-gradient steps instead of FW steps
+        (see :func:`_projection_step`); False: never; "auto": see
+        :func:`_auto_projection_blocks`.
 
     Returns an :class:`FWALResult`.
     """
@@ -170,6 +179,8 @@ def minimize_fwal(
         raise ValueError(f"b has shape {b.shape}, expected ({m},) to match the rows of M")
     b_norm = float(norm(b))
     use_active = step in ("auto", "away", "pairwise")
+    _check_option("projection", projection, PROJECTION_CHOICES)
+    proj_blocks = _projection_blocks(blocks, projection)
     # "auto": pairwise steps on polytope blocks. Measured on the test problems
     # (L1 ∩ box least squares, simplex ∩ box, simplex with equalities, three
     # sets), pairwise needed 0.5-0.9x the iterations of away steps (Alg. 1).
@@ -192,8 +203,10 @@ def minimize_fwal(
     def wants_active_set(blk):
         return blk.is_polytope and (step != "auto" or blk.active_set_steps)
 
+    for k in proj_blocks:  # these blocks move by projections: no vertex bookkeeping
+        active.pop(k, None)
     for k, blk in enumerate(blocks):
-        if use_active and wants_active_set(blk) and k not in active:
+        if use_active and wants_active_set(blk) and k not in active and k not in proj_blocks:
             if warm_state is None:
                 atom = blk.initial_atom()
                 active[k] = ActiveSet(atom)
@@ -243,6 +256,8 @@ def minimize_fwal(
     printer = VerbosePrinter(verbose, print_every, n=n, m=m, blocks=blocks)
     printer.header(step=step, line_search=line_search, lam=lam_value)
     step_counts = {"fw": 0, "away": 0, "pairwise": 0, "drop": 0}
+    if proj_blocks:
+        step_counts["projection"] = 0
     status = "max_iter"
     drops_in_row = 0
     max_drops = max_drop_steps if max_drop_steps is not None else 10 * len(blocks) + 10
@@ -329,6 +344,10 @@ def minimize_fwal(
                 sl = blk.slice
                 xk, gk, s = x[sl], grad[sl], fw_atoms[k]
                 dk = d[sl]
+                if k in proj_blocks:  # moved by its own projected-gradient step below
+                    dk.fill(0.0)
+                    plan.append(("skip", None, math.inf))
+                    continue
                 aset = active.get(k)
                 kind = "fw"
                 if aset is not None and len(aset) > 1 or (aset is not None and pairwise):
@@ -352,13 +371,18 @@ def minimize_fwal(
                     v.add_to(dk, -1.0)
                     plan.append(("pairwise", pos, alpha_v))
             gamma_max = min(p[2] for p in plan)
+            fw_moves = gamma_max < math.inf  # False when every block moves by projections
+            if not fw_moves:
+                gamma_max = 0.0
 
             # ---- line search on phi(gamma) = L(x + gamma d, y)
             Md = Mop.matvec(d) if m else np.zeros(0)
             slope = dot(grad, d)
             pen_lin = dot(dual_term, Md)  # derivative of the dual+penalty terms at 0
             pen_quad = lam_value * dot(Md, Md)
-            if line_search == "exact" and quadratic and curvature_fn is not None:
+            if not fw_moves:
+                gamma = 0.0
+            elif line_search == "exact" and quadratic and curvature_fn is not None:
                 curv = curvature_fn(x, d)
                 gamma = exact_quadratic_step(slope, float(curv) + pen_quad, gamma_max)
                 f_new = None
@@ -385,6 +409,8 @@ def minimize_fwal(
                 r += Md
             drop = False
             for k, (kind, pos, gmax) in enumerate(plan):
+                if kind == "skip":
+                    continue
                 step_counts[kind] += 1
                 aset = active.get(k)
                 if aset is None:
@@ -404,6 +430,10 @@ def minimize_fwal(
             for k, aset in faces.items():
                 aset.fw_update(fw_atoms[k], gamma)
             f, g = objective.value_and_grad(x)
+            if proj_blocks:
+                f, g = _projection_step(proj_blocks, blocks, objective, Mop, m, x, r, y, lam_value, f, g,
+                                        curvature_fn, quadratic, backtracking)
+                step_counts["projection"] += 1
             if faces:
                 f, g = _inface_steps(faces, blocks, objective, Mop, m, x, r, y, lam_value, f, g,
                                      curvature_fn if quadratic else None, step_counts)
@@ -500,6 +530,93 @@ def _inface_steps(faces, blocks, objective, Mop, m, x, r, y, lam, f, g, curvatur
     if moved:
         f, g = objective.value_and_grad(x)
     return f, g
+
+
+def _projection_blocks(blocks, projection):
+    """Indices of the blocks that take projected-gradient steps."""
+    if projection is False:
+        return []
+    cheap = [k for k, blk in enumerate(blocks) if blk.project is not None]
+    if projection is True:
+        return cheap
+    return _auto_projection_blocks(blocks, cheap)
+
+
+def _auto_projection_blocks(blocks, cheap):
+    """projection="auto": projected-gradient steps on cheap blocks next to a trace-norm block.
+
+    Measured (benchmarks/RESULTS.md, "Projection steps"): on L1Ball ∩
+    TraceNormBall the L1 copy of the solution has thousands of entries
+    while FW adds one vertex (one entry pair) per iteration; a projection
+    moves every entry at once. On products of polytopes alone (simplex ∩
+    box, L1 ∩ box) pairwise FW already converges linearly, so "auto" keeps
+    FW steps there.
+    """
+    if not cheap or not any(blk.face is not None for blk in blocks):
+        return []
+    return cheap
+
+
+def _projection_step(proj_blocks, blocks, objective, Mop, m, x, r, y, lam, f, g, curvature_fn, quadratic,
+                     backtracking):
+    """One projected-gradient step on L(., y) over the blocks with a cheap projection.
+
+    For each such block, ``d_k = P_k(x_k - grad_k / L) - x_k`` with ``L`` the
+    curvature of L(., y) along the gradient restricted to these blocks
+    (exact for the usual quadratic objectives, whose Hessian on a copy of a
+    variable is a multiple of the identity plus lam M'M; then ``x + d`` is
+    the exact minimizer over the block). ``x + gamma d`` stays in the sets
+    for gamma in [0, 1]; gamma comes from the same line search as the FW
+    step. This is the block update of a (linearized) augmented-Lagrangian
+    method; the FW-AL structure (one primal pass, then the dual step of eq.
+    ``fwal``) is unchanged, and blocks without a cheap projection still move
+    by LMOs only.
+    """
+    n = x.size
+    dual_term = r * lam
+    dual_term += y
+    grad = Mop.rmatvec(dual_term) if m else np.zeros(n)
+    grad += g
+    d = np.zeros(n)
+    for k in proj_blocks:
+        sl = blocks[k].slice
+        np.negative(grad[sl], out=d[sl])
+    gnorm2 = dot(d, d)
+    if gnorm2 == 0.0:
+        return f, g
+    Md = Mop.matvec(d) if m else np.zeros(0)
+    curv = curvature_fn(x, d) if curvature_fn is not None else None
+    if curv is not None and float(curv) + lam * dot(Md, Md) > 0:
+        L = (float(curv) + lam * dot(Md, Md)) / gnorm2
+    else:
+        L = backtracking.lipschitz or 1.0
+    for k in proj_blocks:
+        sl = blocks[k].slice
+        target = x[sl] + d[sl] / L  # d = -grad here
+        d[sl] = blocks[k].project(target)
+        d[sl] -= x[sl]
+    Md = Mop.matvec(d) if m else np.zeros(0)
+    slope = dot(grad, d)
+    if not slope < 0:
+        return f, g
+    pen_lin = dot(dual_term, Md) if m else 0.0
+    pen_quad = lam * dot(Md, Md) if m else 0.0
+    if quadratic and curvature_fn is not None:
+        c = curvature_fn(x, d)
+        gamma = exact_quadratic_step(slope, float(c) + pen_quad, 1.0)
+    else:
+        def phi(gm):
+            return objective.value(x + gm * d) + gm * pen_lin + 0.5 * gm * gm * pen_quad
+
+        gamma, _ = backtracking.step(phi, f, slope, dot(d, d), 1.0, None)
+    if gamma <= 0:
+        return f, g
+    d *= gamma
+    x += d
+    if m:
+        Md *= gamma
+        r += Md
+    return objective.value_and_grad(x)
 
 
 def _last_kind(counts):

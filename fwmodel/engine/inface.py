@@ -66,8 +66,14 @@ class LowRankFace:
 
 
 def _factor(aset, shape):
-    """(U, C, V, atom_type) with X = U C V' from the active set's rank-one atoms, or None."""
+    """(U, C, V, atom_type, symmetric) with X = U C V' from the active set's rank-one atoms, or None.
+
+    When every atom is symmetric (``u is v``, as the LMO returns for a
+    symmetric gradient) the face is taken over symmetric matrices: one basis
+    U = V and a symmetric C, so that the step keeps the iterate symmetric.
+    """
     us, vs, coef, kind = [], [], [], None
+    symmetric = True
     for atom, w in zip(aset.atoms, aset.weights):
         if getattr(atom, "u", None) is None:
             if getattr(atom, "indices", None) is not None and atom.indices.size == 0:
@@ -77,12 +83,25 @@ def _factor(aset, shape):
         us.append(atom.u)
         vs.append(atom.v)
         coef.append(w * atom.scale)
+        symmetric = symmetric and (atom.u is atom.v or np.array_equal(atom.u, atom.v))
     if not us:
         return None
     U, Ru = np.linalg.qr(np.column_stack(us))
+    if symmetric:
+        C = (Ru * np.asarray(coef)) @ Ru.T
+        return U, 0.5 * (C + C.T), U, kind, True
     V, Rv = np.linalg.qr(np.column_stack(vs))
     C = (Ru * np.asarray(coef)) @ Rv.T
-    return U, C, V, kind
+    return U, C, V, kind, False
+
+
+def _project_symmetric_nuclear(C, radius, psd):
+    """Projection of a small symmetric matrix onto the symmetric nuclear ball (or the PSD trace ball)."""
+    if psd:
+        return project_small_nuclear(C, radius, True)
+    lam, P = np.linalg.eigh(0.5 * (C + C.T))
+    lam = np.sign(lam) * project_capped_simplex(np.abs(lam), radius)
+    return (P * lam) @ P.T
 
 
 def inface_step(face, aset, x_block, g_block, merit):
@@ -98,10 +117,12 @@ def inface_step(face, aset, x_block, g_block, merit):
     factored = _factor(aset, face.shape)
     if factored is None:
         return None
-    U, C, V, kind = factored
+    U, C, V, kind, symmetric = factored
     m, n = face.shape
     G = g_block.reshape(m, n)
     GC = U.T @ (G @ V)
+    if symmetric:  # the face's symmetric part: <G, U D U'> = <sym(U'GU), D> for symmetric D
+        GC = 0.5 * (GC + GC.T)
     gnorm2 = float(np.sum(GC * GC))
     if gnorm2 == 0.0:
         return None
@@ -109,9 +130,16 @@ def inface_step(face, aset, x_block, g_block, merit):
     d0 = -(U @ GC @ V.T).ravel()
     slope0, curv0, _ = merit(d0)
     tau = gnorm2 / curv0 if curv0 is not None and curv0 > 0 else 1.0 / max(np.sqrt(gnorm2), 1e-300)
-    C_new = project_small_nuclear(C - tau * GC, face.radius, face.psd)
+    if symmetric:
+        C_new = _project_symmetric_nuclear(C - tau * GC, face.radius, face.psd)
+    else:
+        C_new = project_small_nuclear(C - tau * GC, face.radius, face.psd)
     DC = C_new - C
-    d = (U @ DC @ V.T).ravel()
+    D = U @ DC @ V.T
+    if symmetric:  # exactly symmetric, so rounding cannot build up an asymmetry over many steps
+        D += D.T
+        D *= 0.5
+    d = D.ravel()
     slope, curv, phi = merit(d)
     if not slope < 0:
         return None
@@ -125,17 +153,25 @@ def inface_step(face, aset, x_block, g_block, merit):
             return None
     C_next = C + gamma * DC
     # Re-express U C_next V' as rank-one atoms of the ball (weights sigma / radius).
-    if face.psd:
+    signs = None
+    if face.psd or symmetric:
         lam, P = np.linalg.eigh(0.5 * (C_next + C_next.T))
-        keep = lam > 1e-12 * face.radius
+        keep = (lam if face.psd else np.abs(lam)) > 1e-12 * face.radius
         us = U @ P[:, keep]
         vs = us
-        sig = lam[keep]
+        sig = np.abs(lam[keep])
+        signs = np.sign(lam[keep])
     else:
         P, sig, Qt = np.linalg.svd(C_next, full_matrices=False)
         keep = sig > 1e-12 * face.radius
         us, vs, sig = U @ P[:, keep], V @ Qt[keep].T, sig[keep]
-    atoms = [kind(us[:, j], vs[:, j], face.radius, face.shape) for j in range(sig.size)]
+    if signs is None:
+        atoms = [kind(us[:, j], vs[:, j], face.radius, face.shape) for j in range(sig.size)]
+    else:  # symmetric atoms share one vector (u is v), as the LMO's do
+        atoms = []
+        for j in range(sig.size):
+            u = np.ascontiguousarray(us[:, j])
+            atoms.append(kind(u, u, signs[j] * face.radius, face.shape))
     weights = list(sig / face.radius)
     rest = 1.0 - sum(weights)
     new_set = None

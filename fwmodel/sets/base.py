@@ -45,6 +45,14 @@ class ConvexSet:
 
     #: True when the set is a polytope (finitely many vertices).
     is_polytope = False
+    #: True when :meth:`project_flat` is about as cheap as the LMO (one or a
+    #: few passes over the entries): the engine may then take projected-gradient
+    #: steps on the set's block (``solve(projection=...)``).
+    has_cheap_projection = False
+
+    def project_flat(self, flat_point):
+        """Euclidean projection of a flat point onto the set (only where ``has_cheap_projection``)."""
+        raise NotImplementedError(f"{type(self).__name__} has no cheap Euclidean projection")
 
     def __init__(self, expr):
         from ..expressions import as_expression  # sets -> expressions only

@@ -72,6 +72,12 @@ class Box(ConvexSet):
         d = as_direction(self, direction)
         return self._vertex(d.ravel() < 0).reshape(tuple(self.shape))
 
+    has_cheap_projection = True
+
+    def project_flat(self, flat_point):
+        """Euclidean projection: clip every entry to its bounds."""
+        return np.clip(np.asarray(flat_point, dtype=float).ravel(), self._lo, self._hi)
+
     def contains(self, point, tol=1e-9):
         x = as_point(self, point)
         if x is None:

@@ -171,6 +171,12 @@ class L1Ball(ConvexSet):
         np.maximum(out, 0.0, out=out)
         return np.copysign(out, x, out=out)
 
+    has_cheap_projection = True
+
+    def project_flat(self, flat_point):
+        """:meth:`project` on a flat point: soft-thresholding, O(n) expected."""
+        return self.project(np.asarray(flat_point, dtype=float).reshape(tuple(self.shape))).ravel()
+
     def contains(self, point, tol=1e-9):
         x = as_point(self, point)
         if x is None:

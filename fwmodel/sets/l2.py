@@ -45,6 +45,16 @@ class L2Ball(ConvexSet):
         d = as_direction(self, direction)
         return self.lmo_atom(d.ravel()).vector.reshape(tuple(self.shape))
 
+    has_cheap_projection = True
+
+    def project_flat(self, flat_point):
+        """Euclidean projection: scale the point back onto the ball when it lies outside."""
+        x = np.array(flat_point, dtype=float).ravel()
+        norm = float(np.linalg.norm(x))
+        if norm > self.radius:
+            x *= self.radius / norm
+        return x
+
     def contains(self, point, tol=1e-9):
         x = as_point(self, point)
         if x is None:
