@@ -6,9 +6,10 @@ recover a covariance matrix that is both sparse and low rank,
 
     min ||S - Sigma_hat||_F^2   s.t.  ||S||_1 <= beta_1,  ||S||_* <= beta_2
 
-(eq. ``constrained_sparse_low_rank``), with fwmodel (FW-AL: one arg-max and
-one Lanczos eigenpair per iteration) and with projection splitting (GFB: one
-full eigendecomposition per iteration). It prints progress, a table of times
+(eq. ``constrained_sparse_low_rank``), with fwmodel (FW-AL: one Lanczos
+eigenpair per iteration for the trace-norm ball, soft-thresholding for the
+L1 ball) and with projection splitting (GFB: one full eigendecomposition per
+iteration). It prints progress, a table of times
 to 1e-2 / 1e-3 normalized suboptimality and support recovery, and saves a
 plot when matplotlib is installed.
 """
@@ -26,8 +27,9 @@ matrix that is both sparse and low rank,
 
     min ||S - Sigma_hat||_F^2   s.t.  ||S||_1 <= beta_1,  ||S||_* <= beta_2,
 
-with fwmodel (FW-AL: an arg-max and a Lanczos eigenpair per iteration) and with
-projection splitting (GFB: a full eigendecomposition per iteration). Prints
+with fwmodel (FW-AL: a Lanczos eigenpair and an L1 soft-thresholding per
+iteration) and with projection splitting (GFB: a full eigendecomposition per
+iteration). Prints
 progress and a table (times to 1e-2 / 1e-3 normalized suboptimality with 1e-3
 relative infeasibility, support recovery), and saves a plot when matplotlib is
 installed. Larger runs: benchmarks/covariance.py."""

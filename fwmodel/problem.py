@@ -192,7 +192,11 @@ class Problem:
         ("auto", "exact", "backtracking"), verbose, print_every, callback
         (called with a :class:`CallbackState` each iteration; returning False
         stops), warm_start (reuse x, y and active sets of the last solve),
-        seed.
+        seed, inface ("auto", True, False: in-face steps on trace-norm
+        blocks), projection ("auto", True, False: projected-gradient steps on
+        blocks whose set has a cheap projection -- L1/L2 balls, boxes;
+        "auto" takes them when the problem also has a trace-norm block, see
+        ``fwmodel.engine.fwal._auto_projection_blocks``).
         """
         unknown = sorted(set(options) - set(SOLVE_DEFAULTS))
         if unknown:

@@ -172,6 +172,26 @@ def test_l1_projection():
     np.testing.assert_array_equal(S.project(small), small)
 
 
+@pytest.mark.parametrize("kind", ["gaussian", "heavy tail", "ties", "sparse signal"])
+@pytest.mark.parametrize("fraction", [1e-4, 0.05, 0.6, 0.999])
+def test_l1_projection_level_on_large_inputs_matches_sorting(kind, fraction):
+    """The sampled start of the soft-threshold search (inputs above 32,768 entries) against the sort-based closed form."""
+    rng = np.random.default_rng(7)
+    n = 50_000
+    a = {"gaussian": lambda: np.abs(rng.standard_normal(n)),
+         "heavy tail": lambda: np.abs(rng.standard_cauchy(n)),
+         "ties": lambda: np.ones(n),
+         "sparse signal": lambda: np.where(rng.random(n) < 1e-3, 10.0, 1e-3 * rng.random(n))}[kind]()
+    radius = fraction * float(a.sum())
+    u = np.sort(a)[::-1]
+    css = np.cumsum(u) - radius
+    rho = np.flatnonzero(u - css / np.arange(1, n + 1) > 0)[-1]
+    expected = np.sign(a) * np.maximum(a - css[rho] / (rho + 1), 0)
+    p = fm.L1Ball(fm.Variable(n), radius=radius).project(a)
+    np.testing.assert_allclose(p, expected, rtol=1e-9, atol=1e-9 * a.max())
+    assert np.abs(p).sum() == pytest.approx(radius, rel=1e-9)
+
+
 def test_trace_projection_matches_cvxpy():
     rng = np.random.default_rng(4)
     A = rng.standard_normal((10, 10))

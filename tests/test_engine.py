@@ -54,13 +54,28 @@ def test_auto_step_uses_pairwise_steps_on_polytopes_and_fw_elsewhere():
     X = fm.Variable((6, 6), name="X")
     C = np.diag(np.arange(6.0))
     mixed = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.L1Ball(X, 5.0), fm.TraceNormBall(X, 4.0)])
-    mixed.solve(max_iter=50, projection=False)
+    mixed.solve(max_iter=50)
     # one polytope block (pairwise) and one trace-norm block (FW) per iteration
     assert mixed.stats.step_counts["pairwise"] > 0 and mixed.stats.step_counts["fw"] >= 50
-    # by default the L1 ball next to a trace-norm ball takes projection steps instead
-    mixed.solve(max_iter=50)
+    # projection=True: the L1 ball takes projected-gradient steps instead
+    mixed.solve(max_iter=50, projection=True)
     assert mixed.stats.step_counts["projection"] > 0 and mixed.stats.step_counts["pairwise"] == 0
     assert mixed.stats.step_counts["fw"] >= 50
+
+
+def test_auto_projection_rule_needs_a_large_cheap_block_next_to_a_trace_norm_block():
+    from fwmodel.engine.fwal import AUTO_PROJECTION_MIN_SIZE, Block, _projection_blocks
+
+    def block(size, face=None, project=None):
+        return Block(offset=0, size=size, lmo=None, initial_atom=None, face=face, project=project)
+
+    big, small = AUTO_PROJECTION_MIN_SIZE, AUTO_PROJECTION_MIN_SIZE - 1
+    with_trace = [block(big, project=np.copy), block(big, face=object())]
+    assert _projection_blocks(with_trace, "auto") == [0]
+    assert _projection_blocks([block(small, project=np.copy), block(big, face=object())], "auto") == []
+    assert _projection_blocks([block(big, project=np.copy), block(big, project=np.copy)], "auto") == []
+    assert _projection_blocks([block(small, project=np.copy), block(5)], True) == [0]
+    assert _projection_blocks(with_trace, False) == []
 
 
 def test_projection_steps_reach_the_closed_form_answer():

@@ -178,6 +178,17 @@ print(f"f* = {f_star:.8g}, f(0) = {f0:.6g}, ||S*||_F = {scale:.4g}")
 # copies (what `S.value` returns) and their disagreement `||S_(1) - S_(2)||`,
 # and keeps the estimate reached after a tenth of the budget, to look at an
 # early iterate.
+#
+# What the defaults do here: the trace-norm copy takes FW steps (one Lanczos
+# eigenpair each), plus in-face steps while d <= 500. The L1 copy is
+# different: FW would add one vertex (two entries) per iteration, while the
+# solution's L1 copy has thousands of entries. Its projection
+# (soft-thresholding) costs about as much as its LMO, so from 10^5 entries on
+# (d >= 317) the default `projection="auto"` moves that copy by projected-
+# gradient steps instead. At d = 1000 this took the normalized suboptimality
+# after 10 s from 0.70 to 0.035 (`benchmarks/RESULTS.md`). Only the
+# trace-norm ball, whose projection needs the full eigendecomposition, is
+# never projected onto.
 
 # %%
 fw_curve = []

