@@ -7,8 +7,8 @@ recover a covariance matrix that is both sparse and low rank,
     min ||S - Sigma_hat||_F^2   s.t.  ||S||_1 <= beta_1,  ||S||_* <= beta_2
 
 (eq. ``constrained_sparse_low_rank``), with fwmodel (FW-AL: one Lanczos
-eigenpair per iteration for the trace-norm ball, soft-thresholding for the
-L1 ball) and with projection splitting (GFB: one full eigendecomposition per
+eigenpair per iteration for the trace-norm ball; for the L1 ball an arg-max,
+or soft-thresholding from d = 317 on) and with projection splitting (GFB: one full eigendecomposition per
 iteration). It prints progress, a table of times
 to 1e-2 / 1e-3 normalized suboptimality and support recovery, and saves a
 plot when matplotlib is installed.
@@ -27,8 +27,8 @@ matrix that is both sparse and low rank,
 
     min ||S - Sigma_hat||_F^2   s.t.  ||S||_1 <= beta_1,  ||S||_* <= beta_2,
 
-with fwmodel (FW-AL: a Lanczos eigenpair and an L1 soft-thresholding per
-iteration) and with projection splitting (GFB: a full eigendecomposition per
+with fwmodel (FW-AL: a Lanczos eigenpair and an L1 arg-max per iteration;
+soft-thresholding on the L1 ball from d = 317 on) and with projection splitting (GFB: a full eigendecomposition per
 iteration). Prints
 progress and a table (times to 1e-2 / 1e-3 normalized suboptimality with 1e-3
 relative infeasibility, support recovery), and saves a plot when matplotlib is

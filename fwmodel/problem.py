@@ -195,7 +195,8 @@ class Problem:
         seed, inface ("auto", True, False: in-face steps on trace-norm
         blocks), projection ("auto", True, False: projected-gradient steps on
         blocks whose set has a cheap projection -- L1/L2 balls, boxes;
-        "auto" takes them when the problem also has a trace-norm block, see
+        "auto" takes them on blocks of at least 10^5 entries when the problem
+        also has a trace-norm block, see
         ``fwmodel.engine.fwal._auto_projection_blocks``).
         """
         unknown = sorted(set(options) - set(SOLVE_DEFAULTS))

@@ -406,3 +406,35 @@ def test_small_nuclear_projection_satisfies_the_projection_inequality():
                 Z = rng.standard_normal((5, 5))
                 Z *= rng.uniform(0, 1.5) / np.linalg.svd(Z, compute_uv=False).sum()
             assert np.sum((C - P) * (Z - P)) <= 1e-9
+
+
+def test_projection_steps_on_a_non_quadratic_objective_converge():
+    """Backtracking projection steps (own Lipschitz estimate) next to FW steps on a simplex."""
+    rng = np.random.default_rng(4)
+    A = rng.standard_normal((40, 30))
+    c = rng.standard_normal(30) * 0.1
+
+    def solve(projection):
+        x = fm.Variable(30, name="x")
+        prob = fm.Problem(fm.Minimize(fm.sum(fm.logistic(A @ x)) + 5 * fm.sum_squares(x - c)),
+                          [fm.L1Ball(x, 0.8), fm.Simplex(x, equality=False)])
+        prob.solve(projection=projection, tol=1e-7, feas_tol=1e-7, max_iter=20000)
+        return prob, x
+
+    plain, _ = solve(False)
+    projected, _ = solve(True)
+    assert plain.status == "optimal" and projected.status == "optimal"
+    assert projected.stats.step_counts["projection"] > 0
+    assert projected.value == pytest.approx(plain.value, rel=1e-6)
+
+
+def test_degenerate_radii_do_not_crash():
+    # an L1 radius below the rounding of the entries' sum: a finite projection
+    p = fm.L1Ball(fm.Variable(2), radius=1e-17).project(np.array([1.0, 1.0]))
+    assert np.all(np.isfinite(p)) and np.abs(p).sum() <= 1e-16
+    # a trace-norm ball of radius 0 with in-face steps (the face projection of a zero radius)
+    X = fm.Variable((6, 6), name="X")
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - np.eye(6))), [fm.TraceNormBall(X, 0.0), fm.L1Ball(X, 1.0)])
+    prob.solve(max_iter=200)
+    assert prob.status in ("optimal", "max_iter")
+    assert np.all(np.isfinite(X.value))

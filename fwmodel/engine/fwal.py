@@ -235,7 +235,8 @@ def minimize_fwal(
             # cheap next to a FW iteration: measured, they turn small trace-norm
             # intersections into optimal solves, while at d = 1000 they did not
             # improve a 15 s run and at d = 4000 they dominated the time and memory.
-            if blk.face is not None and (inface is True or min(blk.face.shape) <= AUTO_INFACE_MAX_DIM):
+            if blk.face is not None and k not in proj_blocks \
+                    and (inface is True or min(blk.face.shape) <= AUTO_INFACE_MAX_DIM):
                 aset = warm_state.active_sets.get(("face", k)) if warm_state is not None else None
                 if aset is None:
                     atom = blk.initial_atom()
@@ -331,7 +332,8 @@ def minimize_fwal(
                 break
             # The certificate costs one LMO call per block and direction (and it
             # moves the warm starts of Lanczos-based LMOs), so it runs only while
-            # feasibility is not improving: it has not halved since the last check.
+            # feasibility is not improving: not below half the best value seen at
+            # the previous checks.
             check_due = m and infeasibility_check_every and t % infeasibility_check_every == 0 and t > 0 \
                 and feas_rel > feas_tol
             if check_due:
@@ -387,10 +389,11 @@ def minimize_fwal(
                 gamma_max = 0.0
 
             # ---- line search on phi(gamma) = L(x + gamma d, y)
-            Md = Mop.matvec(d) if m else np.zeros(0)
-            slope = dot(grad, d)
-            pen_lin = dot(dual_term, Md)  # derivative of the dual+penalty terms at 0
-            pen_quad = lam_value * dot(Md, Md)
+            if fw_moves:
+                Md = Mop.matvec(d) if m else np.zeros(0)
+                slope = dot(grad, d)
+                pen_lin = dot(dual_term, Md)  # derivative of the dual+penalty terms at 0
+                pen_quad = lam_value * dot(Md, Md)
             if not fw_moves:
                 gamma = 0.0
             elif line_search == "exact" and quadratic and curvature_fn is not None:
@@ -442,12 +445,12 @@ def minimize_fwal(
                 aset.fw_update(fw_atoms[k], gamma)
             # release this step's full-size temporaries before the next gradient
             # (at d = 4000 each product-space vector is 256 MB)
-            grad = d = Md = dual_term = phi = g = None
+            grad = d = Md = dual_term = phi = g = xk = gk = dk = None
             f, g = objective.value_and_grad(x)
             if proj_blocks:
-                f, g = _projection_step(proj_blocks, blocks, objective, Mop, m, x, r, y, lam_value, f, g,
-                                        curvature_fn, quadratic, backtracking, projection_memory)
-                step_counts["projection"] += 1
+                f, g, moved = _projection_step(proj_blocks, blocks, objective, Mop, m, x, r, y, lam_value, f, g,
+                                               curvature_fn, quadratic, projection_memory)
+                step_counts["projection"] += int(moved)
             if faces:
                 f, g = _inface_steps(faces, blocks, objective, Mop, m, x, r, y, lam_value, f, g,
                                      curvature_fn if quadratic else None, step_counts)
@@ -576,18 +579,19 @@ def _auto_projection_blocks(blocks, cheap):
     return [k for k in cheap if blocks[k].size >= AUTO_PROJECTION_MIN_SIZE]
 
 
-def _projection_step(proj_blocks, blocks, objective, Mop, m, x, r, y, lam, f, g, curvature_fn, quadratic,
-                     backtracking, memory):
+def _projection_step(proj_blocks, blocks, objective, Mop, m, x, r, y, lam, f, g, curvature_fn, quadratic, memory):
     """One projected-gradient step on L(., y) over the blocks with a cheap projection.
 
     For each such block, ``d_k = P_k(x_k - grad_k / L) - x_k`` with ``L`` the
-    curvature of L(., y) along the gradient restricted to these blocks
-    (exact for the usual quadratic objectives, whose Hessian on a copy of a
-    variable is a multiple of the identity plus lam M'M; then ``x + d`` is
-    the exact minimizer over the block; ``memory`` carries L from one call to
-    the next). ``x + gamma d`` stays in the sets
-    for gamma in [0, 1]; gamma comes from the same line search as the FW
-    step. This is the block update of a (linearized) augmented-Lagrangian
+    curvature of L(., y) along the gradient restricted to these blocks. When
+    the Hessian of L(., y) on these blocks is a multiple of the identity (the
+    copies of a variable in sum_squares(X - C) with star-tied copies, as in
+    the covariance problem) ``x + d`` is the exact minimizer over them.
+    ``x + gamma d`` stays in the sets for gamma in [0, 1]; gamma comes from
+    an exact line search (quadratic objectives) or from backtracking with its
+    own Lipschitz estimate (``memory["backtracking"]``: the FW step's
+    directions have a different curvature). ``memory`` also carries L from
+    one call to the next. Returns ``(f, g, moved)``. This is the block update of a (linearized) augmented-Lagrangian
     method; the FW-AL structure (one primal pass, then the dual step of eq.
     ``fwal``) is unchanged, and blocks without a cheap projection still move
     by LMOs only.
@@ -607,10 +611,13 @@ def _projection_step(proj_blocks, blocks, objective, Mop, m, x, r, y, lam, f, g,
         np.negative(grad[sl], out=d[sl])
     gnorm2 = block_dot(d, d)
     if gnorm2 == 0.0:
-        return f, g
-    # L: the curvature measured along the previous projection direction (free:
-    # the exact line search computes it), or, at the start and after lam
-    # changed, along the gradient (one extra curvature pass and M product)
+        return f, g, False
+    backtracking = memory.setdefault("backtracking", Backtracking())
+    # L: for quadratic objectives, the curvature measured along the previous
+    # projection direction (free: the exact line search computes it); at the
+    # start, after lam changed, after a shortened step, and for other
+    # objectives, the curvature along the gradient (a curvature pass and an M
+    # product), else the backtracking estimate
     L = memory.get("L") if memory.get("lam") == lam else None
     if L is None:
         Md = Mop.matvec(d) if m else np.zeros(0)
@@ -628,7 +635,7 @@ def _projection_step(proj_blocks, blocks, objective, Mop, m, x, r, y, lam, f, g,
     Md = Mop.matvec(d) if m else np.zeros(0)
     slope = block_dot(grad, d)
     if not slope < 0:
-        return f, g
+        return f, g, False
     pen_lin = dot(dual_term, Md) if m else 0.0
     pen_quad = lam * dot(Md, Md) if m else 0.0
     grad = dual_term = None  # not needed below: free them before the curvature pass
@@ -645,13 +652,14 @@ def _projection_step(proj_blocks, blocks, objective, Mop, m, x, r, y, lam, f, g,
 
         gamma, _ = backtracking.step(phi, f, slope, block_dot(d, d), 1.0, None)
     if gamma <= 0:
-        return f, g
+        return f, g, False
     for sl in slices:
         x[sl] += gamma * d[sl]
     if m:
         Md *= gamma
         r += Md
-    return objective.value_and_grad(x)
+    f, g = objective.value_and_grad(x)
+    return f, g, True
 
 
 def _last_kind(counts):

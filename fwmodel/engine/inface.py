@@ -33,6 +33,8 @@ def project_capped_simplex(values, total):
     z = np.maximum(values, 0.0)
     if z.sum() <= total:
         return z
+    if total <= 0:  # a ball of radius 0 is the origin
+        return np.zeros_like(z)
     # projection onto {z >= 0, sum z = total} (sort-based closed form)
     u = np.sort(values)[::-1]
     css = np.cumsum(u) - total

@@ -99,7 +99,8 @@ class RankOneAtom(Atom):
 
     def __init__(self, u, v, scale, shape):
         self.u = np.asarray(u, dtype=float).ravel()
-        self.v = np.asarray(v, dtype=float).ravel()
+        # a symmetric atom keeps one vector (u is v), which in-face steps test for
+        self.v = self.u if v is u else np.asarray(v, dtype=float).ravel()
         self.scale = float(scale)
         self.shape = tuple(shape)
         self.size = int(np.prod(self.shape))

@@ -75,7 +75,9 @@ def _soft_threshold_level(a, radius, sample=4096, seed=0):
     one pass over a (the comparison with q) replaces the first, full-size
     Michelot passes; if the bound ends below q (S was too small to contain
     every entry above tau) the fixed point continues from it on all entries.
-    Measured at 16 million entries: 0.63 s for the plain fixed point.
+    Measured at 16 million entries (d = 4000, one core): 0.63 s for the
+    plain fixed point from (||a||_1 - radius) / n, 0.23 s from the sampled
+    start.
     """
     n = a.size
     if n > 8 * sample:
@@ -97,14 +99,23 @@ def _soft_threshold_level(a, radius, sample=4096, seed=0):
 
 
 def _michelot(cand, radius, tau):
-    """Michelot's fixed point from a lower bound ``tau`` on the candidates ``cand`` (all > tau)."""
-    cand = cand[cand > tau]
+    """Michelot's fixed point from a lower bound ``tau``, over the entries ``cand`` that may lie above the level."""
+    def level_at_top(values):
+        # the radius is below the rounding of the sums: it goes to the largest entries
+        top = values.max()
+        return max(top - radius / np.count_nonzero(values == top), 0.0)
+
+    above = cand[cand > tau]
+    if above.size == 0:
+        return level_at_top(cand)
     while True:
-        tau_new = (cand.sum() - radius) / cand.size
-        keep = cand > tau_new
+        tau_new = (above.sum() - radius) / above.size
+        keep = above > tau_new
         if keep.all():
-            return tau_new
-        cand = cand[keep]
+            return max(tau_new, 0.0)
+        if not keep.any():
+            return level_at_top(above)
+        above = above[keep]
 
 
 class L1Ball(ConvexSet):
