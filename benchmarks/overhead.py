@@ -71,10 +71,8 @@ def hand_fwal(C, r1, rt, iters, lam, eta, tn_lmo):
     """
     t0 = time.perf_counter()
     d = C.shape[0]
-    X1 = np.zeros((d, d))
+    X1 = np.zeros((d, d))  # both copies start at the origin, as fwmodel's norm balls do
     X2 = np.zeros((d, d))
-    X1[0, 0] = -r1  # the LMOs of a zero direction, as fwmodel starts
-    X2[0, 0] = -rt
     Y = np.zeros((d, d))
     R = X2 - X1
     G = np.empty((d, d))
@@ -93,17 +91,22 @@ def hand_fwal(C, r1, rt, iters, lam, eta, tn_lmo):
         np.subtract(G, P, out=G1)
         np.add(G, P, out=G2)
         # LMOs
+        # the L1 vertex of a symmetric direction: the symmetric pair (E_ij + E_ji) / 2, as fwmodel's
         i = int(np.argmax(np.abs(G1)))
         s1 = -r1 if G1.flat[i] > 0 else r1
+        row, col = divmod(i, d)
+        j = col * d + row  # the mirror entry (j == i on the diagonal)
         scale, u = tn_lmo(G2)
         # FW gap and feasibility (the stopping test; never met here)
-        gap = float(np.vdot(X1, G1) + np.vdot(X2, G2)) - s1 * G1.flat[i] - scale * float(u @ (G2 @ u))
+        gap = float(np.vdot(X1, G1) + np.vdot(X2, G2)) - 0.5 * s1 * (G1.flat[i] + G1.flat[j]) \
+            - scale * float(u @ (G2 @ u))
         feas = float(np.linalg.norm(R))
         if gap <= 0.0 and feas == 0.0:
             break
         # directions, exact line search of the quadratic augmented Lagrangian
         np.negative(X1, out=D1)
-        D1.flat[i] += s1
+        D1.flat[i] += 0.5 * s1
+        D1.flat[j] += 0.5 * s1
         np.negative(X2, out=D2)
         D2 += scale * np.outer(u, u)
         slope = float(np.vdot(G1, D1) + np.vdot(G2, D2))
@@ -155,7 +158,7 @@ def fwmodel_problem(C, r1, rt):
 def fwmodel_solve(prob, iters, lam, eta):
     t0 = time.perf_counter()
     prob.solve(max_iter=iters, tol=1e-15, feas_tol=1e-15, lam=lam, eta=eta, step="fw", line_search="exact",
-               inface=False)  # the hand loop is plain FW-AL: compare the same algorithm
+               inface=False, projection=False)  # the hand loop is plain FW-AL: compare the same algorithm
     elapsed = time.perf_counter() - t0
     assert prob.stats.iterations == iters, prob.stats
     # the objective at the last iterate (the solve may return an earlier, better point)
