@@ -186,7 +186,7 @@ print(f"f* = {f_star:.8g}, f(0) = {f0:.6g}, ||S*||_F = {scale:.4g}")
 # (soft-thresholding) costs about as much as its LMO, so from 10^5 entries on
 # (d >= 317) the default `projection="auto"` moves that copy by projected-
 # gradient steps instead. At d = 1000 this took the normalized suboptimality
-# after 10 s from 0.70 to 0.035 (`benchmarks/RESULTS.md`). Only the
+# after 10 s from 0.67 to 0.037 (`benchmarks/RESULTS.md`). Only the
 # trace-norm ball, whose projection needs the full eigendecomposition, is
 # never projected onto.
 
@@ -285,7 +285,7 @@ if plt is not None:
 # * Projection steps on the L1 copy (the default from d = 317 on) fixed the
 #   other half of the problem: FW adds two entries per iteration to a copy
 #   that needs thousands. With them, fwmodel's normalized suboptimality
-#   after 60 s at d = 1000 is -3.7e-3 (below f*: the point is not yet
+#   after 60 s at d = 1000 is -5.0e-3 (below f*: the point is not yet
 #   feasible; 0.43 before), and 0.027 after 300 s at d = 4000 (0.90
 #   before), but the copies still disagree by 15-18% of ||S*||. At the loose target "5e-2 suboptimality with 20%
 #   infeasibility" the two methods tie at d = 4000 (46 s against 44 s).
