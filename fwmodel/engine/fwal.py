@@ -5,10 +5,15 @@ Problem (OPT2 of the paper, with a right-hand side b)::
     min_x max_y  L(x, y) = f(x) + <y, Mx - b> + lam/2 ||Mx - b||^2
     s.t.         x = (x^(1), ..., x^(K)),  x^(k) in X_k,
 
-where each X_k is known only through its linear minimization oracle. Each
+where each X_k is known through its linear minimization oracle (and, where it
+is cheap, its Euclidean projection). Each
 iteration takes one Frank-Wolfe step on L(., y_t) over the product of the
 sets (Alg. 2, or the away-step loop of Alg. 1 / a pairwise step on polytope
 blocks), then the dual ascent step y_{t+1} = y_t + eta_t (M x_{t+1} - b).
+Options add corrective primal steps before the dual step, within the sets:
+in-face steps on trace-norm blocks (:mod:`fwmodel.engine.inface`) and
+projected-gradient steps on blocks whose set has a cheap projection
+(:func:`_projection_step`).
 
 This module knows nothing of the modeling language: it takes an objective
 with ``value_and_grad``, a list of :class:`Block` and the operator M.
