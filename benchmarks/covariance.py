@@ -55,6 +55,7 @@ import math
 import os
 import platform
 import pstats
+import re
 import resource
 import sys
 import time
@@ -389,6 +390,7 @@ def cmd_profile(args):
     st = pstats.Stats(pr, stream=out).sort_stats("tottime")
     st.print_stats(25)
     print(out.getvalue())
+    listing = _relative_paths(out.getvalue())
     # where an iteration's time goes: cumulative times of the entry points
     # (the LMOs and the objective are called from the engine; the rest of the
     # engine's time is its own vector arithmetic: gradient assembly, direction,
@@ -415,8 +417,15 @@ def cmd_profile(args):
             f"--iters {args.iters} --variant {args.variant}`\n\nMachine: {machine()}\n\n{args.iters} iterations in "
             f"{total:.2f} s ({total / max(args.iters, 1):.3f} s / iteration)\n\nWhere the time goes:\n\n"
             + "\n".join(f"- {x}" for x in lines) + "\n\nTop functions (own time):\n\n```\n"
-            + "\n".join(out.getvalue().splitlines()[:45]) + "\n```")
+            + "\n".join(listing.splitlines()[:45]) + "\n```")
     write(f"covariance_profile_d{args.size}_{args.variant}.md", text)
+
+
+def _relative_paths(text):
+    """Profile listings name files relative to the repository or to site-packages (no machine paths)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(fm.__file__))) + os.sep
+    text = text.replace(root, "")
+    return re.sub(r"\S*site-packages" + re.escape(os.sep), "", text)
 
 
 def cmd_memory(args):
