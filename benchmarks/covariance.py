@@ -206,48 +206,53 @@ class Progress:
             print(f"    {method:8s} t={t:7.1f}s it={it:6d} f={f:.6g} infeas={infeas:.2e}", flush=True)
 
 
-def cmd_compare(args):
-    os.makedirs(FIGURES, exist_ok=True)
-    all_rows, cross = [], []
+def _instances(args):
+    """(variant, threshold, d, data, key) for every configuration the arguments name (seeded data)."""
     for variant in args.variants:
         for threshold in args.thresholds:
             for d in args.sizes:
                 observed = args.observed if variant == "masked" else 1.0
                 data = sparse_low_rank_covariance(d, threshold=threshold, observed=observed, seed=args.seed)
-                key = f"d{d}_t{threshold:g}_o{observed:g}_s{args.seed}"
-                print(f"\n== {variant} d={d} threshold={threshold}: {int(data.support.sum())} nonzeros in Sigma",
-                      flush=True)
-                S_ref, f_star, ref_its = cached_reference(data, key, args.reference_iters, args.reference_seconds)
-                f0 = data.loss(np.zeros((d, d)))
-                progress = Progress(max(2.0, args.seconds / 10))
-                trajs = [run_fwmodel(data, time_limit=args.seconds, reference=S_ref, progress=progress),
-                         run_gfb(data, time_limit=args.seconds, reference=S_ref, progress=progress)]
-                cvx = None
-                if d <= args.cvxpy_max:
-                    S_c, f_c, t_c = run_cvxpy(data)
-                    cvx = dict(method="CVXPY+SCS", time=t_c, subopt=(f_c - f_star) / (f0 - f_star),
-                               distance=float(np.linalg.norm(S_c - S_ref) / np.linalg.norm(S_ref)))
-                    cvx["recall"], cvx["precision"], _ = support_scores(S_c, data.support)
-                times = [t for t in (1.0, 10.0, 60.0, 300.0) if t <= args.seconds]
-                rows = summarize(trajs, f_star, f0, support_times=times)
-                for r in rows:
-                    r.update(variant=variant, d=d, threshold=threshold, nnz=int(data.support.sum()))
-                if cvx is not None:
-                    cvx.update(variant=variant, d=d, threshold=threshold, nnz=int(data.support.sum()),
-                               iterations=None)
-                    rows.append(cvx)
-                all_rows.extend(rows)
-                fw, gfb = rows[0], rows[1]
-                cross.append(dict(variant=variant, threshold=threshold, d=d, fw=fw["t(0.01)"], gfb=gfb["t(0.01)"],
-                                  fw_iters=fw["iterations"], fw_per_it=fw["per_iteration"], gfb_per_it=gfb["per_iteration"],
-                                  winner=_winner(fw["t(0.01)"], gfb["t(0.01)"]), reference_iters=ref_its))
-                print(markdown_table(rows, _COLUMNS, _HEADERS), flush=True)
-                plot_comparison(trajs, f_star, f0, path=os.path.join(FIGURES, f"covariance_{variant}_{key}.png"),
-                                title=f"{variant}, d={d}, threshold {threshold}")
-                with open(os.path.join(CACHE, f"traj_{variant}_{key}.json"), "w") as fh:
-                    json.dump({t.method: dict(time=t.time, objective=t.objective, infeasibility=t.infeasibility,
-                                              checkpoints=t.checkpoints, info=_jsonable(t.info)) for t in trajs}
-                              | dict(f_star=f_star, f0=f0), fh)
+                yield variant, threshold, d, data, f"d{d}_t{threshold:g}_o{observed:g}_s{args.seed}"
+
+
+def cmd_compare(args):
+    os.makedirs(FIGURES, exist_ok=True)
+    all_rows, cross = [], []
+    for variant, threshold, d, data, key in _instances(args):
+        print(f"\n== {variant} d={d} threshold={threshold}: {int(data.support.sum())} nonzeros in Sigma",
+              flush=True)
+        S_ref, f_star, ref_its = cached_reference(data, key, args.reference_iters, args.reference_seconds)
+        f0 = data.loss(np.zeros((d, d)))
+        progress = Progress(max(2.0, args.seconds / 10))
+        trajs = [run_fwmodel(data, time_limit=args.seconds, reference=S_ref, progress=progress),
+                 run_gfb(data, time_limit=args.seconds, reference=S_ref, progress=progress)]
+        cvx = None
+        if d <= args.cvxpy_max:
+            S_c, f_c, t_c = run_cvxpy(data)
+            cvx = dict(method="CVXPY+SCS", time=t_c, subopt=(f_c - f_star) / (f0 - f_star),
+                       distance=float(np.linalg.norm(S_c - S_ref) / np.linalg.norm(S_ref)))
+            cvx["recall"], cvx["precision"], _ = support_scores(S_c, data.support)
+        times = [t for t in (1.0, 10.0, 60.0, 300.0) if t <= args.seconds]
+        rows = summarize(trajs, f_star, f0, support_times=times)
+        for r in rows:
+            r.update(variant=variant, d=d, threshold=threshold, nnz=int(data.support.sum()))
+        if cvx is not None:
+            cvx.update(variant=variant, d=d, threshold=threshold, nnz=int(data.support.sum()),
+                       iterations=None)
+            rows.append(cvx)
+        all_rows.extend(rows)
+        fw, gfb = rows[0], rows[1]
+        cross.append(dict(variant=variant, threshold=threshold, d=d, fw=fw["t(0.01)"], gfb=gfb["t(0.01)"],
+                          fw_iters=fw["iterations"], fw_per_it=fw["per_iteration"], gfb_per_it=gfb["per_iteration"],
+                          winner=_winner(fw["t(0.01)"], gfb["t(0.01)"]), reference_iters=ref_its))
+        print(markdown_table(rows, _COLUMNS, _HEADERS), flush=True)
+        plot_comparison(trajs, f_star, f0, path=os.path.join(FIGURES, f"covariance_{variant}_{key}.png"),
+                        title=f"{variant}, d={d}, threshold {threshold}")
+        with open(os.path.join(CACHE, f"traj_{variant}_{key}.json"), "w") as fh:
+            json.dump({t.method: dict(time=t.time, objective=t.objective, infeasibility=t.infeasibility,
+                                      checkpoints=t.checkpoints, info=_jsonable(t.info)) for t in trajs}
+                      | dict(f_star=f_star, f0=f0), fh)
     text = (f"# fwmodel vs GFB on eq. constrained_sparse_low_rank\n\nCommand: `python benchmarks/covariance.py compare "
             f"--sizes {' '.join(map(str, args.sizes))} --thresholds {' '.join(map(str, args.thresholds))} "
             f"--variants {' '.join(args.variants)} --seconds {args.seconds:g}`\n\nMachine: {machine()}\n\n"
@@ -474,24 +479,19 @@ def cmd_rank(args):
     and p whose tails fit in the two radii.
     """
     rows = []
-    for variant in args.variants:
-        for threshold in args.thresholds:
-            for d in args.sizes:
-                observed = args.observed if variant == "masked" else 1.0
-                data = sparse_low_rank_covariance(d, threshold=threshold, observed=observed, seed=args.seed)
-                key = f"d{d}_t{threshold:g}_o{observed:g}_s{args.seed}"
-                S, f_star, _ = cached_reference(data, key, args.reference_iters, args.reference_seconds)
-                S = 0.5 * (S + S.T)
-                f0 = data.loss(np.zeros((d, d)))
-                scale = float(np.linalg.norm(S))
-                eig = np.sort(np.abs(np.linalg.eigvalsh(S)))[::-1]
-                ent = np.sort(np.abs(S).ravel())[::-1]
-                row = dict(variant=variant, threshold=threshold, d=d, nnz=int(data.support.sum()))
-                for name, radius in (("1e-2 subopt", math.sqrt(1e-2 * (f0 - f_star))), ("1e-3 infeas", 1e-3 * scale)):
-                    row[f"rank {name}"] = _tail_count(eig, radius)
-                    row[f"entries {name}"] = _tail_count(ent, radius)
-                rows.append(row)
-                print(row, flush=True)
+    for variant, threshold, d, data, key in _instances(args):
+        S, f_star, _ = cached_reference(data, key, args.reference_iters, args.reference_seconds)
+        S = 0.5 * (S + S.T)
+        f0 = data.loss(np.zeros((d, d)))
+        scale = float(np.linalg.norm(S))
+        eig = np.sort(np.abs(np.linalg.eigvalsh(S)))[::-1]
+        ent = np.sort(np.abs(S).ravel())[::-1]
+        row = dict(variant=variant, threshold=threshold, d=d, nnz=int(data.support.sum()))
+        for name, radius in (("1e-2 subopt", math.sqrt(1e-2 * (f0 - f_star))), ("1e-3 infeas", 1e-3 * scale)):
+            row[f"rank {name}"] = _tail_count(eig, radius)
+            row[f"entries {name}"] = _tail_count(ent, radius)
+        rows.append(row)
+        print(row, flush=True)
     cols = list(rows[0])
     text = ("# Structure of the optimum: rank and entries needed to reach the targets\n\nCommand: "
             f"`python benchmarks/covariance.py rank --sizes {' '.join(map(str, args.sizes))} --thresholds "

@@ -1,11 +1,10 @@
 """The trace-norm (nuclear-norm) ball and the PSD trace ball, with Lanczos LMOs."""
 from __future__ import annotations
 
-import time
-
 import numpy as np
 from scipy.linalg import blas
 
+from .._fastest import FasterOf
 from ..errors import ModelError
 from ._common import as_direction, as_flat_direction, as_point
 from .atoms import RankOneAtom
@@ -21,9 +20,6 @@ _NCV = 30
 _DENSE_FALLBACK = 1500
 #: from this side on, matrix-vector products always use the BLAS
 _BLAS_MIN_SIDE = 2048
-#: below it, the faster of the BLAS and a single-threaded einsum, measured once
-#: per process and size class (see ``_matvec``)
-_MATVEC_CHOICE = {}
 #: LMO eigenvectors kept for the warm-start subspace
 _KEEP = 12
 #: weight of the other Ritz vectors in the Lanczos start (see TraceNormBall._extreme_eig)
@@ -38,35 +34,17 @@ def _blas_matvec(A, x):
     return A @ x
 
 
-def _matvec(A, x):
-    """``A @ x`` for a 2-D ``A``: the BLAS, or a single-threaded einsum where that is faster.
+_faster_matvec = FasterOf(_einsum_matvec, _blas_matvec)
 
-    A threaded BLAS gemv on a small shared machine can be 10x slower than a
-    single-threaded einsum (measured: 1000 x 1000 on 2 busy cores), while a
-    single-threaded BLAS is ~3x faster than einsum (measured: 500 x 500,
-    0.042 vs 0.14 ms). Which one wins depends on the BLAS threads and the
-    load, so the first product of each size class (powers of two of the
-    number of entries) times both, three times each, and keeps the faster.
-    """
+
+def _matvec(A, x):
+    """``A @ x`` for a 2-D ``A``: the BLAS on large matrices, otherwise the faster
+    of the BLAS and a single-threaded einsum (:class:`fwmodel._fastest.FasterOf`)."""
     if min(A.shape) >= _BLAS_MIN_SIDE:
         return A @ x
-    size = A.size
-    if size < 4096:
+    if A.size < 4096:
         return _einsum_matvec(A, x)
-    key = size.bit_length()
-    choice = _MATVEC_CHOICE.get(key)
-    if choice is None:
-        timings = []
-        for fn in (_einsum_matvec, _blas_matvec):
-            best = float("inf")
-            for _ in range(3):
-                t0 = time.perf_counter()
-                fn(A, x)
-                best = min(best, time.perf_counter() - t0)
-            timings.append((best, fn))
-        choice = min(timings, key=lambda item: item[0])[1]
-        _MATVEC_CHOICE[key] = choice
-    return choice(A, x)
+    return _faster_matvec(A.size, A, x)
 
 
 def lanczos_extreme(matvec, v0, which="LM", tol=1e-6, max_matvecs=None, ncv=_NCV, first_product=None):
