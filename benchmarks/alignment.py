@@ -15,27 +15,14 @@ optional backend="numba" is timed as well.
 """
 import argparse
 import platform
-import time
 
 import numpy as np
 
 from fwmodel.sets.alignment import AlignmentPolytope, matching_lmo
 
+from _timing import best_times
+
 MATCH, MISMATCH, GAP = 1.0, -1.0, -1.0
-
-
-def best_times(fns, repeat):
-    """Best time of each callable; the runs are interleaved so that a busy
-    machine slows all of them alike."""
-    for fn in fns:
-        fn()  # warm up (allocations, caches, compilation)
-    best = [np.inf] * len(fns)
-    for _ in range(repeat):
-        for k, fn in enumerate(fns):
-            t = time.perf_counter()
-            fn()
-            best[k] = min(best[k], time.perf_counter() - t)
-    return best
 
 
 def substitution(a, b):

@@ -43,6 +43,8 @@ import fwmodel as fm
 from fwmodel.factor_graphs import default_penalty
 from fwmodel.factor_graphs.map_inference import _duals
 
+from _timing import best_times
+
 
 def potts_grid(n, K, seed=0):
     G = nx.grid_2d_graph(n, n)
@@ -129,15 +131,7 @@ def operator_times(compiled, repeat=5):
     x = rng.random(compiled.n)
     r = rng.standard_normal(M.shape[0])
     fns = [lambda: op.matvec(x), lambda: op.rmatvec(r), lambda: M @ x, lambda: MT @ r]
-    best = [np.inf] * len(fns)
-    for fn in fns:
-        fn()
-    for _ in range(repeat):
-        for k, fn in enumerate(fns):
-            t = time.perf_counter()
-            fn()
-            best[k] = min(best[k], time.perf_counter() - t)
-    return best
+    return best_times(fns, repeat)
 
 
 def fmt_hit(result, key):
