@@ -224,13 +224,13 @@ def demo(args, stream=sys.stdout):
     S_ref = ref.S if ref is not None else None
     print(f"running fwmodel (FW-AL, default options) for {args.seconds:g} s ...", file=stream, flush=True)
     fw = run_fwmodel(data, time_limit=args.seconds, reference=S_ref, progress=progress)
-    print(f"running GFB (projection splitting) for {args.seconds:g} s ...", file=stream, flush=True)
     runs = [fw]
     if args.fw_only:
         print(f"running fwmodel with FW steps only (projection=False) for {args.seconds:g} s ...", file=stream,
               flush=True)
         runs.append(run_fwmodel(data, time_limit=args.seconds, reference=S_ref, progress=progress, name=FW_ONLY,
                                 projection=False))
+    print(f"running GFB (projection splitting) for {args.seconds:g} s ...", file=stream, flush=True)
     gfb = run_gfb(data, time_limit=args.seconds, reference=S_ref, progress=progress)
     runs.append(gfb)
 
