@@ -80,17 +80,16 @@ def _end_history_at_returned_point(history, result):
     the best point found; the history then ends at the last iterate, not at
     the point that ``var.value`` and ``prob.value`` report. A final row
     (with the last iteration number) records the returned point, so that
-    ``history["objective"][-1] == prob.value`` always holds.
+    ``history["objective"][-1] == prob.value`` always holds (also when an
+    interrupt came before the first row was recorded).
     """
-    if len(history) == 0:
-        return
-    last = {key: history[key][-1] for key in ("objective", "feasibility")}
-    if last["objective"] == result.objective and last["feasibility"] == result.feasibility:
+    if len(history) and history["objective"][-1] == result.objective \
+            and history["feasibility"][-1] == result.feasibility:
         return
     row = dict(iteration=result.iterations, time=result.solve_time, objective=result.objective,
                fw_gap=result.fw_gap, feasibility=result.feasibility, feasibility_rel=result.feasibility_rel,
-               lam=result.lam, eta=result.eta)
-    history.append(**{key: row.get(key, history[key][-1]) for key in history.keys()})
+               lam=result.lam, eta=result.eta, step=sum(result.step_counts.values()))
+    history.append(**{key: row[key] if key in row else history[key][-1] for key in history.keys()})
 
 
 class SolveStats:

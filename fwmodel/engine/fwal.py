@@ -264,12 +264,14 @@ def minimize_fwal(
         # make it the source of truth for its block (x[block] = its point): a
         # state saved by an interrupted solve must not let away or pairwise
         # steps leave the set. Unusable ones are dropped (the block restarts).
+        # Sound ones are copied (rebuilt): the solve never modifies the state
+        # it was given, so an interrupt cannot leave that state half-updated.
         active = {}
         for k, aset in warm_state.active_sets.items():
             if isinstance(k, tuple) or not 0 <= k < len(blocks) or not _is_sound(aset):
                 continue
-            x[blocks[k].slice] = aset.dense(blocks[k].size)
-            active[k] = aset
+            active[k] = _rebuilt_active_set(aset)
+            x[blocks[k].slice] = active[k].dense(blocks[k].size)
     else:
         x = np.zeros(n)
         y = np.zeros(m)
@@ -309,6 +311,7 @@ def minimize_fwal(
                     and (inface is True or min(blk.face.shape) <= AUTO_INFACE_MAX_DIM):
                 aset = warm_state.active_sets.get(("face", k)) if warm_state is not None else None
                 if aset is not None and _is_sound(aset):
+                    aset = _rebuilt_active_set(aset)
                     x[blk.slice] = aset.dense(blk.size)
                 else:
                     atom = blk.initial_atom()
