@@ -138,3 +138,45 @@ def test_random_interrupts_leave_a_consistent_resumable_answer(lasso_data):
         signal.signal(signal.SIGALRM, previous)
         sys.setprofile(None)
     assert caught >= 100, (caught, escaped)
+
+
+@pytest.mark.parametrize("projection", [False, True])
+def test_interrupts_in_trace_norm_and_projection_steps(projection):
+    """L1 ∩ trace-norm ball: in-face active sets, and (projection=True) projected-gradient steps on the L1 copy."""
+    C = np.diag(np.arange(6.0))
+    C[0, 1] = 2.0
+    Xc = cp.Variable((6, 6))
+    f_star = cp.Problem(cp.Minimize(cp.sum_squares(Xc - C)),
+                        [cp.norm1(cp.vec(Xc, order="F")) <= 5.0, cp.normNuc(Xc) <= 4.0]).solve(solver="CLARABEL")
+    X = fm.Variable((6, 6), name="X")
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.L1Ball(X, 5.0), fm.TraceNormBall(X, 4.0)])
+    prob.solve(projection=projection)
+    rng = np.random.default_rng(1)
+    previous = signal.signal(signal.SIGALRM, lambda signum, frame: (_ for _ in ()).throw(KeyboardInterrupt))
+    caught = 0
+    try:
+        for trial in range(14):
+            trigger = _timer_trigger(float(rng.uniform(1e-3, 5e-3))) if trial % 2 else \
+                _call_count_trigger(int(rng.integers(1, 3000)))
+            try:
+                _run(lambda: prob.solve(warm_start=bool(rng.integers(2)), projection=projection, tol=1e-12,
+                                        feas_tol=1e-12, max_iter=10 ** 6), trigger)
+            except Interrupted:
+                pass
+            else:
+                assert prob.status == "interrupted", prob.stats
+                caught += 1
+            assert prob.value == pytest.approx(float(np.sum((X.value - C) ** 2)), rel=1e-12)
+            columns = prob.history.to_dict()
+            assert len({len(col) for col in columns.values()}) == 1
+            for blk in prob.compile().blocks:
+                copy = prob._state.x[blk.offset:blk.offset + blk.size].reshape(blk.set.expr.shape)
+                assert blk.set.contains(copy, tol=1e-9), blk.name
+            prob.solve(warm_start=True, projection=projection)
+            assert prob.status == "optimal", prob.stats
+            assert prob.value == pytest.approx(f_star, rel=1e-3)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        sys.setprofile(None)
+    assert caught >= 10
