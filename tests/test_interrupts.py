@@ -22,7 +22,7 @@ import pytest
 
 import fwmodel as fm
 
-N, RADIUS, BOUND = 25, 0.8, 0.1
+N, RADIUS, BOUND = 16, 0.6, 0.1
 
 
 @pytest.fixture(scope="module")
