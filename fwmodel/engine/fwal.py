@@ -15,6 +15,13 @@ in-face steps on trace-norm blocks (:mod:`fwmodel.engine.inface`) and
 projected-gradient steps on blocks whose set has a cheap projection
 (:func:`_projection_step`).
 
+Stopping: the FW gap of L(., y) and ||Mx - b|| are measured against scales
+of the problem itself, never against an absolute 1
+(:mod:`fwmodel.engine.stopping`), so ``tol`` is a relative accuracy at any
+scale. Interrupts: a KeyboardInterrupt at any moment ends the solve with a
+consistent result, rebuilt from x (:func:`_finish`), and a warm start copies
+and checks the state it is given.
+
 This module knows nothing of the modeling language: it takes an objective
 with ``value_and_grad``, a list of :class:`Block` and the operator M.
 """
