@@ -276,7 +276,7 @@ class Problem:
             self.stats = stats
 
         status = result.status
-        while True:
+        while True:  # the commit takes microseconds: retrying it cannot keep Ctrl-C waiting
             try:
                 commit(status)
                 break

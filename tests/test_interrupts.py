@@ -180,3 +180,41 @@ def test_interrupts_in_trace_norm_and_projection_steps(projection):
         signal.signal(signal.SIGALRM, previous)
         sys.setprofile(None)
     assert caught >= 10
+
+
+def test_warm_start_checks_the_state_it_is_given(lasso_data):
+    """A warm state whose active sets are broken (weights off the simplex) or describe another point
+    is repaired at the start of the solve: the answer is the CVXPY optimum at a point of both sets."""
+    from fwmodel.engine import ActiveSet
+
+    A, b, f_star = lasso_data
+    x = fm.Variable(N, name="x")
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(A @ x - b)), [fm.L1Ball(x, RADIUS), fm.Box(x, -BOUND, BOUND)])
+    prob.solve(tol=1e-3)
+
+    class HalfUpdated:
+        """What an update cut short can leave: weights that no longer sum to one."""
+
+        def __init__(self, aset):
+            self.atoms = list(aset.atoms)
+            self.weights = [0.7 * w for w in aset.weights]
+
+        def __len__(self):
+            return len(self.atoms)
+
+    blocks = prob.compile().blocks
+    state = prob._state  # what a warm start resumes (private: this test breaks it on purpose)
+    polytope_keys = [k for k in state.active_sets if not isinstance(k, tuple)]
+    assert len(polytope_keys) == 2
+    broken, elsewhere = polytope_keys
+    state.active_sets[broken] = HalfUpdated(state.active_sets[broken])
+    # a sound active set for another point of the set (its first vertex alone) than x[block]
+    first_atom = list(state.active_sets[elsewhere].atoms)[0]
+    state.active_sets[elsewhere] = ActiveSet(first_atom)
+    prob.solve(warm_start=True)
+    assert prob.status == "optimal"
+    assert prob.value == pytest.approx(f_star, rel=1e-3)
+    assert np.abs(x.value).sum() <= RADIUS * (1 + 1e-3) and np.abs(x.value).max() <= BOUND * (1 + 1e-3)
+    for blk in blocks:
+        copy = prob._state.x[blk.offset:blk.offset + blk.size].reshape(blk.set.expr.shape)
+        assert blk.set.contains(copy, tol=1e-9), blk.name

@@ -561,17 +561,22 @@ def minimize_fwal(
     # may have landed anywhere in an iteration (after x moved but before its
     # active sets, r or f followed), so after one everything is rebuilt from x.
     # Another interrupt while this runs restarts it: it only reads the loop's
-    # variables, so the answer is the same.
-    while True:
+    # variables, so the answer is the same. A third one in a row is let
+    # through: whoever presses Ctrl-C that often wants out.
+    for attempt in range(MAX_FINISH_ATTEMPTS):
         try:
             return _finish(status, message, objective, blocks, Mop, b, b_norm, stopping, x, y, r, f, gap,
                            active, faces, best, t, start, lam_value, schedule, backtracking, history,
                            step_counts, printer)
         except KeyboardInterrupt:
+            if attempt == MAX_FINISH_ATTEMPTS - 1:
+                raise
             status, message = "interrupted", INTERRUPT_MESSAGE
 
 
 INTERRUPT_MESSAGE = "interrupted by the user (KeyboardInterrupt)"
+#: how many interrupts in a row the result assembly absorbs before letting one through
+MAX_FINISH_ATTEMPTS = 3
 
 
 def _finish(status, message, objective, blocks, Mop, b, b_norm, stopping, x, y, r, f, gap, active, faces,
