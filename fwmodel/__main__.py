@@ -49,10 +49,12 @@ the budget and at its end; (4) a one-line verdict; (5) a plot, when
 matplotlib is installed.
 
 Run time: about 2 x --seconds (3 x with --fw-only) plus the reference
-(defaults: about 1 minute on a busy 2-core machine). Memory: about 25 d x d arrays (200 MB at d = 1000, 13 GB
-at d = 8000). At --size 8000 one GFB iteration takes minutes (its first
-iteration runs past the budget) and the certified reference hours: use
---no-reference there. Larger studies: benchmarks/covariance.py."""
+(defaults: about 1 minute on a busy 2-core machine). Memory: about 25 d x d
+arrays (340 MB peak at d = 1000, 12 GB at d = 8000). At --size 8000 making
+the data takes a minute, fwmodel's first iteration another minute, one GFB
+iteration minutes (its first runs past any shorter budget) and a certified
+reference over an hour: use --no-reference and --seconds 300 there. Larger
+studies: benchmarks/covariance.py."""
 
 
 # ------------------------------------------------------------- validation
