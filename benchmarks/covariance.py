@@ -91,7 +91,7 @@ def write(name, text):
     path = os.path.join(RESULTS, name)
     with open(path, "w") as fh:
         fh.write(text + "\n")
-    print(f"\nwritten {os.path.relpath(path)}")
+    print(f"\nwritten {path}")
 
 
 def _plt():

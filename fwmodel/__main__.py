@@ -174,8 +174,8 @@ def verdict(rows, error_target, f1_target, with_reference):
     parts = []
     if with_reference:
         parts.append(_first(rows, "t(0.01)", "1e-2 suboptimality"))
-    parts.append(_first(rows, "t(error)", f"estimate error {error_target:.3g}"))
-    parts.append(_first(rows, "t(f1)", f"support F1 {f1_target:.2g}"))
+    parts.append(_first(rows, "t(error)", f"estimate error <= {error_target:.3g}"))
+    parts.append(_first(rows, "t(f1)", f"support F1 >= {f1_target:.2g}"))
     return "Verdict: " + "; ".join(parts) + "."
 
 
