@@ -413,10 +413,11 @@ def certified_reference(data, gap_tol=1e-4, max_iter=100000, check_every=10, pro
     how accurate the result is). ``progress(iteration, seconds, rel_gap)``
     is called after each check.
     """
-    if not gap_tol > 0:
-        raise ValueError(f"gap_tol must be positive, got {gap_tol!r}")
-    if int(check_every) < 1:
-        raise ValueError(f"check_every must be a positive integer, got {check_every!r}")
+    if isinstance(gap_tol, bool) or not isinstance(gap_tol, (int, float, np.integer, np.floating)) or not gap_tol > 0:
+        raise ValueError(f"gap_tol must be a positive number, got {gap_tol!r}")
+    for name, value in (("check_every", check_every), ("max_iter", max_iter)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
     f0 = data.loss(np.zeros((data.d, data.d)))
     t0 = time.perf_counter()
     best_S, upper, lower = np.zeros((data.d, data.d)), f0, -math.inf

@@ -409,8 +409,12 @@ def test_certified_reference_rejects_bad_options():
     data = sparse_low_rank_covariance(10, seed=0)
     with pytest.raises(ValueError, match="gap_tol"):
         certified_reference(data, gap_tol=0)
+    with pytest.raises(ValueError, match="gap_tol"):
+        certified_reference(data, gap_tol="1e-4")
     with pytest.raises(ValueError, match="check_every"):
         certified_reference(data, check_every=0)
+    with pytest.raises(ValueError, match="max_iter"):
+        certified_reference(data, max_iter=0)
 
 
 def test_estimate_error_and_f1():
