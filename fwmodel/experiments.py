@@ -23,7 +23,13 @@ Both methods produce two points, one in each set (FW-AL: the copies of S;
 GFB: the two projections); the reported estimate ``S`` is their average, its
 *relative infeasibility* is ``||a - b||_F / scale`` (scale: the Frobenius
 norm of the reference solution) and its *support* is ``|S_ij| > 1e-2`` (as
-in the paper's Fig. 2), scored against the support of the true Sigma.
+in the paper's Fig. 2), scored against the support of the true Sigma
+(recall, precision, F1). The paper's other measure is the *estimate error*
+``||S - Sigma||_F / ||Sigma||_F``: both need only the true Sigma.
+
+Suboptimality needs f*. :func:`certified_reference` runs GFB until a dual
+bound certifies its answer (``f_lower <= f* <= f_upper`` with a relative gap
+chosen by the caller), instead of trusting a run cut off by a clock.
 """
 from __future__ import annotations
 
