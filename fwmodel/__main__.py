@@ -118,8 +118,9 @@ def build_parser():
                    help="skip the reference optimum (for large d): no suboptimality; error and F1 targets "
                         "are then relative to the best value either method reached")
     p.add_argument("--fw-only", action="store_true",
-                   help="also race fwmodel with Frank-Wolfe steps only on both sets (projection=False), the "
-                        "paper's algorithm: sparser iterates, slower objective")
+                   help="also race fwmodel with Frank-Wolfe-type steps only on both sets (projection=False: FW, "
+                        "pairwise and in-face steps, no projection), the paper's algorithm: sparser iterates, "
+                        "slower objective")
     p.add_argument("--threshold", type=_float_in(0, 1, low_open=False), default=0.9,
                    help="sparsity threshold of Sigma, in [0, 1) (paper: 0.9, the default)")
     p.add_argument("--masked", action="store_true",
@@ -181,6 +182,12 @@ def verdict(rows, error_target, f1_target, with_reference):
     return "Verdict: " + "; ".join(parts) + "."
 
 
+def _steps(traj):
+    """What the engine did, from its step counts (one count per block and iteration)."""
+    counts = traj.info.get("step_counts") or {}
+    return ", ".join(f"{kind} {n}" for kind, n in counts.items() if n) or "none"
+
+
 def demo(args, stream=sys.stdout):
     import numpy as np
 
@@ -228,12 +235,15 @@ def demo(args, stream=sys.stdout):
     S_ref = ref.S if ref is not None else None
     print(f"running fwmodel (FW-AL, default options) for {args.seconds:g} s ...", file=stream, flush=True)
     fw = run_fwmodel(data, time_limit=args.seconds, reference=S_ref, progress=progress)
+    print(f"  fwmodel's steps (per block): {_steps(fw)}", file=stream)
     runs = [fw]
     if args.fw_only:
-        print(f"running fwmodel with FW steps only (projection=False) for {args.seconds:g} s ...", file=stream,
+        print(f"running fwmodel with Frank-Wolfe-type steps only (projection=False) for {args.seconds:g} s ...",
+              file=stream,
               flush=True)
         runs.append(run_fwmodel(data, time_limit=args.seconds, reference=S_ref, progress=progress, name=FW_ONLY,
                                 projection=False))
+        print(f"  steps (per block): {_steps(runs[-1])}", file=stream)
     print(f"running GFB (projection splitting) for {args.seconds:g} s ...", file=stream, flush=True)
     gfb = run_gfb(data, time_limit=args.seconds, reference=S_ref, progress=progress)
     runs.append(gfb)

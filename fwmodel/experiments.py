@@ -62,8 +62,9 @@ __all__ = [
     "sparse_low_rank_covariance",
 ]
 
-#: the name of fwmodel's run with Frank-Wolfe steps only (``projection=False``), the paper's algorithm
-FW_ONLY = "fwmodel (FW steps only)"
+#: the name of fwmodel's run with Frank-Wolfe-type steps only (``projection=False``: FW, pairwise and
+#: in-face steps, no projection), the paper's algorithm
+FW_ONLY = "fwmodel (projection=False)"
 
 #: entries with |S_ij| above this count as the estimated support (paper, Fig. 2)
 SUPPORT_THRESHOLD = 1e-2
