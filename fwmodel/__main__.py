@@ -300,7 +300,11 @@ def main(argv=None):
         parser.print_help()
         return 0 if args.command is None else 2
     _check_output(parser, args)
-    demo(args)
+    try:
+        demo(args)
+    except KeyboardInterrupt:
+        print("\ndemo interrupted", file=sys.stderr)
+        return 130  # the shell's code for Ctrl-C
     return 0
 
 

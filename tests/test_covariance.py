@@ -423,3 +423,14 @@ def test_estimate_error_and_f1():
     assert estimate_error(np.zeros((3, 3)), sigma) == pytest.approx(1.0)
     assert f1_score(1.0, 0.5) == pytest.approx(2 / 3)
     assert f1_score(0.0, 0.0) == 0.0
+
+
+def test_demo_ctrl_c_exits_quietly(monkeypatch, capsys):
+    import fwmodel.__main__ as cli
+
+    def interrupted(args, stream=None):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "demo", interrupted)
+    assert cli.main(["demo", "--size", "10", "--output", ""]) == 130
+    assert "interrupted" in capsys.readouterr().err
