@@ -7,6 +7,8 @@ thing (the regular expression). Each probe in ``ANSWERED`` builds an unusual
 but valid model -- degenerate radii, one-entry variables, constants in the
 objective, units from 1e-6 to 1e6, interrupts -- and must solve it to the
 answer of an independent reference: a closed form or CVXPY + Clarabel.
+``EXPRESSIONS`` are unusual indexing, stacking and broadcasting, whose values
+must equal NumPy's on the solved point.
 """
 import math
 import pickle
@@ -469,3 +471,36 @@ def test_answered_correctly(name, thunk):
         reference_point = np.asarray(reference_point, dtype=float)
         scale = max(1.0, float(np.abs(reference_point).max()))
         np.testing.assert_allclose(point, reference_point, atol=2e-2 * scale)
+
+
+# ------------------------------------------- unusual expressions, checked by NumPy
+_C34 = np.random.default_rng(1).standard_normal((3, 4))
+_D42 = np.random.default_rng(2).standard_normal((4, 2))
+EXPRESSIONS = [
+    ("reversed-slice", lambda X: X[1:, ::-1], lambda X: X[1:, ::-1]),
+    ("negative-index", lambda X: X[-1, -2], lambda X: X[-1, -2]),
+    ("boolean-mask", lambda X: X[_C34 > 0], lambda X: X[_C34 > 0]),
+    ("integer-array-index", lambda X: X[[0, 2], 1], lambda X: X[[0, 2], 1]),
+    ("transpose-matmul", lambda X: X.T @ _C34, lambda X: X.T @ _C34),
+    ("constant-on-the-left", lambda X: _D42.T @ X.T, lambda X: _D42.T @ X.T),
+    ("reshape-c-order", lambda X: fm.reshape(X, (6, 2)), lambda X: X.reshape(6, 2)),
+    ("vstack", lambda X: fm.vstack([X, 2 * X]), lambda X: np.vstack([X, 2 * X])),
+    ("hstack-with-column", lambda X: fm.hstack([X, X[:, :1]]), lambda X: np.hstack([X, X[:, :1]])),
+    ("sum-negative-axis", lambda X: fm.sum(X, axis=-1), lambda X: X.sum(axis=-1)),
+    ("broadcast-row", lambda X: X - _C34[0], lambda X: X - _C34[0]),
+    ("elementwise-division", lambda X: X / (1 + _C34 ** 2), lambda X: X / (1 + _C34 ** 2)),
+    ("trace-of-product", lambda X: fm.trace(X @ _D42 @ _C34[:, :2].T), lambda X: np.trace(X @ _D42 @ _C34[:, :2].T)),
+]
+
+
+@pytest.mark.parametrize("build, numpy_of", [pytest.param(b, n, id=i) for i, b, n in EXPRESSIONS])
+def test_expression_values_match_numpy(build, numpy_of):
+    X = fm.Variable((3, 4), name="X")
+    expr = build(X)
+    target = np.random.default_rng(3).standard_normal((3, 4))
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - target)), [fm.Box(X, -5, 5)])
+    prob.solve()
+    np.testing.assert_allclose(X.value, target, atol=1e-2)  # inside the box: the target, to the default tol
+    expected = numpy_of(X.value)
+    assert expr.shape == np.shape(expected)
+    np.testing.assert_allclose(expr.value, expected, rtol=1e-12, atol=1e-12)
