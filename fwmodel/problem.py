@@ -191,32 +191,39 @@ class Problem:
     def solve(self, **options):
         """Solve with FW-AL and return the objective value at the returned point.
 
-        Options (all optional; see :data:`SOLVE_DEFAULTS`): max_iter, tol
-        and feas_tol (the solve is "optimal" when the FW gap of the augmented
-        Lagrangian is at most ``tol * stats.objective_scale`` and ||Mx - b|| at
-        most ``feas_tol * stats.feasibility_scale``; the objective scale is
-        the FW gap of the objective at the starting point, i.e. its range
-        over the sets seen from there, and the feasibility scale the largest
-        norm of b, the points and the vertices seen, so ``tol`` is a relative
-        accuracy whatever the units of the objective, the data or the
-        variables), time_limit (seconds), lam, eta (number, callable or "adaptive" / "theorem2" /
-        "theorem3"), step ("auto", "fw", "away", "pairwise"), line_search
-        ("auto", "exact", "backtracking"), verbose, print_every, callback
-        (called with a :class:`CallbackState` each iteration; returning False
-        stops), warm_start (reuse x, y and active sets of the last solve),
-        seed, inface ("auto", True, False: in-face steps on trace-norm
-        blocks), projection ("auto", True, False: projected-gradient steps on
-        blocks whose set has a cheap projection -- L1/L2 balls, boxes;
-        "auto" takes them on blocks of at least 10^5 entries when the problem
-        also has a trace-norm block, see
-        ``fwmodel.engine.fwal._auto_projection_blocks``).
+        Options (all optional; defaults in :data:`SOLVE_DEFAULTS`):
+
+        - max_iter, time_limit (seconds).
+        - tol, feas_tol (default 1e-4 each): the solve is "optimal" at the
+          first iterate whose FW gap of the augmented Lagrangian is at most
+          ``tol * stats.objective_scale`` and whose ||Mx - b|| is at most
+          ``feas_tol * stats.feasibility_scale``. The objective scale is the
+          FW gap of the objective at the cold starting point (its range over
+          the sets seen from there), the feasibility scale the largest norm
+          of b, the points and the vertices seen; so ``tol`` is the same
+          relative accuracy whatever the units of the objective, the data
+          or the variables (``fwmodel.engine.stopping``).
+        - lam, eta (number, callable or "adaptive" / "theorem2" / "theorem3").
+        - step ("auto", "fw", "away", "pairwise"), line_search ("auto",
+          "exact", "backtracking").
+        - verbose (True/False), print_every: a table row every few
+          iterations and at least every 2 s.
+        - callback (called with a :class:`CallbackState` each iteration;
+          returning False stops), warm_start (reuse x, y and active sets of
+          the last solve), seed.
+        - inface ("auto", True, False: in-face steps on trace-norm blocks),
+          projection ("auto", True, False: projected-gradient steps on
+          blocks whose set has a cheap projection -- L1/L2 balls, boxes;
+          "auto" takes them on blocks of at least 10^5 entries when the
+          problem also has a trace-norm block, see
+          ``fwmodel.engine.fwal._auto_projection_blocks``).
 
         A bad option (unknown name, wrong type such as ``max_iter=True`` or
         ``verbose="no"``, out of range) raises a ValueError naming it.
         Ctrl-C (KeyboardInterrupt) during the solve ends it with status
-        "interrupted" and a consistent answer: ``var.value`` in its sets,
-        ``prob.value`` the objective there, a history with equal-length
-        columns and a state that ``warm_start=True`` can resume.
+        "interrupted" and a consistent answer: every copy of a variable in
+        its set, ``prob.value`` the objective at ``var.value``, a history
+        with equal-length columns, and a state ``warm_start=True`` resumes.
         """
         unknown = sorted(set(options) - set(SOLVE_DEFAULTS))
         if unknown:
