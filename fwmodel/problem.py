@@ -364,5 +364,14 @@ class Problem:
                       project=b.set.project_flat if getattr(b.set, "has_cheap_projection", False) else None)
                 for b in compiled.blocks]
 
+    # ------------------------------------------------------------ pickling
+    def __getstate__(self):
+        # The compiled problem holds closures that rebuild Parameter-dependent
+        # rows; it is not stored but compiled again, identically, on first use.
+        # Everything else (the model, the last results, the warm-start state) is.
+        state = dict(self.__dict__)
+        state["_compiled"] = None
+        return state
+
     def __repr__(self):
         return f"Problem({self.objective!r}, {len(self._constraints)} constraints)"

@@ -321,3 +321,88 @@ def test_user_set_on_data_without_membership_test_is_refused():
     prob = fm.Problem(fm.Minimize(fm.sum_squares(x)), [fm.Box(x, -1, 1), Opaque(np.ones(2))])
     with pytest.raises(fm.ModelError, match=r"Opaque.*no variables.*contains"):
         prob.solve()
+
+
+# ------------------------------------------------------------ pickling
+def _cosh_model():
+    """min sum cosh(A x - y) over a box that cuts off the unconstrained minimizer (a SymPy atom)."""
+    import sympy as sp
+
+    z = sp.Symbol("z")
+    A = np.array([[1.0, 2.0, 0.0], [0.0, 1.0, -1.0], [1.0, 0.0, 1.0], [2.0, 1.0, 1.0]])
+    y = np.array([1.0, -1.0, 1.0, 2.0])
+    x = fm.Variable(3, name="x")
+    prob = fm.Problem(fm.Minimize(fm.sum(fm.smooth(sp.cosh(z), {z: A @ x - y}))), [fm.Box(x, -0.3, 0.3)])
+    return prob, x, (A, y)
+
+
+def test_problem_with_a_sympy_atom_pickles_and_the_copy_solves_alike():
+    import pickle
+
+    from scipy.optimize import minimize
+
+    prob, x, (A, y) = _cosh_model()
+    blob_before = pickle.dumps(prob)  # before a solve, too
+    value = prob.solve(tol=1e-8)
+    loaded = pickle.loads(pickle.dumps(prob))
+    (x_loaded,) = loaded.variables()
+    assert x_loaded is not x and x_loaded.name == "x"
+    np.testing.assert_array_equal(x_loaded.value, x.value)  # the results travel with it
+    assert loaded.value == value and loaded.status == prob.status
+    assert loaded.solve(tol=1e-8) == pytest.approx(value, rel=1e-9)
+    np.testing.assert_allclose(x_loaded.value, x.value, atol=1e-9)
+    fresh = pickle.loads(blob_before)
+    assert fresh.solve(tol=1e-8) == pytest.approx(value, rel=1e-9)
+    # the answer itself, independently: L-BFGS-B on the same function and box
+    ref = minimize(lambda v: np.sum(np.cosh(A @ v - y)), np.zeros(3), jac=lambda v: A.T @ np.sinh(A @ v - y),
+                   bounds=[(-0.3, 0.3)] * 3, method="L-BFGS-B", options=dict(ftol=1e-14, gtol=1e-12))
+    assert value == pytest.approx(ref.fun, rel=1e-6)
+    np.testing.assert_allclose(x.value, ref.x, atol=1e-3)
+
+
+def test_sympy_atom_round_trip_keeps_value_and_gradient():
+    import pickle
+
+    import sympy as sp
+
+    z = sp.Symbol("z")
+    x = fm.Variable(4, name="x")
+    atom = fm.sum(fm.smooth(sp.sqrt(1 + z**2) - 1, {z: 2 * x - 1}))
+    copy = pickle.loads(pickle.dumps(atom))
+    point = np.array([-1.0, 0.0, 0.5, 2.0])
+    x.value = point
+    (x_copy,) = copy.variables()
+    x_copy.value = point
+    expected = np.sum(np.sqrt(1 + (2 * point - 1) ** 2) - 1)
+    assert copy.value == pytest.approx(expected, rel=1e-12) and atom.value == pytest.approx(expected, rel=1e-12)
+    from fwmodel.expressions import SmoothFunction
+
+    layout = {x_copy.id: (0, x_copy.shape)}
+    _, grad = SmoothFunction(copy, layout).value_and_grad(point)
+    u = 2 * point - 1
+    np.testing.assert_allclose(grad, 2 * u / np.sqrt(1 + u**2), rtol=1e-12)  # chain rule by hand
+    assert copy.args[0].convexity == "convex"
+
+
+def test_whole_problem_with_sets_and_parameters_pickles_after_a_solve():
+    import pickle
+
+    x = fm.Variable(4, name="x")
+    X = fm.Variable((3, 3), name="X")
+    b = fm.Parameter(name="b", value=0.5)
+    w = fm.Parameter(4, name="w", nonneg=True, value=np.ones(4))
+    D = np.diff(np.eye(4), axis=0)
+    prob = fm.Problem(fm.Minimize(w @ fm.square(x - 1) + fm.sum_squares(X - np.eye(3))),
+                      [fm.Box(x, -1, 1), fm.L1Ball(D @ x, 1.0), fm.sum(x) == b, fm.TraceNormBall(X, 1.0),
+                       fm.L1Ball(b * x, 3.0), fm.Box(b, 0, 1)])
+    value = prob.solve()
+    loaded = pickle.loads(pickle.dumps(prob))
+    assert loaded.value == value and loaded.history["objective"][-1] == prob.history["objective"][-1]
+    assert loaded.solve() == pytest.approx(value, rel=1e-12)
+    # the copy has its own Parameters: changing one changes only the copy
+    b_loaded = next(p for p in loaded._parameters() if p.name == "b")
+    b_loaded.value = 5.0  # now fm.Box(b, 0, 1) is false in the copy only
+    loaded.solve()
+    assert loaded.status == "infeasible" and "Box(b" in loaded.stats.message
+    prob.solve()
+    assert prob.status == "optimal" and prob.value == pytest.approx(value, rel=1e-12)
