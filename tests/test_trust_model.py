@@ -312,6 +312,20 @@ def test_data_constraint_with_a_parameter_without_value_is_named():
         prob.solve()
 
 
+def test_user_set_on_data_whose_membership_test_cannot_tell_is_refused():
+    class Undecided(fm.ConvexSet):
+        def lmo(self, direction):
+            return np.zeros(self.shape)
+
+        def contains(self, point, tol=1e-9):
+            return None
+
+    x = fm.Variable(3, name="x")
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x)), [fm.Box(x, -1, 1), Undecided(np.ones(2))])
+    with pytest.raises(fm.ModelError, match=r"Undecided.contains returned None"):
+        prob.solve()
+
+
 def test_user_set_on_data_without_membership_test_is_refused():
     class Opaque(fm.ConvexSet):
         def lmo(self, direction):
@@ -400,6 +414,9 @@ def test_whole_problem_with_sets_and_parameters_pickles_after_a_solve():
     assert loaded.value == value and loaded.history["objective"][-1] == prob.history["objective"][-1]
     assert loaded.solve() == pytest.approx(value, rel=1e-12)
     # the copy has its own Parameters: changing one changes only the copy
+    w_loaded = next(p for p in loaded._parameters() if p.name == "w")
+    with pytest.raises(ValueError, match="read-only"):
+        w_loaded.value[0] = -1.0  # still read-only after the round trip
     b_loaded = next(p for p in loaded._parameters() if p.name == "b")
     b_loaded.value = 5.0  # now fm.Box(b, 0, 1) is false in the copy only
     loaded.solve()

@@ -153,7 +153,12 @@ class CompiledProblem:
                 if refresh is not None:
                     refresh()
                 value = c.expr.value
-                if not c.contains(value):
+                inside = c.contains(value)
+                if inside is None:  # a user-defined contains() that cannot tell
+                    raise ModelError(f"{c!r}: the constrained expression has no variables, so the constraint is "
+                                     f"true or false for the data alone, but {type(c).__name__}.contains returned "
+                                     "None (cannot tell which)")
+                if not inside:
                     shown = np.array2string(np.asarray(value), threshold=6, precision=6)
                     messages.append(f"the constraint {c!r} has no variables and does not hold for the current data: "
                                     f"its expression {c.expr!r} = {shown} is not in the set")

@@ -396,8 +396,9 @@ class Expression:
     def curvature(self):
         """'constant', 'affine', 'convex', 'concave' or 'unknown' (DCP rules).
 
-        Recomputed on each access: the sign of a Parameter coefficient (and so
-        the curvature of ``lam * sum_squares(x)``) may change with its value.
+        It depends on fixed data and on the Parameters' declared properties
+        only, never on their current values (see :func:`constant_sign`), so
+        the verdict holds at every solve whatever values they take.
         """
         memo = {}
         for node in self._postorder():
@@ -751,9 +752,13 @@ class Parameter(Leaf):
     Its value is read whenever the expression is evaluated. Optional
     keyword-only attributes declare properties that DCP can rely on whatever
     the value: ``nonneg`` / ``nonpos`` (its sign, so that
-    ``lam * fm.sum_squares(x)`` stays convex) and ``psd`` (a symmetric
-    positive semidefinite matrix, for ``fm.quad_form(x, P)``). Declared
-    properties are checked each time the value is set.
+    ``lam * fm.sum_squares(x)`` is convex) and ``psd`` (a symmetric
+    positive semidefinite matrix, for ``fm.quad_form(x, P)``). As in CVXPY,
+    nothing else is assumed: an undeclared Parameter has no sign (whatever
+    its current value), so ``lam * fm.sum_squares(x)`` with an unsigned
+    ``lam`` is refused in an objective. Declared properties are checked each
+    time the value is set, and the signs again at each solve; ``value`` is a
+    read-only array (assign a new one to change it).
     """
 
     def __init__(self, shape=(), name=None, value=None, *, nonneg=False, nonpos=False, psd=False):
@@ -798,6 +803,12 @@ class Parameter(Leaf):
         self._check_declared(arr, ValueError)
         arr.setflags(write=False)  # see the getter: no in-place edits past the checks
         self._value = arr
+
+    def __setstate__(self, state):
+        # pickle does not keep the read-only flag of the value array
+        self.__dict__.update(state)
+        if self._value is not None:
+            self._value.setflags(write=False)
 
     def _check_declared(self, arr, error, psd=True):
         """Raise ``error`` naming the parameter when ``arr`` breaks its declared sign (or psd)."""
