@@ -9,6 +9,19 @@ objective, units from 1e-6 to 1e6, interrupts -- and must solve it to the
 answer of an independent reference: a closed form or CVXPY + Clarabel.
 ``EXPRESSIONS`` are unusual indexing, stacking and broadcasting, whose values
 must equal NumPy's on the solved point.
+
+Classes covered: non-finite, complex and non-numeric data; empty and
+malformed shapes, out-of-range indices; non-convex, non-smooth and
+non-scalar objectives, SymPy atoms (strings, missing symbols, kinks,
+pickling); set data (signs, NaN, infinities, strings, booleans, arrays,
+magnitudes that overflow, shapes, kinds, bands); user sets whose oracle
+returns the wrong shape, NaN or nothing; malformed constraint lists,
+variables in no set, constraints on data alone, read-only problems;
+Parameters (missing values, shapes, NaN, declared and undeclared signs);
+solve options (types, signs, NaN, unknown names); callbacks that raise,
+stop or press Ctrl-C; warm starts; degenerate radii, one-entry variables,
+units from 1e-6 to 1e6; factor graphs and MAP inference options; the
+paper's data set, its certified reference and the demo's command line.
 """
 import math
 import pickle
