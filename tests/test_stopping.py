@@ -171,3 +171,19 @@ def test_objective_scale_when_the_start_minimizes_f_over_the_sets(scale):
     assert prob.stats.objective_scale > 0
     assert prob.value == pytest.approx(scale / n, rel=1e-4)
     assert np.allclose(x.value, 1.0 / n, atol=1e-3)
+
+
+def test_inface_steps_without_curvature_follow_the_scale():
+    """A non-quadratic objective (huber) over L1 ∩ trace-norm ball: the in-face trial step has no curvature
+    and is as long as the ball's radius, so the trajectory is the same in any units."""
+    rng = np.random.default_rng(0)
+    C = rng.standard_normal((8, 8))
+    normalized = []
+    for s in (1e-3, 1.0, 1e3):
+        X = fm.Variable((8, 8), name="X")
+        prob = fm.Problem(fm.Minimize(s * fm.sum(fm.huber(X - s * C, s * 1.0))),
+                          [fm.TraceNormBall(X, s * 3.0), fm.L1Ball(X, 10 * s)])
+        prob.solve(max_iter=150)
+        assert prob.stats.step_counts["inface"] > 0
+        normalized.append(prob.value / s ** 3)  # huber(s z, s M) = s^2 huber(z, M)
+    assert normalized == pytest.approx([normalized[1]] * 3, rel=1e-6)
