@@ -1,9 +1,17 @@
 """Trust in the modeling layer: what the model says is what gets solved.
 
 - set data (radii, bounds, totals, k, flags) is validated by one helper and
-  refused by name when it is not a sensible number;
-- bounds and radii large enough to overflow FW-AL's squared distances are
-  refused with the limit stated.
+  refused by name when it is not a sensible number; bounds and radii large
+  enough to overflow FW-AL's squared distances are refused with the limit;
+- a Problem is immutable (read-only objective, constraints a copy);
+- variables without entries are refused by name;
+- an unsigned Parameter has no sign: scaling a convex term by it is refused,
+  declared signs carry through Parameter expressions, Parameter values are
+  read-only and re-checked at each solve;
+- a constraint on data alone is evaluated at every solve: dropped when true,
+  "infeasible" (naming it) when false;
+- problems with SymPy atoms, sets and Parameters pickle, and the copies solve
+  to the same answer.
 """
 import numpy as np
 import pytest
