@@ -431,3 +431,47 @@ def test_whole_problem_with_sets_and_parameters_pickles_after_a_solve():
     assert loaded.status == "infeasible" and "Box(b" in loaded.stats.message
     prob.solve()
     assert prob.status == "optimal" and prob.value == pytest.approx(value, rel=1e-12)
+
+
+def test_parameter_sign_rules_are_sound_by_sampling():
+    """Whatever sign the rules claim for an expression of Parameters holds for sampled values.
+
+    Random expressions over a nonneg, a nonpos and an unsigned Parameter (and
+    constants of both signs); each claimed sign is checked by brute force at
+    values that respect the declarations.
+    """
+    from fwmodel.expressions.core import constant_sign
+
+    rng = np.random.default_rng(0)
+    p = fm.Parameter(2, name="p", nonneg=True)
+    q = fm.Parameter(2, name="q", nonpos=True)
+    r = fm.Parameter(2, name="r")
+    leaves = [p, q, r, fm.Constant(np.array([2.0, 3.0])), fm.Constant(np.array([-1.0, -0.5]))]
+    unary = [lambda a: -a, lambda a: a[::-1], lambda a: fm.sum(a) * np.ones(2), lambda a: fm.square(a),
+             lambda a: fm.exp(a), lambda a: a.T]
+    binary = [lambda a, b: a + b, lambda a, b: a - b, lambda a, b: a * b, lambda a, b: a / (fm.square(b) + 1),
+              lambda a, b: fm.vstack([a, b])[0], lambda a, b: np.ones((2, 2)) @ a + b]
+    claims = {"nonneg": 0, "nonpos": 0, "unknown": 0}
+    for _ in range(150):
+        expr = leaves[rng.integers(len(leaves))]
+        for _ in range(rng.integers(1, 4)):
+            if rng.random() < 0.4:
+                expr = unary[rng.integers(len(unary))](expr)
+            else:
+                other = leaves[rng.integers(len(leaves))]
+                expr = binary[rng.integers(len(binary))](expr, other) if rng.random() < 0.5 else \
+                    binary[rng.integers(len(binary))](other, expr)
+        claim = constant_sign(expr)
+        claims[claim if claim in claims else "unknown"] += 1
+        for _ in range(20):
+            p.value = rng.exponential(size=2)
+            q.value = -rng.exponential(size=2)
+            r.value = rng.standard_normal(2)
+            value = np.asarray(expr.value)
+            if claim == "nonneg":
+                assert np.all(value >= 0), expr
+            elif claim == "nonpos":
+                assert np.all(value <= 0), expr
+            elif claim == "zero":
+                assert np.all(value == 0), expr
+    assert claims["nonneg"] > 10 and claims["nonpos"] > 10 and claims["unknown"] > 10  # all rules exercised
