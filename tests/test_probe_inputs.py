@@ -193,6 +193,12 @@ REFUSED = [
      r"'p'.*NaN"),
     ("unsigned-parameter-scales-convex", lambda: _weighted(fm.Parameter(name="w", value=2.0)), E,
      r"sign of parameter w"),
+    ("parameter-minus-one-has-no-sign", lambda: _weighted(fm.Parameter(name="P", value=2.0, nonneg=True) - 1), E,
+     r"\(P - 1\) \* sum_squares.*unknown"),
+    ("nonpositive-parameter-scales-convex", lambda: _weighted(fm.Parameter(name="Q", value=-1.0, nonpos=True)), E,
+     r"Q \* sum_squares.*concave"),
+    ("mixed-sign-product", lambda: _weighted(fm.Parameter(name="P", value=1.0, nonneg=True)
+                                             * fm.Parameter(name="Q", value=-1.0, nonpos=True)), E, r"P \* Q.*concave"),
     ("problem-objective-read-only", lambda: setattr(solve_with()[0], "objective", fm.Minimize(0)), AttributeError,
      r"Problem.objective is read-only"),
     ("parameter-nonneg-negative", lambda: setattr(fm.Parameter(name="p", nonneg=True), "value", -1.0), V,
@@ -380,6 +386,10 @@ ANSWERED = [
     ("pickled-problem-solves", lambda: _pickled()),
     ("pickled-sympy-atom-solves", lambda: _pickled_smooth()),
     ("declared-sign-parameter", lambda: _signed_parameter()),
+    ("parameter-plus-one", lambda: _parameter_weight(lambda: fm.Parameter(value=2.0, nonneg=True) + 1, 3.0)),
+    ("negated-nonpositive-parameter", lambda: _parameter_weight(lambda: -fm.Parameter(value=-2.0, nonpos=True), 2.0)),
+    ("squared-parameter", lambda: _parameter_weight(lambda: (lambda q: q * q)(fm.Parameter(value=-2.0, nonpos=True)),
+                                                    4.0)),
     ("true-constant-constraint", lambda: _constant_constraint(5.0)),
     ("false-constant-constraint", lambda: _constant_constraint(0.5)),
     ("constraints-are-a-copy", lambda: _constraints_copy()),
@@ -507,6 +517,14 @@ def _signed_parameter():
     prob.solve()
     best = proj_l1(C3, 1.0)
     return prob.status, prob.value, 2.0 * float(np.sum((best - C3) ** 2)), x.value, best
+
+
+def _parameter_weight(weight_of, weight):
+    """weight * min ||x - 1||^2 over ||x||_1 <= 1 (minimizer x = 1/3, value 4/3): a signed Parameter expression."""
+    x = x3()
+    prob = fm.Problem(fm.Minimize(weight_of() * fm.sum_squares(x - 1.0)), [fm.L1Ball(x, 1.0)])
+    prob.solve()
+    return prob.status, prob.value, weight * 4 / 3, x.value, np.full(3, 1 / 3)
 
 
 def _constant_constraint(radius):
