@@ -17,6 +17,7 @@ from .engine import minimize_fwal
 from .errors import ModelError
 from .expressions import as_expression
 from .expressions.core import short_repr
+from .expressions.nonsmooth import refuse_in_objective
 
 #: The options of Problem.solve and their defaults.
 SOLVE_DEFAULTS = dict(
@@ -47,6 +48,7 @@ class _Objective:
         if self.expr.size != 1:
             raise ModelError(f"{type(self).__name__}: the objective must be a scalar, but "
                              f"{short_repr(self.expr)} has shape {self.expr.shape} (use fm.sum or fm.sum_squares)")
+        refuse_in_objective(self.expr)  # norms and abs are constraints, with the set named
         curvature = self.expr.curvature
         if curvature not in self.required:
             raise ModelError(

@@ -39,6 +39,7 @@ from ..errors import ModelError
 from ..expressions import Equality, SmoothFunction, Variable, linearize
 from ..sets.base import ConvexSet
 from .consistency import ConsistencyOperator, CopyRows, SparseRows
+from .lowering import lower_constraints
 from .objective import BlockObjective, CopyMap
 
 
@@ -90,6 +91,10 @@ class CompiledProblem:
     objective: BlockObjective
     equalities: list = field(default_factory=list)
     parametric: list = field(default_factory=list)
+    #: {id(equality): its piece of M} (for the equalities' dual values)
+    equality_pieces: dict = field(default_factory=dict)
+    #: what the constraints were lowered to (see fwmodel.compiler.lowering)
+    lowered: object = None
 
     @property
     def M(self):
@@ -113,12 +118,28 @@ class CompiledProblem:
         return out
 
     def refresh_parameters(self):
-        """Re-read Parameter values in constraint rows (M's pieces, b)."""
+        """Re-read Parameter values: bounds, the sets' data, constraint rows (M's pieces, b).
+
+        Order matters: the entry bounds first, then the sets in block order
+        (boxes that close one-sided bounds and slack boxes come after the
+        sets whose data they are computed from).
+        """
+        if self.lowered is not None:
+            self.lowered.prepare()
+        for blk in self.blocks:
+            blk.set.refresh()
         for piece, builder in self.parametric:
             new = builder()
             piece.A, piece.AT, piece.b = new.A, new.AT, new.b
         if self.parametric:
             self.operator._csr = None
+
+    def rows_of(self, piece):
+        """The slice of M's rows that ``piece`` occupies (None if it has no rows)."""
+        for p, lo, hi in zip(self.operator.pieces, self.operator.offsets[:-1], self.operator.offsets[1:]):
+            if p is piece:
+                return slice(int(lo), int(hi))
+        return None
 
     def summary(self):
         lines = [f"{len(self.blocks)} blocks, {self.n} primal entries, "
@@ -163,19 +184,10 @@ def _flatten_constraints(constraints):
 def compile_problem(objective_expr, sign, constraints):
     """Compile ``min sign * objective_expr`` over ``constraints`` (see module docs)."""
     constraints = _flatten_constraints(constraints)
-    sets, equalities = [], []
-    for i, c in enumerate(constraints):
-        if isinstance(c, ConvexSet):
-            sets.append(c)
-        elif isinstance(c, Equality):
-            equalities.append(c)
-        elif isinstance(c, (bool, np.bool_)):
-            raise ModelError(
-                f"constraint #{i} is the Python bool {c}: a comparison was evaluated outside fwmodel "
-                "(write constraints with fwmodel expressions, e.g. x == y, or as sets)"
-            )
-        else:
-            raise ModelError(f"constraint #{i} ({c!r}) is neither a set (fm.ConvexSet) nor an equality (expr == expr)")
+    # 0. constraints as CVXPY writes them (norm bounds, inequalities, variable
+    #    attributes) become sets and equalities (see fwmodel.compiler.lowering)
+    lowered = lower_constraints(objective_expr, constraints)
+    sets, equalities = lowered.sets, lowered.equalities
 
     # 1. variables and their slots in v
     variables, seen = [], set()
@@ -255,9 +267,21 @@ def compile_problem(objective_expr, sign, constraints):
         missing = first[voff:voff + var.size] < 0
         if np.any(missing):
             if np.all(missing):
+                through = [s for s in sets if any(v.id == var.id for v in s.expr.variables())]
+                note = ""
+                if through:
+                    note = (f" {', '.join(repr(s) for s in through[:3])} bound"
+                            f"{'s' if len(through) == 1 else ''} an expression of {var.name}, not {var.name} itself: "
+                            "such a set gets its own block, tied to the variables by equality rows, and does not "
+                            f"bound {var.name} (write the set on {var.name} or a slice of it, e.g. "
+                            f"fm.Box({var.name}, (lo - c) / a, (hi - c) / a) for fm.Box(a * {var.name} + c, lo, hi) "
+                            "with a > 0).")
                 raise ModelError(
                     f"variable {var.name} (shape {var.shape}) is not in any bounded set: FW-AL needs every "
-                    f"variable in at least one set (e.g. fm.Box({var.name}, lower, upper) or fm.L1Ball({var.name}))"
+                    f"variable in at least one set that holds it directly ({var.name}, a slice such as "
+                    f"{var.name}[...], or {var.name}.T), e.g. fm.Box({var.name}, lower, upper), "
+                    f"{var.name} >= lo with {var.name} <= hi, fm.norm1({var.name}) <= r or "
+                    f"fm.L1Ball({var.name}).{note}"
                 )
             idx = np.flatnonzero(missing)
             raise ModelError(
@@ -312,6 +336,7 @@ def compile_problem(objective_expr, sign, constraints):
             return found[0].slice
         return None
 
+    equality_pieces = {}
     for i, eq in enumerate(equalities):
         # An equality may build its own structured rows (such as
         # marginalization consistency, see fwmodel.factor_graphs); it
@@ -321,6 +346,7 @@ def compile_problem(objective_expr, sign, constraints):
         if piece is None:
             piece = equality_piece(eq)
         pieces_in_order.append(piece)
+        equality_pieces[id(eq)] = piece
         node = ("equality", i)
         role = getattr(eq, "role", None)  # e.g. "marginalization"
         extra = {} if role is None else {"role": role}
@@ -346,4 +372,5 @@ def compile_problem(objective_expr, sign, constraints):
     objective = BlockObjective(SmoothFunction(objective_expr, var_layout), sign, copy_map)
     return CompiledProblem(blocks=blocks, n=n, variables=variables, var_layout=var_layout, graph=graph,
                            operator=operator, copy_map=copy_map, objective=objective,
-                           equalities=equalities, parametric=parametric)
+                           equalities=equalities, parametric=parametric, equality_pieces=equality_pieces,
+                           lowered=lowered)

@@ -54,7 +54,7 @@ class Simplex(ConvexSet):
 
     def __init__(self, expr, total=1.0, axis=None, equality=True):
         super().__init__(expr)
-        self.total = check_nonnegative("total", total, "Simplex")
+        self._store_data("total", total, lambda v: check_nonnegative("total", v, "Simplex"))
         self.equality = bool(equality)
         shape = tuple(self.shape)
         ndim = len(shape)
@@ -135,6 +135,10 @@ class Simplex(ConvexSet):
         # the group has one entry); groups add up in squares.
         per_group = self.total * (np.sqrt(2.0) if self.group_size > 1 else (0.0 if self.equality else 1.0))
         return float(per_group * np.sqrt(self.n_groups))
+
+    def coordinate_bounds(self):
+        """Every entry lies in [0, total]."""
+        return np.zeros(self.size), np.full(self.size, self.total)
 
     def __repr__(self):
         extra = "" if self.total == 1.0 else f", total={self.total:g}"
