@@ -157,6 +157,7 @@ class Problem:
         self._compiled = None
         self._compile_time = None
         self._state = None
+        self._versions = None
         self.status = None
         self.value = None
         self.stats = None
@@ -217,6 +218,8 @@ class Problem:
             if p.value is None:
                 raise ModelError(f"parameter {p.name} has no value: set {p.name}.value before solving")
         warm = self._state if opts.pop("warm_start") and self._state is not None else None
+        if warm is not None:  # blocks whose set data changed (Parameters) restart
+            warm = compiled.restart_changed_blocks(warm, self._versions)
         user_callback = opts.pop("callback")
         callback = None
         if user_callback is not None:
@@ -229,8 +232,10 @@ class Problem:
         result = minimize_fwal(compiled.objective, engine_blocks, compiled.operator, compiled.b,
                                callback=callback, warm_state=warm, **opts)
         self._state = result.state
+        self._versions = compiled.data_versions()
         for var, value in compiled.variable_values(result.x).items():
             var.value = value
+        compiled.write_duals(result.x, result.state.y, result.lam)
         sign = self.objective.sign
         self.status = result.status
         self.value = float(sign * result.objective)
@@ -251,7 +256,7 @@ class Problem:
     def _parameters(self):
         seen, out = set(), []
         exprs = [self.objective.expr] + [b.set.expr for b in self.compile().blocks] + \
-                [e.expr for e in self.compile().equalities]
+                [e.expr for e in self.compile().equalities] + [b.set for b in self.compile().blocks]
         for e in exprs:
             for p in e.parameters():
                 if id(p) not in seen:

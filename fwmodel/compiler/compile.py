@@ -134,6 +134,74 @@ class CompiledProblem:
         if self.parametric:
             self.operator._csr = None
 
+    def data_versions(self):
+        """The data version of every block's set (see ``ConvexSet.data_version``)."""
+        return [blk.set.data_version for blk in self.blocks]
+
+    def restart_changed_blocks(self, state, versions):
+        """A copy of a warm-start ``state`` in which blocks whose set data changed restart.
+
+        ``versions`` are :meth:`data_versions` at the end of the solve that
+        left ``state``. A changed block's x (which may lie outside its new
+        set) is reset to the set's initial point and its active sets
+        (vertices of the old set) are dropped; the engine rebuilds them.
+        """
+        changed = [k for k, (blk, old) in enumerate(zip(self.blocks, versions)) if blk.set.data_version != old]
+        if not changed:
+            return state
+        from ..engine.result import SolverState
+
+        x = state.x.copy()
+        active = dict(state.active_sets)
+        for k in changed:
+            blk = self.blocks[k]
+            x[blk.slice] = 0.0
+            blk.set.initial_atom().add_to(x[blk.slice], 1.0)
+            active.pop(k, None)
+            active.pop(("face", k), None)
+        return SolverState(x, state.y, active, state.lam, state.eta, state.lipschitz)
+
+    def write_duals(self, x, y, lam):
+        """Set ``dual_value`` of the user's equality and inequality constraints.
+
+        The multiplier of a row of M x = b is ``y + lam (M x - b)`` (the
+        gradient of the augmented terms of L). A row of ``lhs == rhs`` is
+        ``lhs - rhs`` and the engine minimizes ``sign * f``, so with CVXPY's
+        convention (``L = f + nu' (lhs - rhs)`` for Minimize, the same
+        ``nu`` for Maximize of ``-f``) the multiplier is ``dual_value``
+        directly; for an inequality ``lhs - rhs + s = 0``, ``s >= 0``, it is
+        the inequality's (nonnegative) multiplier. An equality absorbed into
+        a simplex (``fm.sum(x) == t`` with ``x >= 0``) has no row: its
+        multiplier comes from the simplex block's KKT condition
+        ``g + nu a 1 - mu = 0`` (``mu >= 0``, zero on the support), as the
+        x-weighted mean ``nu = -<x, g> / (a <x, 1>)`` of the block gradient g of L.
+        """
+        if not self.equalities and (self.lowered is None or not self.lowered.absorbed):
+            return
+        residual = self.operator.matvec(x) - self.b
+        multipliers = y + lam * residual
+        slack_of = self.lowered.slack_of if self.lowered is not None else {}
+        for eq in self.equalities:
+            rows = self.rows_of(self.equality_pieces.get(id(eq)))
+            if rows is None:
+                continue
+            value = multipliers[rows]
+            if id(eq) in slack_of:
+                ineq, picked = slack_of[id(eq)]
+                ineq.dual_value = value.reshape(ineq.shape) if picked.size == int(np.prod(ineq.shape)) else value
+            elif value.size == eq.size:
+                eq.dual_value = value.reshape(eq.shape) if eq.shape else float(value[0])
+        if self.lowered is not None and self.lowered.absorbed:
+            _, g = self.objective.value_and_grad(x)
+            grad = g + self.operator.rmatvec(multipliers)
+            by_set = {id(blk.set): blk for blk in self.blocks}
+            for eq in self.lowered.absorbed_equalities:
+                simplex, a = self.lowered.absorbed[id(eq)]
+                blk = by_set[id(simplex)]
+                xb, gb = x[blk.slice], grad[blk.slice]
+                mass = float(xb.sum())
+                eq.dual_value = -float(xb @ gb) / (a * mass) if mass > 0 else -float(gb.min()) / a
+
     def rows_of(self, piece):
         """The slice of M's rows that ``piece`` occupies (None if it has no rows)."""
         for p, lo, hi in zip(self.operator.pieces, self.operator.offsets[:-1], self.operator.offsets[1:]):

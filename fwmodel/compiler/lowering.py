@@ -119,6 +119,7 @@ class Lowered:
     absorbed: dict = field(default_factory=dict)
     slack_of: dict = field(default_factory=dict)
     entry_bounds: object = None
+    absorbed_equalities: list = field(default_factory=list)
 
     def prepare(self):
         if self.entry_bounds is not None:
@@ -282,7 +283,7 @@ def lower_constraints(objective_expr, constraints):
         return var.id not in param_bound_vars and np.all(bounds.lo[off:off + size] == 0.0)
 
     # 4. recognized structures: simplices from sum(x) == t and sum(x) <= t, PSD trace balls
-    absorbed = {}
+    absorbed, absorbed_equalities = {}, []
     kept_equalities = []
     for eq in equalities:
         found = None
@@ -296,6 +297,7 @@ def lower_constraints(objective_expr, constraints):
             simplex = Simplex(var, total)
             sets.append(simplex)
             absorbed[id(eq)] = (simplex, a)
+            absorbed_equalities.append(eq)
             continue
         kept_equalities.append(eq)
     equalities = kept_equalities
@@ -380,7 +382,8 @@ def lower_constraints(objective_expr, constraints):
             iu = np.triu_indices(var.shape[0], 1)
             if iu[0].size:
                 equalities.append(Equality(var[iu], var.T[iu]))
-    return Lowered(sets=sets, equalities=equalities, absorbed=absorbed, slack_of=slack_of, entry_bounds=bounds)
+    return Lowered(sets=sets, equalities=equalities, absorbed=absorbed, slack_of=slack_of, entry_bounds=bounds,
+                   absorbed_equalities=absorbed_equalities)
 
 
 # ---------------------------------------------------------------------- helpers
