@@ -329,18 +329,24 @@ def lower_constraints(objective_expr, constraints):
     # 6a. symmetric variables: symmetric variants of the sets that hold them whole
     sets = [_symmetric(s) for s in sets]
 
-    # 4b. PSD variables without a PSD trace ball: close with the implied diagonal bounds
+    # 4b. PSD variables without a PSD trace ball: close with the diagonal's upper bounds
+    #     (trace X = sum_i X_ii <= sum_i hi_ii), from the bounds and the other sets
     for var in variables:
         if var.PSD and not any(isinstance(s, TraceNormBall) and s.psd and s.expr is var for s in sets):
             holders = _holders(var, sets, slots, offsets, n_v)
-            if not holders:
-                raise ModelError(f"variable {var.name} is PSD=True but nothing bounds it: add fm.trace({var.name}) "
-                                 f"<= t (a PSD trace ball, fm.TraceNormBall({var.name}, t, psd=True)) or put it "
-                                 "in a bounded set")
-            n = var.shape[0]
+            n, off = var.shape[0], offsets[var.id]
             diagonal = np.arange(n) * (n + 1)
-            radius = _data_from(lambda var=var, holders=holders: float(
-                _implied(var, holders)[1][diagonal].sum()), _set_parameters([h for h, _ in holders]), f"trace bound of {var.name}")
+
+            def trace_bound(var=var, holders=holders, diagonal=diagonal, off=off):
+                return float(np.minimum(bounds.hi[off + diagonal], _implied(var, holders)[1][diagonal]).sum())
+
+            if not np.isfinite(trace_bound()):
+                raise ModelError(f"variable {var.name} is PSD=True but nothing bounds it: add fm.trace({var.name}) "
+                                 f"<= t (a PSD trace ball, fm.TraceNormBall({var.name}, t, psd=True)), bound its "
+                                 f"diagonal ({var.name} <= hi), or put it in a bounded set")
+            params = _set_parameters([h for h, _ in holders]) + (
+                _dynamic_parameters(var, bounds, []) if var.id in param_bound_vars else [])
+            radius = _data_from(trace_bound, params, f"trace bound of {var.name}")
             sets.append(TraceNormBall(var, radius, psd=True, symmetric=True))
 
     # 2-3. one box per variable from the elementwise bounds, closed by the sets
