@@ -398,3 +398,26 @@ def test_norm_bound_must_be_data():
     x = fm.Variable(3, name="x")
     with pytest.raises(fm.ModelError, match=r"must be data.*fm.Parameter"):
         fm.norm1(x) <= x[0]
+
+
+def test_variable_attribute_checks():
+    with pytest.raises(fm.ModelError, match=r"nonneg=True and nonpos=True"):
+        fm.Variable(3, nonneg=True, nonpos=True)
+    with pytest.raises(fm.ModelError, match=r"symmetric=True needs a square matrix"):
+        fm.Variable((2, 3), symmetric=True)
+    with pytest.raises(fm.ModelError, match=r"bounds must be a pair"):
+        fm.Variable(3, bounds=1.0)
+    with pytest.raises(fm.ModelError, match=r"does not broadcast"):
+        fm.Variable(3, bounds=[np.zeros(2), None])
+
+
+def test_symmetric_variable_in_a_set_without_a_symmetric_lmo():
+    """A simplex has no symmetric LMO: the rows X[i, j] == X[j, i] are added instead."""
+    C = np.array([[0.5, 0.9, 0.0], [0.1, 0.2, 0.0], [0.0, 0.3, 0.1]])
+    X = fm.Variable((3, 3), name="X", symmetric=True)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.Simplex(X)])
+    value = prob.solve(**TIGHT)
+    assert prob.compile().M.shape[0] == 3  # one row per pair i < j
+    Xc = cp.Variable((3, 3), symmetric=True)
+    assert_close(value, reference(cp.Minimize(cp.sum_squares(Xc - C)), [Xc >= 0, cp.sum(Xc) == 1]))
+    assert np.abs(X.value - X.value.T).max() <= CON_TOL

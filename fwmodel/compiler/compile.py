@@ -2,6 +2,14 @@
 
 Compilation, step by step (paper Sec. 2.2, eq. opt_reformulation):
 
+0. **Lowering.** Constraints as CVXPY writes them become sets and
+   equalities first (:mod:`fwmodel.compiler.lowering`): ``norm1(e) <= t`` an
+   L1 ball, elementwise bounds one box per variable (one-sided bounds closed
+   by the bounding box of the sets that hold the variable), ``x >= 0`` with
+   ``sum(x) == t`` a simplex, ``PSD=True`` with ``trace(X) <= t`` a PSD trace
+   ball, ``G @ x <= h`` rows ``G x + s = h`` with a slack ``s`` in a box
+   whose upper bound ``h - min G x`` comes from the sets' LMOs, and the sets
+   of symmetric variables their symmetric variants.
 1. **Variables.** Every variable of the objective and the constraints gets a
    slot in a flat vector v (C order), in order of first appearance.
 2. **Blocks.** Every set gets one block x^(k) of the product space X_1 x ...

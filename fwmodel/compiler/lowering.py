@@ -122,7 +122,7 @@ class Lowered:
     absorbed_equalities: list = field(default_factory=list)
 
     def prepare(self):
-        if self.entry_bounds is not None:
+        if self.entry_bounds is not None and self.entry_bounds.dynamic():
             self.entry_bounds.recompute()
 
 
@@ -143,6 +143,12 @@ class EntryBounds:
 
     def add_rows(self, ineq, rows):
         self.rows.append((ineq, rows))
+
+    def dynamic(self):
+        """True when some bound depends on a Parameter (else one computation is enough)."""
+        return any(ineq.parameters() for ineq, _ in self.rows) or any(
+            b is not None and getattr(b, "_has_params", False)
+            for var in self.variables if var.bounds is not None for b in var.bounds)
 
     def recompute(self):
         lo, hi = np.full(self.n_v, -np.inf), np.full(self.n_v, np.inf)
