@@ -421,3 +421,18 @@ def test_symmetric_variable_in_a_set_without_a_symmetric_lmo():
     Xc = cp.Variable((3, 3), symmetric=True)
     assert_close(value, reference(cp.Minimize(cp.sum_squares(Xc - C)), [Xc >= 0, cp.sum(Xc) == 1]))
     assert np.abs(X.value - X.value.T).max() <= CON_TOL
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_nonneg_with_sums_along_an_axis_is_a_batched_simplex(axis):
+    C = np.random.default_rng(7).standard_normal((4, 5))
+    X = fm.Variable((4, 5), name="X", nonneg=True)
+    sums = fm.sum(X, axis=axis) == 1
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [sums])
+    value = prob.solve(**TIGHT)
+    (blk,) = prob.compile().blocks
+    assert isinstance(blk.set, fm.Simplex) and blk.set.axis == axis and prob.compile().M.shape[0] == 0
+    Xc = cp.Variable((4, 5), nonneg=True)
+    sums_c = cp.sum(Xc, axis=axis) == 1
+    assert_close(value, reference(cp.Minimize(cp.sum_squares(Xc - C)), [sums_c]))
+    np.testing.assert_allclose(sums.dual_value, sums_c.dual_value, rtol=DUAL_RTOL, atol=1e-4)

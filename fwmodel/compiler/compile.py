@@ -204,11 +204,16 @@ class CompiledProblem:
             grad = g + self.operator.rmatvec(multipliers)
             by_set = {id(blk.set): blk for blk in self.blocks}
             for eq in self.lowered.absorbed_equalities:
-                simplex, a = self.lowered.absorbed[id(eq)]
+                simplex, a, group = self.lowered.absorbed[id(eq)]
                 blk = by_set[id(simplex)]
-                xb, gb = x[blk.slice], grad[blk.slice]
-                mass = float(xb.sum())
-                eq.dual_value = -float(xb @ gb) / (a * mass) if mass > 0 else -float(gb.min()) / a
+                xb, gb = x[blk.slice], grad[blk.slice]  # the block is the whole variable, C order
+                n_groups = int(group.max()) + 1
+                mass = np.bincount(group, weights=xb, minlength=n_groups)
+                weighted = np.bincount(group, weights=xb * gb, minlength=n_groups)
+                smallest = np.full(n_groups, np.inf)
+                np.minimum.at(smallest, group, gb)
+                nu = np.where(mass > 0, -weighted / np.where(mass > 0, mass, 1.0), -smallest) / a
+                eq.dual_value = nu.reshape(eq.shape) if eq.shape else float(nu[0])
 
     def rows_of(self, piece):
         """The slice of M's rows that ``piece`` occupies (None if it has no rows)."""

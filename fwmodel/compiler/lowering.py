@@ -28,7 +28,11 @@ lays out blocks, rewrites such a model into sets and equalities:
    block.
 4. **Recognized structures.** ``x >= 0`` (or ``nonneg=True``) with
    ``fm.sum(x) == t`` is ``Simplex(x, t)`` (the equality adds no row; with
-   ``fm.sum(x) <= t``, ``Simplex(x, t, equality=False)``). For a ``PSD=True``
+   ``fm.sum(x) <= t``, ``Simplex(x, t, equality=False)``); with
+   ``fm.sum(X, axis=1) == t`` (rows of equal coefficients summing disjoint
+   groups that cover X, the groups of an ``axis``) it is the batched
+   ``Simplex(X, t, axis=1)``. The equality's multiplier is recovered after
+   the solve from the simplex block's KKT conditions. For a ``PSD=True``
    variable, ``fm.trace(X) <= t`` is ``TraceNormBall(X, t, psd=True)``; a PSD
    variable without one gets the PSD trace ball whose radius is the sum of
    the diagonal's upper bounds implied by its other sets.
@@ -212,6 +216,60 @@ def _lower_norm(ineq):
     return cls(arg, data)
 
 
+def _simplex_groups(A, var_slots):
+    """``(var, a, group_of_entry, axis)`` when the rows of A sum disjoint groups of var's entries.
+
+    That is: one coefficient a in every row, all in the columns of one
+    variable, every entry of it in exactly one row, and the rows are the
+    groups of ``fm.Simplex(var, axis=axis)`` (in any order) -- ``sum(x) == t``
+    (axis None) or ``fm.sum(X, axis=1) == t`` (every row of X a simplex).
+    ``group_of_entry[j]`` is the row of A that entry j is summed in.
+    """
+    A = A.tocsr()
+    cols, data = A.indices, A.data
+    if cols.size == 0 or not np.all(data == data[0]) or np.any(np.diff(A.indptr) == 0):
+        return None
+    for var, (off, size) in var_slots.items():
+        if cols.size != size or cols.min() != off or cols.max() != off + size - 1:
+            continue
+        group_of_entry = np.full(size, -1, dtype=np.intp)
+        group_of_entry[cols - off] = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
+        if np.any(group_of_entry < 0):  # an entry in two rows
+            return None
+        if A.shape[0] == 1:
+            return var, float(data[0]), group_of_entry, None
+        axis = _simplex_axis(var.shape, group_of_entry.reshape(var.shape), A.shape[0])
+        return None if axis is False else (var, float(data[0]), group_of_entry, axis)
+    return None
+
+
+def _simplex_axis(shape, groups, n_groups):
+    """The ``axis`` of ``fm.Simplex`` whose groups are ``groups`` (labels in any order), else False."""
+    import itertools
+
+    ndim = len(shape)
+    for k in range(1, ndim):
+        for summed in itertools.combinations(range(ndim), k):
+            kept = [a for a in range(ndim) if a not in summed]
+            expected = np.ravel_multi_index(tuple(np.indices(shape)[a] for a in kept), tuple(shape[a] for a in kept))
+            if int(expected.max()) + 1 != n_groups:
+                continue
+            relabel = np.full(n_groups, -1, dtype=np.intp)
+            relabel[expected.ravel()] = groups.ravel()
+            if np.array_equal(relabel[expected.ravel()], groups.ravel()) and np.unique(relabel).size == n_groups:
+                return summed[0] if k == 1 else summed
+    return False
+
+
+def _common_total(eq, c, a):
+    """The one total of all the groups of ``fm.sum(x, axis) == t`` (a simplex has one total)."""
+    totals = -np.asarray(c, dtype=float) / a
+    if np.ptp(totals) > 1e-12 * max(1.0, float(np.abs(totals).max())):
+        raise ModelError(f"{short_repr(eq)}: the groups' totals differ ({totals.min():g} to {totals.max():g}); "
+                         "an fm.Simplex has one total for all groups: write one constraint per total")
+    return float(totals[0])
+
+
 def _whole_var_with_equal_coefficients(A, var_slots):
     """``(var, a)`` when the single row A is ``a * sum(var)`` (every entry of one variable), else None."""
     cols, data = A.indices, A.data
@@ -293,16 +351,16 @@ def lower_constraints(objective_expr, constraints):
     kept_equalities = []
     for eq in equalities:
         found = None
-        if eq.size == 1 and not getattr(eq, "role", None):
+        if not getattr(eq, "role", None):
             A, c = linearize(eq.expr, offsets, n_v)
-            found = _whole_var_with_equal_coefficients(A, slots)
+            found = _simplex_groups(A, slots)
         if found is not None and found[0].size > 1 and fixed_zero_lower(found[0]):
-            var, a = found
-            total = _data_from(lambda eq=eq, a=a: -float(linearize(eq.expr, offsets, n_v)[1][0]) / a,
+            var, a, group_of_entry, axis = found
+            total = _data_from(lambda eq=eq, a=a: _common_total(eq, linearize(eq.expr, offsets, n_v)[1], a),
                                eq.parameters(), f"total of {short_repr(eq)}")
-            simplex = Simplex(var, total)
+            simplex = Simplex(var, total, axis=axis)
             sets.append(simplex)
-            absorbed[id(eq)] = (simplex, a)
+            absorbed[id(eq)] = (simplex, a, group_of_entry)
             absorbed_equalities.append(eq)
             continue
         kept_equalities.append(eq)
