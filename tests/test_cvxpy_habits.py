@@ -436,3 +436,13 @@ def test_nonneg_with_sums_along_an_axis_is_a_batched_simplex(axis):
     sums_c = cp.sum(Xc, axis=axis) == 1
     assert_close(value, reference(cp.Minimize(cp.sum_squares(Xc - C)), [sums_c]))
     np.testing.assert_allclose(sums.dual_value, sums_c.dual_value, rtol=DUAL_RTOL, atol=1e-4)
+
+
+def test_sets_with_parameter_data_pickle():
+    import pickle
+
+    r = fm.Parameter(nonneg=True, value=0.5, name="r")
+    x = fm.Variable(3, name="x")
+    for s in (fm.L1Ball(x, r), fm.Box(x, -r, r), fm.Simplex(x, r)):
+        copy = pickle.loads(pickle.dumps(s))
+        assert copy.parameters()[0].value == 0.5 and not copy.refresh()

@@ -295,6 +295,11 @@ class ConvexSet:
         return f"{type(self).__name__}({self.expr!r})"
 
 
+def nonnegative_data(name, owner):
+    """The check of a nonnegative scalar datum ``name`` of set ``owner`` (picklable, for ``_store_data``)."""
+    return functools.partial(check_nonnegative, name, owner=owner)
+
+
 def check_nonnegative(name, value, owner, strict=False):
     """Validate a scalar set parameter; raise ValueError naming it."""
     try:

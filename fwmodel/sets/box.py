@@ -1,12 +1,14 @@
 """Boxes {lower <= x <= upper} and the L-infinity ball {||vec(x)||_inf <= radius}."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..errors import ModelError
 from ._common import as_direction, as_flat_direction, as_point
 from .atoms import DenseAtom
-from .base import ConvexSet, check_nonnegative
+from .base import ConvexSet, nonnegative_data
 
 
 def _bound(name, value, shape):
@@ -47,8 +49,8 @@ class Box(ConvexSet):
     def __init__(self, expr, lower, upper):
         super().__init__(expr)
         shape = tuple(self.shape)
-        self._store_data("lower", lower, lambda v: _bound("lower", v, shape))
-        self._store_data("upper", upper, lambda v: _bound("upper", v, shape))
+        self._store_data("lower", lower, functools.partial(_bound, "lower", shape=shape))
+        self._store_data("upper", upper, functools.partial(_bound, "upper", shape=shape))
         self._data_changed()
 
     def _data_changed(self):
@@ -133,7 +135,7 @@ class LinfBall(Box):
 
     def __init__(self, expr, radius=1.0):
         ConvexSet.__init__(self, expr)
-        self._store_data("radius", radius, lambda v: check_nonnegative("radius", v, "LinfBall"))
+        self._store_data("radius", radius, nonnegative_data("radius", "LinfBall"))
         self._data_changed()
 
     def _data_changed(self):

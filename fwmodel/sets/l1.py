@@ -6,7 +6,7 @@ import numpy as np
 from ..errors import ModelError
 from ._common import as_direction, as_flat_direction, as_point, dense_vertex
 from .atoms import SparseAtom
-from .base import ConvexSet, check_nonnegative
+from .base import ConvexSet, nonnegative_data
 
 #: entries per chunk in the arg-max scan: the max and the min pass over a
 #: chunk read it from cache, so a large direction is read from memory once
@@ -155,7 +155,7 @@ class L1Ball(ConvexSet):
 
     def __init__(self, expr, radius=1.0, symmetric=None):
         super().__init__(expr)
-        self._store_data("radius", radius, lambda v: check_nonnegative("radius", v, "L1Ball"))
+        self._store_data("radius", radius, nonnegative_data("radius", "L1Ball"))
         if symmetric not in (None, True, False):
             raise ValueError(f"L1Ball: symmetric must be None, True or False, got {symmetric!r}")
         shape = tuple(self.shape)

@@ -7,7 +7,7 @@ import numpy as np
 
 from ._common import as_direction, as_flat_direction, as_point
 from .atoms import DenseAtom
-from .base import ConvexSet, check_nonnegative
+from .base import ConvexSet, nonnegative_data
 
 _keys = itertools.count()
 
@@ -26,7 +26,7 @@ class L2Ball(ConvexSet):
 
     def __init__(self, expr, radius=1.0):
         super().__init__(expr)
-        self._store_data("radius", radius, lambda v: check_nonnegative("radius", v, "L2Ball"))
+        self._store_data("radius", radius, nonnegative_data("radius", "L2Ball"))
 
     def lmo_atom(self, flat_direction):
         d = as_flat_direction(self, flat_direction)

@@ -7,7 +7,7 @@ import numpy as np
 
 from ._common import as_direction, as_flat_direction, as_point, dense_vertex
 from .atoms import SparseAtom
-from .base import ConvexSet, check_nonnegative
+from .base import ConvexSet, nonnegative_data
 
 
 def _normalize_axes(axis, ndim):
@@ -54,7 +54,7 @@ class Simplex(ConvexSet):
 
     def __init__(self, expr, total=1.0, axis=None, equality=True):
         super().__init__(expr)
-        self._store_data("total", total, lambda v: check_nonnegative("total", v, "Simplex"))
+        self._store_data("total", total, nonnegative_data("total", "Simplex"))
         self.equality = bool(equality)
         shape = tuple(self.shape)
         ndim = len(shape)

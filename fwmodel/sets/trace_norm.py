@@ -8,7 +8,7 @@ from .._fastest import FasterOf
 from ..errors import ModelError
 from ._common import as_direction, as_flat_direction, as_point
 from .atoms import RankOneAtom
-from .base import ConvexSet, check_nonnegative
+from .base import ConvexSet, check_nonnegative, nonnegative_data
 
 #: relative asymmetry below which a direction D is treated as symmetric
 _SYM_RTOL = 1e-10
@@ -230,7 +230,7 @@ class TraceNormBall(ConvexSet):
             raise ModelError(
                 f"TraceNormBall({what}): the expression must be a square matrix, got shape {shape} for {self.expr!r}"
             )
-        self._store_data("radius", radius, lambda v: check_nonnegative("radius", v, "TraceNormBall"))
+        self._store_data("radius", radius, nonnegative_data("radius", "TraceNormBall"))
         self.lmo_tol = check_nonnegative("lmo_tol", lmo_tol, "TraceNormBall")
         if isinstance(dense_threshold, bool) or not isinstance(dense_threshold, (int, np.integer)) or dense_threshold < 0:
             raise ValueError(f"TraceNormBall: dense_threshold must be an integer >= 0, got {dense_threshold!r}")
