@@ -179,7 +179,8 @@ class Problem:
         return self._compiled
 
     def variables(self):
-        return list(self.compile().variables)
+        """The model's variables (without the slacks the compiler adds for inequalities)."""
+        return [v for v in self.compile().variables if not getattr(v, "is_slack", False)]
 
     @property
     def duals(self):

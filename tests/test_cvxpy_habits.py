@@ -251,6 +251,7 @@ def test_linear_inequalities_get_a_bounded_slack(data):
     # the slack's box: s <= h - min over the box of G x = h + 0.5 ||G_i||_1
     slack_box = prob.compile().blocks[-1].set
     np.testing.assert_allclose(slack_box.upper, h + 0.5 * np.abs(G).sum(axis=1))
+    assert prob.variables() == [x]  # the slack is the compiler's, not the model's
     active = ineq_c.dual_value > 1e-3
     np.testing.assert_allclose(ineq.dual_value[active], ineq_c.dual_value[active], rtol=DUAL_RTOL)
 

@@ -424,6 +424,7 @@ def lower_constraints(objective_expr, constraints):
     slack_of = {}
     for ineq, rows, A, c in general:
         slack = Variable(rows.size, name=f"slack({short_repr(ineq, 60)})")
+        slack.is_slack = True  # compiler-made: not one of the model's variables
         touched = _unique(var for var in ineq.variables())
         holders = {var.id: _holders(var, sets, slots, offsets, n_v) for var in touched}
         for var in touched:
