@@ -282,7 +282,13 @@ def _whole_var_with_equal_coefficients(A, var_slots):
 
 
 def lower_constraints(objective_expr, constraints):
-    """Rewrite ``constraints`` into sets and equalities; see the module docstring."""
+    """Rewrite ``constraints`` into sets and equalities; see the module docstring.
+
+    The numbered comments refer to the module docstring's items. They run in
+    the order their inputs need: the norm sets and recognized structures
+    first (the boxes are closed by them), the symmetric variants before the
+    boxes, and the slacks last (their bounds use every other set).
+    """
     sets, equalities, inequalities = [], [], []
     for i, c in enumerate(constraints):
         if isinstance(c, ConvexSet):
