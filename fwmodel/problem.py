@@ -290,6 +290,15 @@ class Problem:
         "interrupted" and a consistent answer: every copy of a variable in
         its set, ``prob.value`` the objective at ``var.value``, a history
         with equal-length columns, and a state ``warm_start=True`` resumes.
+
+        A non-optimal status (``fm.INFEASIBLE``, ``fm.MAX_ITER``, ...) raises
+        nothing, as in CVXPY: check ``prob.status``. ``var.value`` is then
+        the best point found, which for an infeasible problem violates some
+        constraint (by ``prob.stats.feasibility``). After a solve,
+        ``constraint.dual_value`` holds the multipliers of the equalities
+        and of the inequalities ``G @ x <= h`` (CVXPY's sign convention).
+        With ``warm_start=True``, the blocks whose set data changed through
+        an fm.Parameter restart from their set's initial point.
         """
         unknown = sorted(set(options) - set(SOLVE_DEFAULTS))
         if unknown:
