@@ -290,6 +290,8 @@ class Problem:
         "interrupted" and a consistent answer: every copy of a variable in
         its set, ``prob.value`` the objective at ``var.value``, a history
         with equal-length columns, and a state ``warm_start=True`` resumes.
+        (During compilation and setup, before there is a first iterate, the
+        KeyboardInterrupt propagates and the previous answer is kept.)
 
         A non-optimal status (``fm.INFEASIBLE``, ``fm.MAX_ITER``, ...) raises
         nothing, as in CVXPY: check ``prob.status``. ``var.value`` is then

@@ -9,6 +9,19 @@ objective, units from 1e-6 to 1e6, interrupts -- and must solve it to the
 answer of an independent reference: a closed form or CVXPY + Clarabel.
 ``EXPRESSIONS`` are unusual indexing, stacking and broadcasting, whose values
 must equal NumPy's on the solved point.
+
+Classes covered: non-finite, complex and non-numeric data; empty and
+malformed shapes, out-of-range indices; non-convex, non-smooth and
+non-scalar objectives, SymPy atoms (strings, missing symbols, kinks,
+pickling); set data (signs, NaN, infinities, strings, booleans, arrays,
+magnitudes that overflow, shapes, kinds, bands); user sets whose oracle
+returns the wrong shape, NaN or nothing; malformed constraint lists,
+variables in no set, constraints on data alone, read-only problems;
+Parameters (missing values, shapes, NaN, declared and undeclared signs);
+solve options (types, signs, NaN, unknown names); callbacks that raise,
+stop or press Ctrl-C; warm starts; degenerate radii, one-entry variables,
+units from 1e-6 to 1e6; factor graphs and MAP inference options; the
+paper's data set, its certified reference and the demo's command line.
 """
 import math
 import pickle
@@ -126,15 +139,18 @@ REFUSED = [
     ("l1-negative-radius", lambda: fm.L1Ball(x3(), -1), V, r"L1Ball: radius"),
     ("l1-nan-radius", lambda: fm.L1Ball(x3(), np.nan), V, r"L1Ball: radius"),
     ("l1-inf-radius", lambda: fm.L1Ball(x3(), np.inf), V, r"L1Ball: radius"),
-    ("l1-array-radius", lambda: fm.L1Ball(x3(), np.ones(3)), V, r"L1Ball: radius must be a number"),
+    ("l1-array-radius", lambda: fm.L1Ball(x3(), np.ones(3)), V, r"L1Ball: radius must be a real number"),
+    ("l1-string-radius", lambda: fm.L1Ball(x3(), "1"), E, r"L1Ball: radius must be a real number, got '1'"),
+    ("l1-bool-radius", lambda: fm.L1Ball(x3(), True), E, r"L1Ball: radius must be a real number, got True"),
+    ("box-overflowing-bounds", lambda: fm.Box(x3(), -1e300, 1e300), E, r"Box: lower = -1e\+300 is too large"),
     ("l2-negative-radius", lambda: fm.L2Ball(x3(), -1), V, r"L2Ball: radius"),
     ("linf-negative-radius", lambda: fm.LinfBall(x3(), -1), V, r"LinfBall: radius"),
     ("trace-negative-radius", lambda: fm.TraceNormBall(fm.Variable((2, 2)), -1), V, r"TraceNormBall: radius"),
     ("trace-on-vector", lambda: fm.TraceNormBall(x3("x"), 1), E, r"TraceNormBall.*\(3,\) for x"),
     ("box-lower-above-upper", lambda: fm.Box(x3(), 1, 0), V, r"Box: lower must be <= upper"),
-    ("box-nan-bound", lambda: fm.Box(x3(), np.nan, 1), V, r"Box: lower must be finite"),
+    ("box-nan-bound", lambda: fm.Box(x3(), np.nan, 1), V, r"Box: lower must be a number \(not NaN\)"),
     ("box-infinite-bound", lambda: fm.Box(x3(), -np.inf, 1), V, r"Box: lower must be finite"),
-    ("box-bound-shape", lambda: fm.Box(x3(), np.zeros(2), 1), V, r"Box: lower of shape \(2,\)"),
+    ("box-bound-shape", lambda: fm.Box(x3(), np.zeros(2), 1), V, r"Box: lower has shape \(2,\)"),
     ("simplex-negative-total", lambda: fm.Simplex(x3(), total=-1), V, r"Simplex: total"),
     ("simplex-axis-range", lambda: fm.Simplex(fm.Variable((3, 4)), axis=5), V, r"Simplex: axis 5"),
     ("simplex-axis-type", lambda: fm.Simplex(fm.Variable((3, 4)), axis="a"), V, r"Simplex: axis must be an int"),
@@ -147,7 +163,8 @@ REFUSED = [
     ("alignment-band-nan", lambda: fm.AlignmentPolytope(fm.Variable((3, 4)), band=np.nan), V, r"band must be"),
     ("alignment-band-too-narrow", lambda: fm.AlignmentPolytope(fm.Variable((3, 5)), kind="path", band=0), V,
      r"band=0 is too narrow"),
-    ("alignment-empty", lambda: fm.AlignmentPolytope(fm.Variable((0, 3), name="Z")), E, r"Z has no entries"),
+    ("variable-no-entries", lambda: fm.Variable(0, name="z"), E, r"'z' of shape \(0,\) has no entries"),
+    ("variable-empty-axis", lambda: fm.Variable((2, 0), name="Z"), E, r"'Z' of shape \(2, 0\) has no entries"),
     ("alignment-vector", lambda: fm.AlignmentPolytope(x3("x")), E, r"AlignmentPolytope.*x has shape"),
     ("set-on-nonaffine", lambda: fm.L1Ball(fm.sum_squares(x3()), 1), E, r"L1Ball.*must be affine"),
     # user-defined sets with broken oracles
@@ -174,6 +191,10 @@ REFUSED = [
      r"'p'.*shape \(4,\)"),
     ("parameter-value-nan", lambda: setattr(fm.Parameter(3, name="p"), "value", [np.nan, 1, 1]), V,
      r"'p'.*NaN"),
+    ("unsigned-parameter-scales-convex", lambda: _weighted(fm.Parameter(name="w", value=2.0)), E,
+     r"sign of parameter w"),
+    ("problem-objective-read-only", lambda: setattr(solve_with()[0], "objective", fm.Minimize(0)), AttributeError,
+     r"Problem.objective is read-only"),
     ("parameter-nonneg-negative", lambda: setattr(fm.Parameter(name="p", nonneg=True), "value", -1.0), V,
      r"'p'.*declared nonneg"),
     ("history-unknown-column", lambda: solve_with()[0].history["bogus"], KeyError,
@@ -226,6 +247,11 @@ REFUSED = [
     ("data-string-seed", lambda: sparse_low_rank_covariance(10, seed="a"), V, r"seed"),
     ("reference-gap-zero", lambda: certified_reference(sparse_low_rank_covariance(10), gap_tol=0), V, r"gap_tol"),
 ]
+
+
+def _weighted(weight):
+    x = x3()
+    return fm.Problem(fm.Minimize(weight * fm.sum_squares(x)), [fm.L1Ball(x)])
 
 
 def _nx():
@@ -352,6 +378,11 @@ ANSWERED = [
     ("max-iter-zero", lambda: _max_iter_zero()),
     ("warm-start-resumes", lambda: _warm_start()),
     ("pickled-problem-solves", lambda: _pickled()),
+    ("pickled-sympy-atom-solves", lambda: _pickled_smooth()),
+    ("declared-sign-parameter", lambda: _signed_parameter()),
+    ("true-constant-constraint", lambda: _constant_constraint(5.0)),
+    ("false-constant-constraint", lambda: _constant_constraint(0.5)),
+    ("constraints-are-a-copy", lambda: _constraints_copy()),
 ]
 
 
@@ -455,7 +486,49 @@ def _pickled():
     return prob.status, prob.value, float(np.sum((proj_l1(C3, 1.0) - C3) ** 2)), None, None
 
 
-EXPECTED_STATUS = {"infeasible-equality": "infeasible", "callback-false-interrupts": "interrupted",
+def _pickled_smooth():
+    """min s^2 + e^s with s = sum(x), ||x||_1 <= 1, through a pickle: the 1-D minimizer of g on [-1, 1]."""
+    import sympy
+    from scipy.optimize import minimize_scalar
+
+    a = sympy.Symbol("a")
+    x = x3()
+    prob = fm.Problem(fm.Minimize(fm.smooth(a ** 2 + sympy.exp(a), {a: fm.sum(x)})), [fm.L1Ball(x, 1.0)])
+    prob = pickle.loads(pickle.dumps(prob))
+    prob.solve()
+    best = minimize_scalar(lambda t: t ** 2 + math.exp(t), bounds=(-1, 1), method="bounded", options={"xatol": 1e-10})
+    return prob.status, prob.value, best.fun, None, None
+
+
+def _signed_parameter():
+    x = x3()
+    weight = fm.Parameter(name="w", value=2.0, nonneg=True)
+    prob = fm.Problem(fm.Minimize(weight * fm.sum_squares(x - C3)), [fm.L1Ball(x, 1.0)])
+    prob.solve()
+    best = proj_l1(C3, 1.0)
+    return prob.status, prob.value, 2.0 * float(np.sum((best - C3) ** 2)), x.value, best
+
+
+def _constant_constraint(radius):
+    """A set on data alone: ||(1, 1, 1)||_1 = 3 <= radius holds for 5 (ignored) and not for 0.5 (infeasible)."""
+    x = x3()
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - 1.0)), [fm.L1Ball(x, 1.0), fm.L1Ball(np.ones(3), radius)])
+    prob.solve()
+    if radius < 3:
+        return prob.status, None, None, None, None
+    return prob.status, prob.value, 3 * (2 / 3) ** 2, x.value, np.full(3, 1 / 3)
+
+
+def _constraints_copy():
+    x = x3()
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - C3)), [fm.L1Ball(x, 1.0)])
+    prob.constraints.append(fm.Box(x, 0.0, 0.0))  # changes a copy, not the problem
+    prob.solve()
+    best = proj_l1(C3, 1.0)
+    return prob.status, prob.value, float(np.sum((best - C3) ** 2)), x.value, best
+
+
+EXPECTED_STATUS = {"infeasible-equality": "infeasible", "false-constant-constraint": "infeasible", "callback-false-interrupts": "interrupted",
                    "ctrl-c-interrupts": "interrupted", "max-iter-zero": "max_iter"}
 
 
