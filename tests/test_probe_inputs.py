@@ -17,6 +17,8 @@ pickling); set data (signs, NaN, infinities, strings, booleans, arrays,
 magnitudes that overflow, shapes, kinds, bands); user sets whose oracle
 returns the wrong shape, NaN or nothing; malformed constraint lists,
 variables in no set, constraints on data alone, read-only problems;
+constraints as CVXPY writes them (norm bounds, one-sided and crossed bounds,
+variable attributes, linear inequalities, Parameter radii);
 Parameters (missing values, shapes, NaN, declared and undeclared signs);
 solve options (types, signs, NaN, unknown names); callbacks that raise,
 stop or press Ctrl-C; warm starts; degenerate radii, one-entry variables,
@@ -167,6 +169,28 @@ REFUSED = [
     ("variable-empty-axis", lambda: fm.Variable((2, 0), name="Z"), E, r"'Z' of shape \(2, 0\) has no entries"),
     ("alignment-vector", lambda: fm.AlignmentPolytope(x3("x")), E, r"AlignmentPolytope.*x has shape"),
     ("set-on-nonaffine", lambda: fm.L1Ball(fm.sum_squares(x3()), 1), E, r"L1Ball.*must be affine"),
+    # constraints as CVXPY writes them
+    ("one-sided-bound-alone", lambda: least_squares(lambda x: [x >= 0]), E, r"leaves x .*unbounded above"),
+    ("upper-bound-alone", lambda: least_squares(lambda x: [x <= 0.5]), E, r"leaves x .*unbounded below"),
+    ("norm-lower-bound", lambda: least_squares(lambda x: [fm.norm1(x) >= 1, fm.Box(x, -1, 1)]), E,
+     r"norm1\(x\) >= 1.*not convex"),
+    ("norm-without-a-set", lambda: least_squares(lambda x: [fm.norm(x, 3) <= 1]), E, r"norm\(x, 3\).*no set"),
+    ("smooth-function-bounded", lambda: least_squares(lambda x: [fm.sum_squares(x) <= 1]), E,
+     r"sum_squares\(x\) <= 1.*must be affine"),
+    ("norm-bounded-by-variable", lambda: least_squares(lambda x: [fm.norm1(x) <= fm.Variable(name="t")]), E,
+     r"norm1\(x\) <= t.*must be data"),
+    ("norm-negative-bound", lambda: least_squares(lambda x: [fm.norm1(x) <= -1]), E, r"norm1\(x\) <= -1.*nonnegative"),
+    ("norm-nan-bound", lambda: fm.norm1(x3()) <= np.nan, E, r"NaN or infinite"),
+    ("variable-bounds-crossed", lambda: fm.Problem(fm.Minimize(fm.sum_squares(fm.Variable(3, name="x", bounds=[1, 0]))),
+                                                   []).solve(), E, r"lower > upper .*for x"),
+    ("variable-bounds-nan", lambda: fm.Variable(3, name="x", bounds=[np.nan, 0]), E, r"'x'.*lower bound contains NaN"),
+    ("variable-nonneg-and-nonpos", lambda: fm.Variable(3, name="x", nonneg=True, nonpos=True), E,
+     r"'x'.*nonneg=True and nonpos=True"),
+    ("symmetric-nonsquare", lambda: fm.Variable((2, 3), name="S", symmetric=True), E, r"'S'.*symmetric=True needs"),
+    ("psd-nonsquare", lambda: fm.Variable((2, 3), name="S", PSD=True), E, r"'S'.*PSD=True needs"),
+    ("parameter-radius-negative-value",
+     lambda: least_squares(lambda x: [fm.L1Ball(x, fm.Parameter(name="r", value=-1.0))]), E,
+     r"L1Ball: radius must be nonnegative.*parameter r"),
     # user-defined sets with broken oracles
     ("user-lmo-wrong-shape", lambda: least_squares(lambda x: [WrongShapeOracle(x)]), E,
      r"WrongShapeOracle.lmo returned shape"),
@@ -393,6 +417,16 @@ ANSWERED = [
     ("true-constant-constraint", lambda: _constant_constraint(5.0)),
     ("false-constant-constraint", lambda: _constant_constraint(0.5)),
     ("constraints-are-a-copy", lambda: _constraints_copy()),
+    ("cvxpy-norm1-bound", lambda: _point(least_squares(lambda x: [fm.norm1(x) <= 1]), proj_l1(C3, 1.0))),
+    ("cvxpy-reversed-norm-inf", lambda: _point(least_squares(lambda x: [1 >= fm.norm_inf(x)]), np.ones(3))),
+    ("cvxpy-norm2-bound", lambda: _point(least_squares(lambda x: [fm.norm(x, 2) <= 1.5]),
+                                         C3 * 1.5 / np.linalg.norm(C3))),
+    ("cvxpy-abs-bound", lambda: _point(least_squares(lambda x: [fm.abs(x) <= 0.5]), np.full(3, 0.5))),
+    ("cvxpy-simplex", lambda: _point(least_squares(lambda x: [x >= 0, fm.sum(x) == 2]), proj_simplex(C3, 2.0))),
+    ("cvxpy-nonneg-attribute", lambda: _nonneg_simplex()),
+    ("cvxpy-bounds-attribute", lambda: _bounds_attribute()),
+    ("cvxpy-linear-inequality", lambda: _linear_inequality()),
+    ("cvxpy-parameter-radius", lambda: _parameter_radius()),
 ]
 
 
@@ -543,6 +577,44 @@ def _constraints_copy():
     prob.constraints.append(fm.Box(x, 0.0, 0.0))  # changes a copy, not the problem
     prob.solve()
     best = proj_l1(C3, 1.0)
+    return prob.status, prob.value, float(np.sum((best - C3) ** 2)), x.value, best
+
+
+def _nonneg_simplex():
+    x = fm.Variable(3, name="x", nonneg=True)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - C3)), [fm.sum(x) == 1])
+    prob.solve()
+    best = proj_simplex(C3, 1.0)
+    return prob.status, prob.value, float(np.sum((best - C3) ** 2)), x.value, best
+
+
+def _bounds_attribute():
+    x = fm.Variable(3, name="x", bounds=[-1, 0.5])
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - C3)), [])
+    prob.solve()
+    best = np.clip(C3, -1, 0.5)
+    return prob.status, prob.value, float(np.sum((best - C3) ** 2)), x.value, best
+
+
+def _linear_inequality():
+    G, h = np.array([[1.0, 1.0, 0.0], [0.0, 1.0, 1.0]]), np.array([1.0, 1.5])
+    x = fm.Variable(3, name="x")
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - C3)), [fm.Box(x, -2, 2), G @ x <= h])
+    prob.solve()
+    f, xs = clarabel(lambda z: cp.sum_squares(z - C3), lambda z: [z >= -2, z <= 2, G @ z <= h])
+    return prob.status, prob.value, f, x.value, xs
+
+
+def _parameter_radius():
+    """A Parameter radius changed between solves: the second answer is the projection onto the new ball."""
+    radius = fm.Parameter(name="r", nonneg=True, value=1.0)
+    x = x3()
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - C3)), [fm.norm1(x) <= radius])
+    prob.solve()
+    np.testing.assert_allclose(x.value, proj_l1(C3, 1.0), atol=2e-2)
+    radius.value = 2.0
+    prob.solve()
+    best = proj_l1(C3, 2.0)
     return prob.status, prob.value, float(np.sum((best - C3) ** 2)), x.value, best
 
 
