@@ -14,6 +14,7 @@ import numpy as np
 
 from .compiler import compile_problem
 from .engine import minimize_fwal
+from .engine.threads import DEFAULT_THREADS
 from .errors import ModelError
 from .expressions import as_expression
 from .expressions.core import short_repr
@@ -35,6 +36,7 @@ SOLVE_DEFAULTS = dict(
     seed=None,
     inface="auto",
     projection="auto",
+    threads=DEFAULT_THREADS,
 )
 
 
@@ -197,7 +199,9 @@ class Problem:
         blocks whose set has a cheap projection -- L1/L2 balls, boxes;
         "auto" takes them on blocks of at least 10^5 entries when the problem
         also has a trace-norm block, see
-        ``fwmodel.engine.fwal._auto_projection_blocks``).
+        ``fwmodel.engine.fwal._auto_projection_blocks``), threads (BLAS
+        threads during the solve: a positive integer, default 1, or None to
+        leave the BLAS as configured; see ``fwmodel.engine.threads``).
         """
         unknown = sorted(set(options) - set(SOLVE_DEFAULTS))
         if unknown:

@@ -33,6 +33,7 @@ from .active_set import ActiveSet
 from .line_search import Backtracking, bounded_scalar_step, exact_quadratic_step
 from .result import FWALResult, History, SolverState
 from .schedules import make_dual_schedule, default_penalty
+from .threads import with_blas_threads
 from .verbose import VerbosePrinter
 from .vector_ops import dot, norm
 
@@ -111,6 +112,7 @@ def _check_option(name, value, allowed):
         raise ValueError(f"option {name}={value!r} is not one of {', '.join(map(repr, allowed))}")
 
 
+@with_blas_threads
 def minimize_fwal(
     objective,
     blocks,
@@ -161,6 +163,8 @@ def minimize_fwal(
         L1, L2 balls, boxes) take projected-gradient steps instead of FW steps
         (see :func:`_projection_step`); False: never; "auto": see
         :func:`_auto_projection_blocks`.
+    threads : BLAS threads during the solve (a positive integer, default 1,
+        or None to leave the BLAS as configured); see :mod:`fwmodel.engine.threads`.
 
     Returns an :class:`FWALResult`.
     """
