@@ -195,10 +195,12 @@ class Problem:
         (called with a :class:`CallbackState` each iteration; returning False
         stops), warm_start (reuse x, y and active sets of the last solve),
         seed, inface ("auto", True, False: in-face steps on trace-norm
-        blocks), projection ("auto", True, False: projected-gradient steps on
-        blocks whose set has a cheap projection -- L1/L2 balls, boxes;
-        "auto" takes them on blocks of at least 10^5 entries when the problem
-        also has a trace-norm block, see
+        blocks), projection ("auto", True, False: projected-gradient steps
+        instead of FW steps; True on blocks whose set has a cheap projection
+        -- L1/L2 balls, boxes; "auto", when the problem has a block that is
+        not a polytope, on every block whose projection costs at most a few
+        iterations, measured at the start of the solve -- a trace-norm ball's
+        up to d of several hundred; see
         ``fwmodel.engine.fwal._auto_projection_blocks``), threads (BLAS
         threads during the solve: a positive integer, default 1, or None to
         leave the BLAS as configured; see ``fwmodel.engine.threads``).
@@ -280,10 +282,15 @@ class Problem:
             # (20 x 20 grid: 28 vs 0.9 ms per iteration, less accurate after 3000)
             return getattr(s, "n_groups", 1) > 8 or getattr(s, "batch", 1) > 8
 
+        def has_projection(s):
+            return bool(getattr(s, "has_cheap_projection", False) or getattr(s, "has_projection", False))
+
         return [Block(offset=b.offset, size=b.size, lmo=b.set.lmo_atom, initial_atom=b.set.initial_atom,
                       is_polytope=bool(b.set.is_polytope), name=b.name, face=face(b.set),
                       active_set_steps=not batched(b.set),
-                      project=b.set.project_flat if getattr(b.set, "has_cheap_projection", False) else None)
+                      project=b.set.project_flat if has_projection(b.set) else None,
+                      cheap_projection=bool(getattr(b.set, "has_cheap_projection", False)),
+                      projection_estimate=getattr(b.set, "projection_time_estimate", None))
                 for b in compiled.blocks]
 
     def __repr__(self):

@@ -54,7 +54,7 @@ def test_auto_step_uses_pairwise_steps_on_polytopes_and_fw_elsewhere():
     X = fm.Variable((6, 6), name="X")
     C = np.diag(np.arange(6.0))
     mixed = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.L1Ball(X, 5.0), fm.TraceNormBall(X, 4.0)])
-    mixed.solve(max_iter=50)
+    mixed.solve(max_iter=50, projection=False)
     # one polytope block (pairwise) and one trace-norm block (FW) per iteration
     assert mixed.stats.step_counts["pairwise"] > 0 and mixed.stats.step_counts["fw"] >= 50
     # projection=True: the L1 ball takes projected-gradient steps instead
@@ -63,19 +63,46 @@ def test_auto_step_uses_pairwise_steps_on_polytopes_and_fw_elsewhere():
     assert mixed.stats.step_counts["fw"] >= 50
 
 
-def test_auto_projection_rule_needs_a_large_cheap_block_next_to_a_trace_norm_block():
-    from fwmodel.engine.fwal import AUTO_PROJECTION_MIN_SIZE, Block, _projection_blocks
+def test_auto_projection_rule_weighs_a_projection_against_an_iteration():
+    """projection="auto" times each block's projection against one iteration (gradient, M, every LMO)."""
+    import time
 
-    def block(size, face=None, project=None):
-        return Block(offset=0, size=size, lmo=None, initial_atom=None, face=face, project=project)
+    from fwmodel.engine.fwal import AUTO_PROJECTION_MAX_ITERATIONS, Block, _projection_blocks
 
-    big, small = AUTO_PROJECTION_MIN_SIZE, AUTO_PROJECTION_MIN_SIZE - 1
-    with_trace = [block(big, project=np.copy), block(big, face=object())]
-    assert _projection_blocks(with_trace, "auto") == [0]
-    assert _projection_blocks([block(small, project=np.copy), block(big, face=object())], "auto") == []
-    assert _projection_blocks([block(big, project=np.copy), block(big, project=np.copy)], "auto") == []
-    assert _projection_blocks([block(small, project=np.copy), block(5)], True) == [0]
-    assert _projection_blocks(with_trace, False) == []
+    class Quadratic:
+        def value_and_grad(self, x):
+            return 0.5 * float(x @ x), x - 1.0
+
+    def slow(seconds):
+        def fn(v):
+            time.sleep(seconds)
+            return np.copy(v)
+        return fn
+
+    def never(v):
+        raise AssertionError("a projection estimated far too slow must not be timed")
+
+    lmo_time = 0.004
+    lmo = slow(lmo_time)  # the LMO stands in for an iteration's work
+
+    def block(offset, polytope=False, project=None, cheap=True, estimate=None):
+        return Block(offset=offset, size=5, lmo=lmo, initial_atom=None, is_polytope=polytope, project=project,
+                     cheap_projection=cheap, projection_estimate=estimate)
+
+    budget = AUTO_PROJECTION_MAX_ITERATIONS * 2 * lmo_time  # two blocks' LMOs
+    cheap = block(0, polytope=True, project=np.copy)
+    costly = block(5, project=slow(3 * budget), cheap=False)
+    quick = block(5, project=np.copy, cheap=False)
+    guessed = block(5, project=never, cheap=False, estimate=lambda: 100 * budget)
+    objective = Quadratic()
+    assert _projection_blocks([cheap, costly], "auto", objective) == [0]
+    assert _projection_blocks([cheap, quick], "auto", objective) == [0, 1]
+    assert _projection_blocks([cheap, guessed], "auto", objective) == [0]
+    # products of polytopes keep their pairwise FW steps
+    assert _projection_blocks([cheap, block(5, polytope=True, project=np.copy)], "auto", objective) == []
+    # True: the cheap projections only; False: none
+    assert _projection_blocks([cheap, quick], True) == [0]
+    assert _projection_blocks([cheap, quick], False) == []
 
 
 def test_projection_steps_reach_the_closed_form_answer():
@@ -336,6 +363,7 @@ def test_inface_steps_make_trace_norm_intersections_converge():
     def solve(**options):
         X = fm.Variable((d, d), name="X")
         prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.TraceNormBall(X, 2.0), fm.L1Ball(X, 10.0)])
+        options.setdefault("projection", False)  # FW and in-face steps on the trace-norm block
         prob.solve(max_iter=3000, **options)
         return prob, X
 
@@ -364,7 +392,7 @@ def test_inface_steps_keep_symmetric_problems_symmetric():
     prob = fm.Problem(fm.Minimize(fm.sum_squares(X - data.sigma_hat)),
                       [fm.L1Ball(X, data.radius_l1),
                        fm.TraceNormBall(X, data.radius_trace, dense_threshold=0)])
-    prob.solve(max_iter=400)
+    prob.solve(max_iter=400, projection=False)  # FW and in-face steps on the trace-norm block
     assert prob.stats.step_counts["inface"] > 0
     S = X.value
     assert np.linalg.norm(S - S.T) <= 1e-12 * np.linalg.norm(S)

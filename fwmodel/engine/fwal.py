@@ -39,8 +39,9 @@ from .vector_ops import dot, norm
 
 STEP_KINDS = ("auto", "fw", "away", "pairwise")
 PROJECTION_CHOICES = ("auto", True, False)
-#: with projection="auto", cheap blocks of at least this many entries take projection steps
-AUTO_PROJECTION_MIN_SIZE = 100_000
+#: with projection="auto", a block takes projection steps when one projection costs
+#: at most this many FW-AL iterations (see _auto_projection_blocks)
+AUTO_PROJECTION_MAX_ITERATIONS = 4.0
 #: with inface="auto", in-face steps run on trace-norm blocks up to this size
 AUTO_INFACE_MAX_DIM = 500
 LINE_SEARCHES = ("auto", "exact", "backtracking")
@@ -67,9 +68,15 @@ class Block:
     #: optional :class:`~fwmodel.engine.inface.LowRankFace` (trace-norm blocks):
     #: enables in-face corrective steps on this block
     face: object = None
-    #: optional cheap Euclidean projection onto X_k (flat -> flat): enables
+    #: optional Euclidean projection onto X_k (flat -> flat): enables
     #: projected-gradient steps on this block (option ``projection``)
     project: Callable = None
+    #: True when ``project`` costs about an LMO (L1, L2 balls, boxes): taken with
+    #: projection=True; other projections only when "auto" measures them cheap enough
+    cheap_projection: bool = True
+    #: optional () -> seconds: a guess of ``project``'s cost, so that "auto" does not
+    #: time a projection far too slow to be taken
+    projection_estimate: Callable = None
 
     @property
     def slice(self):
@@ -157,12 +164,15 @@ def minimize_fwal(
         "exact", or "backtracking".
 
     inface : "auto" (in-face corrective steps on trace-norm blocks of at most
-        ``AUTO_INFACE_MAX_DIM`` rows or columns; see :mod:`fwmodel.engine.inface`),
-        True (on every block that declares a low-rank face) or False.
-    projection : True: blocks with a cheap Euclidean projection (``Block.project``:
-        L1, L2 balls, boxes) take projected-gradient steps instead of FW steps
-        (see :func:`_projection_step`); False: never; "auto": see
-        :func:`_auto_projection_blocks`.
+        ``AUTO_INFACE_MAX_DIM`` rows or columns that do not take projection
+        steps; see :mod:`fwmodel.engine.inface`), True (on every block that
+        declares a low-rank face and takes FW steps) or False.
+    projection : True: blocks with a cheap Euclidean projection (``Block.project``
+        with ``cheap_projection``: L1, L2 balls, boxes) take projected-gradient
+        steps instead of FW steps (see :func:`_projection_step`); False: never;
+        "auto": blocks whose projection costs at most
+        ``AUTO_PROJECTION_MAX_ITERATIONS`` iterations, measured (see
+        :func:`_auto_projection_blocks`).
     threads : BLAS threads during the solve (a positive integer, default 1,
         or None to leave the BLAS as configured); see :mod:`fwmodel.engine.threads`.
 
@@ -191,7 +201,7 @@ def minimize_fwal(
     b_norm = float(norm(b))
     use_active = step in ("auto", "away", "pairwise")
     _check_option("projection", projection, PROJECTION_CHOICES)
-    proj_blocks = _projection_blocks(blocks, projection)
+    proj_blocks = _projection_blocks(blocks, projection, objective, Mop, b)
     # "auto": pairwise steps on polytope blocks. Measured on the test problems
     # (L1 ∩ box least squares, simplex ∩ box, simplex with equalities, three
     # sets), pairwise needed 0.5-0.9x the iterations of away steps (Alg. 1).
@@ -558,34 +568,81 @@ def _inface_steps(faces, blocks, objective, Mop, m, x, r, y, lam, f, g, curvatur
     return f, g
 
 
-def _projection_blocks(blocks, projection):
+def _projection_blocks(blocks, projection, objective=None, Mop=None, b=None):
     """Indices of the blocks that take projected-gradient steps."""
     if projection is False:
         return []
-    cheap = [k for k, blk in enumerate(blocks) if blk.project is not None]
     if projection is True:
-        return cheap
-    return _auto_projection_blocks(blocks, cheap)
+        return [k for k, blk in enumerate(blocks) if blk.project is not None and blk.cheap_projection]
+    return _auto_projection_blocks(blocks, objective, Mop, b)
 
 
-def _auto_projection_blocks(blocks, cheap):
-    """projection="auto": projected-gradient steps on large cheap blocks next to a trace-norm block.
+def _timed(fn, *args):
+    """(seconds, result) of a call: the best of three when a call takes under 10 ms (timer and load noise)."""
+    t0 = time.perf_counter()
+    out = fn(*args)
+    elapsed = time.perf_counter() - t0
+    for _ in range(2):
+        if elapsed >= 0.01:
+            break
+        t0 = time.perf_counter()
+        out = fn(*args)
+        elapsed = min(elapsed, time.perf_counter() - t0)
+    return elapsed, out
 
-    Measured on L1Ball ∩ TraceNormBall (benchmarks/RESULTS.md, "Projection
-    steps"): the L1 copy of the solution has thousands of entries while FW
-    adds one vertex (one entry pair) per iteration, and a projection moves
-    every entry at once. At d = 1000 (10^6 entries) projection steps took the
-    normalized suboptimality after 60 s from 0.43 to 6e-3 and the relative
-    infeasibility from 0.37 to 0.15; at d = 200 (4 * 10^4 entries), where FW
-    affords enough iterations to build the L1 copy, they made both worse
-    (1.7e-3 -> 1.3e-2 and 0.03 -> 0.19), hence the size threshold
-    ``AUTO_PROJECTION_MIN_SIZE``. On products of polytopes alone (simplex ∩
-    box, L1 ∩ box) pairwise FW already converges linearly, so "auto" keeps FW
-    steps there.
+
+def _auto_projection_blocks(blocks, objective, Mop, b, max_iterations=None):
+    """projection="auto": projected-gradient steps on the blocks where a projection costs little.
+
+    Rule: a block with a projection (``Block.project``) takes projection steps
+    when one projection costs at most ``AUTO_PROJECTION_MAX_ITERATIONS`` times
+    one FW-AL iteration, both measured here at the starting point (x = 0): the
+    iteration is one objective gradient, one product with M and M', and every
+    block's LMO; the projection is the block's projection of ``-grad_k``. A
+    block with ``projection_estimate`` is not timed when the estimate exceeds
+    ten times that budget (a d = 4000 trace-norm projection takes ~20 s).
+
+    Why. On L1Ball ∩ TraceNormBall with both balls binding, the solution's
+    trace-norm copy is of high rank (44 of 60 at d = 60, 193 of 200 at
+    d = 200 on the ``lrs`` model of benchmarks/trace_defaults.py) and its L1
+    copy has thousands of entries, while a FW step adds one rank-one atom or
+    one entry pair: with FW steps the default solves ended at max_iter far
+    from the optimum (relative infeasibility 0.4 at d = 60 after 10^4
+    iterations). A projection step moves every singular value or entry at
+    once; with both copies projected the same models end "optimal" in a few
+    hundred iterations, faster than CVXPY + SCS (benchmarks/RESULTS.md,
+    "Trace-norm defaults"). Where the projection costs many iterations
+    (large d: O(d^3) against the LMO's O(d^2) Lanczos products, paper Fig. 3)
+    the FW step keeps its advantage and the block keeps its LMO. Projection
+    steps are considered only when some block is not a polytope (a trace-norm
+    block): on products of polytopes pairwise FW converges linearly.
     """
-    if not any(blk.face is not None for blk in blocks):
+    candidates = [k for k, blk in enumerate(blocks) if blk.project is not None]
+    if not candidates or all(blk.is_polytope for blk in blocks) or objective is None:
         return []
-    return [k for k in cheap if blocks[k].size >= AUTO_PROJECTION_MIN_SIZE]
+    if max_iterations is None:
+        max_iterations = AUTO_PROJECTION_MAX_ITERATIONS
+    n = sum(blk.size for blk in blocks)
+    x = np.zeros(n)
+    t0 = time.perf_counter()
+    _, g = objective.value_and_grad(x)
+    if Mop is not None and Mop.shape[0]:
+        r = Mop.matvec(x)
+        if b is not None:
+            r -= b
+        g = g + Mop.rmatvec(r)
+    iteration = time.perf_counter() - t0
+    for blk in blocks:
+        iteration += _timed(blk.lmo, g[blk.slice])[0]
+    budget = max_iterations * iteration
+    chosen = []
+    for k in candidates:
+        blk = blocks[k]
+        if blk.projection_estimate is not None and blk.projection_estimate() > 10.0 * budget:
+            continue
+        if _timed(blk.project, -g[blk.slice])[0] <= budget:
+            chosen.append(k)
+    return chosen
 
 
 def _projection_step(proj_blocks, blocks, objective, Mop, m, x, r, y, lam, f, g, curvature_fn, quadratic, memory):
