@@ -64,14 +64,11 @@ def test_auto_step_uses_pairwise_steps_on_polytopes_and_fw_elsewhere():
 
 
 def test_auto_projection_rule_weighs_a_projection_against_an_iteration():
-    """projection="auto" times each block's projection against one iteration (gradient, M, every LMO)."""
+    """projection="auto" times each block's projection against the measured time of an iteration."""
     import time
 
-    from fwmodel.engine.fwal import AUTO_PROJECTION_MAX_ITERATIONS, Block, _projection_blocks
-
-    class Quadratic:
-        def value_and_grad(self, x):
-            return 0.5 * float(x @ x), x - 1.0
+    from fwmodel.engine.fwal import Block, _projection_blocks
+    from fwmodel.engine.projection_choice import AutoProjection, candidates, choose
 
     def slow(seconds):
         def fn(v):
@@ -82,27 +79,53 @@ def test_auto_projection_rule_weighs_a_projection_against_an_iteration():
     def never(v):
         raise AssertionError("a projection estimated far too slow must not be timed")
 
-    lmo_time = 0.004
-    lmo = slow(lmo_time)  # the LMO stands in for an iteration's work
-
     def block(offset, polytope=False, project=None, cheap=True, estimate=None):
-        return Block(offset=offset, size=5, lmo=lmo, initial_atom=None, is_polytope=polytope, project=project,
+        return Block(offset=offset, size=5, lmo=None, initial_atom=None, is_polytope=polytope, project=project,
                      cheap_projection=cheap, projection_estimate=estimate)
 
-    budget = AUTO_PROJECTION_MAX_ITERATIONS * 2 * lmo_time  # two blocks' LMOs
+    iteration = 0.004
+    budget = 5.0 * iteration
     cheap = block(0, polytope=True, project=np.copy)
     costly = block(5, project=slow(3 * budget), cheap=False)
     quick = block(5, project=np.copy, cheap=False)
     guessed = block(5, project=never, cheap=False, estimate=lambda: 100 * budget)
-    objective = Quadratic()
-    assert _projection_blocks([cheap, costly], "auto", objective) == [0]
-    assert _projection_blocks([cheap, quick], "auto", objective) == [0, 1]
-    assert _projection_blocks([cheap, guessed], "auto", objective) == [0]
+    x, g = np.zeros(10), np.ones(10)
+    assert choose([cheap, costly], [0, 1], iteration, x, g, max_iterations=5.0) == [0]
+    assert choose([cheap, quick], [0, 1], iteration, x, g, max_iterations=5.0) == [0, 1]
+    assert choose([cheap, guessed], [0, 1], iteration, x, g, max_iterations=5.0) == [0]
     # products of polytopes keep their pairwise FW steps
-    assert _projection_blocks([cheap, block(5, polytope=True, project=np.copy)], "auto", objective) == []
-    # True: the cheap projections only; False: none
+    assert candidates([cheap, block(5, polytope=True, project=np.copy)]) == []
+    assert candidates([cheap, block(5)]) == [0]
+    # the choice is made once, after the probe iterations, from their measured time
+    auto = AutoProjection([cheap, costly], probe=2)
+    due = []
+    for t in range(6):
+        due.append(auto.due(t))
+        if due[-1]:
+            assert auto.iteration_time > 0
+            assert auto.choose(x, g) == ([0, 1] if 5.0 * auto.iteration_time >= 3 * budget else [0])
+        time.sleep(iteration)
+    assert due == [False, False, False, True, False, False]
+    # True: the cheap projections from the start; False and "auto": none from the start
     assert _projection_blocks([cheap, quick], True) == [0]
     assert _projection_blocks([cheap, quick], False) == []
+    assert _projection_blocks([cheap, quick], "auto") == []
+
+
+def test_auto_projection_choice_survives_a_warm_start():
+    """A warm start keeps the blocks "auto" chose, and their point (no restart of an active set)."""
+    rng = np.random.default_rng(0)
+    C = rng.standard_normal((12, 12))
+    X = fm.Variable((12, 12))
+    data = fm.Parameter((12, 12), value=C)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - data)), [fm.L1Ball(X, 20.0), fm.TraceNormBall(X, 8.0)])
+    prob.solve()
+    assert prob.status == "optimal" and prob.stats.step_counts.get("projection", 0) > 0
+    first = prob.stats.iterations
+    data.value = C + 1e-3 * rng.standard_normal((12, 12))
+    prob.solve(warm_start=True)
+    assert prob.status == "optimal" and prob.stats.step_counts.get("projection", 0) > 0
+    assert prob.stats.iterations < first
 
 
 def test_projection_steps_reach_the_closed_form_answer():

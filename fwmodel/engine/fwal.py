@@ -30,6 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .active_set import ActiveSet
+from .projection_choice import AutoProjection
 from .line_search import Backtracking, bounded_scalar_step, exact_quadratic_step
 from .result import FWALResult, History, SolverState
 from .schedules import make_dual_schedule, default_penalty
@@ -39,9 +40,6 @@ from .vector_ops import dot, norm
 
 STEP_KINDS = ("auto", "fw", "away", "pairwise")
 PROJECTION_CHOICES = ("auto", True, False)
-#: with projection="auto", a block takes projection steps when one projection costs
-#: at most this many FW-AL iterations (see _auto_projection_blocks)
-AUTO_PROJECTION_MAX_ITERATIONS = 4.0
 #: with inface="auto", in-face steps run on trace-norm blocks up to this size
 AUTO_INFACE_MAX_DIM = 500
 LINE_SEARCHES = ("auto", "exact", "backtracking")
@@ -170,9 +168,9 @@ def minimize_fwal(
     projection : True: blocks with a cheap Euclidean projection (``Block.project``
         with ``cheap_projection``: L1, L2 balls, boxes) take projected-gradient
         steps instead of FW steps (see :func:`_projection_step`); False: never;
-        "auto": blocks whose projection costs at most
-        ``AUTO_PROJECTION_MAX_ITERATIONS`` iterations, measured (see
-        :func:`_auto_projection_blocks`).
+        "auto": after a few FW iterations, the blocks whose projection costs
+        at most a few iterations, measured (see
+        :mod:`fwmodel.engine.projection_choice`).
     threads : BLAS threads during the solve (a positive integer, default 1,
         or None to leave the BLAS as configured); see :mod:`fwmodel.engine.threads`.
 
@@ -201,7 +199,10 @@ def minimize_fwal(
     b_norm = float(norm(b))
     use_active = step in ("auto", "away", "pairwise")
     _check_option("projection", projection, PROJECTION_CHOICES)
-    proj_blocks = _projection_blocks(blocks, projection, objective, Mop, b)
+    proj_blocks = _projection_blocks(blocks, projection)
+    auto_projection = AutoProjection(blocks) if projection == "auto" else None
+    if auto_projection is not None and warm_state is not None and "projection" in warm_state.active_sets:
+        proj_blocks, auto_projection = list(warm_state.active_sets["projection"]), None  # the last solve's choice
     # "auto": pairwise steps on polytope blocks. Measured on the test problems
     # (L1 ∩ box least squares, simplex ∩ box, simplex with equalities, three
     # sets), pairwise needed 0.5-0.9x the iterations of away steps (Alg. 1).
@@ -300,6 +301,12 @@ def minimize_fwal(
             if not (np.isfinite(f) and np.all(np.isfinite(g[:: max(1, n // 1000)]))):
                 status, message = "diverged", "the objective or its gradient is not finite"
                 break
+            if auto_projection is not None and auto_projection.due(t):
+                for k in auto_projection.choose(x, g):  # from now on these blocks move by projections
+                    proj_blocks.append(k)
+                    active.pop(k, None)
+                    faces.pop(k, None)
+                    step_counts.setdefault("projection", 0)
             # ---- gradient of the augmented Lagrangian (paper OPT2)
             # (in place where possible: at d = 4000 every full-size temporary is 256 MB)
             dual_term = r * lam_value
@@ -506,6 +513,8 @@ def minimize_fwal(
     solve_time = time.perf_counter() - start
     printer.footer(status, message, t, f, gap, feas_rel, solve_time, step_counts)
     active = dict(active)
+    if projection == "auto" and (auto_projection is None or auto_projection.chosen is not None):
+        active["projection"] = tuple(proj_blocks)  # warm starts keep "auto"'s choice
     if not restored:
         active.update({("face", k): aset for k, aset in faces.items()})
     state = SolverState(x.copy(), y.copy(), active, lam_value, schedule.current, backtracking.lipschitz)
@@ -568,81 +577,15 @@ def _inface_steps(faces, blocks, objective, Mop, m, x, r, y, lam, f, g, curvatur
     return f, g
 
 
-def _projection_blocks(blocks, projection, objective=None, Mop=None, b=None):
-    """Indices of the blocks that take projected-gradient steps."""
-    if projection is False:
-        return []
+def _projection_blocks(blocks, projection):
+    """Indices of the blocks that take projected-gradient steps from the start.
+
+    True: the blocks with a cheap projection; False and "auto": none ("auto"
+    adds blocks after a few iterations, :mod:`fwmodel.engine.projection_choice`).
+    """
     if projection is True:
         return [k for k, blk in enumerate(blocks) if blk.project is not None and blk.cheap_projection]
-    return _auto_projection_blocks(blocks, objective, Mop, b)
-
-
-def _timed(fn, *args):
-    """(seconds, result) of a call: the best of three when a call takes under 10 ms (timer and load noise)."""
-    t0 = time.perf_counter()
-    out = fn(*args)
-    elapsed = time.perf_counter() - t0
-    for _ in range(2):
-        if elapsed >= 0.01:
-            break
-        t0 = time.perf_counter()
-        out = fn(*args)
-        elapsed = min(elapsed, time.perf_counter() - t0)
-    return elapsed, out
-
-
-def _auto_projection_blocks(blocks, objective, Mop, b, max_iterations=None):
-    """projection="auto": projected-gradient steps on the blocks where a projection costs little.
-
-    Rule: a block with a projection (``Block.project``) takes projection steps
-    when one projection costs at most ``AUTO_PROJECTION_MAX_ITERATIONS`` times
-    one FW-AL iteration, both measured here at the starting point (x = 0): the
-    iteration is one objective gradient, one product with M and M', and every
-    block's LMO; the projection is the block's projection of ``-grad_k``. A
-    block with ``projection_estimate`` is not timed when the estimate exceeds
-    ten times that budget (a d = 4000 trace-norm projection takes ~20 s).
-
-    Why. On L1Ball ∩ TraceNormBall with both balls binding, the solution's
-    trace-norm copy is of high rank (44 of 60 at d = 60, 193 of 200 at
-    d = 200 on the ``lrs`` model of benchmarks/trace_defaults.py) and its L1
-    copy has thousands of entries, while a FW step adds one rank-one atom or
-    one entry pair: with FW steps the default solves ended at max_iter far
-    from the optimum (relative infeasibility 0.4 at d = 60 after 10^4
-    iterations). A projection step moves every singular value or entry at
-    once; with both copies projected the same models end "optimal" in a few
-    hundred iterations, faster than CVXPY + SCS (benchmarks/RESULTS.md,
-    "Trace-norm defaults"). Where the projection costs many iterations
-    (large d: O(d^3) against the LMO's O(d^2) Lanczos products, paper Fig. 3)
-    the FW step keeps its advantage and the block keeps its LMO. Projection
-    steps are considered only when some block is not a polytope (a trace-norm
-    block): on products of polytopes pairwise FW converges linearly.
-    """
-    candidates = [k for k, blk in enumerate(blocks) if blk.project is not None]
-    if not candidates or all(blk.is_polytope for blk in blocks) or objective is None:
-        return []
-    if max_iterations is None:
-        max_iterations = AUTO_PROJECTION_MAX_ITERATIONS
-    n = sum(blk.size for blk in blocks)
-    x = np.zeros(n)
-    t0 = time.perf_counter()
-    _, g = objective.value_and_grad(x)
-    if Mop is not None and Mop.shape[0]:
-        r = Mop.matvec(x)
-        if b is not None:
-            r -= b
-        g = g + Mop.rmatvec(r)
-    iteration = time.perf_counter() - t0
-    for blk in blocks:
-        iteration += _timed(blk.lmo, g[blk.slice])[0]
-    budget = max_iterations * iteration
-    chosen = []
-    for k in candidates:
-        blk = blocks[k]
-        if blk.projection_estimate is not None and blk.projection_estimate() > 10.0 * budget:
-            continue
-        if _timed(blk.project, -g[blk.slice])[0] <= budget:
-            chosen.append(k)
-    return chosen
+    return []
 
 
 def _projection_step(proj_blocks, blocks, objective, Mop, m, x, r, y, lam, f, g, curvature_fn, quadratic, memory):

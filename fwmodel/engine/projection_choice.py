@@ -1,0 +1,126 @@
+"""projection="auto": which blocks take projected-gradient steps, chosen by measured cost.
+
+A block whose set has a Euclidean projection (``Block.project``) can move by
+a projected-gradient step on L(., y) (:func:`fwmodel.engine.fwal._projection_step`)
+instead of a Frank-Wolfe step. A FW step adds one atom (one entry pair of an
+L1 ball, one rank-one matrix of a trace-norm ball); a projection step moves
+every entry or singular value at once. Which one pays depends on the
+solution (a FW iterate needs about as many iterations as the solution has
+atoms) and on the costs: an L1 soft-thresholding costs about an LMO, while a
+trace-norm projection is a full eigendecomposition, O(d^3) against the
+O(d^2) Lanczos products of the LMO (paper Sec. 5, Fig. 3).
+
+The rule. The solve starts with FW steps everywhere; after ``PROBE_ITERATIONS``
+iterations :class:`AutoProjection` knows what an iteration costs on this
+problem and this machine (Lanczos LMOs, line searches, vector passes: at
+d = 200 an iteration took 20x the time of one gradient and one LMO at the
+starting point, so a measurement before the first iteration misjudges it).
+It then times one projection per candidate block, at the current point, and
+switches the blocks whose projection costs at most ``MAX_ITERATIONS``
+iterations to projection steps for the rest of the solve. A block whose
+``projection_estimate()`` exceeds ``ESTIMATE_MARGIN`` budgets is not timed
+at all (a d = 4000 trace-norm projection takes ~20 s on one core).
+
+Why these numbers (benchmarks/RESULTS.md, "Trace-norm defaults"; one core).
+On L1Ball ∩ TraceNormBall with both balls binding, the solution's
+trace-norm copy has high rank (44 of 60 and 193 of 200 on the ``lrs``
+model of benchmarks/trace_defaults.py, 979 of 1000 on the paper's covariance
+problem at the 1e-3 level) and FW steps on it ended at max_iter far from the
+optimum, while with both copies projected the same models end "optimal",
+faster than CVXPY + SCS. On the paper's problem at d = 1000 a trace-norm
+projection costs 0.17-0.3 s against 0.03-0.06 s for one of the first FW
+iterations (ratio 6-9), and projecting both copies reached relative
+infeasibility 4.6e-4 after 60 s where the L1-only projection steps left
+0.15; at d = 2000 the ratio is 7-10 (projection splitting reached 1e-2
+suboptimality in 56 s, FW-AL not in 150 s); at d = 4000 it is about 20
+(the two tie at a loose accuracy, and an iteration of either costs seconds).
+``MAX_ITERATIONS = 12`` projects up to d of about 2000 on one core and
+keeps the LMO beyond, where its O(d^2) cost is the point of FW-AL.
+
+Projection steps are considered only when some block is not a polytope: on
+products of polytopes (simplex ∩ box, L1 ∩ box) pairwise FW converges
+linearly and keeps its steps.
+
+A solve's result then depends on the measured times (a loaded machine can
+move a borderline block to the other side); ``projection=True`` or ``False``
+fixes the choice.
+"""
+from __future__ import annotations
+
+import time
+
+#: iterations run with FW steps before the choice (iteration 0 pays one-time
+#: costs: fresh memory, the first Lanczos runs, the BLAS-or-einsum timings)
+PROBE_ITERATIONS = 4
+#: a block takes projection steps when one projection costs at most this many iterations
+MAX_ITERATIONS = 12.0
+#: a projection whose ``projection_estimate()`` exceeds this many budgets is not timed
+#: (the trace-norm estimate errs high by up to ~2x)
+ESTIMATE_MARGIN = 2.0
+
+
+def timed(fn, *args):
+    """(seconds, result) of a call: the best of three when a call takes under 10 ms (timer and load noise)."""
+    t0 = time.perf_counter()
+    out = fn(*args)
+    elapsed = time.perf_counter() - t0
+    for _ in range(2):
+        if elapsed >= 0.01:
+            break
+        t0 = time.perf_counter()
+        out = fn(*args)
+        elapsed = min(elapsed, time.perf_counter() - t0)
+    return elapsed, out
+
+
+def candidates(blocks):
+    """Blocks that projection="auto" may switch to projection steps (none on products of polytopes)."""
+    if all(blk.is_polytope for blk in blocks):
+        return []
+    return [k for k, blk in enumerate(blocks) if blk.project is not None]
+
+
+def choose(blocks, ks, iteration_time, x, g, max_iterations=MAX_ITERATIONS):
+    """The blocks among ``ks`` whose projection at ``x - g`` costs at most ``max_iterations`` iterations."""
+    budget = max_iterations * iteration_time
+    chosen = []
+    for k in ks:
+        blk = blocks[k]
+        if blk.projection_estimate is not None and blk.projection_estimate() > ESTIMATE_MARGIN * budget:
+            continue
+        sl = blk.slice
+        if timed(blk.project, x[sl] - g[sl])[0] <= budget:
+            chosen.append(k)
+    return chosen
+
+
+class AutoProjection:
+    """Times the first iterations, then picks the blocks to project (see the module docstring).
+
+    In the driver: ``due(t)`` at the top of iteration t (it also records the
+    clock); when it returns True, ``choose(x, g)`` (g the objective's gradient
+    at x) returns the blocks to switch, once.
+    """
+
+    def __init__(self, blocks, probe=PROBE_ITERATIONS, max_iterations=MAX_ITERATIONS):
+        self.blocks = blocks
+        self.ks = candidates(blocks)
+        self.probe = probe
+        self.max_iterations = max_iterations
+        self._t1 = None  # the clock at the top of iteration 1
+        self.iteration_time = None
+        self.chosen = None
+
+    def due(self, t):
+        if not self.ks or self.chosen is not None:
+            return False
+        if t == 1:
+            self._t1 = time.perf_counter()
+        if t == self.probe + 1 and self._t1 is not None:
+            self.iteration_time = (time.perf_counter() - self._t1) / self.probe
+            return True
+        return False
+
+    def choose(self, x, g):
+        self.chosen = choose(self.blocks, self.ks, self.iteration_time, x, g, self.max_iterations)
+        return self.chosen
