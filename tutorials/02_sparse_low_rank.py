@@ -179,16 +179,21 @@ print(f"f* = {f_star:.8g}, f(0) = {f0:.6g}, ||S*||_F = {scale:.4g}")
 # and keeps the estimate reached after a tenth of the budget, to look at an
 # early iterate.
 #
-# What the defaults do here: the trace-norm copy takes FW steps (one Lanczos
-# eigenpair each), plus in-face steps while d <= 500. The L1 copy is
-# different: FW would add one vertex (two entries) per iteration, while the
-# solution's L1 copy has thousands of entries. Its projection
-# (soft-thresholding) costs about as much as its LMO, so from 10^5 entries on
-# (d >= 317) the default `projection="auto"` moves that copy by projected-
-# gradient steps instead. At d = 1000 this took the normalized suboptimality
-# after 10 s from 0.67 to 0.037 (`benchmarks/RESULTS.md`). Only the
-# trace-norm ball, whose projection needs the full eigendecomposition, is
-# never projected onto.
+# What the defaults do here: the first iterations take FW steps on both
+# copies (an arg-max on the L1 copy, one Lanczos eigenpair on the
+# trace-norm copy). Then `projection="auto"` times one projection of each
+# copy against those iterations and moves the copies whose projection costs
+# at most a dozen iterations by projected-gradient steps instead
+# (`fwmodel.engine.projection_choice`). The L1 projection (soft-thresholding)
+# costs about an LMO, so that copy is always projected: FW would add two
+# entries per iteration to a copy that needs thousands. The trace-norm
+# projection is a full eigendecomposition, O(d^3) against the LMO's
+# O(d^2): at the sizes of this tutorial (d = 30 and 400) it costs a few
+# iterations and is taken, which is what makes the solve reach its
+# tolerance (the solution's trace-norm copy has a long tail of small
+# eigenvalues, see below); on one core it stays below a dozen iterations up
+# to d of about 2000, beyond which the trace-norm copy keeps its FW steps.
+# `projection=False` shows plain FW-AL.
 
 # %%
 fw_curve = []
@@ -282,13 +287,17 @@ if plt is not None:
 #   first at every size run, d = 200 to 4000
 #   (`benchmarks/results/covariance_summary.md`); neither method reached it
 #   in 300 s at d = 4000.
-# * Projection steps on the L1 copy (the default from d = 317 on) fixed the
-#   other half of the problem: FW adds two entries per iteration to a copy
-#   that needs thousands. With them, fwmodel's normalized suboptimality
-#   after 60 s at d = 1000 is -5.0e-3 (below f*: the point is not yet
-#   feasible; 0.43 before), and 0.027 after 300 s at d = 4000 (0.90
-#   before), but the copies still disagree by 15-18% of ||S*||. At the loose target "5e-2 suboptimality with 20%
-#   infeasibility" the two methods tie at d = 4000 (46 s against 44 s).
+# * Projection steps fix both halves where they are affordable: on the L1
+#   copy (always: soft-thresholding costs an LMO), FW adds two entries per
+#   iteration to a copy that needs thousands; on the trace-norm copy (the
+#   default wherever its eigendecomposition costs at most a dozen
+#   iterations, up to d of about 2000 on one core), FW adds one rank-one
+#   matrix to a copy of rank close to d. With both copies projected, the
+#   relative infeasibility after 60 s at d = 1000 is 4.6e-4 (0.15 with the
+#   L1 copy alone projected). At d = 4000, where the trace-norm copy keeps
+#   its FW steps, the copies still disagree by 15-18% of ||S*|| after 300 s;
+#   at the loose target "5e-2 suboptimality with 20% infeasibility" FW-AL and
+#   GFB tie there (46 s against 44 s).
 # * FW-AL's early iterates are low rank, which is what the paper's Fig. 2
 #   shows; thresholded at 1e-2 its estimates recover the true support
 #   (recall 1) but are not sparser than GFB's once the L1 copy is projected
