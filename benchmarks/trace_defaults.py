@@ -17,9 +17,13 @@ Subcommands:
               extra fwmodel configuration (``--extra "projection=False"``).
 ``threads``   the same solves with ``threads=1`` and with the BLAS's own thread
               count (``threads=None``), interleaved, best of ``--repeat``.
+``iteration`` on the covariance problem at large d: time per iteration against
+              the time spent in the two LMOs, and peak traced memory
+              (tracemalloc), with the defaults and with ``projection=False``.
 
     python benchmarks/trace_defaults.py defaults --models lrs:60 lrs:200 cov:50
     python benchmarks/trace_defaults.py threads --models lrs:60 cov:200 cov:1000 --iters 50
+    python benchmarks/trace_defaults.py iteration --sizes 1000 2000 --iters 20
 """
 import argparse
 import os
@@ -143,6 +147,50 @@ def cmd_threads(args):
     print(text)
 
 
+def cmd_iteration(args):
+    """Time per iteration against the time of its two LMOs, and peak traced memory, on the covariance problem."""
+    import tracemalloc
+
+    rows = ["| d | options | iterations | s / iteration | LMOs / iteration (s) | LMO share | projection steps | "
+            "peak traced memory (d x d arrays) |", "|---|---|---|---|---|---|---|---|"]
+    for d in args.sizes:
+        for label, options in (("defaults", {}), ("projection=False", {"projection": False})):
+            C, r1, r2 = cov_data(d)
+            X = fm.Variable((d, d), name="X")
+            l1, trace = fm.L1Ball(X, r1), fm.TraceNormBall(X, r2)
+            spent = [0.0]
+            projections = {"L1": 0, "trace": 0}
+            for name, s in (("L1", l1), ("trace", trace)):  # count the projections of each copy
+                def counted(point, _project=s.project_flat, _name=name):
+                    projections[_name] += 1
+                    return _project(point)
+                s.project_flat = counted
+            for s in (l1, trace):  # accumulate the time of every LMO call (FW steps, gap, certificates)
+                def timed_lmo(direction, _lmo=s.lmo_atom):
+                    t0 = time.perf_counter()
+                    out = _lmo(direction)
+                    spent[0] += time.perf_counter() - t0
+                    return out
+                s.lmo_atom = timed_lmo
+            prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [l1, trace])
+            prob.compile()
+            tracemalloc.start()
+            t0 = time.perf_counter()
+            prob.solve(max_iter=args.iters, tol=1e-12, feas_tol=1e-12, **options)
+            elapsed = time.perf_counter() - t0
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+            it = max(prob.stats.iterations, 1)
+            # projection="auto" times up to 3 projections of each candidate before choosing
+            projected = [name for name, count in projections.items() if count > 3] or ["none"]
+            rows.append(f"| {d} | {label} | {prob.stats.iterations} | {elapsed / it:.3f} | {spent[0] / it:.3f} | "
+                        f"{spent[0] / elapsed:.0%} | {prob.stats.step_counts.get('projection', 0)} "
+                        f"({', '.join(projected)}) | "
+                        f"{peak / (8.0 * d * d):.1f} |")
+            print(rows[-1], flush=True)
+    print("\n".join(rows) + f"\n\n({machine()}; tracemalloc on: times include its overhead)")
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -155,8 +203,11 @@ def main(argv=None):
     q.add_argument("--models", nargs="+", default=["lrs:60", "cov:200", "cov:1000"])
     q.add_argument("--iters", type=int, default=50)
     q.add_argument("--repeat", type=int, default=2)
+    q = sub.add_parser("iteration")
+    q.add_argument("--sizes", type=int, nargs="+", default=[1000, 2000])
+    q.add_argument("--iters", type=int, default=20)
     args = p.parse_args(argv)
-    {"defaults": cmd_defaults, "threads": cmd_threads}[args.cmd](args)
+    {"defaults": cmd_defaults, "threads": cmd_threads, "iteration": cmd_iteration}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -51,4 +51,7 @@ class VerbosePrinter:
         self._print("-" * 96)
         self._print(f"status: {status} ({message}) after {t} iterations, {elapsed:.3f} s")
         self._print(f"objective {f:.8e}   FW gap {gap:.3e}   relative infeasibility {feas_rel:.3e}")
+        extra = {k: v for k, v in counts.items() if k in ("projection", "inface") and v}
+        if extra:  # corrective and projection steps (option projection, inface) are not in the table's column
+            self._print("other steps: " + ", ".join(f"{k} {v}" for k, v in extra.items()))
         self._print("-" * 96)
