@@ -39,24 +39,58 @@ def check_threads(threads):
     return int(threads)
 
 
+_controller = []
+
+
+def _threadpools():
+    """threadpoolctl's view of the loaded thread pools, built once (scanning the libraries takes ~1 ms), or None."""
+    if not _controller:
+        try:
+            from threadpoolctl import ThreadpoolController
+            _controller.append(ThreadpoolController())
+        except Exception:  # not installed, or no readable library: the BLAS stays as configured
+            _controller.append(None)
+    return _controller[0]
+
+
+def current_blas_threads():
+    """The largest thread count among the loaded BLAS libraries (None when unknown)."""
+    pools = _threadpools()
+    if pools is None:
+        return None
+    return max((lib["num_threads"] for lib in pools.info() if lib["user_api"] == "blas"), default=None)
+
+
 def blas_threads(threads):
     """A context manager limiting the BLAS to ``threads`` threads (None: no change)."""
     threads = check_threads(threads)
-    if threads is None:
+    pools = _threadpools() if threads is not None else None
+    if pools is None:
         return contextlib.nullcontext()
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # optional at run time: the solve runs with the BLAS as configured
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=threads, user_api="blas")
+    return pools.limit(limits=threads, user_api="blas")
 
 
 def with_blas_threads(solver):
-    """Decorate a solver so that it accepts ``threads=`` and runs under :func:`blas_threads`."""
+    """Decorate a solver so that it accepts ``threads=`` and runs under :func:`blas_threads`.
+
+    The previous thread counts are restored when the solver returns; a Ctrl-C
+    that lands during that restore (after the solve finished) does not lose
+    the result: the restore is finished and the result returned.
+    """
 
     @functools.wraps(solver)
     def wrapper(*args, threads=DEFAULT_THREADS, **kwargs):
-        with blas_threads(threads):
-            return solver(*args, **kwargs)
+        limiter = blas_threads(threads)
+        limiter.__enter__()
+        try:
+            result = solver(*args, **kwargs)
+        except BaseException:
+            limiter.__exit__(None, None, None)
+            raise
+        try:
+            limiter.__exit__(None, None, None)
+        except KeyboardInterrupt:
+            limiter.__exit__(None, None, None)
+        return result
 
     return wrapper

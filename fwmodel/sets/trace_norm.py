@@ -531,20 +531,14 @@ _CALIBRATION = 256
 _speed = {}
 
 
-def _blas_threads():
-    try:
-        from threadpoolctl import threadpool_info
-    except ImportError:
-        return None
-    return max((lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"), default=None)
-
-
 def _factorization_speed(kind):
     """Seconds per m n min(m, n) of ``eigh`` or ``svd``, timed (best of 3) on a small random matrix.
 
     Once per process and BLAS thread count (a solve sets the count, option ``threads``).
     """
-    key = (kind, _blas_threads())
+    from ..engine.threads import current_blas_threads  # sets -> engine helper: BLAS threads only
+
+    key = (kind, current_blas_threads())
     if key not in _speed:
         import time
 
