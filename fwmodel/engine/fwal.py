@@ -392,6 +392,8 @@ def minimize_fwal(
                     faces.pop(k, None)
                     step_counts.setdefault("projection", 0)
                 active[("projection",)] = tuple(proj_blocks)  # kept in the warm-start state
+                if len(proj_blocks) == len(blocks) and hasattr(schedule, "primal_steps_are_projections"):
+                    schedule.primal_steps_are_projections()
             # ---- gradient of the augmented Lagrangian (paper OPT2)
             # (in place where possible: at d = 4000 every full-size temporary is 256 MB)
             dual_term = r * lam_value
