@@ -4,8 +4,8 @@ The models of benchmarks/trace_defaults.py at small sizes, against CVXPY +
 Clarabel: with FW steps alone these solves used to end at max_iter (the
 solution's trace-norm copy has high rank and its L1 copy many entries, while
 a FW step adds one atom); projection="auto" now takes projection steps on
-both copies where a projection costs a few iterations (fwmodel.engine.fwal.
-_auto_projection_blocks).
+both copies where a projection costs a few iterations
+(fwmodel.engine.projection_choice).
 """
 import numpy as np
 import pytest

@@ -37,8 +37,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .active_set import ActiveSet
-from .projection_choice import AutoProjection
 from .line_search import Backtracking, bounded_scalar_step, exact_quadratic_step
+from .projection_choice import AutoProjection
 from .result import FWALResult, History, SolverState
 from .schedules import make_dual_schedule, default_penalty
 from .stopping import StoppingRule, reference_point
