@@ -105,6 +105,11 @@ class ConvexSet:
                 raise ModelError(
                     f"{type(self).__name__}.lmo returned shape {vertex.shape}, expected {tuple(self.shape)}"
                 )
+        if not np.isfinite(vertex).all() and np.isfinite(direction).all():
+            raise ModelError(
+                f"{type(self).__name__}.lmo returned NaN or infinite entries for a finite direction: "
+                "a vertex of a bounded set is finite"
+            )
         return DenseAtom(vertex.ravel())
 
     def initial_atom(self):
