@@ -97,16 +97,17 @@ def test_auto_projection_rule_weighs_a_projection_against_an_iteration():
     # products of polytopes keep their pairwise FW steps
     assert candidates([cheap, block(5, polytope=True, project=np.copy)]) == []
     assert candidates([cheap, block(5)]) == [0]
-    # the choice is made once, after the probe iterations, from their measured time
+    # decisions after the probe iterations, then after 2x, 4x, ... as many, from the time of
+    # the iterations since the last one; a block switched once is not timed again
     auto = AutoProjection([cheap, costly], probe=2, max_iterations=5.0)
-    due = []
-    for t in range(6):
-        due.append(auto.due(t))
-        if due[-1]:
-            assert auto.iteration_time > 0
-            assert auto.choose(x, g) == ([0, 1] if 5.0 * auto.iteration_time >= 3 * budget else [0])
-        time.sleep(iteration)
-    assert due == [False, False, False, True, False, False]
+    decisions = {}
+    for t in range(12):
+        if auto.due(t):
+            decisions[t] = auto.choose(x, g)
+        time.sleep(iteration if t < 5 else 10 * iteration)  # iterations get dearer
+    # the cheap block at once; the costly one (3 budgets) once an iteration costs 10x more
+    assert decisions == {3: [0], 5: [], 9: [1]}
+    assert auto.chosen == [0, 1]
     # True: the cheap projections from the start; False and "auto": none from the start
     assert _projection_blocks([cheap, quick], True) == [0]
     assert _projection_blocks([cheap, quick], False) == []
