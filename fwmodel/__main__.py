@@ -37,7 +37,7 @@ rank from a noisy empirical covariance Sigma_hat,
 racing fwmodel (FW-AL, default options: FW steps -- a Lanczos eigenpair for
 the trace-norm ball, an arg-max for the L1 ball -- then, after a few
 iterations, projected-gradient steps on each copy whose projection measured
-at most a dozen iterations: the L1 copy always, the trace-norm copy up to d
+at most five iterations: the L1 copy always, the trace-norm copy up to d
 of about 2000 on one core) against projection splitting (GFB: a full O(d^3)
 eigendecomposition per iteration), each for --seconds on its own clock.
 

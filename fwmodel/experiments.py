@@ -12,7 +12,7 @@ excluded):
   options; one Lanczos eigenpair (eq. ``LMO_trance_norm``) for the FW step
   on the trace-norm ball and an arg-max on the L1 ball, O(d^2) each; after a
   few iterations ``projection="auto"`` moves the copies whose projection
-  costs at most a dozen iterations by projected-gradient steps instead (the
+  costs at most five iterations by projected-gradient steps instead (the
   L1 copy always: soft-thresholding is as cheap as its LMO; the trace-norm
   copy up to d of about 2000 on one core, see
   ``fwmodel.engine.projection_choice``).

@@ -280,7 +280,7 @@ class Problem:
           of FW steps. True: on blocks whose set has a cheap projection (L1/L2
           balls, boxes). "auto", when the problem has a block that is not a
           polytope: after a few FW iterations, on every block whose
-          projection costs at most a dozen iterations, measured (a
+          projection costs at most five iterations, measured (a
           trace-norm ball's up to d of about 2000 on one core; see
           ``fwmodel.engine.projection_choice``).
         - threads: BLAS threads during the solve (a positive integer, default

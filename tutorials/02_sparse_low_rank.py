@@ -207,7 +207,7 @@ print(f"S* itself: estimate error {ref_error:.3f}, support F1 {ref_f1:.2f} (the 
 # copies (an arg-max on the L1 copy, one Lanczos eigenpair on the
 # trace-norm copy). Then `projection="auto"` times one projection of each
 # copy against those iterations and moves the copies whose projection costs
-# at most a dozen iterations by projected-gradient steps instead
+# at most five iterations by projected-gradient steps instead
 # (`fwmodel.engine.projection_choice`). The L1 projection (soft-thresholding)
 # costs about an LMO, so that copy is always projected: FW would add two
 # entries per iteration to a copy that needs thousands. The trace-norm
@@ -215,7 +215,7 @@ print(f"S* itself: estimate error {ref_error:.3f}, support F1 {ref_f1:.2f} (the 
 # O(d^2): at the sizes of this tutorial (d = 30 and 400) it costs a few
 # iterations and is taken, which is what makes the solve reach its
 # tolerance (the solution's trace-norm copy has a long tail of small
-# eigenvalues, see below); on one core it stays below a dozen iterations up
+# eigenvalues, see below); on one core it stays below five iterations up
 # to d of about 2000, beyond which the trace-norm copy keeps its FW steps.
 # `projection=False` shows plain FW-AL.
 
@@ -343,7 +343,7 @@ if plt is not None:
 # * Projection steps fix both halves where they are affordable: on the L1
 #   copy (always: soft-thresholding costs an LMO), FW adds two entries per
 #   iteration to a copy that needs thousands; on the trace-norm copy (the
-#   default wherever its eigendecomposition costs at most a dozen
+#   default wherever its eigendecomposition costs at most five
 #   iterations, up to d of about 2000 on one core), FW adds one rank-one
 #   matrix to a copy of rank close to d. With both copies projected, the
 #   relative infeasibility after 60 s at d = 1000 is 4.6e-4 (0.15 with the

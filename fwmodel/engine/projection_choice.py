@@ -30,15 +30,20 @@ trace-norm copy has high rank (44 of 60 and 193 of 200 on the ``lrs``
 model of benchmarks/trace_defaults.py, 979 of 1000 on the paper's covariance
 problem at the 1e-3 level) and FW steps on it ended at max_iter far from the
 optimum, while with both copies projected the same models end "optimal",
-faster than CVXPY + SCS. On the paper's problem at d = 1000 a trace-norm
-projection costs 0.17-0.3 s against 0.03-0.06 s for one of the first FW
-iterations (ratio 6-9), and projecting both copies reached relative
-infeasibility 4.6e-4 after 60 s where the L1-only projection steps left
-0.15; at d = 2000 the ratio is 7-10 (projection splitting reached 1e-2
-suboptimality in 56 s, FW-AL not in 150 s); at d = 4000 it is about 20
-(the two tie at a loose accuracy, and an iteration of either costs seconds).
-``MAX_ITERATIONS = 12`` projects up to d of about 2000 on one core and
-keeps the LMO beyond, where its O(d^2) cost is the point of FW-AL.
+faster than CVXPY + SCS. On the paper's problem, a trace-norm projection
+against an iteration once the solve is under way (FW on the trace-norm copy,
+projection steps on the L1 copy): 0.28 s against 0.12 s at d = 1000 (ratio
+2; projecting both copies reached relative infeasibility 4.6e-4 after 60 s
+where the L1-only projection steps left 0.15), 2.25 s against 0.5-0.6 s at
+d = 2000 (ratio 4; projection splitting reached 1e-2 suboptimality in 56 s,
+FW-AL with FW steps on the trace-norm copy not in 150 s), 19.7 s against
+2.7 s at d = 4000 (ratio 7; the two tied at a loose accuracy and an
+iteration of either costs seconds); at d = 400, 15-22 ms against 11-15 ms.
+``MAX_ITERATIONS = 5`` therefore projects up to d of about 2000 on one core
+and keeps the LMO beyond, where its O(d^2) cost is the point of FW-AL. The
+first iterations are much cheaper (1 ms at d = 400, 0.03 s at d = 1000),
+hence the decisions taken again as the solve goes on; each block's
+projection is timed once.
 
 Projection steps are considered only when some block is not a polytope: on
 products of polytopes (simplex ∩ box, L1 ∩ box) pairwise FW converges
@@ -56,7 +61,7 @@ import time
 #: costs: fresh memory, the first Lanczos runs, the BLAS-or-einsum timings)
 PROBE_ITERATIONS = 4
 #: a block takes projection steps when one projection costs at most this many iterations
-MAX_ITERATIONS = 12.0
+MAX_ITERATIONS = 5.0
 #: a projection whose ``projection_estimate()`` exceeds this many budgets is not timed
 #: (the trace-norm estimate errs high by up to ~2x)
 ESTIMATE_MARGIN = 2.0
@@ -83,16 +88,23 @@ def candidates(blocks):
     return [k for k, blk in enumerate(blocks) if blk.project is not None]
 
 
-def choose(blocks, ks, iteration_time, x, g, max_iterations=MAX_ITERATIONS):
-    """The blocks among ``ks`` whose projection at ``x - g`` costs at most ``max_iterations`` iterations."""
+def choose(blocks, ks, iteration_time, x, g, max_iterations=MAX_ITERATIONS, measured=None):
+    """The blocks among ``ks`` whose projection at ``x - g`` costs at most ``max_iterations`` iterations.
+
+    ``measured`` (block -> seconds) keeps the projection times already taken:
+    a block is timed once per solve, whatever the number of decisions.
+    """
     budget = max_iterations * iteration_time
+    measured = {} if measured is None else measured
     chosen = []
     for k in ks:
         blk = blocks[k]
-        if blk.projection_estimate is not None and blk.projection_estimate() > ESTIMATE_MARGIN * budget:
-            continue
-        sl = blk.slice
-        if timed(blk.project, x[sl] - g[sl])[0] <= budget:
+        if k not in measured:
+            if blk.projection_estimate is not None and blk.projection_estimate() > ESTIMATE_MARGIN * budget:
+                continue
+            sl = blk.slice
+            measured[k] = timed(blk.project, x[sl] - g[sl])[0]
+        if measured[k] <= budget:
             chosen.append(k)
     return chosen
 
@@ -123,6 +135,8 @@ class AutoProjection:
         self.iteration_time = None
         #: blocks switched so far (None before the first decision)
         self.chosen = None
+        #: block -> seconds of one projection, timed once
+        self.measured = {}
 
     def due(self, t):
         if not self.ks:
@@ -140,7 +154,7 @@ class AutoProjection:
         return False
 
     def choose(self, x, g):
-        new = choose(self.blocks, self.ks, self.iteration_time, x, g, self.max_iterations)
+        new = choose(self.blocks, self.ks, self.iteration_time, x, g, self.max_iterations, self.measured)
         self.ks = [k for k in self.ks if k not in new]
         self.chosen = (self.chosen or []) + new
         self._window = None  # the next window starts after this decision (not timing the projections)
