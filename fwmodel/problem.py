@@ -260,6 +260,7 @@ class Problem:
     @staticmethod
     def _engine_blocks(compiled):
         from .engine import Block
+        from .engine.steps import SimplexGroups
         from .engine.inface import LowRankFace
         from .sets import TraceNormBall
 
@@ -276,9 +277,15 @@ class Problem:
             # (20 x 20 grid: 28 vs 0.9 ms per iteration, less accurate after 3000)
             return getattr(s, "n_groups", 1) > 8 or getattr(s, "batch", 1) > 8
 
+        def groups(s):
+            # a product of simplices declares its groups: per-group pairwise steps
+            declared = getattr(s, "simplex_groups", None)
+            found = declared() if declared is not None else None
+            return None if found is None else SimplexGroups(*found)
+
         return [Block(offset=b.offset, size=b.size, lmo=b.set.lmo_atom, initial_atom=b.set.initial_atom,
                       is_polytope=bool(b.set.is_polytope), name=b.name, face=face(b.set),
-                      active_set_steps=not batched(b.set),
+                      active_set_steps=not batched(b.set), groups=groups(b.set),
                       project=b.set.project_flat if getattr(b.set, "has_cheap_projection", False) else None)
                 for b in compiled.blocks]
 

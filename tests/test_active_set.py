@@ -67,6 +67,8 @@ def _apply(aset, x, move):
         if alpha >= 1.0:
             return
         gamma = move[2] * alpha / (1.0 - alpha)  # the away step's cap (Alg. 1 line 11)
+        if gamma > 1e3:  # the dense reference x would lose digits to cancellation
+            return
         v = aset.atom(pos)
         x *= 1.0 + gamma
         v.add_to(x, -gamma)

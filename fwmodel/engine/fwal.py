@@ -30,6 +30,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .active_set import ActiveSet
+from .block_search import BlockColumns, jacobi_step
+from .steps import make_step
 from .line_search import Backtracking, bounded_scalar_step, exact_quadratic_step
 from .result import FWALResult, History, SolverState
 from .schedules import make_dual_schedule, default_penalty
@@ -69,6 +71,9 @@ class Block:
     #: optional cheap Euclidean projection onto X_k (flat -> flat): enables
     #: projected-gradient steps on this block (option ``projection``)
     project: Callable = None
+    #: optional :class:`~fwmodel.engine.steps.SimplexGroups`: the block is a
+    #: product of simplices (enables per-group pairwise steps)
+    groups: object = None
 
     @property
     def slice(self):
@@ -208,6 +213,8 @@ def minimize_fwal(
         y = np.zeros(m)
         active = {}
     def wants_active_set(blk):
+        if blk.groups is not None and pairwise:  # per-group pairwise steps: the atoms are implicit
+            return False
         return blk.is_polytope and (step != "auto" or blk.active_set_steps)
 
     for k in proj_blocks:  # these blocks move by projections: no vertex bookkeeping
@@ -258,6 +265,11 @@ def minimize_fwal(
     else:
         lam_value = float(lam)
     schedule = make_dual_schedule(eta, lam_value, warm_state)
+    # ---- one step object per block (None: the block moves by projections)
+    cols = BlockColumns(M, Mop, blocks)
+    steps = [None if k in proj_blocks else make_step(blk, step, active.get(k), cols.norms2(k))
+             for k, blk in enumerate(blocks)]
+    ctx = _StepContext(lam_value)
     backtracking = Backtracking(warm_state.lipschitz if warm_state is not None else None)
 
     history = History()
@@ -295,16 +307,26 @@ def minimize_fwal(
                 grad += g
             else:
                 grad = g.copy()
-            # ---- LMO on every block; FW gap of L(., y)
-            fw_atoms = []
+            # ---- every block proposes a step (calling its LMO unless a lazy step
+            # reuses an active atom); FW gap of L(., y)
+            ctx.lam = lam_value
+            ctx.gap_target = tol * max(1.0, abs(f)) / len(blocks)
+            proposals = []
             gap = 0.0
-            x_dot_grad = dot(x, grad)
-            s_dot_grad = 0.0
-            for blk in blocks:
-                atom = blk.lmo(grad[blk.slice])
-                fw_atoms.append(atom)
-                s_dot_grad += atom.dot(grad[blk.slice])
-            gap = x_dot_grad - s_dot_grad
+            gap_known = True  # False when a lazy step skipped its LMO (gap estimated)
+            for k, blk in enumerate(blocks):
+                xk, gk = x[blk.slice], grad[blk.slice]
+                if steps[k] is None:  # a projection block: its FW gap only
+                    gap += dot(xk, gk) - blk.lmo(gk).dot(gk)
+                    proposals.append(None)
+                    continue
+                p = steps[k].propose(xk, gk, ctx)
+                proposals.append(p)
+                if p.gap is None:
+                    gap_known = False
+                    gap += steps[k].phi
+                else:
+                    gap += p.gap
             feas = float(norm(r))
             x_norm = float(norm(x))
             feas_rel = feas / max(1.0, x_norm, b_norm)
@@ -320,7 +342,7 @@ def minimize_fwal(
             if not np.isfinite(gap):
                 status, message = "diverged", "the Frank-Wolfe gap is not finite"
                 break
-            if gap_rel <= tol and feas_rel <= feas_tol:
+            if gap_known and gap_rel <= tol and feas_rel <= feas_tol:
                 status, message = "optimal", "FW gap and feasibility below tolerance"
                 break
             if callback is not None:
@@ -352,105 +374,26 @@ def minimize_fwal(
                                f"||Mx - b|| >= {bound:.3g} everywhere (certified by the LMOs)")
                     break
 
-            # ---- direction (Alg. 2, or Alg. 1 / pairwise on polytope blocks)
-            # A product step uses one gamma for all blocks, so its cap is the
-            # smallest block cap: 1 for FW, alpha/(1-alpha) for away, alpha for
-            # pairwise (Alg. 1 line 11).
-            d = np.empty(n)
-            plan = []
-            for k, blk in enumerate(blocks):
-                sl = blk.slice
-                xk, gk, s = x[sl], grad[sl], fw_atoms[k]
-                dk = d[sl]
-                if k in proj_blocks:  # moved by its own projected-gradient step below
-                    dk.fill(0.0)
-                    plan.append(("skip", None, math.inf))
-                    continue
-                aset = active.get(k)
-                kind = "fw"
-                if aset is not None and len(aset) > 1 or (aset is not None and pairwise):
-                    pos, v, alpha_v, v_dot = aset.away_vertex(gk)
-                    xg = dot(xk, gk)
-                    if pairwise:
-                        kind = "pairwise" if s.key != v.key else "fw"
-                    elif v_dot - xg > xg - s.dot(gk):  # away gap > FW gap
-                        kind = "away"
-                if kind == "fw":
-                    np.negative(xk, out=dk)
-                    s.add_to(dk, 1.0)
-                    plan.append(("fw", None, 1.0))
-                elif kind == "away":
-                    np.copyto(dk, xk)
-                    v.add_to(dk, -1.0)
-                    plan.append(("away", pos, alpha_v / (1.0 - alpha_v)))
-                else:
-                    dk.fill(0.0)
-                    s.add_to(dk, 1.0)
-                    v.add_to(dk, -1.0)
-                    plan.append(("pairwise", pos, alpha_v))
-            gamma_max = min(p[2] for p in plan)
-            fw_moves = gamma_max < math.inf  # False when every block moves by projections
-            if not fw_moves:
-                gamma_max = 0.0
-
-            # ---- line search on phi(gamma) = L(x + gamma d, y)
-            if fw_moves:
-                Md = Mop.matvec(d) if m else np.zeros(0)
-                slope = dot(grad, d)
-                pen_lin = dot(dual_term, Md)  # derivative of the dual+penalty terms at 0
-                pen_quad = lam_value * dot(Md, Md)
-            if not fw_moves:
-                gamma = 0.0
-            elif line_search == "exact" and quadratic and curvature_fn is not None:
-                curv = curvature_fn(x, d)
-                gamma = exact_quadratic_step(slope, float(curv) + pen_quad, gamma_max)
-                f_new = None
-            else:
-                phi0 = f  # dual and penalty terms are measured relative to gamma = 0
-
-                def phi(gm, _x=x, _d=d):
-                    return objective.value(_x + gm * _d) + gm * pen_lin + 0.5 * gm * gm * pen_quad
-
-                if line_search == "exact":
-                    gamma, _ = bounded_scalar_step(phi, gamma_max)
-                else:
-                    hint = None
-                    if backtracking.lipschitz is None and curvature_fn is not None:
-                        c = curvature_fn(x, d)
-                        hint = None if c is None else float(c) + pen_quad
-                    gamma, _ = backtracking.step(phi, phi0, slope, dot(d, d), gamma_max, hint)
-                f_new = None
-            # ---- update x, r and the active sets
-            if gamma > 0:
-                d *= gamma  # d and Md are not used after the step: scale them in place
-                x += d
-                Md *= gamma
-                r += Md
+            # ---- step sizes per block (line search on L(., y) restricted to each
+            # block), one safeguarding scale for the combined move; x and r move
+            moved = jacobi_step(proposals, steps, blocks, objective, x, r, grad, dual_term, f, lam_value, cols,
+                                curvature_fn, quadratic, line_search, backtracking)
             drop = False
-            for k, (kind, pos, gmax) in enumerate(plan):
-                if kind == "skip":
+            for k, p in enumerate(proposals):
+                if p is None:
                     continue
-                step_counts[kind] += 1
-                aset = active.get(k)
-                if aset is None:
-                    continue
-                if kind == "fw":
-                    aset.fw_update(fw_atoms[k], gamma)
-                elif kind == "away":
-                    if gamma >= gmax * (1 - 1e-12):
-                        drop = True
-                    aset.away_update(pos, min(gamma, gmax))
-                else:
-                    if gamma >= gmax * (1 - 1e-12):
-                        drop = True
-                    aset.pairwise_update(fw_atoms[k], pos, min(gamma, gmax))
+                step_counts[p.kind] += 1
+                gm = moved.get(k, 0.0)
+                steps[k].commit(p, gm)
+                if p.kind in ("away", "pairwise") and not p.prescaled and gm >= p.gamma_max * (1 - 1e-12):
+                    drop = True
+                if k in faces and gm > 0:
+                    faces[k].fw_update(p.fw_atom, gm)
             if drop:
                 step_counts["drop"] += 1
-            for k, aset in faces.items():
-                aset.fw_update(fw_atoms[k], gamma)
             # release this step's full-size temporaries before the next gradient
             # (at d = 4000 each product-space vector is 256 MB)
-            grad = d = Md = dual_term = phi = g = xk = gk = dk = None
+            grad = dual_term = g = xk = gk = p = proposals = None
             f, g = objective.value_and_grad(x)
             if proj_blocks:
                 f, g, moved = _projection_step(proj_blocks, blocks, objective, Mop, m, x, r, y, lam_value, f, g,
@@ -665,6 +608,14 @@ def _projection_step(proj_blocks, blocks, objective, Mop, m, x, r, y, lam, f, g,
         r += Md
     f, g = objective.value_and_grad(x)
     return f, g, True
+
+
+class _StepContext:
+    """What step objects read from the driver: the current penalty."""
+
+    def __init__(self, lam):
+        self.lam = lam
+        self.gap_target = 0.0  # a block FW gap below which lazy steps call the LMO
 
 
 def _last_kind(counts):
