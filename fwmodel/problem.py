@@ -35,6 +35,7 @@ SOLVE_DEFAULTS = dict(
     seed=None,
     inface="auto",
     projection="auto",
+    sweep="gauss-seidel",
 )
 
 
@@ -286,6 +287,7 @@ class Problem:
         return [Block(offset=b.offset, size=b.size, lmo=b.set.lmo_atom, initial_atom=b.set.initial_atom,
                       is_polytope=bool(b.set.is_polytope), name=b.name, face=face(b.set),
                       active_set_steps=not batched(b.set), groups=groups(b.set),
+                      intervals=b.set.interval_bounds() if hasattr(b.set, "interval_bounds") else None,
                       project=b.set.project_flat if getattr(b.set, "has_cheap_projection", False) else None)
                 for b in compiled.blocks]
 

@@ -40,6 +40,8 @@ class BlockColumns:
         self.m = Mop.shape[0]
         self.cols = None
         self.col_norms2 = None
+        if not sp.issparse(M) and hasattr(M, "csr"):  # a structured operator that can also give its matrix
+            M = M.csr()
         if M is None or self.m == 0:
             self.col_norms2 = np.zeros(self.n)
             self.cols = [None] * len(blocks)
@@ -150,3 +152,66 @@ def jacobi_step(proposals, steps, blocks, objective, x, r, grad, dual_term, f, l
         MD *= tau
         r += MD
     return {k: tau * gammas[k] for k in moving}
+
+
+def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, f, lam, cols, curvature_fn, quadratic,
+                       line_search, backtracking, ctx):
+    """Move the blocks one after another, each by its own line search at the point the previous ones left.
+
+    Block 0 uses its proposal from ``proposals`` (made at the current x);
+    every later block recomputes the gradient of L(., y) and proposes again
+    (one more gradient evaluation and LMO call per block). Updates ``x`` and
+    ``r`` in place; returns ({k: gamma}, {k: the proposal taken}).
+    """
+    m = r.size
+    moved, taken = {}, {}
+    for k, p in enumerate(proposals):
+        if p is None:
+            continue
+        sl = blocks[k].slice
+        dual_term = r * lam
+        dual_term += y
+        if moved:  # an earlier block moved: fresh gradient and proposal
+            f, g = objective.value_and_grad(x)
+            grad = g + Mop.rmatvec(dual_term) if m else g
+            p = steps[k].propose(x[sl], grad[sl], ctx)
+        taken[k] = p
+        slope = dot(grad[sl], p.d)
+        if not slope < 0:
+            continue
+        Md = cols.matvec(k, p.d)
+        d_norm2 = dot(p.d, p.d)
+        pen_lin = dot(dual_term, Md) if m else 0.0
+        pen_quad = lam * dot(Md, Md) if m else 0.0
+        c_f = None
+        full = None
+        if curvature_fn is not None:
+            full = np.zeros(x.size)
+            full[sl] = p.d
+            c_f = curvature_fn(x, full)
+        observe = getattr(steps[k], "observe_curvature", None)
+        if observe is not None:
+            observe(c_f, d_norm2)
+        if line_search == "exact" and quadratic and c_f is not None:
+            gamma = exact_quadratic_step(slope, float(c_f) + pen_quad, p.gamma_max)
+        else:
+            if full is None:
+                full = np.zeros(x.size)
+                full[sl] = p.d
+
+            def phi(gm, _full=full):
+                return objective.value(x + gm * _full) + gm * pen_lin + 0.5 * gm * gm * pen_quad
+
+            if line_search == "exact":
+                gamma, _ = bounded_scalar_step(phi, p.gamma_max)
+            else:
+                hint = None if c_f is None else float(c_f) + pen_quad
+                gamma, _ = backtracking.step(phi, f, slope, d_norm2, p.gamma_max,
+                                             hint if backtracking.lipschitz is None else None)
+        if gamma <= 0:
+            continue
+        x[sl] += gamma * p.d
+        if m:
+            r += gamma * Md
+        moved[k] = gamma
+    return moved, taken

@@ -30,7 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .active_set import ActiveSet
-from .block_search import BlockColumns, jacobi_step
+from .block_search import BlockColumns, gauss_seidel_sweep, jacobi_step
 from .steps import make_step
 from .line_search import Backtracking, bounded_scalar_step, exact_quadratic_step
 from .result import FWALResult, History, SolverState
@@ -74,6 +74,8 @@ class Block:
     #: optional :class:`~fwmodel.engine.steps.SimplexGroups`: the block is a
     #: product of simplices (enables per-group pairwise steps)
     groups: object = None
+    #: optional (lower, upper) flat bounds: the block is a box (per-coordinate FW steps)
+    intervals: object = None
 
     @property
     def slice(self):
@@ -139,6 +141,7 @@ def minimize_fwal(
     max_drop_steps=None,
     inface="auto",
     projection="auto",
+    sweep="gauss-seidel",
 ):
     """Minimize f over the blocks subject to Mx = b with FW-AL.
 
@@ -162,6 +165,12 @@ def minimize_fwal(
     inface : "auto" (in-face corrective steps on trace-norm blocks of at most
         ``AUTO_INFACE_MAX_DIM`` rows or columns; see :mod:`fwmodel.engine.inface`),
         True (on every block that declares a low-rank face) or False.
+    sweep : "gauss-seidel" (the blocks move one after another, each from the
+        point the previous ones left, with a fresh gradient) or "jacobi" (all
+        blocks from the same point, each with its own step size, the combined
+        move scaled by one line search); see :mod:`fwmodel.engine.block_search`
+        and benchmarks/RESULTS.md ("Block sweeps") for the measurement behind
+        the default.
     projection : True: blocks with a cheap Euclidean projection (``Block.project``:
         L1, L2 balls, boxes) take projected-gradient steps instead of FW steps
         (see :func:`_projection_step`); False: never; "auto": see
@@ -170,6 +179,7 @@ def minimize_fwal(
     Returns an :class:`FWALResult`.
     """
     _check_option("step", step, STEP_KINDS)
+    _check_option("sweep", sweep, ("gauss-seidel", "jacobi"))
     _check_option("line_search", line_search, LINE_SEARCHES)
     for name, value in (("max_iter", max_iter),):
         if not (isinstance(value, (int, np.integer)) and value >= 0):
@@ -214,6 +224,8 @@ def minimize_fwal(
         active = {}
     def wants_active_set(blk):
         if blk.groups is not None and pairwise:  # per-group pairwise steps: the atoms are implicit
+            return False
+        if blk.intervals is not None and step == "auto":  # per-coordinate steps: no atoms
             return False
         return blk.is_polytope and (step != "auto" or blk.active_set_steps)
 
@@ -376,8 +388,14 @@ def minimize_fwal(
 
             # ---- step sizes per block (line search on L(., y) restricted to each
             # block), one safeguarding scale for the combined move; x and r move
-            moved = jacobi_step(proposals, steps, blocks, objective, x, r, grad, dual_term, f, lam_value, cols,
-                                curvature_fn, quadratic, line_search, backtracking)
+            if sweep == "jacobi":
+                moved = jacobi_step(proposals, steps, blocks, objective, x, r, grad, dual_term, f, lam_value, cols,
+                                    curvature_fn, quadratic, line_search, backtracking)
+            else:
+                moved, taken = gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, f,
+                                                  lam_value, cols, curvature_fn, quadratic, line_search,
+                                                  backtracking, ctx)
+                proposals = [taken.get(k, p) for k, p in enumerate(proposals)]
             drop = False
             for k, p in enumerate(proposals):
                 if p is None:

@@ -194,13 +194,17 @@ class GroupPairwiseStep:
     """A pairwise step in every simplex of a batched block, each with its own size.
 
     In group g (entries ``index[g]``, a simplex of total t) the pairwise
-    direction moves mass from ``v`` (the support entry with the largest
-    gradient) to ``s`` (the entry with the smallest): ``d_g = e_s - e_v``,
-    at most ``x_v`` of it. Its step size minimizes the second-order model
-    of the augmented Lagrangian along ``d_g`` alone,
+    direction moves mass from a support entry ``v`` to ``s`` (the entry with
+    the smallest gradient): ``d_g = e_s - e_v``, at most ``x_v`` of it. The
+    amount minimizes the second-order model of the augmented Lagrangian
+    along ``d_g`` alone,
 
         amount_g = min(x_v, (g_v - g_s) / c_g),
         c_g = lam (||M e_s||^2 + ||M e_v||^2) + 2 L_f,
+
+    and ``v`` is the support entry whose pair gives the largest model
+    decrease (the away vertex of pairwise FW, the largest ``g_v``, can hold a
+    vanishing mass: moved by a fraction tau < 1 of a step, it never drops out).
 
     with ``L_f`` the objective's curvature per unit step measured along this
     block's previous direction. The groups move together (a Jacobi sweep);
@@ -214,24 +218,36 @@ class GroupPairwiseStep:
         self.total = groups.total
         self.col_norms2 = col_norms2  # ||M e_i||^2 for the block's columns
         self.curvature_f = 0.0  # L_f: objective curvature per unit squared step
+        self.rows = np.arange(self.index.shape[0])
+        self.contiguous = bool(np.array_equal(self.index.ravel(), np.arange(self.index.size)))
+        self.norms2_grouped = col_norms2[self.index]
 
     def propose(self, x_k, g_k, ctx):
         idx = self.index
-        X, G = x_k[idx], g_k[idx]
-        rows = np.arange(idx.shape[0])
+        if self.contiguous:  # groups are consecutive runs of the block: views, no gathers
+            X, G = x_k.reshape(idx.shape), g_k.reshape(idx.shape)
+        else:
+            X, G = x_k[idx], g_k[idx]
+        rows = self.rows
         s = np.argmin(G, axis=1)
-        v = np.argmax(np.where(X > 0, G, -np.inf), axis=1)
-        g_s, g_v = G[rows, s], G[rows, v]
+        g_s = G[rows, s]
         gap = float(np.einsum("ij,ij->", X, G) - self.total * g_s.sum())
-        cols_s, cols_v = idx[rows, s], idx[rows, v]
-        c = ctx.lam * (self.col_norms2[cols_s] + self.col_norms2[cols_v]) + 2.0 * self.curvature_f
-        x_v = X[rows, v]
+        cols_s = idx[rows, s]
+        # for every support entry i: the model's best amount moved from i to s and its decrease
+        slope = G - g_s[:, None]  # g_i - g_s >= 0
+        c = ctx.lam * (self.norms2_grouped + self.col_norms2[cols_s][:, None]) + 2.0 * self.curvature_f
         with np.errstate(divide="ignore", invalid="ignore"):
-            amount = np.where(c > 0, np.minimum(x_v, (g_v - g_s) / c), x_v)
-        amount[(s == v) | ~(g_v > g_s)] = 0.0
+            amount = np.where(c > 0, np.minimum(X, slope / c), X)
+        amount[~((X > 0) & (slope > 0))] = 0.0
+        decrease = amount * (slope - 0.5 * c * amount)
+        # v: the entry whose pair with s decreases the model most (the largest
+        # gradient alone can hold a vanishing mass and stall the group)
+        v = np.argmax(decrease, axis=1)
+        amount = amount[rows, v]
+        cols_v = idx[rows, v]
         d = np.zeros(x_k.size)
-        np.add.at(d, cols_s, amount)
-        np.add.at(d, cols_v, -amount)
+        d[cols_s] = amount  # one s per group, groups disjoint; s != v wherever amount > 0
+        d[cols_v] -= amount
         return Proposal(d, 1.0, "pairwise", gap, None, prescaled=True)
 
     def commit(self, p, gamma):
@@ -239,6 +255,44 @@ class GroupPairwiseStep:
 
     def observe_curvature(self, c_f, d_norm2):
         """Record the objective's curvature along this block's last direction (for the next c_g)."""
+        if d_norm2 > 0 and c_f is not None and np.isfinite(c_f):
+            self.curvature_f = max(float(c_f), 0.0) / d_norm2
+
+
+class IntervalStep:
+    """Frank-Wolfe in every coordinate of a box at once, each with its own step size.
+
+    A box is a product of intervals [lo_i, hi_i]; on each, the FW vertex is
+    ``s_i = hi_i`` where ``g_i < 0`` and ``lo_i`` elsewhere (Alg. 2 per
+    coordinate), and the step along ``s_i - x_i`` that minimizes the
+    second-order model of the augmented Lagrangian in that coordinate alone
+    (curvature ``c_i = lam ||M e_i||^2 + L_f``) is
+    ``delta_i = clip(-g_i / c_i, lo_i - x_i, hi_i - x_i)``. The coordinates
+    move together (a Jacobi sweep), scaled by the driver's line search on the
+    block. No active set: a box has 2^n vertices, and a dense vertex per
+    step would make every inner product cost a full block per atom.
+    """
+
+    def __init__(self, block, bounds, col_norms2):
+        self.block = block
+        self.lo, self.hi = bounds
+        self.col_norms2 = col_norms2
+        self.curvature_f = 0.0
+
+    def propose(self, x_k, g_k, ctx):
+        s = np.where(g_k < 0, self.hi, self.lo)
+        gap = dot(x_k - s, g_k)
+        c = ctx.lam * self.col_norms2 + self.curvature_f
+        with np.errstate(divide="ignore", invalid="ignore"):
+            target = np.where(c > 0, x_k - g_k / c, s)
+        d = np.clip(target, self.lo, self.hi)
+        d -= x_k
+        return Proposal(d, 1.0, "fw", gap, None, prescaled=True)
+
+    def commit(self, p, gamma):
+        pass
+
+    def observe_curvature(self, c_f, d_norm2):
         if d_norm2 > 0 and c_f is not None and np.isfinite(c_f):
             self.curvature_f = max(float(c_f), 0.0) / d_norm2
 
@@ -260,10 +314,12 @@ def make_step(block, step, active, col_norms2):
     "auto": BPCG on polytope blocks that keep an active set, per-group
     pairwise steps on products of simplices, FW elsewhere; "pairwise" and
     "away": those steps on polytope blocks (pairwise per group on products of
-    simplices); "fw": FW everywhere.
+    simplices); "fw": FW everywhere. Boxes take per-coordinate FW steps under "auto".
     """
     if step in ("auto", "pairwise") and block.groups is not None:
         return GroupPairwiseStep(block, block.groups, col_norms2)
+    if step == "auto" and block.intervals is not None:
+        return IntervalStep(block, block.intervals, col_norms2)
     if active is not None and step in _ACTIVE_SET_STEPS:
         return _ACTIVE_SET_STEPS[step](block, active)
     return FWStep(block)
