@@ -158,10 +158,14 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
                        line_search, backtracking, ctx):
     """Move the blocks one after another, each by its own line search at the point the previous ones left.
 
-    Block 0 uses its proposal from ``proposals`` (made at the current x);
-    every later block recomputes the gradient of L(., y) and proposes again
-    (one more gradient evaluation and LMO call per block). Updates ``x`` and
-    ``r`` in place; returns ({k: gamma}, {k: the proposal taken}).
+    Every block after the first that moved gets a fresh gradient of L(., y)
+    (one more gradient evaluation per block) for its line search. Its
+    direction from ``proposals`` stays feasible (the block itself has not
+    moved yet); steps whose proposal is cheap (``cheap_proposal``: per-group
+    and per-coordinate steps, no LMO call) propose again from the fresh
+    gradient, the others keep theirs (a second LMO call per iteration would
+    cost, on a trace-norm block, a Lanczos run without its warm start).
+    Updates ``x`` and ``r`` in place; returns ({k: gamma}, {k: the proposal taken}).
     """
     m = r.size
     moved, taken = {}, {}
@@ -174,7 +178,8 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
         if moved:  # an earlier block moved: fresh gradient and proposal
             f, g = objective.value_and_grad(x)
             grad = g + Mop.rmatvec(dual_term) if m else g
-            p = steps[k].propose(x[sl], grad[sl], ctx)
+            if getattr(steps[k], "cheap_proposal", False):
+                p = steps[k].propose(x[sl], grad[sl], ctx)
         taken[k] = p
         slope = dot(grad[sl], p.d)
         if not slope < 0:

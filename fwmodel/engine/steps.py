@@ -212,6 +212,8 @@ class GroupPairwiseStep:
     keeps every step a descent step even where groups interact.
     """
 
+    cheap_proposal = True  # no LMO call: a Gauss-Seidel sweep may propose again
+
     def __init__(self, block, groups, col_norms2):
         self.block = block
         self.index = groups.index  # (G, S) flat indices of each group in the block
@@ -272,6 +274,8 @@ class IntervalStep:
     block. No active set: a box has 2^n vertices, and a dense vertex per
     step would make every inner product cost a full block per atom.
     """
+
+    cheap_proposal = True  # no LMO call: a Gauss-Seidel sweep may propose again
 
     def __init__(self, block, bounds, col_norms2):
         self.block = block
