@@ -81,24 +81,30 @@ def _end_history_at_returned_point(history, result):
     the best point found; the history then ends at the last iterate, not at
     the point that ``var.value`` and ``prob.value`` report. A final row
     (with the last iteration number) records the returned point, so that
-    ``history["objective"][-1] == prob.value`` always holds.
+    ``history["objective"][-1] == prob.value`` always holds (also when an
+    interrupt came before the first row was recorded).
     """
-    if len(history) == 0:
-        return
-    last = {key: history[key][-1] for key in ("objective", "feasibility")}
-    if last["objective"] == result.objective and last["feasibility"] == result.feasibility:
+    if len(history) and history["objective"][-1] == result.objective \
+            and history["feasibility"][-1] == result.feasibility:
         return
     row = dict(iteration=result.iterations, time=result.solve_time, objective=result.objective,
                fw_gap=result.fw_gap, feasibility=result.feasibility, feasibility_rel=result.feasibility_rel,
-               lam=result.lam, eta=result.eta)
-    history.append(**{key: row.get(key, history[key][-1]) for key in history.keys()})
+               lam=result.lam, eta=result.eta, step=sum(result.step_counts.values()))
+    history.append(**{key: row[key] if key in row else history[key][-1] for key in history.keys()})
 
 
 class SolveStats:
-    """Numbers about the last solve (see the attribute list in ``__slots__``)."""
+    """Numbers about the last solve (see the attribute list in ``__slots__``).
+
+    ``objective_scale`` and ``feasibility_scale`` are the scales of the
+    stopping rule (``fwmodel.engine.stopping``): an optimal solve has
+    ``fw_gap <= tol * objective_scale`` and
+    ``feasibility <= feas_tol * feasibility_scale``. ``feasibility_rel`` is
+    ||Mx - b|| / max(1, ||x||, ||b||), as documented, not the stopping test.
+    """
 
     __slots__ = ("iterations", "solve_time", "compile_time", "fw_gap", "feasibility", "feasibility_rel",
-                 "lam", "eta", "status", "message", "step_counts")
+                 "lam", "eta", "status", "message", "step_counts", "objective_scale", "feasibility_scale")
 
     def __init__(self, **kw):
         for k in self.__slots__:
@@ -187,8 +193,14 @@ class Problem:
         """Solve with FW-AL and return the objective value at the returned point.
 
         Options (all optional; see :data:`SOLVE_DEFAULTS`): max_iter, tol
-        (relative FW gap), feas_tol (relative ||Mx - b||), time_limit
-        (seconds), lam, eta (number, callable or "adaptive" / "theorem2" /
+        and feas_tol (the solve is "optimal" when the FW gap of the augmented
+        Lagrangian is at most ``tol * stats.objective_scale`` and ||Mx - b|| at
+        most ``feas_tol * stats.feasibility_scale``; the objective scale is
+        the FW gap of the objective at the starting point, i.e. its range
+        over the sets seen from there, and the feasibility scale the largest
+        norm of b, the points and the vertices seen, so ``tol`` is a relative
+        accuracy whatever the units of the objective, the data or the
+        variables), time_limit (seconds), lam, eta (number, callable or "adaptive" / "theorem2" /
         "theorem3"), step ("auto", "fw", "away", "pairwise"), line_search
         ("auto", "exact", "backtracking"), verbose, print_every, callback
         (called with a :class:`CallbackState` each iteration; returning False
@@ -199,6 +211,13 @@ class Problem:
         "auto" takes them on blocks of at least 10^5 entries when the problem
         also has a trace-norm block, see
         ``fwmodel.engine.fwal._auto_projection_blocks``).
+
+        A bad option (unknown name, wrong type such as ``max_iter=True`` or
+        ``verbose="no"``, out of range) raises a ValueError naming it.
+        Ctrl-C (KeyboardInterrupt) during the solve ends it with status
+        "interrupted" and a consistent answer: ``var.value`` in its sets,
+        ``prob.value`` the objective there, a history with equal-length
+        columns and a state that ``warm_start=True`` can resume.
         """
         unknown = sorted(set(options) - set(SOLVE_DEFAULTS))
         if unknown:
@@ -210,6 +229,8 @@ class Problem:
         every = opts["print_every"]
         if every is not None and (isinstance(every, bool) or not isinstance(every, (int, np.integer)) or every < 1):
             raise ValueError(f"option print_every must be a positive integer (or None), got {every!r}")
+        if not isinstance(opts["warm_start"], (bool, np.bool_)):
+            raise ValueError(f"option warm_start must be True or False, got {opts['warm_start']!r}")
         compiled = self.compile()
         compiled.refresh_parameters()
         for p in self._parameters():
@@ -227,23 +248,42 @@ class Problem:
         engine_blocks = self._engine_blocks(compiled)
         result = minimize_fwal(compiled.objective, engine_blocks, compiled.operator, compiled.b,
                                callback=callback, warm_state=warm, **opts)
-        self._state = result.state
-        for var, value in compiled.variable_values(result.x).items():
-            var.value = value
+        # Build everything first, then commit it in one place: an interrupt
+        # while committing restarts the commit (it only reads the temporaries),
+        # so var.value, prob.value, status, history and the warm-start state
+        # always come from the same solve.
         sign = self.objective.sign
-        self.status = result.status
-        self.value = float(sign * result.objective)
-        history = result.history
+        values = compiled.variable_values(result.x)
+        history = result.history.copy()
         _end_history_at_returned_point(history, result)
         if sign != 1.0:
-            history._columns["objective"] = [sign * f for f in history._columns["objective"]]
-        self.history = history
-        self.stats = SolveStats(
+            history.map_column("objective", lambda f: sign * f)
+        stats = SolveStats(
             iterations=result.iterations, solve_time=result.solve_time, compile_time=self._compile_time,
             fw_gap=result.fw_gap, feasibility=result.feasibility, feasibility_rel=result.feasibility_rel,
             lam=result.lam, eta=result.eta, status=result.status, message=result.message,
-            step_counts=result.step_counts,
+            step_counts=result.step_counts, objective_scale=result.objective_scale,
+            feasibility_scale=result.feasibility_scale,
         )
+
+        def commit(status):
+            for var, value in values.items():
+                var.value = value
+            self._state = result.state
+            self.status = status
+            stats.status = status
+            self.value = float(sign * result.objective)
+            self.history = history
+            self.stats = stats
+
+        status = result.status
+        while True:  # the commit takes microseconds: retrying it cannot keep Ctrl-C waiting
+            try:
+                commit(status)
+                break
+            except KeyboardInterrupt:  # Ctrl-C as the solve ended: finish the commit, report it
+                status = "interrupted"
+                stats.message = f"{result.message}; interrupted while storing the result"
         return self.value
 
     # ------------------------------------------------------------ helpers

@@ -35,8 +35,9 @@ def test_away_and_pairwise_converge_linearly_where_fw_cannot(step):
     prob, x, c = _simplex_box_problem()
     prob.solve(step=step, tol=1e-8, feas_tol=1e-8, max_iter=budget)
     assert prob.status == "optimal"
-    assert prob.stats.fw_gap <= 1e-8 * max(1.0, abs(prob.value))
-    assert prob.stats.feasibility_rel <= 1e-8
+    # the stopping rule: FW gap and ||Mx - b|| relative to the problem's own scales
+    assert prob.stats.fw_gap <= 1e-8 * prob.stats.objective_scale
+    assert prob.stats.feasibility <= 1e-8 * prob.stats.feasibility_scale
     expected = _capped_simplex_projection(c, 0.06)
     assert np.allclose(x.value, expected, atol=1e-5)
 
@@ -242,6 +243,56 @@ def test_verbose_prints_a_table(capsys):
     out = capsys.readouterr().out
     assert "FW gap" in out and "rows of M" in out and "status: optimal" in out
     assert out.count("\n") > 6
+
+
+def test_verbose_header_states_the_stopping_rule_and_footer_its_targets(capsys):
+    prob, _, _ = _simplex_box_problem(n=20)
+    prob.solve(verbose=True, tol=1e-6, feas_tol=1e-5)
+    out = capsys.readouterr().out
+    assert "tol * S_f = 1.0e-06 *" in out and "feas_tol * S_x = 1.0e-05 *" in out
+    s = prob.stats
+    # the footer gives the targets the solve met, from the scales it reports
+    assert f"(tol * S_f = {1e-6 * s.objective_scale:.3e})" in out
+    assert f"(feas_tol * S_x = {1e-5 * s.feasibility_scale:.3e})" in out
+
+
+def test_verbose_rows_come_every_few_seconds_between_scheduled_iterations():
+    """Rows follow the iteration schedule (0-10, 20, 30, ...) and, in between, the clock (every 2 s)."""
+    import io
+
+    from fwmodel.engine.stopping import StoppingRule
+    from fwmodel.engine.verbose import VerbosePrinter
+
+    now = [0.0]
+    out = io.StringIO()
+    printer = VerbosePrinter(True, None, n=3, m=0, blocks=[], stream=out, clock=lambda: now[0])
+    rule = StoppingRule(1e-4, 1e-4, objective_scale=2.0, feasibility_scale=1.0)
+    printer.header("auto", "exact", 1.0, rule)
+    counts = {"fw": 1, "away": 0, "pairwise": 2, "drop": 0, "projection": 3}
+    printed = []
+    for t in range(11, 20):  # off the schedule: only the clock can print them
+        now[0] += 0.9
+        before = out.getvalue().count("\n")
+        printer.row(t, 1.0, 1e-3, 0.0, rule, 1.0, 0.5, now[0], counts)
+        if out.getvalue().count("\n") > before:
+            printed.append(t)
+    assert printed == [13, 16, 19]  # 2.7 s, 5.4 s, 8.1 s: the first row after each 2 s
+    last = out.getvalue().splitlines()[-1]
+    assert last.endswith("fw/away/pair/drop/proj 1/0/2/0/3")
+    assert "5.00e-04" in last  # the gap relative to the objective scale: 1e-3 / 2
+
+
+def test_verbose_counts_projection_steps(capsys):
+    x = fm.Variable(20, name="x")
+    rng = np.random.default_rng(0)
+    A, b = rng.standard_normal((15, 20)), rng.standard_normal(15)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(A @ x - b)), [fm.L1Ball(x, 1.0), fm.Box(x, -0.1, 0.1)])
+    prob.solve(verbose=True, projection=True, max_iter=30)
+    out = capsys.readouterr().out
+    counts = prob.stats.step_counts
+    assert counts["projection"] > 0
+    assert f"steps: fw/away/pair/drop/proj {counts['fw']}/{counts['away']}/{counts['pairwise']}/" \
+           f"{counts['drop']}/{counts['projection']}" in out
 
 
 def test_engine_without_modeling_layer_matches_closed_form():

@@ -236,6 +236,29 @@ def test_unknown_option_is_named(prob):
         prob.solve(max_iters=10)
 
 
+def test_engine_refuses_unknown_and_mistyped_options_by_name():
+    from fwmodel.engine import Block, minimize_fwal
+    from fwmodel.sets.atoms import SparseAtom
+
+    class Objective:
+        def value_and_grad(self, z):
+            return float(z @ z), 2 * z
+
+        def value(self, z):
+            return float(z @ z)
+
+    lmo = lambda g: SparseAtom([int(np.argmin(g))], [1.0], 3)  # noqa: E731 (the simplex in R^3)
+    blocks = [Block(0, 3, lmo, lambda: lmo(np.zeros(3)), True)]
+    with pytest.raises(ValueError, match="max_iters"):
+        minimize_fwal(Objective(), blocks, max_iters=5)
+    with pytest.raises(ValueError, match="seed"):
+        minimize_fwal(Objective(), blocks, seed="abc")
+    with pytest.raises(ValueError, match="infeasibility_check_every"):
+        minimize_fwal(Objective(), blocks, infeasibility_check_every=True)
+    res = minimize_fwal(Objective(), blocks, seed=np.random.default_rng(0))  # a Generator is a valid seed
+    assert res.status == "optimal" and np.allclose(res.x, 1 / 3, atol=1e-2)
+
+
 @pytest.mark.parametrize("option, value, pattern", [
     ("step", "foo", r"step='foo'"),
     ("line_search", "newton", r"line_search='newton'"),
@@ -254,6 +277,21 @@ def test_unknown_option_is_named(prob):
     ("time_limit", np.nan, r"time_limit"),
     ("callback", 3, r"callback"),
     ("print_every", 0, r"print_every"),
+    # booleans where numbers are expected, strings where booleans are, bad seeds
+    ("max_iter", True, r"max_iter"),
+    ("tol", True, r"tol"),
+    ("lam", True, r"lam"),
+    ("eta", False, r"eta"),
+    ("time_limit", True, r"time_limit"),
+    ("print_every", True, r"print_every"),
+    ("verbose", "no", r"verbose"),
+    ("verbose", 2, r"verbose"),
+    ("warm_start", "yes", r"warm_start"),
+    ("inface", 1, r"inface"),
+    ("projection", "yes", r"projection"),
+    ("seed", "abc", r"seed"),
+    ("seed", 1.5, r"seed"),
+    ("seed", -1, r"seed"),
 ])
 def test_invalid_option_values(prob, option, value, pattern):
     with pytest.raises(ValueError, match=pattern):

@@ -15,6 +15,13 @@ in-face steps on trace-norm blocks (:mod:`fwmodel.engine.inface`) and
 projected-gradient steps on blocks whose set has a cheap projection
 (:func:`_projection_step`).
 
+Stopping: the FW gap of L(., y) and ||Mx - b|| are measured against scales
+of the problem itself, never against an absolute 1
+(:mod:`fwmodel.engine.stopping`), so ``tol`` is a relative accuracy at any
+scale. Interrupts: a KeyboardInterrupt at any moment ends the solve with a
+consistent result, rebuilt from x (:func:`_finish`), and a warm start copies
+and checks the state it is given.
+
 This module knows nothing of the modeling language: it takes an objective
 with ``value_and_grad``, a list of :class:`Block` and the operator M.
 """
@@ -31,10 +38,11 @@ import scipy.sparse as sp
 
 from .active_set import ActiveSet
 from .block_search import BlockColumns, gauss_seidel_sweep, jacobi_step
-from .steps import make_step
+from .steps import LAZY_CHECK_EVERY, make_step
 from .line_search import Backtracking, bounded_scalar_step, exact_quadratic_step
 from .result import FWALResult, History, SolverState
 from .schedules import make_dual_schedule, default_penalty
+from .stopping import StoppingRule, reference_point
 from .verbose import VerbosePrinter
 from .vector_ops import dot, norm
 
@@ -113,9 +121,59 @@ class IterationState:
             setattr(self, k, v)
 
 
+def _same_choice(value, choice):
+    # compare kinds too: True == 1, so `1 in (True, False)` would accept a number as a boolean
+    if isinstance(choice, bool):
+        return isinstance(value, (bool, np.bool_)) and bool(value) == choice
+    return isinstance(value, str) and value == choice
+
+
 def _check_option(name, value, allowed):
-    if value not in allowed:
+    if not any(_same_choice(value, a) for a in allowed):
         raise ValueError(f"option {name}={value!r} is not one of {', '.join(map(repr, allowed))}")
+
+
+def _is_number(value):
+    """A real number that is not a boolean (True is an int in Python, but not a tolerance)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_count(value):
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _check_options(max_iter, tol, feas_tol, time_limit, lam, verbose, print_every, callback, seed,
+                   infeasibility_check_every, max_drop_steps, step, line_search, inface, projection):
+    """Refuse a bad option with a ValueError that names it (before any work is done)."""
+    _check_option("step", step, STEP_KINDS)
+    _check_option("line_search", line_search, LINE_SEARCHES)
+    _check_option("inface", inface, PROJECTION_CHOICES)
+    _check_option("projection", projection, PROJECTION_CHOICES)
+    if not (_is_count(max_iter) and max_iter >= 0):
+        raise ValueError(f"option max_iter must be a nonnegative integer, got {max_iter!r}")
+    for name, value in (("tol", tol), ("feas_tol", feas_tol)):
+        if not (_is_number(value) and value > 0 and math.isfinite(value)):
+            raise ValueError(f"option {name} must be a positive number, got {value!r}")
+    if time_limit is not None and not (_is_number(time_limit) and time_limit > 0):
+        raise ValueError(f"option time_limit must be a positive number of seconds, got {time_limit!r}")
+    if lam is not None and not (_is_number(lam) and lam > 0 and math.isfinite(lam)):
+        raise ValueError(f"option lam must be a positive number, got {lam!r}")
+    if not isinstance(verbose, (bool, np.bool_)):
+        raise ValueError(f"option verbose must be True or False, got {verbose!r}")
+    if print_every is not None and not (_is_count(print_every) and print_every >= 1):
+        raise ValueError(f"option print_every must be a positive integer (or None), got {print_every!r}")
+    if callback is not None and not callable(callback):
+        raise ValueError(f"option callback must be a callable (or None), got {callback!r}")
+    seed_types = (np.random.SeedSequence, np.random.BitGenerator, np.random.Generator)
+    if seed is not None and not ((_is_count(seed) and seed >= 0) or isinstance(seed, seed_types)):
+        raise ValueError(f"option seed must be None, a nonnegative integer or a numpy.random Generator, "
+                         f"got {seed!r}")
+    if infeasibility_check_every is not None and not (_is_count(infeasibility_check_every)
+                                                      and infeasibility_check_every >= 0):
+        raise ValueError(f"option infeasibility_check_every must be a nonnegative integer (0: never), "
+                         f"got {infeasibility_check_every!r}")
+    if max_drop_steps is not None and not (_is_count(max_drop_steps) and max_drop_steps >= 0):
+        raise ValueError(f"option max_drop_steps must be a nonnegative integer, got {max_drop_steps!r}")
 
 
 def minimize_fwal(
@@ -142,6 +200,7 @@ def minimize_fwal(
     inface="auto",
     projection="auto",
     sweep="gauss-seidel",
+    **unknown,
 ):
     """Minimize f over the blocks subject to Mx = b with FW-AL.
 
@@ -152,8 +211,15 @@ def minimize_fwal(
     blocks : list of :class:`Block` covering x contiguously.
     M, b : the consistency constraint Mx = b (scipy.sparse, dense, or an
         object with matvec/rmatvec); None for no constraint.
-    tol : stop when the FW gap of L(., y) is <= tol * max(1, |f(x)|) ...
-    feas_tol : ... and ||Mx - b|| <= feas_tol * max(1, ||x||, ||b||).
+    tol, feas_tol : stop ("optimal") at the first iterate with
+        FW gap of L(., y) <= tol * objective_scale and
+        ||Mx - b|| <= feas_tol * feasibility_scale, two scales measured on
+        the problem itself (:mod:`fwmodel.engine.stopping`): the FW gap of f
+        at the cold starting point (the objective's range from there) and
+        the largest norm of b, the points and the vertices seen. Scaling the
+        objective, the data or the variables by any factor scales both sides
+        alike, so ``tol`` is a relative accuracy at every scale; both scales
+        are returned in the result.
     lam, eta : penalty and dual step (numbers, or None for the adaptive
         defaults of :mod:`fwmodel.engine.schedules`; eta may also be a
         callable t -> eta_t or one of "theorem2", "theorem3", "adaptive").
@@ -176,21 +242,19 @@ def minimize_fwal(
         (see :func:`_projection_step`); False: never; "auto": see
         :func:`_auto_projection_blocks`.
 
+    A KeyboardInterrupt ends the solve with status "interrupted" and a
+    consistent result: x in its sets, ``objective`` = f(x), the active sets
+    rebuilt to describe x (see :func:`_finish`).
+
     Returns an :class:`FWALResult`.
     """
-    _check_option("step", step, STEP_KINDS)
+    if unknown:
+        raise ValueError(f"unknown option(s) {', '.join(map(repr, sorted(unknown)))} of minimize_fwal")
+    _check_options(max_iter, tol, feas_tol, time_limit, lam, verbose, print_every, callback, seed,
+                   infeasibility_check_every, max_drop_steps, step, line_search, inface, projection)
+    if eta is not None and (isinstance(eta, (bool, np.bool_))):
+        raise ValueError(f"option eta={eta!r} is not a number, a callable, or one of 'adaptive', 'theorem2', 'theorem3'")
     _check_option("sweep", sweep, ("gauss-seidel", "jacobi"))
-    _check_option("line_search", line_search, LINE_SEARCHES)
-    for name, value in (("max_iter", max_iter),):
-        if not (isinstance(value, (int, np.integer)) and value >= 0):
-            raise ValueError(f"option {name} must be a nonnegative integer, got {value!r}")
-    for name, value in (("tol", tol), ("feas_tol", feas_tol)):
-        if not (isinstance(value, numbers.Real) and value > 0 and math.isfinite(value)):
-            raise ValueError(f"option {name} must be a positive number, got {value!r}")
-    if time_limit is not None and not (isinstance(time_limit, numbers.Real) and time_limit > 0):
-        raise ValueError(f"option time_limit must be a positive number of seconds, got {time_limit!r}")
-    if lam is not None and not (isinstance(lam, numbers.Real) and lam > 0 and math.isfinite(lam)):
-        raise ValueError(f"option lam must be a positive number, got {lam!r}")
 
     start = time.perf_counter()
     n = sum(blk.size for blk in blocks)
@@ -201,7 +265,6 @@ def minimize_fwal(
         raise ValueError(f"b has shape {b.shape}, expected ({m},) to match the rows of M")
     b_norm = float(norm(b))
     use_active = step in ("auto", "away", "pairwise")
-    _check_option("projection", projection, PROJECTION_CHOICES)
     proj_blocks = _projection_blocks(blocks, projection)
     # "auto": pairwise steps on polytope blocks. Measured on the test problems
     # (L1 ∩ box least squares, simplex ∩ box, simplex with equalities, three
@@ -215,9 +278,22 @@ def minimize_fwal(
 
     # ---------------------------------------------------------- initial point
     if warm_state is not None:
-        x = warm_state.x.copy()
+        x = np.array(warm_state.x, dtype=float).ravel()
+        if x.shape != (n,):
+            raise ValueError(f"warm_state.x has {x.size} entries but the blocks have {n}")
         y = warm_state.y.copy() if warm_state.y.shape == (m,) else np.zeros(m)
-        active = dict(warm_state.active_sets)
+        # Trust an incoming active set only if it is a valid decomposition, and
+        # make it the source of truth for its block (x[block] = its point): a
+        # state saved by an interrupted solve must not let away or pairwise
+        # steps leave the set. Unusable ones are dropped (the block restarts).
+        # Sound ones are copied (rebuilt): the solve never modifies the state
+        # it was given, so an interrupt cannot leave that state half-updated.
+        active = {}
+        for k, aset in warm_state.active_sets.items():
+            if isinstance(k, tuple) or not 0 <= k < len(blocks) or not _is_sound(aset):
+                continue
+            active[k] = _rebuilt_active_set(aset)
+            x[blocks[k].slice] = active[k].dense(blocks[k].size)
     else:
         x = np.zeros(n)
         y = np.zeros(m)
@@ -248,8 +324,6 @@ def minimize_fwal(
             blk.initial_atom().add_to(x[blk.slice], 1.0)
     if not use_active:
         active = {}
-    if inface not in ("auto", True, False):
-        raise ValueError(f"option inface={inface!r} is not one of 'auto', True, False")
     # Low-rank blocks: their atoms are tracked (for the in-face step), while
     # their main step stays a plain FW step (Alg. 2).
     faces = {}
@@ -262,7 +336,10 @@ def minimize_fwal(
             if blk.face is not None and k not in proj_blocks \
                     and (inface is True or min(blk.face.shape) <= AUTO_INFACE_MAX_DIM):
                 aset = warm_state.active_sets.get(("face", k)) if warm_state is not None else None
-                if aset is None:
+                if aset is not None and _is_sound(aset):
+                    aset = _rebuilt_active_set(aset)
+                    x[blk.slice] = aset.dense(blk.size)
+                else:
                     atom = blk.initial_atom()
                     aset = ActiveSet(atom)
                     if warm_state is not None:  # restart this block from its initial point
@@ -272,8 +349,14 @@ def minimize_fwal(
 
     r = Mop.matvec(x) - b
     f, g = objective.value_and_grad(x)
+    # the scales of the stopping rule, measured at the cold starting point (see stopping.py)
+    cold = warm_state is None
+    stopping = StoppingRule.from_reference(tol, feas_tol, objective, blocks, Mop, b,
+                                           x if cold else reference_point(blocks, n), g if cold else None)
     if lam is None:
-        lam_value = warm_state.lam if warm_state is not None else default_penalty(objective, blocks, Mop, x, g, rng)
+        lam_value = warm_state.lam if warm_state is not None else default_penalty(
+            objective, blocks, Mop, x, g, rng,
+            fallback=_fallback_penalty(stopping.objective_scale, stopping.feasibility_scale))
     else:
         lam_value = float(lam)
     schedule = make_dual_schedule(eta, lam_value, warm_state)
@@ -282,14 +365,18 @@ def minimize_fwal(
     steps = [None if k in proj_blocks else make_step(blk, step, active.get(k), cols.norms2(k))
              for k, blk in enumerate(blocks)]
     ctx = _StepContext(lam_value)
+    # the active sets are the step objects' own (a warm-started set that no step uses is let go)
+    active = {k: st.active for k, st in enumerate(steps) if getattr(st, "active", None) is not None}
     backtracking = Backtracking(warm_state.lipschitz if warm_state is not None else None)
 
     history = History()
     printer = VerbosePrinter(verbose, print_every, n=n, m=m, blocks=blocks)
-    printer.header(step=step, line_search=line_search, lam=lam_value)
+    printer.header(step=step, line_search=line_search, lam=lam_value, stopping=stopping)
     step_counts = {"fw": 0, "away": 0, "pairwise": 0, "drop": 0}
     if proj_blocks:
         step_counts["projection"] = 0
+    if faces:
+        step_counts["inface"] = 0
     status = "max_iter"
     drops_in_row = 0
     max_drops = max_drop_steps if max_drop_steps is not None else 10 * len(blocks) + 10
@@ -298,12 +385,8 @@ def minimize_fwal(
     feas = feas_rel = np.inf
     t = 0
     message = ""
-    restored = False
     feas_at_check = None  # feasibility at the last infeasibility check
     projection_memory = {}  # the curvature estimate of the projection steps
-
-    def merit_of(gap_rel, feas_rel):
-        return max(gap_rel / tol, feas_rel / feas_tol)
 
     try:
         for t in range(max_iter + 1):
@@ -322,7 +405,8 @@ def minimize_fwal(
             # ---- every block proposes a step (calling its LMO unless a lazy step
             # reuses an active atom); FW gap of L(., y)
             ctx.lam = lam_value
-            ctx.gap_target = tol * max(1.0, abs(f)) / len(blocks)
+            ctx.gap_target = stopping.gap_target() / len(blocks)
+            ctx.lazy_allowed = t % LAZY_CHECK_EVERY != 0
             proposals = []
             gap = 0.0
             gap_known = True  # False when a lazy step skipped its LMO (gap estimated)
@@ -341,20 +425,21 @@ def minimize_fwal(
                     gap += p.gap
             feas = float(norm(r))
             x_norm = float(norm(x))
-            feas_rel = feas / max(1.0, x_norm, b_norm)
-            gap_rel = max(gap, 0.0) / max(1.0, abs(f))
+            feas_rel = feas / max(1.0, x_norm, b_norm)  # the documented stats value, not the stopping scale
+            stopping.observe_gap(gap)
+            stopping.observe_point(x_norm)
             elapsed = time.perf_counter() - start
             eta_now = schedule.current
             history.append(iteration=t, time=elapsed, objective=f, fw_gap=gap, feasibility=feas,
                            feasibility_rel=feas_rel, lam=lam_value, eta=eta_now, step=_last_kind(step_counts))
-            printer.row(t, f, gap, feas_rel, lam_value, eta_now, elapsed, step_counts)
-            merit = merit_of(gap_rel, feas_rel)
+            printer.row(t, f, gap, feas, stopping, lam_value, eta_now, elapsed, step_counts)
+            merit = stopping.merit(gap, feas)
             if best is None or merit < 0.5 * best[0]:
                 best = (merit, x.copy(), y.copy(), f, gap)
             if not np.isfinite(gap):
                 status, message = "diverged", "the Frank-Wolfe gap is not finite"
                 break
-            if gap_known and gap_rel <= tol and feas_rel <= feas_tol:
+            if gap_known and stopping.met(gap, feas):
                 status, message = "optimal", "FW gap and feasibility below tolerance"
                 break
             if callback is not None:
@@ -374,13 +459,13 @@ def minimize_fwal(
             # feasibility is not improving: not below half the best value seen at
             # the previous checks.
             check_due = m and infeasibility_check_every and t % infeasibility_check_every == 0 and t > 0 \
-                and feas_rel > feas_tol
+                and feas > stopping.feasibility_target()
             if check_due:
-                stalled = feas_at_check is None or feas_rel > 0.5 * feas_at_check
-                feas_at_check = feas_rel if feas_at_check is None else min(feas_at_check, feas_rel)
+                stalled = feas_at_check is None or feas > 0.5 * feas_at_check
+                feas_at_check = feas if feas_at_check is None else min(feas_at_check, feas)
             if check_due and stalled:
                 bound = _infeasibility_bound(blocks, Mop, b, (r, y))
-                if bound > feas_tol * max(1.0, x_norm, b_norm):
+                if bound > stopping.feasibility_target():
                     status = "infeasible"
                     message = (f"no point of the sets satisfies the consistency constraints: "
                                f"||Mx - b|| >= {bound:.3g} everywhere (certified by the LMOs)")
@@ -427,41 +512,138 @@ def minimize_fwal(
             drops_in_row = 0
             if m:
                 eta_t = schedule.step(t, feas=float(norm(r)), lam=lam_value, gap=gap,
-                                      gap_target=tol * max(1.0, abs(f)))
+                                      gap_target=stopping.gap_target())
                 y += eta_t * r
                 new_lam = schedule.penalty(lam_value)
                 if new_lam != lam_value:
                     lam_value = new_lam
                     backtracking.lipschitz = None
     except KeyboardInterrupt:
-        status, message = "interrupted", "interrupted by the user (KeyboardInterrupt)"
+        status, message = "interrupted", INTERRUPT_MESSAGE
+
+    # ---- the returned point, its value and the warm-start state. An interrupt
+    # may have landed anywhere in an iteration (after x moved but before its
+    # active sets, r or f followed), so after one everything is rebuilt from x.
+    # Another interrupt while this runs restarts it: it only reads the loop's
+    # variables, so the answer is the same. A third one in a row is let
+    # through: whoever presses Ctrl-C that often wants out.
+    for attempt in range(MAX_FINISH_ATTEMPTS):
+        try:
+            return _finish(status, message, objective, blocks, Mop, b, b_norm, stopping, x, y, r, f, gap,
+                           active, faces, best, t, start, lam_value, schedule, backtracking, history,
+                           step_counts, printer)
+        except KeyboardInterrupt:
+            if attempt == MAX_FINISH_ATTEMPTS - 1:
+                raise
+            status, message = "interrupted", INTERRUPT_MESSAGE
+
+
+INTERRUPT_MESSAGE = "interrupted by the user (KeyboardInterrupt)"
+#: how many interrupts in a row the result assembly absorbs before letting one through
+MAX_FINISH_ATTEMPTS = 3
+
+
+def _finish(status, message, objective, blocks, Mop, b, b_norm, stopping, x, y, r, f, gap, active, faces,
+            best, t, start, lam_value, schedule, backtracking, history, step_counts, printer):
+    """Assemble the :class:`FWALResult` without changing the loop's variables (so it can be retried)."""
+    x, y = x.copy(), y.copy()
+    active, faces = dict(active), dict(faces)
+    if status == "interrupted" and message.startswith(INTERRUPT_MESSAGE):
+        _make_active_sets_consistent(blocks, x, active, faces)
+        r = Mop.matvec(x) - b
+        f, gap = _value_and_gap(objective, blocks, Mop, x, y, r, lam_value)
+    feas = float(norm(r))
 
     # ---- return the best point found when the last one is not acceptable
-    final_merit = merit_of(max(gap, 0.0) / max(1.0, abs(f)) if np.isfinite(f) else np.inf, feas_rel) \
-        if np.isfinite(gap) and np.isfinite(feas_rel) else np.inf
+    final_merit = stopping.merit(gap, feas) if np.isfinite(gap) and np.isfinite(f) and np.isfinite(feas) else np.inf
     if status != "optimal" and best is not None and best[0] < final_merit:
-        x, y, f, gap = best[1], best[2], best[3], best[4]
+        x, y, f, gap = best[1].copy(), best[2].copy(), best[3], best[4]
         r = Mop.matvec(x) - b
         feas = float(norm(r))
-        feas_rel = feas / max(1.0, float(norm(x)), b_norm)
         if status != "diverged":
             message += "; returning the best point found"
         # restored point: active sets no longer describe it
-        active = {}
-        faces = {}
-        restored = True
+        active, faces = {}, {}
+    feas_rel = feas / max(1.0, float(norm(x)), b_norm)
     solve_time = time.perf_counter() - start
-    printer.footer(status, message, t, f, gap, feas_rel, solve_time, step_counts)
-    active = dict(active)
-    if not restored:
-        active.update({("face", k): aset for k, aset in faces.items()})
+    printer.footer(status, message, t, f, gap, feas, stopping, solve_time, step_counts)
+    active.update({("face", k): aset for k, aset in faces.items()})
     state = SolverState(x.copy(), y.copy(), active, lam_value, schedule.current, backtracking.lipschitz)
     return FWALResult(
         x=x, y=y, status=status, message=message, objective=float(f), fw_gap=float(gap),
         feasibility=float(feas), feasibility_rel=float(feas_rel), iterations=int(t),
         solve_time=solve_time, lam=float(lam_value), eta=float(schedule.current), history=history,
-        state=state, step_counts=dict(step_counts),
+        state=state, step_counts=dict(step_counts), objective_scale=stopping.objective_scale,
+        feasibility_scale=stopping.feasibility_scale, tol=stopping.tol, feas_tol=stopping.feas_tol,
     )
+
+
+def _is_sound(aset):
+    """True when an active set is a valid decomposition: as many weights as atoms, positive, summing to one.
+
+    Paper eq. (active_set_decomposition): x = sum_v alpha_v v with alpha in
+    the simplex. An update cut short (an interrupt between changing the
+    weights and the atoms) breaks this.
+    """
+    try:
+        atoms = list(aset.atoms)
+        weights = np.asarray(aset.weights, dtype=float)
+    except Exception:  # a half-built object: not usable whatever went wrong
+        return False
+    return (len(atoms) == weights.size == len(aset) > 0 and bool(np.all(np.isfinite(weights)))
+            and bool(np.all(weights > 0)) and abs(float(weights.sum()) - 1.0) <= 1e-8)
+
+
+def _rebuilt_active_set(aset):
+    """A fresh ActiveSet with the same atoms and weights (its internal indexes rebuilt from scratch)."""
+    atoms, weights = list(aset.atoms), [float(w) for w in aset.weights]
+    from_atoms = getattr(ActiveSet, "from_atoms", None)
+    if from_atoms is not None:
+        return from_atoms(atoms, weights)
+    fresh = ActiveSet(atoms[0])
+    total = weights[0]
+    for atom, w in zip(atoms[1:], weights[1:]):
+        # adding atom with step w / (total + w) scales the earlier weights by total / (total + w)
+        total += w
+        fresh.fw_update(atom, w / total)
+    return fresh
+
+
+def _make_active_sets_consistent(blocks, x, active, faces):
+    """After an interrupt: every kept active set is rebuilt and x[block] set to its point.
+
+    An interrupt between ``x += gamma d`` and the active-set update leaves the
+    set describing the previous point; one inside an update can leave its
+    internal index stale. A sound set is rebuilt (fresh internals) and its
+    point, a point of the block's set, becomes x[block]; an unsound one is
+    dropped (x[block], which only moves by convex combinations, stays; a warm
+    start then restarts that block).
+    """
+    for table in (active, faces):
+        for k, aset in list(table.items()):
+            if not _is_sound(aset):
+                del table[k]
+                continue
+            fresh = _rebuilt_active_set(aset)
+            x[blocks[k].slice] = fresh.dense(blocks[k].size)
+            table[k] = fresh
+
+
+def _value_and_gap(objective, blocks, Mop, x, y, r, lam):
+    """f(x) and the FW gap of L(., y) at x (paper OPT2), computed from scratch."""
+    f, g = objective.value_and_grad(x)
+    grad = g + Mop.rmatvec(y + lam * r) if Mop.shape[0] else g
+    gap = dot(x, grad)
+    for blk in blocks:
+        gap -= blk.lmo(grad[blk.slice]).dot(grad[blk.slice])
+    return float(f), float(gap)
+
+
+def _fallback_penalty(objective_scale, feasibility_scale):
+    """lam = objective scale / feasibility scale^2 (units of f / ||Mx - b||^2), else 1."""
+    if objective_scale > 0 and feasibility_scale > 0 and math.isfinite(objective_scale / feasibility_scale ** 2):
+        return objective_scale / feasibility_scale ** 2
+    return 1.0
 
 
 def _inface_steps(faces, blocks, objective, Mop, m, x, r, y, lam, f, g, curvature_fn, step_counts):
@@ -634,6 +816,7 @@ class _StepContext:
     def __init__(self, lam):
         self.lam = lam
         self.gap_target = 0.0  # a block FW gap below which lazy steps call the LMO
+        self.lazy_allowed = False  # False: every block calls its LMO this iteration
 
 
 def _last_kind(counts):

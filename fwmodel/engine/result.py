@@ -14,32 +14,47 @@ class History:
 
     Read a column as ``history["objective"]`` (a NumPy array) or all of them
     with ``history.to_dict()`` (a dict of equal-length NumPy arrays).
+
+    Rows are stored whole: :meth:`append` builds the row first and adds it
+    with one list append, so an interrupt (KeyboardInterrupt) can never leave
+    the columns with unequal lengths.
     """
 
     def __init__(self, every=1):
         self.every = max(1, int(every))
-        self._columns = {key: [] for key in HISTORY_KEYS}
+        self._rows = []
 
     def append(self, **row):
-        for key in HISTORY_KEYS:
-            self._columns[key].append(row[key])
+        self._rows.append(tuple(row[key] for key in HISTORY_KEYS))
+
+    def map_column(self, key, fn):
+        """Replace column ``key`` by ``fn`` of each of its values (all rows swapped at once)."""
+        i = HISTORY_KEYS.index(key)
+        self._rows = [r[:i] + (fn(r[i]),) + r[i + 1:] for r in self._rows]
+
+    def copy(self):
+        out = History(self.every)
+        out._rows = list(self._rows)
+        return out
 
     def __getitem__(self, key):
-        if key not in self._columns:
+        if key not in HISTORY_KEYS:
             raise KeyError(f"history has no column {key!r}; columns are {', '.join(HISTORY_KEYS)}")
-        return np.asarray(self._columns[key])
+        i = HISTORY_KEYS.index(key)
+        return np.asarray([r[i] for r in self._rows])
 
     def __contains__(self, key):
-        return key in self._columns
+        return key in HISTORY_KEYS
 
     def keys(self):
         return list(HISTORY_KEYS)
 
     def __len__(self):
-        return len(self._columns["iteration"])
+        return len(self._rows)
 
     def to_dict(self):
-        return {key: np.asarray(values) for key, values in self._columns.items()}
+        rows = list(self._rows)
+        return {key: np.asarray([r[i] for r in rows]) for i, key in enumerate(HISTORY_KEYS)}
 
     def __repr__(self):
         return f"History({len(self)} rows: {', '.join(HISTORY_KEYS)})"
@@ -62,7 +77,8 @@ class FWALResult(dict):
 
     Keys are also attributes: x, y, status, message, objective, fw_gap,
     feasibility, feasibility_rel, iterations, solve_time, lam, eta, history,
-    state, step_counts.
+    state, step_counts, and the stopping rule's tol, feas_tol,
+    objective_scale and feasibility_scale (see :mod:`fwmodel.engine.stopping`).
     """
 
     def __getattr__(self, name):

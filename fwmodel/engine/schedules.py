@@ -221,7 +221,7 @@ def make_dual_schedule(eta, lam, warm_state=None):
     return ConstantSchedule(value)
 
 
-def default_penalty(objective, blocks, Mop, x, g, rng):
+def default_penalty(objective, blocks, Mop, x, g, rng, fallback=1.0):
     """A penalty lam matched to the problem's scale.
 
     Along the first Frank-Wolfe direction d (from the objective's gradient),
@@ -230,7 +230,11 @@ def default_penalty(objective, blocks, Mop, x, g, rng):
     lam = c_f / ||Md||^2 makes the two comparable, so neither the objective
     nor the consistency constraint dominates the first steps. For a linear
     objective (c_f = 0), lam = |<grad f, d>| / ||Md||^2 balances the linear
-    decrease instead. Falls back to 1 when M d = 0 along that direction.
+    decrease instead. Every choice has the units of f / ||Mx - b||^2, so
+    scaling the objective, the data or the variables scales lam alike.
+    When M d = 0 along that direction (or f is flat along it) it returns
+    ``fallback``: the engine passes objective scale / feasibility scale^2 of
+    its stopping rule (:mod:`fwmodel.engine.stopping`), in the same units.
     """
     n = x.size
     d = np.empty(n)
@@ -243,7 +247,7 @@ def default_penalty(objective, blocks, Mop, x, g, rng):
     Md = Mop.matvec(d)
     c_m = float(np.dot(Md, Md))
     if c_m <= 0 or not np.isfinite(c_m):
-        return 1.0
+        return fallback
     c_f = None
     curvature = getattr(objective, "curvature", None)
     if curvature is not None:
@@ -258,4 +262,4 @@ def default_penalty(objective, blocks, Mop, x, g, rng):
     slope = abs(float(np.dot(g, d)))
     if slope > 0 and np.isfinite(slope):
         return slope / c_m
-    return 1.0
+    return fallback

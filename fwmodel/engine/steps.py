@@ -49,8 +49,8 @@ from .vector_ops import dot
 
 #: BPCG's lazy oracle: reuse active atoms while their local gap is at least phi / LAZY_FACTOR
 LAZY_FACTOR = 2.0
-#: ... and call the LMO at least once every this many iterations
-LAZY_MAX_SKIPS = 50
+#: every this many iterations all blocks call their LMO (the driver's ``lazy_allowed``)
+LAZY_CHECK_EVERY = 20
 
 
 @dataclass
@@ -154,7 +154,6 @@ class BlendedPairwiseStep(_ActiveSetStep):
         super().__init__(block, active)
         self.lazy = lazy
         self.phi = np.inf  # the last FW gap measured (the lazy oracle's threshold)
-        self.skipped = 0  # lazy iterations since the last LMO call
 
     def propose(self, x_k, g_k, ctx=None):
         aset = self.active
@@ -164,12 +163,11 @@ class BlendedPairwiseStep(_ActiveSetStep):
         # Lazy: skip the LMO while an active pair gives a fair fraction of the last
         # FW gap, but not once that gap is small enough that the FW gap could
         # certify convergence (the driver stops only on measured gaps), and not
-        # for more than LAZY_MAX_SKIPS iterations in a row.
-        if (self.lazy and a != s_loc and local_gap >= max(self.phi / LAZY_FACTOR, ctx.gap_target)
-                and self.skipped < LAZY_MAX_SKIPS):
-            self.skipped += 1
+        # when the driver asks every block for its LMO (``ctx.lazy_allowed``
+        # False, every LAZY_CHECK_EVERY iterations: a measured gap of all blocks at once).
+        if (self.lazy and ctx.lazy_allowed and a != s_loc
+                and local_gap >= max(self.phi / LAZY_FACTOR, ctx.gap_target)):
             return self._local(x_k.size, a, s_loc, None)
-        self.skipped = 0
         s = self.block.lmo(g_k)
         gap = dot(x_k, g_k) - s.dot(g_k)
         self.phi = max(gap, 0.0)

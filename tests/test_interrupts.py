@@ -1,0 +1,224 @@
+"""Ctrl-C at any moment leaves a consistent answer that a warm start can resume.
+
+KeyboardInterrupt is raised at random moments of many solves, by two
+triggers: a real-time timer (SIGALRM, whose handler raises it, as Ctrl-C
+does) and a profile hook that raises it at a random Python or C call inside
+fwmodel's code, which lands inside active-set updates, objective
+evaluations, history appends and the result assembly as often as anywhere
+else. After each interrupt:
+
+* the solve reports "interrupted" and prob.value is the objective at
+  var.value (recomputed here with NumPy);
+* the history columns have equal lengths and end at prob.value;
+* every copy of x in the saved state lies in its own set;
+* a warm re-solve reaches the CVXPY + Clarabel optimum at a point of both sets.
+"""
+import signal
+import sys
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+import fwmodel as fm
+
+N, RADIUS, BOUND = 16, 0.6, 0.1
+
+
+@pytest.fixture(scope="module")
+def lasso_data():
+    rng = np.random.default_rng(3)
+    A, b = rng.standard_normal((20, N)), rng.standard_normal(20)
+    xc = cp.Variable(N)
+    f_star = cp.Problem(cp.Minimize(cp.sum_squares(A @ xc - b)),
+                        [cp.norm1(xc) <= RADIUS, cp.abs(xc) <= BOUND]).solve(solver="CLARABEL")
+    return A, b, f_star
+
+
+class Interrupted(Exception):
+    """The KeyboardInterrupt escaped the solve (it came before the engine had a point)."""
+
+
+def _timer_trigger(delay):
+    def arm():
+        signal.setitimer(signal.ITIMER_REAL, delay)
+
+    def disarm():
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+    return arm, disarm
+
+
+def _call_count_trigger(calls):
+    """Raise KeyboardInterrupt at the ``calls``-th profile event (call, return, C call) inside fwmodel,
+    counted from the first history row (the iterations, not the setup before them)."""
+    count = [0]
+    started = [False]
+
+    def hook(frame, event, arg):
+        if "fwmodel" not in frame.f_code.co_filename:
+            return
+        started[0] = started[0] or frame.f_code.co_name == "append"
+        if not started[0]:
+            return
+        count[0] += 1
+        if count[0] >= calls:
+            sys.setprofile(None)
+            raise KeyboardInterrupt
+
+    def arm():
+        sys.setprofile(hook)
+
+    def disarm():
+        sys.setprofile(None)
+
+    return arm, disarm
+
+
+def _run(solve, trigger):
+    arm, disarm = trigger
+    try:
+        arm()
+        try:
+            return solve()
+        finally:
+            disarm()
+    except KeyboardInterrupt:
+        raise Interrupted from None
+
+
+def _check_consistent(prob, x, A, b):
+    """The answer of the last solve describes one point, and the saved copies lie in their sets."""
+    v = x.value
+    assert prob.value == pytest.approx(float(np.sum((A @ v - b) ** 2)), rel=1e-12, abs=1e-14)
+    columns = prob.history.to_dict()
+    assert len({len(col) for col in columns.values()}) == 1, {k: len(c) for k, c in columns.items()}
+    assert columns["objective"][-1] == pytest.approx(prob.value, rel=1e-12, abs=1e-14)
+    state_x = prob._state.x  # the product-space point a warm start resumes (one copy of x per set)
+    for blk in prob.compile().blocks:
+        copy = state_x[blk.offset:blk.offset + blk.size].reshape(blk.set.expr.shape)
+        assert blk.set.contains(copy, tol=1e-9), blk.name
+
+
+def _check_warm_resolve(prob, x, f_star):
+    prob.solve(warm_start=True)
+    assert prob.status == "optimal", prob.stats
+    assert prob.value == pytest.approx(f_star, rel=1e-3)
+    assert np.abs(x.value).sum() <= RADIUS * (1 + 1e-3)
+    assert np.abs(x.value).max() <= BOUND * (1 + 1e-3)
+
+
+def test_random_interrupts_leave_a_consistent_resumable_answer(lasso_data):
+    A, b, f_star = lasso_data
+    rng = np.random.default_rng(0)
+    x = fm.Variable(N, name="x")
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(A @ x - b)), [fm.L1Ball(x, RADIUS), fm.Box(x, -BOUND, BOUND)])
+    prob.solve()
+    previous = signal.signal(signal.SIGALRM, lambda signum, frame: (_ for _ in ()).throw(KeyboardInterrupt))
+    caught = escaped = finished = 0
+    try:
+        for trial in range(120):
+            if trial % 2:
+                trigger = _timer_trigger(float(rng.uniform(1e-3, 6e-3)))
+            else:
+                trigger = _call_count_trigger(int(rng.integers(1, 3000)))
+            options = dict(warm_start=bool(rng.integers(2)), step=["auto", "away", "pairwise"][trial % 3],
+                           tol=1e-15, feas_tol=1e-15, max_iter=10 ** 6)  # runs until interrupted
+            try:
+                _run(lambda: prob.solve(**options), trigger)
+            except Interrupted:
+                escaped += 1  # before the engine had a point: the previous answer must still be consistent
+            else:
+                if prob.status == "optimal":  # converged to rounding level before the interrupt came
+                    finished += 1
+                else:
+                    assert prob.status == "interrupted", prob.stats
+                    caught += 1
+            _check_consistent(prob, x, A, b)
+            _check_warm_resolve(prob, x, f_star)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        sys.setprofile(None)
+    print("interrupt trials:", dict(caught=caught, escaped=escaped, finished=finished))
+    assert caught >= 80, (caught, escaped, finished)
+
+
+@pytest.mark.parametrize("projection", [False, True])
+def test_interrupts_in_trace_norm_and_projection_steps(projection):
+    """L1 ∩ trace-norm ball: in-face active sets, and (projection=True) projected-gradient steps on the L1 copy."""
+    C = np.diag(np.arange(6.0))
+    C[0, 1] = 2.0
+    Xc = cp.Variable((6, 6))
+    f_star = cp.Problem(cp.Minimize(cp.sum_squares(Xc - C)),
+                        [cp.norm1(cp.vec(Xc, order="F")) <= 5.0, cp.normNuc(Xc) <= 4.0]).solve(solver="CLARABEL")
+    X = fm.Variable((6, 6), name="X")
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.L1Ball(X, 5.0), fm.TraceNormBall(X, 4.0)])
+    prob.solve(projection=projection)
+    rng = np.random.default_rng(1)
+    previous = signal.signal(signal.SIGALRM, lambda signum, frame: (_ for _ in ()).throw(KeyboardInterrupt))
+    caught = 0
+    try:
+        for trial in range(14):
+            trigger = _timer_trigger(float(rng.uniform(1e-3, 5e-3))) if trial % 2 else \
+                _call_count_trigger(int(rng.integers(1, 3000)))
+            try:
+                _run(lambda: prob.solve(warm_start=bool(rng.integers(2)), projection=projection, tol=1e-12,
+                                        feas_tol=1e-12, max_iter=10 ** 6), trigger)
+            except Interrupted:
+                pass
+            else:
+                assert prob.status == "interrupted", prob.stats
+                caught += 1
+            assert prob.value == pytest.approx(float(np.sum((X.value - C) ** 2)), rel=1e-12)
+            columns = prob.history.to_dict()
+            assert len({len(col) for col in columns.values()}) == 1
+            for blk in prob.compile().blocks:
+                copy = prob._state.x[blk.offset:blk.offset + blk.size].reshape(blk.set.expr.shape)
+                assert blk.set.contains(copy, tol=1e-9), blk.name
+            prob.solve(warm_start=True, projection=projection)
+            assert prob.status == "optimal", prob.stats
+            assert prob.value == pytest.approx(f_star, rel=1e-3)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        sys.setprofile(None)
+    assert caught >= 10
+
+
+def test_warm_start_checks_the_state_it_is_given(lasso_data):
+    """A warm state whose active sets are broken (weights off the simplex) or describe another point
+    is repaired at the start of the solve: the answer is the CVXPY optimum at a point of both sets."""
+    from fwmodel.engine import ActiveSet
+
+    A, b, f_star = lasso_data
+    x = fm.Variable(N, name="x")
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(A @ x - b)), [fm.L1Ball(x, RADIUS), fm.Box(x, -BOUND, BOUND)])
+    prob.solve(tol=1e-3, step="pairwise")  # the box keeps an active set under "pairwise"
+
+    class HalfUpdated:
+        """What an update cut short can leave: weights that no longer sum to one."""
+
+        def __init__(self, aset):
+            self.atoms = list(aset.atoms)
+            self.weights = [0.7 * w for w in aset.weights]
+
+        def __len__(self):
+            return len(self.atoms)
+
+    blocks = prob.compile().blocks
+    state = prob._state  # what a warm start resumes (private: this test breaks it on purpose)
+    polytope_keys = [k for k in state.active_sets if not isinstance(k, tuple)]
+    assert len(polytope_keys) == 2
+    broken, elsewhere = polytope_keys
+    state.active_sets[broken] = HalfUpdated(state.active_sets[broken])
+    # a sound active set for another point of the set (its first vertex alone) than x[block]
+    first_atom = list(state.active_sets[elsewhere].atoms)[0]
+    state.active_sets[elsewhere] = ActiveSet(first_atom)
+    prob.solve(warm_start=True, step="pairwise")
+    assert prob.status == "optimal"
+    assert prob.value == pytest.approx(f_star, rel=1e-3)
+    assert np.abs(x.value).sum() <= RADIUS * (1 + 1e-3) and np.abs(x.value).max() <= BOUND * (1 + 1e-3)
+    for blk in blocks:
+        copy = prob._state.x[blk.offset:blk.offset + blk.size].reshape(blk.set.expr.shape)
+        assert blk.set.contains(copy, tol=1e-9), blk.name

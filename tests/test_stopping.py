@@ -1,0 +1,159 @@
+"""The stopping rule is relative to the problem's own scales (fwmodel.engine.stopping).
+
+Scaling the objective by s_obj, and the data and the radii by s_data, maps
+the solution x* to s_data x* and the optimum f* to s_obj s_data^2 f*: a
+solve must reach the same relative accuracy at every scale. The references
+are CVXPY + Clarabel solves in unit scale, mapped by this exact law
+(Clarabel's own absolute tolerances make it unreliable at 1e-6 scales).
+"""
+import cvxpy as cp
+import numpy as np
+import pytest
+
+import fwmodel as fm
+from fwmodel.engine import Block, minimize_fwal
+from fwmodel.sets.atoms import SparseAtom
+
+SCALES = [(1.0, 1.0), (1e-3, 1e-3), (1e-6, 1e-6), (1e3, 1e3), (1.0, 1e-3), (1e-6, 1.0), (1e3, 1e-6)]
+
+
+@pytest.fixture(scope="module")
+def l1_box_least_squares():
+    """min ||A x - b||^2 over L1Ball(2) ∩ [-0.15, 0.15]^50 (two copies of x tied by M), and its CVXPY optimum."""
+    rng = np.random.default_rng(7)
+    A, b = rng.standard_normal((30, 50)), rng.standard_normal(30)
+    radius, bound = 2.0, 0.15
+    xc = cp.Variable(50)
+    f_star = cp.Problem(cp.Minimize(cp.sum_squares(A @ xc - b)),
+                        [cp.norm1(xc) <= radius, cp.abs(xc) <= bound]).solve(solver="CLARABEL")
+    return A, b, radius, bound, f_star, xc.value
+
+
+def _solve_scaled(data, s_obj, s_data, **options):
+    A, b, radius, bound, _, _ = data
+    x = fm.Variable(50, name="x")
+    prob = fm.Problem(fm.Minimize(s_obj * fm.sum_squares(A @ x - s_data * b)),
+                      [fm.L1Ball(x, s_data * radius), fm.Box(x, -s_data * bound, s_data * bound)])
+    prob.solve(**options)
+    return prob, x
+
+
+def test_l1_box_least_squares_reaches_the_same_relative_accuracy_at_every_scale(l1_box_least_squares):
+    A, b, radius, bound, f_star, x_star = l1_box_least_squares
+    reference = None
+    for s_obj, s_data in SCALES:
+        prob, x = _solve_scaled(l1_box_least_squares, s_obj, s_data)
+        unit = s_obj * s_data ** 2  # the unit of the objective at this scale
+        assert prob.status == "optimal", (s_obj, s_data)
+        assert prob.stats.iterations > 10, (s_obj, s_data)  # the old absolute rule stopped at 0 below scale 1
+        rel_error = abs(prob.value - unit * f_star) / (unit * f_star)
+        assert rel_error <= 1e-4, (s_obj, s_data, rel_error)
+        # the point, mapped back to unit scale, is the CVXPY solution and lies in both sets
+        # (up to the copies' disagreement, bounded by feas_tol relative to the sets' size)
+        x_unit = x.value / s_data
+        assert np.linalg.norm(x_unit - x_star) <= 2e-3 * np.linalg.norm(x_star), (s_obj, s_data)
+        assert np.abs(x_unit).sum() <= radius * (1 + 1e-3) and np.abs(x_unit).max() <= bound * (1 + 1e-3)
+        # the scales follow the problem exactly: same numbers in unit scale
+        scales = (prob.stats.objective_scale / unit, prob.stats.feasibility_scale / s_data)
+        if reference is None:
+            reference = scales
+        assert scales == pytest.approx(reference, rel=1e-9), (s_obj, s_data)
+        assert prob.stats.fw_gap <= 1e-4 * prob.stats.objective_scale
+        assert prob.stats.feasibility <= 1e-4 * prob.stats.feasibility_scale
+
+
+@pytest.mark.parametrize("scale", [1e-3, 1e3])
+def test_lasso_in_small_and_large_units(scale):
+    """Objective x scale, data and radius x scale: was "optimal" at its starting point below scale 1."""
+    rng = np.random.default_rng(0)
+    A, b = rng.standard_normal((30, 40)), rng.standard_normal(30)
+    xc = cp.Variable(40)
+    f_star = cp.Problem(cp.Minimize(cp.sum_squares(A @ xc - b)), [cp.norm1(xc) <= 1.0]).solve(solver="CLARABEL")
+    x = fm.Variable(40, name="x")
+    prob = fm.Problem(fm.Minimize(scale * fm.sum_squares(A @ x - scale * b)), [fm.L1Ball(x, scale)])
+    prob.solve()
+    assert prob.status == "optimal" and prob.stats.iterations > 10
+    f_ref = scale ** 3 * f_star
+    assert abs(prob.value - f_ref) <= 1e-4 * f_ref
+    # the certificate the rule gives: f - f* <= FW gap <= tol * (objective's range from the start)
+    assert prob.value - f_ref <= prob.stats.fw_gap * (1 + 1e-6) + 1e-12 * f_ref
+    assert prob.stats.fw_gap <= 1e-4 * prob.stats.objective_scale
+
+
+@pytest.mark.parametrize("scale", [1e-3, 1.0, 1e3])
+def test_scaled_sum_squares_over_an_l2_ball(scale):
+    """Minimize(1e-3 * sum_squares(...)) over an L2 ball was 0.8 % off at "optimal" (now ~1e-4)."""
+    rng = np.random.default_rng(0)
+    A, b = rng.standard_normal((40, 60)), rng.standard_normal(40)
+    xc = cp.Variable(60)
+    f_star = cp.Problem(cp.Minimize(cp.sum_squares(A @ xc - b)), [cp.norm(xc, 2) <= 0.5]).solve(solver="CLARABEL")
+    x = fm.Variable(60, name="x")
+    prob = fm.Problem(fm.Minimize(scale * fm.sum_squares(A @ x - b)), [fm.L2Ball(x, 0.5)])
+    prob.solve()
+    assert prob.status == "optimal"
+    assert abs(prob.value - scale * f_star) <= 1e-3 * scale * f_star
+    assert prob.value - scale * f_star <= prob.stats.fw_gap * (1 + 1e-6)
+    assert prob.stats.fw_gap <= 1e-4 * prob.stats.objective_scale
+
+
+@pytest.mark.parametrize("scale", [1e-3, 1.0, 1e3])
+def test_portfolio_with_a_small_objective_gets_a_relative_certificate(scale):
+    """max mu'w - w' S w over the simplex, objective ~0.02: the old rule certified only 4e-3 relative."""
+    rng = np.random.default_rng(0)
+    n = 50
+    mu = 0.01 + 0.01 * rng.standard_normal(n)
+    F = 0.05 * rng.standard_normal((n, 5))
+    Sigma = F @ F.T + np.diag(rng.uniform(0.001, 0.01, n))
+    wc = cp.Variable(n)
+    best = cp.Problem(cp.Maximize(mu @ wc - cp.quad_form(wc, Sigma)), [wc >= 0, cp.sum(wc) == 1]).solve(
+        solver="CLARABEL")
+    w = fm.Variable(n, name="w")
+    prob = fm.Problem(fm.Maximize(scale * (mu @ w - fm.quad_form(w, Sigma))), [fm.Simplex(w)])
+    prob.solve()
+    assert prob.status == "optimal"
+    # the FW gap certifies best - value <= gap; relative to the objective it is now small at every scale
+    assert prob.stats.fw_gap <= 1e-3 * abs(prob.value)
+    assert scale * best - prob.value <= prob.stats.fw_gap * (1 + 1e-6) + 1e-9 * scale * abs(best)
+    assert abs(prob.value - scale * best) <= 1e-5 * scale * abs(best)
+
+
+def test_warm_start_keeps_the_scale_of_a_cold_solve(l1_box_least_squares):
+    """The objective scale is measured at the cold starting point, not at the (near-optimal) warm one."""
+    prob, _ = _solve_scaled(l1_box_least_squares, 1e-3, 1e-3)
+    cold_scale = prob.stats.objective_scale
+    prob.solve(warm_start=True)
+    assert prob.status == "optimal"
+    assert prob.stats.objective_scale == pytest.approx(cold_scale, rel=1e-12)
+    assert prob.stats.iterations <= 5
+
+
+def test_engine_reports_its_scales_and_needs_no_modeling_layer():
+    """minimize_fwal alone: min 1e-6 ||x - c||^2 over the simplex; the answer is the closed-form projection."""
+    n = 10
+    c = np.linspace(-0.05, 0.25, n)
+
+    class Objective:
+        is_quadratic = True
+
+        def value(self, z):
+            return 1e-6 * float((z - c) @ (z - c))
+
+        def value_and_grad(self, z):
+            return self.value(z), 2e-6 * (z - c)
+
+        def curvature(self, z, d):
+            return 2e-6 * float(d @ d)
+
+    def simplex_lmo(g):
+        return SparseAtom([int(np.argmin(g))], [1.0], n)
+
+    block = Block(0, n, simplex_lmo, lambda: simplex_lmo(np.zeros(n)), True, "simplex")
+    res = minimize_fwal(Objective(), [block], tol=1e-8)
+    assert res.status == "optimal" and res.iterations > 0
+    # projection of c onto the simplex: clip(c - tau, 0) with sum 1
+    tau = np.sort(c)[::-1]
+    k = max(i for i in range(1, n + 1) if tau[i - 1] - (tau[:i].sum() - 1) / i > 0)
+    expected = np.maximum(c - (tau[:k].sum() - 1) / k, 0)
+    assert np.allclose(res.x, expected, atol=1e-5)
+    assert res.objective_scale > 0 and res.feasibility_scale == pytest.approx(1.0)
+    assert res.fw_gap <= 1e-8 * res.objective_scale
