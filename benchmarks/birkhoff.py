@@ -8,6 +8,7 @@ iteration over iterations 100-200 and 4900-5000 (from ``prob.history``), and
 the best times of CVXPY with Clarabel and SCS.
 
     python benchmarks/birkhoff.py --sizes 30 200
+    python benchmarks/birkhoff.py --sizes 30 --tol 1e-14 --max-iter 5100 --no-cvxpy   # per-iteration windows
 """
 import argparse
 import time
@@ -32,6 +33,8 @@ def main():
     ap.add_argument("--sizes", type=int, nargs="*", default=[30, 200])
     ap.add_argument("--max-iter", type=int, default=20000)
     ap.add_argument("--no-cvxpy", action="store_true")
+    ap.add_argument("--tol", type=float, default=None,
+                    help="tol and feas_tol (tiny values keep the run going, for the per-iteration windows)")
     args = ap.parse_args()
     print("| n | fwmodel status | iterations | fwmodel (s) | ms/it 100-200 | ms/it 4900-5000 | Clarabel (s) | SCS (s) |")
     print("|---|---|---|---|---|---|---|---|")
@@ -41,7 +44,8 @@ def main():
         X = fm.Variable((n, n))
         prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.BirkhoffPolytope(X)])
         t = time.perf_counter()
-        prob.solve(max_iter=args.max_iter)
+        tols = {} if args.tol is None else dict(tol=args.tol, feas_tol=args.tol)
+        prob.solve(max_iter=args.max_iter, **tols)
         t_fw = time.perf_counter() - t
         h = prob.history.to_dict()
         times = {}

@@ -210,7 +210,9 @@ class Problem:
         blocks whose set has a cheap projection -- L1/L2 balls, boxes;
         "auto" takes them on blocks of at least 10^5 entries when the problem
         also has a trace-norm block, see
-        ``fwmodel.engine.fwal._auto_projection_blocks``).
+        ``fwmodel.engine.fwal._auto_projection_blocks``), sweep
+        ("gauss-seidel" or "jacobi": blocks step one after another or together,
+        see ``fwmodel.engine.block_search``).
 
         A bad option (unknown name, wrong type such as ``max_iter=True`` or
         ``verbose="no"``, out of range) raises a ValueError naming it.

@@ -7,9 +7,17 @@ Problem (OPT2 of the paper, with a right-hand side b)::
 
 where each X_k is known through its linear minimization oracle (and, where it
 is cheap, its Euclidean projection). Each
-iteration takes one Frank-Wolfe step on L(., y_t) over the product of the
-sets (Alg. 2, or the away-step loop of Alg. 1 / a pairwise step on polytope
-blocks), then the dual ascent step y_{t+1} = y_t + eta_t (M x_{t+1} - b).
+iteration moves every block by its own step on L(., y_t), then takes the
+dual ascent step y_{t+1} = y_t + eta_t (M x_{t+1} - b):
+
+* every block has a step object (:mod:`fwmodel.engine.steps`) that proposes
+  a feasible direction: plain FW (Alg. 2), away steps (Alg. 1), pairwise
+  steps, blended pairwise steps with a lazified LMO (BPCG) on polytope
+  blocks, a pairwise step per simplex of a batched Simplex, and a FW step
+  per coordinate of a box;
+* each block's step size is a line search on L(., y_t) restricted to that
+  block, the blocks taken one after another (Gauss-Seidel) or together
+  (Jacobi) (:mod:`fwmodel.engine.block_search`).
 Options add corrective primal steps before the dual step, within the sets:
 in-face steps on trace-norm blocks (:mod:`fwmodel.engine.inface`) and
 projected-gradient steps on blocks whose set has a cheap projection
@@ -223,8 +231,11 @@ def minimize_fwal(
     lam, eta : penalty and dual step (numbers, or None for the adaptive
         defaults of :mod:`fwmodel.engine.schedules`; eta may also be a
         callable t -> eta_t or one of "theorem2", "theorem3", "adaptive").
-    step : "auto" (pairwise steps on polytope blocks, FW elsewhere), "fw",
-        "away" (Alg. 1 on polytope blocks), or "pairwise".
+    step : "auto" (BPCG with a lazy LMO on polytope blocks with an active
+        set, per-group pairwise steps on products of simplices, per-coordinate
+        FW steps on boxes, FW elsewhere), "fw", "away" (Alg. 1 on polytope
+        blocks), or "pairwise" (also per group on products of simplices);
+        see :func:`fwmodel.engine.steps.make_step`.
     line_search : "auto" (exact for quadratic f, backtracking otherwise),
         "exact", or "backtracking".
 
