@@ -14,6 +14,7 @@ symmetric subset of the entries of ``Sigma_hat`` is seen, and the loss is
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -71,6 +72,20 @@ class CovarianceData:
         return float(np.vdot(R, R))
 
 
+def _integer(name, value):
+    """``value`` as an int; ValueError naming ``name`` for anything else (floats, strings, booleans)."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return int(value)
+    raise ValueError(f"{name} must be an integer, got {value!r}")
+
+
+def _real(name, value):
+    """``value`` as a float; ValueError naming ``name`` for non-numbers (strings, booleans, arrays)."""
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_)):
+        return float(value)
+    raise ValueError(f"{name} must be a real number, got {value!r}")
+
+
 def _block_bounds(d, n_blocks):
     edges = np.linspace(0, d, n_blocks + 1).round().astype(int)
     return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:]) if b > a]
@@ -122,19 +137,24 @@ def sparse_low_rank_covariance(d, n=None, threshold=0.9, noise=0.6, n_blocks=5, 
     >>> prob = fm.Problem(fm.Minimize(fm.sum_squares(X - data.sigma_hat)),
     ...                   [fm.L1Ball(X, data.radius_l1), fm.TraceNormBall(X, data.radius_trace)])
     """
-    d = int(d)
-    n_blocks = int(n_blocks)
+    d = _integer("d", d)
+    n_blocks = _integer("n_blocks", n_blocks)
     if n_blocks < 1 or d < n_blocks:
         raise ValueError(f"need d >= n_blocks >= 1, got d={d}, n_blocks={n_blocks}")
-    n = d if n is None else int(n)
+    n = d if n is None else _integer("n", n)
     if n < 1:
         raise ValueError(f"n must be a positive integer, got {n}")
+    threshold, noise, observed = (_real(name, value) for name, value in
+                                  (("threshold", threshold), ("noise", noise), ("observed", observed)))
     if not 0.0 <= threshold < 1.0:
         raise ValueError(f"threshold must lie in [0, 1), got {threshold}")
-    if noise < 0:
-        raise ValueError(f"noise must be >= 0, got {noise}")
+    if not 0.0 <= noise < math.inf:
+        raise ValueError(f"noise must be finite and >= 0, got {noise}")
     if not 0.0 < observed <= 1.0:
         raise ValueError(f"observed must lie in (0, 1], got {observed}")
+    if not (seed is None or isinstance(seed, np.random.Generator)
+            or (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0)):
+        raise ValueError(f"seed must be None, a nonnegative integer or a numpy Generator, got {seed!r}")
     rng = np.random.default_rng(seed)
     blocks = _block_bounds(d, n_blocks)
 

@@ -23,7 +23,13 @@ Both methods produce two points, one in each set (FW-AL: the copies of S;
 GFB: the two projections); the reported estimate ``S`` is their average, its
 *relative infeasibility* is ``||a - b||_F / scale`` (scale: the Frobenius
 norm of the reference solution) and its *support* is ``|S_ij| > 1e-2`` (as
-in the paper's Fig. 2), scored against the support of the true Sigma.
+in the paper's Fig. 2), scored against the support of the true Sigma
+(recall, precision, F1). The paper's other measure is the *estimate error*
+``||S - Sigma||_F / ||Sigma||_F``: both need only the true Sigma.
+
+Suboptimality needs f*. :func:`certified_reference` runs GFB until a dual
+bound certifies its answer (``f_lower <= f* <= f_upper`` with a relative gap
+chosen by the caller), instead of trusting a run cut off by a clock.
 """
 from __future__ import annotations
 
@@ -43,12 +49,22 @@ __all__ = [
     "run_gfb",
     "run_cvxpy",
     "reference_solution",
+    "certified_reference",
+    "Reference",
+    "dual_lower_bound",
+    "feasible_point",
+    "estimate_error",
+    "f1_score",
     "support_scores",
     "summarize",
     "markdown_table",
     "plot_comparison",
     "sparse_low_rank_covariance",
 ]
+
+#: the name of fwmodel's run with Frank-Wolfe-type steps only (``projection=False``: FW, pairwise and
+#: in-face steps, no projection), the paper's algorithm
+FW_ONLY = "fwmodel (projection=False)"
 
 #: entries with |S_ij| above this count as the estimated support (paper, Fig. 2)
 SUPPORT_THRESHOLD = 1e-2
@@ -64,6 +80,16 @@ def support_scores(S, support, threshold=SUPPORT_THRESHOLD):
     recall = hits / true if true else 1.0
     precision = hits / size if size else 1.0
     return recall, precision, size
+
+
+def f1_score(recall, precision):
+    """The harmonic mean of recall and precision (0 when both are 0)."""
+    return 2.0 * recall * precision / (recall + precision) if recall + precision > 0 else 0.0
+
+
+def estimate_error(S, sigma):
+    """The paper's estimation error ``||S - Sigma||_F / ||Sigma||_F``."""
+    return float(np.linalg.norm(S - sigma)) / max(float(np.linalg.norm(sigma)), 1e-300)
 
 
 @dataclass
@@ -119,7 +145,9 @@ class _Recorder:
         dist = float(np.linalg.norm(S - self.reference)) / max(self.ref_norm, 1e-300) \
             if self.reference is not None else float("nan")
         self.traj.checkpoints.append(dict(time=t, objective=f, infeasibility=infeas, distance=dist,
-                                          recall=recall, precision=precision, nnz=size))
+                                          error=estimate_error(S, self.data.sigma),
+                                          f1=f1_score(recall, precision), recall=recall, precision=precision,
+                                          nnz=size))
 
     def record(self, f, infeas_abs, point, force=False):
         """Record one iteration; ``point()`` gives S (called only at checkpoints).
@@ -163,9 +191,10 @@ def build_problem(data, variable=None):
     return problem, X
 
 
-def run_fwmodel(data, time_limit=10.0, max_iter=10**7, reference=None, scale=None, progress=None, **options):
-    """Solve with fwmodel (FW-AL, default options unless given) and record the trajectory."""
-    rec = _Recorder("fwmodel", data, reference, scale, time_limit, progress=progress)
+def run_fwmodel(data, time_limit=10.0, max_iter=10**7, reference=None, scale=None, progress=None, name="fwmodel",
+                **options):
+    """Solve with fwmodel (FW-AL, default options unless given) and record the trajectory under ``name``."""
+    rec = _Recorder(name, data, reference, scale, time_limit, progress=progress)
     t_build = time.perf_counter()
     problem, X = build_problem(data)
 
@@ -195,41 +224,47 @@ def _projectors(data):
     return l1.project, trace.project
 
 
-def run_gfb(data, time_limit=10.0, max_iter=10**6, reference=None, scale=None, progress=None, step=1.0,
-            tol=None, record=True):
-    """Generalized forward-backward splitting (Raguet, Fadili & Peyre 2013) on eq. ``constrained_sparse_low_rank``.
+class _GFBState:
+    """One GFB iterate: ``S`` (the average), ``p1``, ``p2`` (the projections) and the trace-norm multiplier."""
 
-    For ``min f(S) + i_B1(S) + i_B*(S)`` with weights 1/2 and step
-    ``gamma = step / L`` (``L = 2``, the Lipschitz constant of the gradient
-    of ``f``; GFB needs ``step < 2``), each iteration is::
+    __slots__ = ("iteration", "S", "p1", "p2", "_normal", "_gamma")
+
+    def __init__(self, iteration, S, p1, p2, normal, gamma):
+        self.iteration, self.S, self.p1, self.p2 = iteration, S, p1, p2
+        self._normal, self._gamma = normal, gamma
+
+    def multiplier(self):
+        """``Y = (U_2 - P_2(U_2)) / (2 gamma)``, a normal vector of the trace-norm ball at ``p2``.
+
+        At a fixed point of GFB, ``grad f(S) + Y_1 + Y_2 = 0`` with ``Y_i`` in
+        the normal cone of set i: ``Y_2`` is the multiplier of the
+        consistency constraint in :func:`dual_lower_bound`.
+        """
+        return self._normal / (2.0 * self._gamma)
+
+
+def _gfb_iterates(data, step=1.0, max_iter=10**6):
+    """Generalized forward-backward splitting on eq. ``constrained_sparse_low_rank``: yields one :class:`_GFBState` per iteration.
+
+    With weights 1/2 and step ``gamma = step / L`` (``L = 2``, the Lipschitz
+    constant of the gradient of ``f``; GFB needs ``step < 2``)::
 
         G = grad f(S)
         z_i <- z_i + P_i(2 S - z_i - gamma G) - S     (i = 1: the L1 ball, 2: the trace-norm ball)
         S <- (z_1 + z_2) / 2
-
-    with ``P_i`` the Euclidean projections: soft-thresholding for the L1
-    ball, a full eigendecomposition (O(d^3)) for the trace-norm ball (the
-    matrices are symmetric). The new ``S`` is the average of the two
-    projections, which lie in their sets; their distance is the
-    infeasibility. Stops at ``time_limit``, ``max_iter``, or (``tol``) when
-    ``||S_{k+1} - S_k||_F <= tol * ||S_k||_F`` and the infeasibility is below
-    ``tol``.
     """
     proj_l1, proj_trace = _projectors(data)
     d = data.d
     gamma = step / 2.0
-    rec = _Recorder("GFB", data, reference, scale, time_limit, progress=progress)
     z1 = np.zeros((d, d))
     z2 = np.zeros((d, d))
     S = np.zeros((d, d))
     mask = data.mask
-    rec.start()
-    it = 0
     for it in range(1, max_iter + 1):
         G = S - data.sigma_hat
         if mask is not None:
             G *= mask
-        G *= 2.0 * gamma
+        G *= 2.0 * gamma  # gamma * grad f(S)
         # the two prox inputs 2S - z_i - gamma G, one at a time to save memory
         U = 2.0 * S
         U -= G
@@ -242,33 +277,180 @@ def run_gfb(data, time_limit=10.0, max_iter=10**6, reference=None, scale=None, p
         p2 = proj_trace(U)
         z2 += p2
         z2 -= S
-        S_new = 0.5 * (z1 + z2)
-        diff = p1 - p2
-        infeas = float(np.linalg.norm(diff))
-        del diff, U
-        change = float(np.linalg.norm(S_new - S)) if tol is not None else None
-        S = S_new
-        if record:
-            if not rec.record(data.loss(S), infeas, lambda: S):
-                break
-        elif time_limit is not None and rec.now() >= time_limit:
-            break
-        if tol is not None and change <= tol * max(float(np.linalg.norm(S)), 1e-300) \
-                and infeas <= tol * rec.scale:
+        U -= p2  # U_2 - P_2(U_2): in the normal cone of the trace-norm ball at p2
+        S = 0.5 * (z1 + z2)
+        yield _GFBState(it, S, p1, p2, U, gamma)
+        del U
+
+
+def run_gfb(data, time_limit=10.0, max_iter=10**6, reference=None, scale=None, progress=None, step=1.0):
+    """Generalized forward-backward splitting (Raguet, Fadili & Peyre 2013) on eq. ``constrained_sparse_low_rank``.
+
+    Each iteration (see :func:`_gfb_iterates`) takes one projection onto each
+    set: soft-thresholding for the L1 ball, a full eigendecomposition
+    (O(d^3)) for the trace-norm ball (the matrices are symmetric). The
+    estimate ``S`` is the average of the two projections, which lie in their
+    sets; their distance is the infeasibility. Stops at ``time_limit`` or
+    ``max_iter``.
+    """
+    rec = _Recorder("GFB", data, reference, scale, time_limit, progress=progress)
+    rec.start()
+    state = None
+    for state in _gfb_iterates(data, step=step, max_iter=max_iter):
+        S = state.S
+        if not rec.record(data.loss(S), float(np.linalg.norm(state.p1 - state.p2)), lambda: S):
             break
     traj = rec.traj
-    traj.final = S
-    if record and (not traj.checkpoints or traj.checkpoints[-1]["time"] < traj.time[-1]):
-        rec.checkpoint(traj.time[-1], traj.objective[-1], traj.infeasibility[-1], S)
-    traj.info = dict(iterations=it, step=step)
+    traj.final = state.S
+    if not traj.checkpoints or traj.checkpoints[-1]["time"] < traj.time[-1]:
+        rec.checkpoint(traj.time[-1], traj.objective[-1], traj.infeasibility[-1], state.S)
+    traj.info = dict(iterations=state.iteration, step=step)
     return traj
 
 
-def reference_solution(data, max_iter=5000, tol=1e-9, time_limit=None):
-    """A high-accuracy solution (long GFB run): ``(S_star, f_star, iterations)``."""
-    traj = run_gfb(data, time_limit=time_limit, max_iter=max_iter, tol=tol, record=False)
-    S = traj.final
-    return S, data.loss(S), traj.info["iterations"]
+# ------------------------------------------------------ certified reference
+def dual_lower_bound(data, Y):
+    """A lower bound on the optimal value f* from any (d, d) multiplier ``Y``.
+
+    Split S into a copy S_1 in the L1 ball and a copy S_2 in the trace-norm
+    ball tied by S_1 = S_2 with multiplier Y. Weak duality gives, for every
+    Y and every mu >= 0 (the multiplier of ||S_1||_1 <= beta_1)::
+
+        f* >= min_{S_1} [f(S_1) + <Y, S_1> + mu ||S_1||_1] - mu beta_1
+              + min_{||S_2||_* <= beta_2} <-Y, S_2>
+
+    The last term is ``-beta_2 ||Y||_2`` (spectral norm, the dual of the trace
+    norm). The first is separable: entry by entry a soft-thresholded
+    quadratic, and for unobserved entries (mask 0) it is 0 if ``|Y_ij| <=
+    mu`` and -infinity otherwise. The best ``mu`` solves
+    ``sum_ij |S_1(mu)_ij| = beta_1``, found exactly from the sorted
+    breakpoints (for the full variant it is the level of the L1 projection of
+    ``Sigma_hat - Y / 2``). The bound is exact at an optimal Y.
+    """
+    Y = 0.5 * (np.asarray(Y, dtype=float) + np.asarray(Y, dtype=float).T)  # any Y is valid; symmetric is best here
+    A = data.sigma_hat
+    beta1 = data.radius_l1
+    if data.mask is None:
+        a, y, m = A.ravel(), Y.ravel(), np.ones(A.size)
+        mu_min = 0.0
+    else:
+        seen = data.mask.ravel() > 0
+        a, y, m = A.ravel()[seen], Y.ravel()[seen], data.mask.ravel()[seen]
+        unseen = np.abs(Y.ravel()[~seen])
+        mu_min = float(unseen.max()) if unseen.size else 0.0
+    # entry ij: min_s m (s - a)^2 + y s + mu |s|  ->  s = soft(s0, mu w), s0 = a - y / (2m), w = 1 / (2m)
+    s0 = a - y / (2.0 * m)
+    w = 1.0 / (2.0 * m)
+    size = np.abs(s0)
+    breaks = size / w  # entry ij is nonzero for mu < breaks_ij
+    order = np.argsort(-breaks)
+    b_sorted = breaks[order]
+    size_sum = np.cumsum(size[order])
+    w_sum = np.cumsum(w[order])
+    l1_at_break = size_sum - b_sorted * w_sum  # ||S_1(mu)||_1 at mu = b_sorted[j]: nondecreasing in j
+    j = int(np.searchsorted(l1_at_break, beta1))
+    if j >= l1_at_break.size:
+        mu = 0.0  # even mu = 0 keeps S_1 inside the ball
+    elif j == 0:
+        mu = float(b_sorted[0])
+    else:
+        mu = float((size_sum[j - 1] - beta1) / w_sum[j - 1])
+    mu = max(mu, mu_min, 0.0)
+    s = np.sign(s0) * np.maximum(size - mu * w, 0.0)
+    l1_part = float(np.sum(m * (s - a) ** 2 + y * s + mu * np.abs(s))) - mu * beta1
+    spectral = float(np.abs(np.linalg.eigvalsh(Y)).max())  # full eigendecomposition: reliable, not iterative
+    return l1_part - data.radius_trace * spectral
+
+
+def feasible_point(data, S):
+    """``S`` symmetrized and scaled down into both balls: ``(point, f(point))``, an upper bound on f*."""
+    S = 0.5 * (S + S.T)
+    l1 = float(np.abs(S).sum())
+    trace = float(np.abs(np.linalg.eigvalsh(S)).sum())
+    c = min(1.0, data.radius_l1 / l1 if l1 > 0 else 1.0, data.radius_trace / trace if trace > 0 else 1.0)
+    point = c * S
+    return point, data.loss(point)
+
+
+@dataclass
+class Reference:
+    """A solution of eq. ``constrained_sparse_low_rank`` with a certified accuracy.
+
+    ``S`` lies in both balls and ``f_upper = f(S)``; ``f_lower`` is a dual
+    bound, so ``f_lower <= f* <= f_upper``. ``rel_gap = (f_upper - f_lower)
+    / (f(0) - f_lower)`` bounds the error of a normalized suboptimality
+    measured against ``f_upper``; for the full variant (f is 2-strongly
+    convex) ``||S - S*||_F <= sqrt(f_upper - f_lower)``.
+    """
+
+    S: np.ndarray
+    f_upper: float
+    f_lower: float
+    f0: float
+    iterations: int
+    seconds: float
+    certified: bool
+
+    @property
+    def f_star(self):
+        return self.f_upper
+
+    @property
+    def gap(self):
+        return self.f_upper - self.f_lower
+
+    @property
+    def rel_gap(self):
+        return self.gap / max(self.f0 - self.f_lower, 1e-300)
+
+    @property
+    def distance_bound(self):
+        """Upper bound on ``||S - S*||_F / ||S||_F`` (valid for the full variant, where f is 2-strongly convex)."""
+        return math.sqrt(max(self.gap, 0.0)) / max(float(np.linalg.norm(self.S)), 1e-300)
+
+
+def certified_reference(data, gap_tol=1e-4, max_iter=100000, check_every=10, progress=None):
+    """Run GFB until the certified relative gap is at most ``gap_tol``: a :class:`Reference`.
+
+    Every ``check_every`` iterations: an upper bound (GFB's projection onto
+    the L1 ball scaled into both balls, :func:`feasible_point`) and a lower bound (:func:`dual_lower_bound` with
+    GFB's trace-norm multiplier). Each check costs about one GFB iteration.
+    Stops when ``(f_upper - f_lower) / (f(0) - f_lower) <= gap_tol`` or after
+    ``max_iter`` iterations (then ``certified`` is False and ``rel_gap`` says
+    how accurate the result is). ``progress(iteration, seconds, rel_gap)``
+    is called after each check.
+    """
+    if isinstance(gap_tol, bool) or not isinstance(gap_tol, (int, float, np.integer, np.floating)) or not gap_tol > 0:
+        raise ValueError(f"gap_tol must be a positive number, got {gap_tol!r}")
+    for name, value in (("check_every", check_every), ("max_iter", max_iter)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    f0 = data.loss(np.zeros((data.d, data.d)))
+    t0 = time.perf_counter()
+    best_S, upper, lower = np.zeros((data.d, data.d)), f0, -math.inf
+    state = None
+    for state in _gfb_iterates(data, max_iter=max_iter):
+        if state.iteration % check_every and state.iteration != max_iter:
+            continue
+        point, value = feasible_point(data, state.p1)  # the L1 projection gave the best bounds in our runs
+        if value < upper:
+            best_S, upper = point, value
+        lower = max(lower, dual_lower_bound(data, state.multiplier()))
+        rel_gap = (upper - lower) / max(f0 - lower, 1e-300)
+        if progress is not None:
+            progress(state.iteration, time.perf_counter() - t0, rel_gap)
+        if rel_gap <= gap_tol:
+            break
+    iterations = state.iteration if state is not None else 0
+    certified = (upper - lower) / max(f0 - lower, 1e-300) <= gap_tol
+    return Reference(S=best_S, f_upper=upper, f_lower=lower, f0=f0, iterations=iterations,
+                     seconds=time.perf_counter() - t0, certified=certified)
+
+
+def reference_solution(data, max_iter=100000, tol=1e-4):
+    """A certified solution: ``(S_star, f_star, iterations)`` (see :func:`certified_reference`; ``tol`` is its ``gap_tol``)."""
+    ref = certified_reference(data, gap_tol=tol, max_iter=max_iter)
+    return ref.S, ref.f_star, ref.iterations
 
 
 # -------------------------------------------------------------------- CVXPY
@@ -309,24 +491,54 @@ def _at_time(traj, when):
     return best
 
 
-def summarize(trajectories, f_star, f0, targets=(1e-2, 1e-3), infeas_tol=1e-3, support_times=()):
-    """One dict per method: times to targets, final metrics, support at given times."""
+def checkpoint_time(traj, key, reached):
+    """First checkpoint time at which ``reached(checkpoint[key])`` holds (NaN if never).
+
+    Checkpoints are taken at times growing by 30%, so this time is accurate to
+    about that factor; ``time_to_target`` uses every iteration.
+    """
+    for c in traj.checkpoints:
+        if reached(c[key]):
+            return float(c["time"])
+    return float("nan")
+
+
+def summarize(trajectories, f_star, f0, targets=(1e-2, 1e-3), infeas_tol=1e-3, support_times=(),
+              error_target=None, f1_target=None):
+    """One dict per method: times to targets, final metrics, support, error and F1 at given times.
+
+    ``f_star`` may be None (no reference): the suboptimality entries are NaN.
+    ``error_target`` / ``f1_target``: also the first (checkpoint) time with
+    estimate error at most / support F1 at least that value, as
+    ``t(error)`` and ``t(f1)``.
+    """
     rows = []
     for traj in trajectories:
         t, f, infeas = traj.arrays()
         last = traj.checkpoints[-1] if traj.checkpoints else {}
+        known = f_star is not None and f.size
         row = dict(method=traj.method, iterations=traj.info.get("iterations", len(t)),
                    time=float(t[-1]) if t.size else float("nan"),
                    per_iteration=float(t[-1] / max(len(t), 1)) if t.size else float("nan"),
-                   subopt=float((f[-1] - f_star) / (f0 - f_star)) if f.size else float("nan"),
+                   subopt=float((f[-1] - f_star) / (f0 - f_star)) if known else float("nan"),
                    infeasibility=float(infeas[-1]) if infeas.size else float("nan"),
                    distance=last.get("distance", float("nan")), recall=last.get("recall", float("nan")),
-                   precision=last.get("precision", float("nan")))
+                   precision=last.get("precision", float("nan")), error=last.get("error", float("nan")),
+                   f1=last.get("f1", float("nan")))
         for target in targets:
-            row[f"t({target:g})"] = time_to_target(traj, f_star, f0, target, infeas_tol)
+            row[f"t({target:g})"] = time_to_target(traj, f_star, f0, target, infeas_tol) if known else float("nan")
+        if traj.checkpoints:
+            best = min(traj.checkpoints, key=lambda c: c["error"])
+            row["best_error"] = (best["error"], best["time"])
+        if error_target is not None:
+            row["t(error)"] = checkpoint_time(traj, "error", lambda e: e <= error_target)
+        if f1_target is not None:
+            row["t(f1)"] = checkpoint_time(traj, "f1", lambda v: v >= f1_target)
         for when in support_times:
             c = _at_time(traj, when)
             row[f"support@{when:g}s"] = (c["recall"], c["precision"]) if c else None
+            row[f"error@{when:g}s"] = c["error"] if c else None
+            row[f"f1@{when:g}s"] = c["f1"] if c else None
         rows.append(row)
     return rows
 
@@ -363,10 +575,11 @@ def markdown_table(rows, columns=None, headers=None):
 
 # -------------------------------------------------------------------- plots
 def plot_comparison(trajectories, f_star, f0, path=None, title=None, data=None):
-    """Objective, infeasibility and support recovery against time (the paper's Fig. 2).
+    """Suboptimality, infeasibility, estimate error and support F1 against time (the paper's Fig. 2 metrics).
 
-    Returns the matplotlib figure (None when matplotlib is missing); saves it
-    when ``path`` is given.
+    ``f_star`` may be None (no reference): the suboptimality panel is left
+    empty. Returns the matplotlib figure (None when matplotlib is missing);
+    saves it when ``path`` is given.
     """
     try:
         import matplotlib
@@ -376,28 +589,32 @@ def plot_comparison(trajectories, f_star, f0, path=None, title=None, data=None):
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
-    colors = {"fwmodel": "C0", "GFB": "C1", "CVXPY": "C2"}
+    fig, axes = plt.subplots(1, 4, figsize=(16, 3.6))
+    colors = {"fwmodel": "C0", "GFB": "C1", "CVXPY": "C2", FW_ONLY: "C3"}
     for traj in trajectories:
         t, f, infeas = traj.arrays()
         c = colors.get(traj.method, None)
-        # |.|: an infeasible point can lie below f*
-        sub = np.maximum(np.abs(f - f_star) / (f0 - f_star), 1e-12)
-        axes[0].loglog(np.maximum(t, 1e-3), sub, color=c, label=traj.method)
+        if f_star is not None:
+            # |.|: an infeasible point can lie below f*
+            sub = np.maximum(np.abs(f - f_star) / (f0 - f_star), 1e-12)
+            axes[0].loglog(np.maximum(t, 1e-3), sub, color=c, label=traj.method)
         axes[1].loglog(np.maximum(t, 1e-3), np.maximum(infeas, 1e-12), color=c, label=traj.method)
-        ct = [cp["time"] for cp in traj.checkpoints]
-        axes[2].semilogx(np.maximum(ct, 1e-3), [cp["recall"] for cp in traj.checkpoints], color=c,
-                         label=f"{traj.method} recall")
-        axes[2].semilogx(np.maximum(ct, 1e-3), [cp["precision"] for cp in traj.checkpoints], color=c,
-                         linestyle="--", label=f"{traj.method} precision")
+        ct = np.maximum([cp["time"] for cp in traj.checkpoints], 1e-3)
+        axes[2].semilogx(ct, [cp.get("error", np.nan) for cp in traj.checkpoints], color=c, marker=".",
+                         label=traj.method)
+        axes[3].semilogx(ct, [cp.get("f1", np.nan) for cp in traj.checkpoints], color=c, marker=".",
+                         label=traj.method)
     axes[0].axhline(1e-2, color="gray", lw=0.5)
-    axes[0].set(xlabel="time (s)", ylabel="|f - f*| / (f(0) - f*)", title="objective")
+    axes[0].set(xlabel="time (s)", ylabel="|f - f*| / (f(0) - f*)",
+                title="suboptimality" if f_star is not None else "suboptimality (no reference)")
     axes[1].axhline(1e-3, color="gray", lw=0.5)
     axes[1].set(xlabel="time (s)", ylabel="||a - b|| / ||S*||", title="relative infeasibility")
-    axes[2].set(xlabel="time (s)", ylabel="fraction", ylim=(-0.02, 1.02),
-                title=f"support (|S_ij| > {SUPPORT_THRESHOLD:g})")
+    axes[2].set(xlabel="time (s)", ylabel="||S - Sigma||_F / ||Sigma||_F", title="estimate error")
+    axes[3].set(xlabel="time (s)", ylabel="F1", ylim=(-0.02, 1.02),
+                title=f"support F1 (|S_ij| > {SUPPORT_THRESHOLD:g})")
     for ax in axes:
-        ax.legend(fontsize=7)
+        if ax.lines:
+            ax.legend(fontsize=7)
         ax.grid(True, which="major", alpha=0.3)
     if title:
         fig.suptitle(title, fontsize=10)

@@ -5,6 +5,14 @@ copies, M and b), runs the FW-AL engine and writes the answer back:
 ``var.value`` (the average of the variable's copies), ``prob.value``,
 ``prob.status``, ``prob.stats`` and ``prob.history``. Changing a Parameter's
 value and solving again reuses the compiled problem.
+
+Constraints on data alone (a set or an equality on an expression without
+variables) are evaluated at every solve with the current Parameter values:
+a true one is dropped, a false one ends the solve with status "infeasible"
+before any iteration, ``prob.value`` = +inf (-inf for Maximize), the
+variables' values None, and ``prob.stats.message`` naming the constraint.
+A status rather than an error, because with Parameters the same problem
+may be feasible at one solve and infeasible at the next.
 """
 from __future__ import annotations
 
@@ -13,7 +21,9 @@ import time
 import numpy as np
 
 from .compiler import compile_problem
+from .compiler.compile import flatten_constraints
 from .engine import minimize_fwal
+from .engine.result import History
 from .errors import ModelError
 from .expressions import as_expression
 from .expressions.core import short_repr
@@ -40,21 +50,37 @@ SOLVE_DEFAULTS = dict(
 
 
 class _Objective:
+    """Minimize or Maximize: a scalar expression and a sense, fixed once built."""
+
     sense = None
     required = ()
 
     def __init__(self, expr):
-        self.expr = as_expression(expr)
+        self._expr = as_expression(expr)
         if self.expr.size != 1:
             raise ModelError(f"{type(self).__name__}: the objective must be a scalar, but "
                              f"{short_repr(self.expr)} has shape {self.expr.shape} (use fm.sum or fm.sum_squares)")
         curvature = self.expr.curvature
         if curvature not in self.required:
+            hint = ""
+            undeclared = self.expr.undeclared_parameters()
+            if undeclared:
+                # as in CVXPY, a Parameter's sign is only what it declares: its
+                # value may change between solves, and the verdict must hold for all
+                hint = "".join(
+                    f"; it depends on the {prop} of parameter {p.name}, which is not declared: declare it, "
+                    f"fm.Parameter(..., {decl}), so that the curvature holds for every value"
+                    for p, prop, decl in undeclared)
             raise ModelError(
                 f"{type(self).__name__}({short_repr(self.expr)}): the objective is {curvature}, but "
                 f"{type(self).__name__} needs an {' or '.join(self.required[1:])} expression "
-                "(by the composition rules: convex atoms of affine arguments, nonnegative sums)"
+                "(by the composition rules: convex atoms of affine arguments, nonnegative sums)" + hint
             )
+
+    @property
+    def expr(self):
+        """The objective expression (read-only: build a new objective to change it)."""
+        return self._expr
 
     def __repr__(self):
         return f"{type(self).__name__}({short_repr(self.expr)})"
@@ -148,6 +174,13 @@ class Problem:
     ``constraints`` is a list of sets (``fm.L1Ball(x)``, ...), equality
     constraints (``A @ x == b``) and objects with a ``.constraints`` list
     (such as ``fm.LocalMarginalPolytope``).
+
+    A Problem is immutable, as in CVXPY: ``objective`` is read-only and
+    ``constraints`` returns a copy of the list, because the first solve
+    compiles the model once and every later solve reuses that compilation.
+    Data that changes between solves is an ``fm.Parameter``; a different
+    model is a new Problem, e.g.
+    ``fm.Problem(new_objective, prob.constraints + [extra])``.
     """
 
     def __init__(self, objective, constraints=()):
@@ -157,8 +190,11 @@ class Problem:
             constraints = ()
         if not isinstance(constraints, (list, tuple)):
             constraints = [constraints]
-        self.objective = objective
-        self.constraints = list(constraints)
+        self._objective = objective
+        self._constraints = list(constraints)
+        # what compile() reads: nested lists and objects' .constraints lists
+        # expanded now, so that changing them later does not change the problem
+        self._flat_constraints = flatten_constraints(self._constraints)
         self._compiled = None
         self._compile_time = None
         self._state = None
@@ -167,12 +203,38 @@ class Problem:
         self.stats = None
         self.history = None
 
+    # ------------------------------------------------------------ the model
+    @property
+    def objective(self):
+        """The objective, ``fm.Minimize(...)`` or ``fm.Maximize(...)`` (read-only)."""
+        return self._objective
+
+    @objective.setter
+    def objective(self, _value):
+        raise AttributeError(
+            "Problem.objective is read-only: a Problem is immutable once built (its compiled form is reused by "
+            "every solve); build a new one, fm.Problem(new_objective, prob.constraints), or put the data that "
+            "changes in an fm.Parameter"
+        )
+
+    @property
+    def constraints(self):
+        """A copy of the constraint list: changing it does not change the problem."""
+        return list(self._constraints)
+
+    @constraints.setter
+    def constraints(self, _value):
+        raise AttributeError(
+            "Problem.constraints is read-only: a Problem is immutable once built (its compiled form is reused by "
+            "every solve); build a new one, fm.Problem(prob.objective, prob.constraints + [new_constraint])"
+        )
+
     # ------------------------------------------------------------ compile
     def compile(self):
         """The compiled problem (blocks, M, b, graph), built once and reused."""
         if self._compiled is None:
             t0 = time.perf_counter()
-            self._compiled = compile_problem(self.objective.expr, self.objective.sign, self.constraints)
+            self._compiled = compile_problem(self.objective.expr, self.objective.sign, self._flat_constraints)
             self._compile_time = time.perf_counter() - t0
         return self._compiled
 
@@ -192,34 +254,41 @@ class Problem:
     def solve(self, **options):
         """Solve with FW-AL and return the objective value at the returned point.
 
-        Options (all optional; see :data:`SOLVE_DEFAULTS`): max_iter, tol
-        and feas_tol (the solve is "optimal" when the FW gap of the augmented
-        Lagrangian is at most ``tol * stats.objective_scale`` and ||Mx - b|| at
-        most ``feas_tol * stats.feasibility_scale``; the objective scale is
-        the FW gap of the objective at the starting point, i.e. its range
-        over the sets seen from there, and the feasibility scale the largest
-        norm of b, the points and the vertices seen, so ``tol`` is a relative
-        accuracy whatever the units of the objective, the data or the
-        variables), time_limit (seconds), lam, eta (number, callable or "adaptive" / "theorem2" /
-        "theorem3"), step ("auto", "fw", "away", "pairwise"), line_search
-        ("auto", "exact", "backtracking"), verbose, print_every, callback
-        (called with a :class:`CallbackState` each iteration; returning False
-        stops), warm_start (reuse x, y and active sets of the last solve),
-        seed, inface ("auto", True, False: in-face steps on trace-norm
-        blocks), projection ("auto", True, False: projected-gradient steps on
-        blocks whose set has a cheap projection -- L1/L2 balls, boxes;
-        "auto" takes them on blocks of at least 10^5 entries when the problem
-        also has a trace-norm block, see
-        ``fwmodel.engine.fwal._auto_projection_blocks``), sweep
-        ("gauss-seidel" or "jacobi": blocks step one after another or together,
-        see ``fwmodel.engine.block_search``).
+        Options (all optional; defaults in :data:`SOLVE_DEFAULTS`):
+
+        - max_iter, time_limit (seconds).
+        - tol, feas_tol (default 1e-4 each): the solve is "optimal" at the
+          first iterate whose FW gap of the augmented Lagrangian is at most
+          ``tol * stats.objective_scale`` and whose ||Mx - b|| is at most
+          ``feas_tol * stats.feasibility_scale``. The objective scale is the
+          FW gap of the objective at the cold starting point (its range over
+          the sets seen from there), the feasibility scale the largest norm
+          of b, the points and the vertices seen; so ``tol`` is the same
+          relative accuracy whatever the units of the objective, the data
+          or the variables (``fwmodel.engine.stopping``).
+        - lam, eta (number, callable or "adaptive" / "theorem2" / "theorem3").
+        - step ("auto", "fw", "away", "pairwise"), line_search ("auto",
+          "exact", "backtracking").
+        - verbose (True/False), print_every: a table row every few
+          iterations and at least every 2 s.
+        - callback (called with a :class:`CallbackState` each iteration;
+          returning False stops), warm_start (reuse x, y and active sets of
+          the last solve), seed.
+        - inface ("auto", True, False: in-face steps on trace-norm blocks),
+          projection ("auto", True, False: projected-gradient steps on
+          blocks whose set has a cheap projection -- L1/L2 balls, boxes;
+          "auto" takes them on blocks of at least 10^5 entries when the
+          problem also has a trace-norm block, see
+          ``fwmodel.engine.fwal._auto_projection_blocks``).
+        - sweep ("gauss-seidel" or "jacobi": the blocks step one after
+          another or together, see ``fwmodel.engine.block_search``).
 
         A bad option (unknown name, wrong type such as ``max_iter=True`` or
         ``verbose="no"``, out of range) raises a ValueError naming it.
         Ctrl-C (KeyboardInterrupt) during the solve ends it with status
-        "interrupted" and a consistent answer: ``var.value`` in its sets,
-        ``prob.value`` the objective there, a history with equal-length
-        columns and a state that ``warm_start=True`` can resume.
+        "interrupted" and a consistent answer: every copy of a variable in
+        its set, ``prob.value`` the objective at ``var.value``, a history
+        with equal-length columns, and a state ``warm_start=True`` resumes.
         """
         unknown = sorted(set(options) - set(SOLVE_DEFAULTS))
         if unknown:
@@ -236,8 +305,10 @@ class Problem:
         compiled = self.compile()
         compiled.refresh_parameters()
         for p in self._parameters():
-            if p.value is None:
-                raise ModelError(f"parameter {p.name} has no value: set {p.name}.value before solving")
+            p.check_value_at_solve()  # a value is set and still has its declared sign
+        violated = compiled.violated_fixed_constraints()
+        if violated:
+            return self._end_infeasible_by_data(violated)
         warm = self._state if opts.pop("warm_start") and self._state is not None else None
         user_callback = opts.pop("callback")
         callback = None
@@ -288,11 +359,29 @@ class Problem:
                 stats.message = f"{result.message}; interrupted while storing the result"
         return self.value
 
+    def _end_infeasible_by_data(self, violated):
+        """End a solve without iterating: constraints on data alone are false.
+
+        As in CVXPY for an infeasible problem: status "infeasible", value
+        +inf for Minimize (-inf for Maximize), variable values None; the
+        message in ``prob.stats.message`` names the violated constraints.
+        """
+        compiled = self.compile()
+        for var in compiled.variables:
+            var.value = None
+        self.status = "infeasible"
+        self.value = float(self.objective.sign * np.inf)
+        self.history = History()
+        self.stats = SolveStats(iterations=0, solve_time=0.0, compile_time=self._compile_time, status=self.status,
+                                message="; ".join(violated), step_counts={})
+        return self.value
+
     # ------------------------------------------------------------ helpers
     def _parameters(self):
         seen, out = set(), []
-        exprs = [self.objective.expr] + [b.set.expr for b in self.compile().blocks] + \
-                [e.expr for e in self.compile().equalities]
+        compiled = self.compile()
+        exprs = [self.objective.expr] + [b.set.expr for b in compiled.blocks] + \
+                [e.expr for e in compiled.equalities] + [c.expr for c in compiled.fixed_constraints]
         for e in exprs:
             for p in e.parameters():
                 if id(p) not in seen:
@@ -333,5 +422,14 @@ class Problem:
                       project=b.set.project_flat if getattr(b.set, "has_cheap_projection", False) else None)
                 for b in compiled.blocks]
 
+    # ------------------------------------------------------------ pickling
+    def __getstate__(self):
+        # The compiled problem holds closures that rebuild Parameter-dependent
+        # rows; it is not stored but compiled again, identically, on first use.
+        # Everything else (the model, the last results, the warm-start state) is.
+        state = dict(self.__dict__)
+        state["_compiled"] = None
+        return state
+
     def __repr__(self):
-        return f"Problem({self.objective!r}, {len(self.constraints)} constraints)"
+        return f"Problem({self.objective!r}, {len(self._constraints)} constraints)"

@@ -14,7 +14,8 @@ import pytest
 
 import fwmodel as fm
 from fwmodel.datasets import sparse_low_rank_covariance
-from fwmodel.experiments import (build_problem, markdown_table, reference_solution, run_fwmodel, run_gfb, summarize,
+from fwmodel.experiments import (build_problem, certified_reference, dual_lower_bound, estimate_error, f1_score,
+                                 feasible_point, markdown_table, reference_solution, run_fwmodel, run_gfb, summarize,
                                  support_scores, time_to_target)
 from fwmodel.sets.trace_norm import lanczos_extreme
 
@@ -303,3 +304,133 @@ def test_demo_command(tmp_path):
     assert "fwmodel" in res.stdout and "iteration" in res.stdout
     pytest.importorskip("matplotlib")
     assert out.exists() and out.stat().st_size > 1000
+    assert "Verdict: " in res.stdout and "certified" in res.stdout
+    verdict = [line for line in res.stdout.splitlines() if line.startswith("Verdict: ")]
+    assert len(verdict) == 1 and "first" in verdict[0]
+
+
+def test_demo_without_reference_writes_plot_to_figures_dir(tmp_path):
+    env = dict(os.environ, MPLBACKEND="Agg", FWMODEL_FIGURES_DIR=str(tmp_path))
+    res = subprocess.run([sys.executable, "-m", "fwmodel", "demo", "--size", "20", "--seconds", "0.2",
+                          "--no-reference"], capture_output=True, text=True, timeout=120, env=env)
+    assert res.returncode == 0, res.stderr
+    assert "subopt" not in res.stdout and "Verdict: " in res.stdout
+    pytest.importorskip("matplotlib")
+    assert (tmp_path / "fwmodel_demo_d20.png").exists()
+
+
+@pytest.mark.parametrize("argv, option, message", [
+    (["--size", "0"], "--size", "at least 5"),
+    (["--size", "4"], "--size", "at least 5"),
+    (["--size", "ten"], "--size", "integer"),
+    (["--size", "2.5"], "--size", "integer"),
+    (["--seconds", "-1"], "--seconds", "must lie in"),
+    (["--seconds", "0"], "--seconds", "must lie in"),
+    (["--seconds", "nan"], "--seconds", "must lie in"),
+    (["--seconds", "inf"], "--seconds", "must lie in"),
+    (["--threshold", "1"], "--threshold", "must lie in"),
+    (["--threshold", "-0.1"], "--threshold", "must lie in"),
+    (["--observed", "0"], "--observed", "must lie in"),
+    (["--observed", "1.5"], "--observed", "must lie in"),
+    (["--reference-gap", "0"], "--reference-gap", "must lie in"),
+    (["--seed", "-3"], "--seed", "at least 0"),
+    (["--output", "no/such/folder/plot.png"], "--output", "does not exist"),
+])
+def test_demo_rejects_bad_arguments(argv, option, message, capsys):
+    from fwmodel.__main__ import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["demo", *argv])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert option in err and message in err, err
+    assert "Traceback" not in err
+
+
+def test_demo_help_describes_the_run(capsys):
+    from fwmodel.__main__ import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["demo", "--help"])
+    assert info.value.code == 0
+    text = capsys.readouterr().out
+    for words in ("--size", "--seconds", "--no-reference", "Run time", "certified", "F1"):
+        assert words in text
+
+
+# ------------------------------------------------- the certified reference
+@pytest.mark.parametrize("observed", [1.0, 0.2], ids=["full", "masked"])
+def test_certified_reference_brackets_clarabel(observed):
+    data = sparse_low_rank_covariance(30, threshold=0.9, observed=observed, seed=1)
+    X = cvxpy.Variable((30, 30))
+    residual = X - data.sigma_hat
+    if data.mask is not None:
+        residual = cvxpy.multiply(data.mask, residual)
+    prob = cvxpy.Problem(cvxpy.Minimize(cvxpy.sum_squares(residual)),
+                         [cvxpy.sum(cvxpy.abs(X)) <= data.radius_l1, cvxpy.normNuc(X) <= data.radius_trace])
+    prob.solve(solver="CLARABEL")
+    f_cvx = prob.value
+    ref = certified_reference(data, gap_tol=1e-6)
+    assert ref.certified and ref.rel_gap <= 1e-6
+    slack = 1e-7 * f_cvx  # Clarabel's own accuracy
+    assert ref.f_lower - slack <= f_cvx <= ref.f_upper + slack
+    # the reference point is feasible, and f_upper is its objective
+    assert np.abs(ref.S).sum() <= data.radius_l1 * (1 + 1e-12)
+    assert np.abs(np.linalg.eigvalsh(ref.S)).sum() <= data.radius_trace * (1 + 1e-12)
+    assert ref.f_upper == pytest.approx(data.loss(ref.S), rel=1e-12)
+    if observed == 1.0:  # f is 2-strongly convex: ||S - S*|| <= sqrt(gap)
+        assert np.linalg.norm(ref.S - X.value) <= ref.distance_bound * np.linalg.norm(ref.S) + 1e-4
+
+
+@pytest.mark.parametrize("observed", [1.0, 0.3], ids=["full", "masked"])
+def test_dual_lower_bound_is_a_lower_bound_for_any_multiplier(observed):
+    data = sparse_low_rank_covariance(20, threshold=0.8, observed=observed, seed=3)
+    S_cvx, f_cvx = cvxpy_solution(data)
+    rng = np.random.default_rng(0)
+    for scale in (0.0, 0.1, 1.0, 10.0):
+        Y = scale * rng.standard_normal((20, 20))
+        assert dual_lower_bound(data, Y) <= f_cvx * (1 + 1e-6)
+    # at an optimal multiplier the bound is tight: GFB's reference reaches it
+    ref = certified_reference(data, gap_tol=1e-5)
+    assert ref.f_lower == pytest.approx(f_cvx, rel=1e-4)
+
+
+def test_feasible_point_scales_into_both_balls():
+    data = sparse_low_rank_covariance(15, seed=4)
+    point, value = feasible_point(data, 10 * data.sigma_hat)
+    assert np.abs(point).sum() <= data.radius_l1 * (1 + 1e-12)
+    assert np.abs(np.linalg.eigvalsh(point)).sum() <= data.radius_trace * (1 + 1e-12)
+    assert value == pytest.approx(data.loss(point))
+    inside = 0.01 * data.sigma  # already in both balls: unchanged
+    np.testing.assert_array_equal(feasible_point(data, inside)[0], inside)
+
+
+def test_certified_reference_rejects_bad_options():
+    data = sparse_low_rank_covariance(10, seed=0)
+    with pytest.raises(ValueError, match="gap_tol"):
+        certified_reference(data, gap_tol=0)
+    with pytest.raises(ValueError, match="gap_tol"):
+        certified_reference(data, gap_tol="1e-4")
+    with pytest.raises(ValueError, match="check_every"):
+        certified_reference(data, check_every=0)
+    with pytest.raises(ValueError, match="max_iter"):
+        certified_reference(data, max_iter=0)
+
+
+def test_estimate_error_and_f1():
+    sigma = np.diag([1.0, 2.0, 0.0])
+    assert estimate_error(sigma, sigma) == 0.0
+    assert estimate_error(np.zeros((3, 3)), sigma) == pytest.approx(1.0)
+    assert f1_score(1.0, 0.5) == pytest.approx(2 / 3)
+    assert f1_score(0.0, 0.0) == 0.0
+
+
+def test_demo_ctrl_c_exits_quietly(monkeypatch, capsys):
+    import fwmodel.__main__ as cli
+
+    def interrupted(args, stream=None):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "demo", interrupted)
+    assert cli.main(["demo", "--size", "10", "--output", ""]) == 130
+    assert "interrupted" in capsys.readouterr().err

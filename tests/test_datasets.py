@@ -105,6 +105,19 @@ def test_paper_sparsity_level():
     (dict(d=30, noise=-1), "noise"),
     (dict(d=30, observed=0.0), "observed"),
     (dict(d=30, n=0), "n must"),
+    (dict(d=5.5), "d must be an integer"),
+    (dict(d="10"), "d must be an integer"),
+    (dict(d=True), "d must be an integer"),
+    (dict(d=30, n=2.5), "n must be an integer"),
+    (dict(d=30, n_blocks=2.0), "n_blocks must be an integer"),
+    (dict(d=30, threshold=float("nan")), "threshold"),
+    (dict(d=30, threshold="0.9"), "threshold must be a real number"),
+    (dict(d=30, noise=float("nan")), "noise"),
+    (dict(d=30, noise=float("inf")), "noise"),
+    (dict(d=30, observed=float("nan")), "observed"),
+    (dict(d=30, seed="a"), "seed"),
+    (dict(d=30, seed=-1), "seed"),
+    (dict(d=30, seed=1.5), "seed"),
 ])
 def test_invalid_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):

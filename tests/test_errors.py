@@ -90,9 +90,17 @@ def test_parameter_without_value_is_named(x):
     (lambda e: fm.Box(e, [0.0, 2.0, 0.0], [1.0, 1.0, 1.0]), "lower"),
     (lambda e: fm.Box(e, -np.inf, 1.0), "lower"),
     (lambda e: fm.Box(e, 0.0, np.inf), "upper"),
+    (lambda e: fm.L1Ball(e, radius="1"), "radius"),
+    (lambda e: fm.L2Ball(e, radius=True), "radius"),
+    (lambda e: fm.L1Ball(e, radius=1e300), "radius"),
+    (lambda e: fm.Simplex(e, total="a"), "total"),
+    (lambda e: fm.Simplex(e, equality=None), "equality"),
+    (lambda e: fm.KSparsePolytope(e, k=2.5), "k"),
+    (lambda e: fm.Box(e, -1e300, 1e300), "lower"),
+    (lambda e: fm.Box(e, 0.0, [1.0, 1.0]), "upper"),
 ])
 def test_invalid_set_parameters_name_the_parameter(x, make, name):
-    with pytest.raises(ValueError, match=name):
+    with pytest.raises(fm.ModelError, match=name):
         make(x)
 
 
@@ -102,6 +110,17 @@ def test_negative_trace_norm_radius():
 
 
 # ------------------------------------------------------------- objectives
+def test_unsigned_parameter_scaling_a_convex_term_names_the_parameter(x):
+    lam = fm.Parameter(name="lam", value=1.0)
+    with pytest.raises(fm.ModelError, match=r"sign of parameter lam.*nonneg=True"):
+        fm.Minimize(lam * fm.sum_squares(x))
+
+
+def test_empty_variable_is_named():
+    with pytest.raises(fm.ModelError, match=r"Variable 'e' of shape \(3, 0\) has no entries"):
+        fm.Variable((3, 0), name="e")
+
+
 def test_nonconvex_minimize(x):
     with pytest.raises(fm.ModelError, match=r"Minimize.*concave.*convex"):
         fm.Minimize(-fm.sum_squares(x))

@@ -322,3 +322,14 @@ def test_tutorial_03_defaults_to_full_size():
         text = f.read()
     assert 'os.environ.get("FWMODEL_TUTORIAL_SIZE", "full")' in text
     assert text.count("# %%") >= 8
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(gap_tol=-1), "gap_tol"), (dict(gap_tol=float("nan")), "gap_tol"), (dict(gap_tol="0.1"), "gap_tol"),
+    (dict(smoothing=-0.5), "smoothing"), (dict(check_every=-1), "check_every"), (dict(check_every=2.5), "check_every"),
+    (dict(check_every=True), "check_every"),
+])
+def test_map_inference_refuses_bad_options(kwargs, name):
+    graph = nx.path_graph(3)
+    with pytest.raises(fm.ModelError, match=name):
+        fm.map_inference(graph, np.zeros((3, 2)), np.eye(2), **kwargs)

@@ -157,3 +157,17 @@ def test_engine_reports_its_scales_and_needs_no_modeling_layer():
     assert np.allclose(res.x, expected, atol=1e-5)
     assert res.objective_scale > 0 and res.feasibility_scale == pytest.approx(1.0)
     assert res.fw_gap <= 1e-8 * res.objective_scale
+
+
+@pytest.mark.parametrize("scale", [1e-3, 1.0, 1e3])
+def test_objective_scale_when_the_start_minimizes_f_over_the_sets(scale):
+    """min s ||x||^2 over L1Ball(2) with sum(x) = 1: grad f = 0 at the start (x = 0), so G_ref = 0
+    and the scale comes from the iterates. Closed form: x* = 1/n, f* = s / n."""
+    n = 20
+    x = fm.Variable(n, name="x")
+    prob = fm.Problem(fm.Minimize(scale * fm.sum_squares(x)), [fm.L1Ball(x, 2.0), fm.sum(x) == 1])
+    prob.solve(tol=1e-6, feas_tol=1e-6)
+    assert prob.status == "optimal"
+    assert prob.stats.objective_scale > 0
+    assert prob.value == pytest.approx(scale / n, rel=1e-4)
+    assert np.allclose(x.value, 1.0 / n, atol=1e-3)

@@ -4,12 +4,15 @@ Convention shared by all tutorials (``tutorials/NN_name.py``):
 
 - the environment variable ``FWMODEL_TUTORIAL_SIZE`` is "small" here and
   defaults to "full" when a tutorial runs as a script;
-- figures are saved only under ``if __name__ == "__main__"``, so running a
-  tutorial here (under another ``__name__``) writes no files;
+- figures are saved only under ``if __name__ == "__main__"``, to
+  ``$FWMODEL_FIGURES_DIR`` (by default a temporary folder), never into the
+  checkout;
 - each tutorial ends with a module-level dict ``RESULTS`` of its key numbers.
 
-Every tutorial present is run; its ``RESULTS`` must exist and hold finite
-numbers. Tutorials 05 and 06 are also checked against independent answers
+Every tutorial present is run as a script (``__name__ == "__main__"``, the
+figure folder left at its default) from a scratch working folder: it must
+write nothing there nor change ``git status`` of the checkout, and its
+``RESULTS`` must exist and hold finite numbers. Tutorials 05 and 06 are also checked against independent answers
 (CVXPY, closed forms, structural facts); for the others, the keys named in
 ``GENERIC_CHECKS`` are checked only when present.
 """
@@ -17,20 +20,33 @@ import math
 import numbers
 import re
 import runpy
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-TUTORIALS = Path(__file__).resolve().parent.parent / "tutorials"
+ROOT = Path(__file__).resolve().parent.parent
+TUTORIALS = ROOT / "tutorials"
 FILES = sorted(p for p in TUTORIALS.glob("[0-9][0-9]_*.py"))
 STATUSES = ("optimal", "max_iter", "time_limit", "infeasible", "diverged", "interrupted")
 
 
+def git_status():
+    """``git status --porcelain`` of the checkout, or None outside a git checkout (or without git)."""
+    if shutil.which("git") is None:
+        return None
+    res = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=all"],
+                         capture_output=True, text=True, timeout=60)
+    return res.stdout if res.returncode == 0 else None
+
+
 def run_tutorial(path, monkeypatch, tmp_path):
-    """The tutorial's module namespace after running it at small size, in this process."""
+    """The tutorial's module namespace after running it as a script at small size, in this process."""
     monkeypatch.setenv("FWMODEL_TUTORIAL_SIZE", "small")
     monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.delenv("FWMODEL_FIGURES_DIR", raising=False)  # the default folder: what a user gets
     try:
         import matplotlib
 
@@ -39,7 +55,7 @@ def run_tutorial(path, monkeypatch, tmp_path):
         pass
     monkeypatch.chdir(tmp_path)  # anything a tutorial writes lands in a scratch folder
     try:
-        return runpy.run_path(str(path), run_name=f"tutorial_{path.stem}")
+        return runpy.run_path(str(path), run_name="__main__")
     finally:
         try:
             import matplotlib.pyplot as plt
@@ -70,6 +86,7 @@ def test_tutorials_found():
 
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
 def test_tutorial_runs_and_reports(path, monkeypatch, tmp_path):
+    status_before = git_status()
     namespace = run_tutorial(path, monkeypatch, tmp_path)
     assert "RESULTS" in namespace, f"{path.name} must define a module-level dict RESULTS"
     results = namespace["RESULTS"]
@@ -83,7 +100,9 @@ def test_tutorial_runs_and_reports(path, monkeypatch, tmp_path):
     specific = SPECIFIC_CHECKS.get(path.name[:2])
     if specific is not None:
         specific(results)
-    assert list(tmp_path.iterdir()) == [], f"{path.name} wrote files while not run as a script"
+    assert list(tmp_path.iterdir()) == [], f"{path.name} wrote files into the working folder"
+    if status_before is not None:
+        assert git_status() == status_before, f"running {path.name} changed the checkout"
 
 
 def test_tutorials_are_notebooks_and_indexed():
@@ -147,3 +166,18 @@ def check_06(r):
 
 
 SPECIFIC_CHECKS = {"05": check_05, "06": check_06}
+
+
+def test_figures_and_results_folders(monkeypatch, tmp_path):
+    from fwmodel.outputs import figures_dir, results_dir
+
+    monkeypatch.setenv("FWMODEL_FIGURES_DIR", str(tmp_path / "figs"))
+    monkeypatch.setenv("FWMODEL_RESULTS_DIR", str(tmp_path / "tables"))
+    assert figures_dir() == str(tmp_path / "figs") and (tmp_path / "figs").is_dir()
+    assert results_dir() == str(tmp_path / "tables") and (tmp_path / "tables").is_dir()
+    monkeypatch.setenv("FWMODEL_FIGURES_DIR", "")  # empty: the default, outside the checkout
+    assert not Path(figures_dir()).resolve().is_relative_to(ROOT)
+    (tmp_path / "a_file").write_text("")
+    monkeypatch.setenv("FWMODEL_FIGURES_DIR", str(tmp_path / "a_file"))
+    with pytest.raises(NotADirectoryError, match="FWMODEL_FIGURES_DIR"):
+        figures_dir()

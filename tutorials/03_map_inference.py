@@ -19,7 +19,8 @@
 # is this method with a linear objective).
 #
 # Run as a script: `python tutorials/03_map_inference.py` (it saves a figure
-# when matplotlib is installed). `FWMODEL_TUTORIAL_SIZE=small` makes the
+# to `$FWMODEL_FIGURES_DIR`, by default a temporary folder, when matplotlib
+# is installed). `FWMODEL_TUTORIAL_SIZE=small` makes the
 # problems small (used by the tests); the default is "full".
 
 # %%
@@ -184,13 +185,12 @@ if plt is not None:
         ax.set_title(title)
         ax.axis("off")
     fig.tight_layout()
-    if __name__ == "__main__":
-        from pathlib import Path
+    if __name__ == "__main__":  # to $FWMODEL_FIGURES_DIR, by default a temporary folder
+        from fwmodel.outputs import figures_dir
 
-        folder = (Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()) / "figures"
-        folder.mkdir(exist_ok=True)
-        fig.savefig(folder / "03_map_inference.png", dpi=120)
-        print(f"figure saved to {folder / '03_map_inference.png'}")
+        path = os.path.join(figures_dir(), "03_map_inference.png")
+        fig.savefig(path, dpi=120)
+        print(f"figure saved to {path}")
     plt.close(fig)
 
 RESULTS = {

@@ -23,7 +23,7 @@
 #    fractional alignment that no dynamic program computes.
 #
 # Run as a script: `python tutorials/04_alignment.py` (figures go to
-# `tutorials/figures/`). `FWMODEL_TUTORIAL_SIZE=small` makes every problem
+# `$FWMODEL_FIGURES_DIR`, by default a temporary folder). `FWMODEL_TUTORIAL_SIZE=small` makes every problem
 # tiny (used by the tests); the default is "full".
 
 # %%
@@ -32,11 +32,11 @@ import os
 import numpy as np
 
 import fwmodel as fm
+from fwmodel.outputs import figures_dir
 
 SIZE = os.environ.get("FWMODEL_TUTORIAL_SIZE", "full")
 SMALL = SIZE == "small"
-SAVE_FIGURES = __name__ == "__main__" and not SMALL
-FIGURE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "figures") if "__file__" in globals() else "figures"
+SAVE_FIGURES = __name__ == "__main__"  # figures are written only when this file runs as a script
 
 try:
     import matplotlib
@@ -49,12 +49,11 @@ except ImportError:  # the pictures are optional
 
 
 def save(fig, name):
-    """Write a figure to tutorials/figures/ when run as a script; always close it."""
+    """Write a figure to $FWMODEL_FIGURES_DIR (default: a temporary folder) when run as a script; always close it."""
     if SAVE_FIGURES:
-        os.makedirs(FIGURE_DIR, exist_ok=True)
-        path = os.path.join(FIGURE_DIR, name)
+        path = os.path.join(figures_dir(), name)
         fig.savefig(path, dpi=120, bbox_inches="tight")
-        print(f"saved {os.path.relpath(path)}")
+        print(f"saved {path}")
     plt.close(fig)
 
 

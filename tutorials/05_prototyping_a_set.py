@@ -20,7 +20,8 @@
 #    with `fm.smooth`, whose gradient and convexity are derived symbolically.
 #
 # Run as a script: `python tutorials/05_prototyping_a_set.py` (it saves a
-# figure when matplotlib is installed). `FWMODEL_TUTORIAL_SIZE=small` makes
+# figure to `$FWMODEL_FIGURES_DIR`, by default a temporary folder, when
+# matplotlib is installed). `FWMODEL_TUTORIAL_SIZE=small` makes
 # the problem small (used by the tests); the default is "full".
 
 # %%
@@ -261,8 +262,8 @@ for label, bad_formula in [("abs", sp.Abs(z)), ("max", sp.Max(z, 0)), ("string",
 # ## Picture
 #
 # The true `W` and the two estimates from corrupted data (matplotlib is
-# optional; the figure is written to `tutorials/figures/` only when this
-# file runs as a script).
+# optional; the figure is written to `$FWMODEL_FIGURES_DIR`, by default a
+# temporary folder, only when this file runs as a script).
 
 # %%
 try:
@@ -280,10 +281,11 @@ if plt is not None:
     axes[0].set_ylabel("feature (group)")
     fig.tight_layout()
     if __name__ == "__main__":
-        folder = (Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()) / "figures"
-        folder.mkdir(exist_ok=True)
-        fig.savefig(folder / "05_prototyping_a_set.png", dpi=110)
-        print(f"figure saved to {folder / '05_prototyping_a_set.png'}")
+        from fwmodel.outputs import figures_dir
+
+        path = Path(figures_dir()) / "05_prototyping_a_set.png"
+        fig.savefig(path, dpi=110)
+        print(f"figure saved to {path}")
     plt.close(fig)
 
 # %%

@@ -24,7 +24,8 @@
 # matrix that is both sparse (L1 ball) and low rank (trace-norm ball).
 #
 # Run as a script: `python tutorials/06_teaching_fwal.py` (figures are
-# saved to `tutorials/figures/` when matplotlib is installed).
+# saved to `$FWMODEL_FIGURES_DIR`, by default a temporary folder, when
+# matplotlib is installed).
 # `FWMODEL_TUTORIAL_SIZE=small` makes Part 3 small (used by the tests); the
 # default is "full".
 
@@ -51,12 +52,13 @@ except ImportError:  # CVXPY is optional: it only provides reference answers
 
 
 def save(fig, name):
-    """Write a figure to tutorials/figures/ when run as a script or notebook (never under the tests)."""
+    """Write a figure to $FWMODEL_FIGURES_DIR (default: a temporary folder) when run as a script or notebook."""
     if __name__ == "__main__":
-        folder = (Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()) / "figures"
-        folder.mkdir(exist_ok=True)
-        fig.savefig(folder / name, dpi=110)
-        print(f"figure saved to {folder / name}")
+        from fwmodel.outputs import figures_dir
+
+        path = Path(figures_dir()) / name
+        fig.savefig(path, dpi=110)
+        print(f"figure saved to {path}")
     plt.close(fig)
 
 

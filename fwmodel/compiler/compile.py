@@ -26,6 +26,14 @@ Compilation, step by step (paper Sec. 2.2, eq. opt_reformulation):
 
 Every variable entry must be covered by at least one copy (lie in a bounded
 set); otherwise compilation raises ModelError naming the variable.
+
+A constraint on an expression without variables (``fm.L1Ball(c, 0.5)`` for
+data ``c``, ``fm.Box(p, 0, 1)`` or ``p == 0`` for a Parameter ``p``) gets
+no block and no rows: it is true or false for the data alone. It is kept in
+``CompiledProblem.fixed_constraints`` and evaluated at every solve
+(Parameters change between solves, see
+:meth:`CompiledProblem.violated_fixed_constraints`); a false one makes the
+solve end with status "infeasible", naming it.
 """
 from __future__ import annotations
 
@@ -90,6 +98,8 @@ class CompiledProblem:
     objective: BlockObjective
     equalities: list = field(default_factory=list)
     parametric: list = field(default_factory=list)
+    #: sets and equalities on expressions without variables (checked at each solve)
+    fixed_constraints: list = field(default_factory=list)
 
     @property
     def M(self):
@@ -120,6 +130,40 @@ class CompiledProblem:
         if self.parametric:
             self.operator._csr = None
 
+    def violated_fixed_constraints(self):
+        """Messages for the fixed constraints that the current data violates (empty when all hold).
+
+        A fixed constraint has no variables, so it holds or not whatever the
+        solver does; it is evaluated with the current Parameter values, with
+        the same relative tolerance as the sets' membership tests (1e-9).
+        """
+        messages = []
+        for c in self.fixed_constraints:
+            if isinstance(c, Equality):
+                lhs, rhs = np.asarray(c.lhs.value), np.asarray(c.rhs.value)
+                residual = np.abs(lhs - rhs)
+                scale = max(1.0, float(np.max(np.abs(lhs), initial=0.0)), float(np.max(np.abs(rhs), initial=0.0)))
+                if np.max(residual, initial=0.0) > 1e-9 * scale:
+                    where = int(np.argmax(residual)) if residual.ndim else None
+                    at = "" if where is None else f" (largest at flat index {where})"
+                    messages.append(f"the constraint {c!r} has no variables and does not hold for the current data: "
+                                    f"|lhs - rhs| = {float(np.max(residual)):.6g}{at}")
+            else:
+                refresh = getattr(c, "refresh", None)  # sets whose data are Parameters re-read them
+                if refresh is not None:
+                    refresh()
+                value = c.expr.value
+                inside = c.contains(value)
+                if inside is None:  # a user-defined contains() that cannot tell
+                    raise ModelError(f"{c!r}: the constrained expression has no variables, so the constraint is "
+                                     f"true or false for the data alone, but {type(c).__name__}.contains returned "
+                                     "None (cannot tell which)")
+                if not inside:
+                    shown = np.array2string(np.asarray(value), threshold=6, precision=6)
+                    messages.append(f"the constraint {c!r} has no variables and does not hold for the current data: "
+                                    f"its expression {c.expr!r} = {shown} is not in the set")
+        return messages
+
     def summary(self):
         lines = [f"{len(self.blocks)} blocks, {self.n} primal entries, "
                  f"{self.operator.shape[0]} consistency rows, {self.n_variables} variable entries"]
@@ -148,21 +192,44 @@ def _selection_entries(A, c, var_slot):
     return cols - off
 
 
-def _flatten_constraints(constraints):
+def flatten_constraints(constraints):
+    """One flat list of constraints: nested lists and objects' ``.constraints`` lists expanded."""
     out = []
     for c in constraints:
         if isinstance(c, (list, tuple)):
-            out.extend(_flatten_constraints(c))
+            out.extend(flatten_constraints(c))
         elif hasattr(c, "constraints") and not isinstance(c, (ConvexSet, Equality)):
-            out.extend(_flatten_constraints(c.constraints))
+            out.extend(flatten_constraints(c.constraints))
         else:
             out.append(c)
     return out
 
 
+def _split_fixed_constraints(sets, equalities):
+    """(sets, equalities, fixed): the constraints with variables, and those without.
+
+    A set without variables must have a membership test (``contains``) to be
+    checked at each solve; a user-defined set without one is refused here.
+    """
+    fixed = []
+    for cset in sets:
+        if not cset.expr._has_vars:
+            if type(cset).contains is ConvexSet.contains:
+                raise ModelError(
+                    f"{cset!r}: the constrained expression {cset.expr!r} has no variables, so the constraint is "
+                    f"true or false for the data alone, but {type(cset).__name__} has no membership test "
+                    "(contains) to tell which: implement contains(point, tol), or leave the constraint out"
+                )
+            fixed.append(cset)
+    fixed.extend(eq for eq in equalities if not eq.expr._has_vars)
+    kept_sets = [c for c in sets if c.expr._has_vars]
+    kept_equalities = [eq for eq in equalities if eq.expr._has_vars]
+    return kept_sets, kept_equalities, fixed
+
+
 def compile_problem(objective_expr, sign, constraints):
     """Compile ``min sign * objective_expr`` over ``constraints`` (see module docs)."""
-    constraints = _flatten_constraints(constraints)
+    constraints = flatten_constraints(constraints)
     sets, equalities = [], []
     for i, c in enumerate(constraints):
         if isinstance(c, ConvexSet):
@@ -176,6 +243,9 @@ def compile_problem(objective_expr, sign, constraints):
             )
         else:
             raise ModelError(f"constraint #{i} ({c!r}) is neither a set (fm.ConvexSet) nor an equality (expr == expr)")
+
+    # 0b. constraints without variables constrain no block: kept aside, checked at each solve
+    sets, equalities, fixed = _split_fixed_constraints(sets, equalities)
 
     # 1. variables and their slots in v
     variables, seen = [], set()
@@ -346,4 +416,4 @@ def compile_problem(objective_expr, sign, constraints):
     objective = BlockObjective(SmoothFunction(objective_expr, var_layout), sign, copy_map)
     return CompiledProblem(blocks=blocks, n=n, variables=variables, var_layout=var_layout, graph=graph,
                            operator=operator, copy_map=copy_map, objective=objective,
-                           equalities=equalities, parametric=parametric)
+                           equalities=equalities, parametric=parametric, fixed_constraints=fixed)

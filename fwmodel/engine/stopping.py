@@ -26,12 +26,13 @@ iterates, the iteration count and the relative accuracy unchanged.
 
   an upper bound on f(x_ref) - min f over the sets, so (1) asks for the
   gap to shrink to ``tol`` times the objective's own range from that point.
-  It also takes the FW gap of L(., y) at the first iterate of the solve when
-  that is larger (an equality-constrained problem starting far from
-  feasibility, where the penalty term dominates), and, while both are zero
-  (the reference point minimizes f over the sets but violates M x = b), the
-  first positive gap seen. It is computed at the reference point, not at a
-  warm-started iterate, so a warm start keeps the scale of a cold solve.
+  Only f counts, not the penalty and dual terms of L: at a starting point
+  far from M x = b they can be thousands of times larger and would make (1)
+  loose. When G_ref = 0 (x_ref minimizes f over the product of the sets but
+  violates M x = b), the same FW gap of f is taken at the iterates, the
+  first time it is positive. The scale is measured at the reference point,
+  not at a warm-started iterate, so a warm start keeps the scale of a cold
+  solve (and follows a changed Parameter).
 
 * ``feasibility_scale``: the size of the sets, measured by the norms seen:
   ||b||, ||x_ref|| and ||s_ref|| (s_ref the product vertex returned by the
@@ -60,11 +61,27 @@ def reference_point(blocks, n):
     return x_ref
 
 
+def objective_gap(blocks, x, grad_f, with_vertex=False):
+    """The FW gap of f over the product of the sets: <grad f, x> - sum_k min_{s in X_k} <grad_k f, s>.
+
+    With ``with_vertex``, also the product vertex s of the LMOs (a flat vector).
+    """
+    s = np.zeros_like(x) if with_vertex else None
+    gap = dot(x, grad_f)
+    for blk in blocks:
+        atom = blk.lmo(grad_f[blk.slice])
+        gap -= atom.dot(grad_f[blk.slice])
+        if with_vertex:
+            atom.add_to(s[blk.slice], 1.0)
+    return (gap, s) if with_vertex else gap
+
+
 class StoppingRule:
     """Tests (1) and (2) of the module docstring and keeps the two scales.
 
-    Build it with :meth:`from_reference`; then call :meth:`observe_gap` and
-    :meth:`observe_point` on every iterate before :meth:`met`.
+    Build it with :meth:`from_reference`; then, on every iterate, call
+    :meth:`observe_point` (and :meth:`observe_objective_gap` while
+    :attr:`needs_objective_scale`) before :meth:`met`.
     """
 
     def __init__(self, tol, feas_tol, objective_scale, feasibility_scale):
@@ -72,7 +89,6 @@ class StoppingRule:
         self.feas_tol = feas_tol
         self.objective_scale = objective_scale
         self.feasibility_scale = feasibility_scale
-        self._first_gap_seen = False
 
     @classmethod
     def from_reference(cls, tol, feas_tol, objective, blocks, Mop, b, x_ref, grad_ref=None):
@@ -83,12 +99,7 @@ class StoppingRule:
         """
         if grad_ref is None:
             _, grad_ref = objective.value_and_grad(x_ref)
-        s_ref = np.zeros_like(x_ref)
-        gap = dot(x_ref, grad_ref)
-        for blk in blocks:
-            atom = blk.lmo(grad_ref[blk.slice])
-            gap -= atom.dot(grad_ref[blk.slice])
-            atom.add_to(s_ref[blk.slice], 1.0)
+        gap, s_ref = objective_gap(blocks, x_ref, grad_ref, with_vertex=True)
         objective_scale = float(gap) if math.isfinite(gap) and gap > 0 else 0.0
         norms = [norm(b), norm(x_ref), norm(s_ref)]
         if Mop.shape[0]:
@@ -97,13 +108,15 @@ class StoppingRule:
         return cls(tol, feas_tol, objective_scale, feasibility_scale)
 
     # ------------------------------------------------------------ updates
-    def observe_gap(self, gap):
-        """The FW gap at an iterate: the first one (or the first positive one) may raise the scale."""
-        if not math.isfinite(gap) or gap <= 0:
-            return
-        if not self._first_gap_seen or self.objective_scale == 0.0:
-            self.objective_scale = max(self.objective_scale, float(gap))
-        self._first_gap_seen = True
+    @property
+    def needs_objective_scale(self):
+        """True while G_ref = 0 and no iterate has given a positive FW gap of f yet."""
+        return self.objective_scale == 0.0
+
+    def observe_objective_gap(self, gap_f):
+        """The FW gap of f (not of L) at an iterate: the first positive one becomes the scale."""
+        if self.objective_scale == 0.0 and math.isfinite(gap_f) and gap_f > 0:
+            self.objective_scale = float(gap_f)
 
     def observe_point(self, x_norm):
         """||x_t|| of an iterate: the feasibility scale is the largest norm seen."""

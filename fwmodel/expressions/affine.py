@@ -34,9 +34,12 @@ from .core import (
     broadcast_shapes,
     constant_sign,
     flip_curvature,
+    flip_sign,
+    product_sign,
     scale_curvature,
     shape_size,
     short_repr,
+    sum_sign,
     uniform_value,
 )
 
@@ -306,6 +309,9 @@ class AddExpression(Expression):
     _writes_out = True
     _prec = PREC_ADD
 
+    def _sign_rule(self, signs):
+        return sum_sign(sg if k > 0 else flip_sign(sg) for sg, k in zip(signs, self.signs))
+
     def __init__(self, args, signs):
         args = [as_expression(a) for a in args]
         shape = broadcast_shapes(args, "cannot add or subtract")
@@ -390,6 +396,9 @@ class NegExpression(Expression):
     _writes_out = True
     _prec = PREC_NEG
 
+    def _sign_rule(self, signs):
+        return flip_sign(signs[0])
+
     def __init__(self, arg):
         arg = as_expression(arg)
         super().__init__([arg], arg.shape)
@@ -461,6 +470,9 @@ class MultiplyExpression(Expression):
     _prec = PREC_MUL
     _op = "*"
 
+    def _sign_rule(self, signs):
+        return product_sign(*signs)
+
     def __init__(self, a, b):
         a, b = as_expression(a), as_expression(b)
         shape = broadcast_shapes([a, b], self._op)
@@ -518,6 +530,10 @@ class DivideExpression(MultiplyExpression):
     """Elementwise ``a / b`` for a constant ``b``."""
 
     _op = "/"
+
+    def _sign_rule(self, signs):
+        # 1 / b has the sign of b (a zero divisor gives no sign)
+        return product_sign(signs[0], "unknown" if signs[1] == "zero" else signs[1])
 
     def __init__(self, a, b):
         super().__init__(a, b)
@@ -583,6 +599,9 @@ class MatMulExpression(Expression):
 
     _prec = PREC_MUL
     _keeps_sparse = True
+
+    def _sign_rule(self, signs):
+        return product_sign(*signs)  # each entry sums same-signed products
 
     def __init__(self, a, b):
         a, b = as_expression(a), as_expression(b)
@@ -719,6 +738,9 @@ class IndexExpression(Expression):
 
     _prec = PREC_POSTFIX
 
+    def _sign_rule(self, signs):
+        return sum_sign(signs)  # adds, selects or rearranges entries: signs carry over
+
     def __init__(self, arg, key):
         arg = as_expression(arg)
         key, basic = _normalize_key(arg, key)
@@ -785,6 +807,9 @@ class TransposeExpression(Expression):
 
     _prec = PREC_POSTFIX
 
+    def _sign_rule(self, signs):
+        return sum_sign(signs)  # adds, selects or rearranges entries: signs carry over
+
     def __init__(self, arg, axes):
         arg = as_expression(arg)
         super().__init__([arg], tuple(arg.shape[a] for a in axes))
@@ -840,6 +865,9 @@ class ReshapeExpression(Expression):
     """The entries of ``arg`` in C order, in a new shape."""
 
     _prec = PREC_ATOM
+
+    def _sign_rule(self, signs):
+        return sum_sign(signs)  # adds, selects or rearranges entries: signs carry over
 
     def __init__(self, arg, shape):
         arg = as_expression(arg)
@@ -938,6 +966,9 @@ class SumExpression(Expression):
 
     _prec = PREC_ATOM
 
+    def _sign_rule(self, signs):
+        return sum_sign(signs)  # adds, selects or rearranges entries: signs carry over
+
     def __init__(self, arg, axes, keepdims=False):
         arg = as_expression(arg)
         self.axes = tuple(axes)
@@ -995,6 +1026,9 @@ class TraceExpression(Expression):
 
     _prec = PREC_ATOM
 
+    def _sign_rule(self, signs):
+        return sum_sign(signs)  # adds, selects or rearranges entries: signs carry over
+
     def __init__(self, arg):
         arg = as_expression(arg)
         if arg.ndim != 2:
@@ -1034,6 +1068,9 @@ class ConcatenateExpression(Expression):
     """Arguments joined along ``axis`` (as ``numpy.concatenate``)."""
 
     _prec = PREC_ATOM
+
+    def _sign_rule(self, signs):
+        return sum_sign(signs)  # adds, selects or rearranges entries: signs carry over
 
     def __init__(self, args, axis, label="concatenate", display=None):
         args = [as_expression(a) for a in args]

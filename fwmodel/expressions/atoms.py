@@ -70,6 +70,13 @@ class Atom(Expression):
     #: Name shown in ``repr``.
     name = "atom"
 
+    #: True for atoms whose value is >= 0 everywhere (squares, exp, logistic,
+    #: huber): their sign is known even when their argument's is not.
+    nonnegative = False
+
+    def _sign_rule(self, signs):
+        return "nonneg" if self.nonnegative else "unknown"
+
     def _compute_affine(self):
         # An atom of constants is a constant; otherwise it is nonlinear.
         return not self._has_vars
@@ -103,6 +110,7 @@ class SumSquaresExpression(Atom):
 
     name = "sum_squares"
     quadratic = True
+    nonnegative = True
 
     def __init__(self, arg):
         super().__init__([arg], ())
@@ -131,6 +139,7 @@ class SquareExpression(Atom):
 
     name = "square"
     quadratic = True
+    nonnegative = True
 
     def __init__(self, arg):
         arg = as_expression(arg)
@@ -180,10 +189,13 @@ class QuadFormExpression(Atom):
                 f"{x.shape}, got {P.shape}"
             )
         super().__init__([x, P], ())
-        # Check a constant P once; a Parameter is checked when curvature is asked.
+        # Check fixed data once; an expression of Parameters counts as PSD only
+        # when it is a Parameter declared psd=True (see _curvature_rule).
         self._definiteness = None
         if isinstance(P, Constant):
             self._definiteness = _check_quad_matrix(x, P._data)
+        elif not P._has_params:
+            self._definiteness = _check_quad_matrix(x, P.value)
 
     def _forward_aux(self, vals):
         u, P = vals
@@ -209,12 +221,10 @@ class QuadFormExpression(Atom):
             return UNKNOWN
         kind = self._definiteness
         if kind is None:  # a Parameter (or an expression of parameters)
+            # Its value may change after the model is built: only a declared
+            # psd=True holds for every value (as in CVXPY), not the current one.
             P = self.args[1]
-            if isinstance(P, Parameter) and P.psd:
-                kind = "psd"
-            else:
-                value = P.value
-                kind = "unknown" if value is None else matrix_definiteness(value)
+            kind = "psd" if isinstance(P, Parameter) and P.psd else "unknown"
         if kind in ("psd", "unchecked"):
             return CONVEX
         if kind == "nsd":
@@ -255,6 +265,7 @@ class LogisticExpression(Atom):
 
     name = "logistic"
     monotone = True
+    nonnegative = True
 
     def __init__(self, arg):
         arg = as_expression(arg)
@@ -337,6 +348,7 @@ class HuberExpression(Atom):
     """Elementwise Huber function: ``u**2`` for ``|u| <= M``, ``2M|u| - M**2`` beyond."""
 
     name = "huber"
+    nonnegative = True
 
     def __init__(self, arg, M):
         arg = as_expression(arg)
@@ -381,6 +393,7 @@ class ExpExpression(Atom):
 
     name = "exp"
     monotone = True
+    nonnegative = True
 
     def __init__(self, arg):
         arg = as_expression(arg)

@@ -161,30 +161,68 @@ def scale_curvature(curvature, sign):
     return UNKNOWN
 
 
-def constant_sign(expr):
-    """Sign of an expression without variables: 'nonneg', 'nonpos', 'zero' or 'unknown'.
-
-    A Parameter's declared sign (``nonneg=True`` / ``nonpos=True``) wins; any
-    other constant expression is judged by its current value, and is
-    'unknown' while a parameter in it has no value.
-    """
-    if isinstance(expr, Parameter):
-        if expr.nonneg:
-            return "nonneg"
-        if expr.nonpos:
-            return "nonpos"
-    if isinstance(expr, Constant) and expr.is_sparse:
-        data = expr._data.data
-    else:
-        data = expr.value
-        if data is None:
-            return "unknown"
-        data = np.asarray(data)
+def value_sign(data):
+    """Sign of fixed data (a dense array, a number or a sparse matrix): 'nonneg', 'nonpos', 'zero' or 'unknown'."""
+    if sp.issparse(data):
+        data = data.data  # the implicit zeros change no sign
+    data = np.asarray(data)
     nonneg = bool(np.all(data >= 0))
     nonpos = bool(np.all(data <= 0))
     if nonneg and nonpos:
         return "zero"
     return "nonneg" if nonneg else ("nonpos" if nonpos else "unknown")
+
+
+def flip_sign(sign):
+    """Sign of the negation."""
+    return {"nonneg": "nonpos", "nonpos": "nonneg"}.get(sign, sign)
+
+
+def product_sign(a, b):
+    """Sign of a product (elementwise or matrix: a sum of same-signed products) of factors of signs a and b."""
+    if "zero" in (a, b):
+        return "zero"
+    if "unknown" in (a, b):
+        return "unknown"
+    return "nonneg" if a == b else "nonpos"
+
+
+def sum_sign(signs):
+    """Sign of a sum (or a stack, or a selection) of terms of the given signs."""
+    signs = set(signs) - {"zero"}
+    if not signs:
+        return "zero"
+    return signs.pop() if len(signs) == 1 else "unknown"
+
+
+def constant_sign(expr):
+    """Sign of an expression without variables: 'nonneg', 'nonpos', 'zero' or 'unknown'.
+
+    Fixed data (constants, and expressions of constants only) is judged by
+    its value, which never changes. A Parameter's value may change after the
+    model is built, so, as in CVXPY, its sign is the one it declares
+    (``nonneg=True`` / ``nonpos=True``) and is 'unknown' otherwise, whatever
+    its current value; an expression of Parameters gets its sign from the
+    sign rules of its nodes (``_sign_rule``: ``2 * p`` and ``p[0]`` keep
+    the sign of ``p``, ``-p`` flips it, ...). A DCP verdict such as "convex"
+    for ``lam * fm.sum_squares(x)`` therefore holds for every value the
+    Parameters may take.
+    """
+    if not expr._has_params:
+        if isinstance(expr, Constant) and expr.is_sparse:
+            return value_sign(expr._data)
+        data = expr.value
+        return "unknown" if data is None else value_sign(data)
+    signs = {}
+    for node in expr._postorder():
+        if not node._has_params:
+            continue  # judged by value below, only where a node with parameters uses it
+        if isinstance(node, Parameter):
+            signs[id(node)] = node.declared_sign
+            continue
+        arg_signs = [signs[id(a)] if a._has_params else constant_sign(a) for a in node.args]
+        signs[id(node)] = node._sign_rule(arg_signs)
+    return signs[id(expr)]
 
 
 def evaluate_nodes(order):
@@ -358,13 +396,45 @@ class Expression:
     def curvature(self):
         """'constant', 'affine', 'convex', 'concave' or 'unknown' (DCP rules).
 
-        Recomputed on each access: the sign of a Parameter coefficient (and so
-        the curvature of ``lam * sum_squares(x)``) may change with its value.
+        It depends on fixed data and on the Parameters' declared properties
+        only, never on their current values (see :func:`constant_sign`), so
+        the verdict holds at every solve whatever values they take.
         """
         memo = {}
         for node in self._postorder():
             memo[id(node)] = node._curvature_rule([memo[id(a)] for a in node.args])
         return memo[id(self)]
+
+    def undeclared_parameters(self):
+        """Parameters whose undeclared sign (or definiteness) keeps DCP from a verdict, with the fix.
+
+        A list of ``(parameter, property, declaration)`` triples, e.g.
+        ``(lam, "sign", "nonneg=True or nonpos=True")`` for
+        ``lam * fm.sum_squares(x)`` with an unsigned ``lam``, or
+        ``(P, "definiteness", "psd=True")`` for ``fm.quad_form(x, P)``; used by
+        error messages to say what to declare.
+        """
+        memo, found, seen = {}, [], set()
+
+        def note(params, property_, declaration):
+            for p in params:
+                if id(p) not in seen and not (p.nonneg or p.nonpos or p.psd):
+                    seen.add(id(p))
+                    found.append((p, property_, declaration))
+
+        for node in self._postorder():
+            memo[id(node)] = node._curvature_rule([memo[id(a)] for a in node.args])
+            if not node._has_vars or not node._has_params:
+                continue
+            vpos = getattr(node, "_vpos", None)  # products: one side with variables, one coefficient
+            if vpos is not None and len(node.args) == 2:
+                coefficient = node.args[1 - vpos]
+                if memo[id(node.args[vpos])] in (CONVEX, CONCAVE) and coefficient._has_params \
+                        and constant_sign(coefficient) == "unknown":
+                    note(coefficient.parameters(), "sign", "nonneg=True or nonpos=True")
+            elif getattr(node, "name", None) == "quad_form" and node.args[1]._has_params:
+                note(node.args[1].parameters(), "definiteness", "psd=True")
+        return found
 
     def is_convex(self):
         """True when DCP proves the expression convex (affine included)."""
@@ -379,6 +449,16 @@ class Expression:
         if not self._has_vars:
             return CONSTANT
         return add_curvatures(curvatures)
+
+    def _sign_rule(self, signs):
+        """Sign of this node (without variables) from its arguments' signs.
+
+        Used for expressions of Parameters (:func:`constant_sign`). The
+        default, 'unknown', is always safe; operations that add, select or
+        rearrange entries override it with :func:`sum_sign`, products with
+        :func:`product_sign`.
+        """
+        return "unknown"
 
     # ---------------------------------------------------------------- value
     @property
@@ -639,6 +719,11 @@ class Variable(Leaf):
         super().__init__(shape)
         self.id = next(_leaf_ids)
         self.name = str(name) if name is not None else f"var{self.id}"
+        if self._size == 0:
+            # CVXPY allows empty variables; here every variable must lie in a set,
+            # and a set needs entries: refuse it now, by name, not deep in a solve
+            raise ModelError(f"{self._describe()} has no entries: a variable needs at least one entry "
+                             "(every dimension >= 1)")
         self._has_vars = True
         self._value = None
 
@@ -667,9 +752,13 @@ class Parameter(Leaf):
     Its value is read whenever the expression is evaluated. Optional
     keyword-only attributes declare properties that DCP can rely on whatever
     the value: ``nonneg`` / ``nonpos`` (its sign, so that
-    ``lam * fm.sum_squares(x)`` stays convex) and ``psd`` (a symmetric
-    positive semidefinite matrix, for ``fm.quad_form(x, P)``). Declared
-    properties are checked each time the value is set.
+    ``lam * fm.sum_squares(x)`` is convex) and ``psd`` (a symmetric
+    positive semidefinite matrix, for ``fm.quad_form(x, P)``). As in CVXPY,
+    nothing else is assumed: an undeclared Parameter has no sign (whatever
+    its current value), so ``lam * fm.sum_squares(x)`` with an unsigned
+    ``lam`` is refused in an objective. Declared properties are checked each
+    time the value is set, and the signs again at each solve; ``value`` is a
+    read-only array (assign a new one to change it).
     """
 
     def __init__(self, shape=(), name=None, value=None, *, nonneg=False, nonpos=False, psd=False):
@@ -687,7 +776,18 @@ class Parameter(Leaf):
             self.value = value
 
     @property
+    def declared_sign(self):
+        """'nonneg', 'nonpos' or 'unknown': the sign DCP may rely on, whatever the value."""
+        return "nonneg" if self.nonneg else ("nonpos" if self.nonpos else "unknown")
+
+    @property
     def value(self):
+        """The current value: a read-only array of ``shape`` (a float for shape ()), or None.
+
+        Read-only because the declared properties (``nonneg``, ``nonpos``,
+        ``psd``) are checked when a value is set: change the value by
+        assigning a new array (``p.value = new``), not by editing it in place.
+        """
         if self._value is None:
             return None
         if self._shape == ():
@@ -700,13 +800,36 @@ class Parameter(Leaf):
             self._value = None
             return
         arr = self._check_value(value, finite=True)
-        if self.nonneg and np.any(arr < 0):
-            raise ValueError(f"{self._describe()}: declared nonneg but the value has negative entries")
-        if self.nonpos and np.any(arr > 0):
-            raise ValueError(f"{self._describe()}: declared nonpos but the value has positive entries")
-        if self.psd and matrix_definiteness(arr) != "psd":
-            raise ValueError(f"{self._describe()}: declared psd but the value is not symmetric positive semidefinite")
+        self._check_declared(arr, ValueError)
+        arr.setflags(write=False)  # see the getter: no in-place edits past the checks
         self._value = arr
+
+    def __setstate__(self, state):
+        # pickle does not keep the read-only flag of the value array
+        self.__dict__.update(state)
+        if self._value is not None:
+            self._value.setflags(write=False)
+
+    def _check_declared(self, arr, error, psd=True):
+        """Raise ``error`` naming the parameter when ``arr`` breaks its declared sign (or psd)."""
+        if self.nonneg and np.any(arr < 0):
+            raise error(f"{self._describe()}: declared nonneg but the value has negative entries")
+        if self.nonpos and np.any(arr > 0):
+            raise error(f"{self._describe()}: declared nonpos but the value has positive entries")
+        if psd and self.psd and matrix_definiteness(arr) != "psd":
+            raise error(f"{self._describe()}: declared psd but the value is not symmetric positive semidefinite")
+
+    def check_value_at_solve(self):
+        """Raise ModelError naming the parameter when it has no value or its value breaks its declared sign.
+
+        Called by every solve: a problem's convexity may rest on the declared
+        sign, and the value array could have been made writable and edited
+        since it was set. (A declared psd is checked when the value is set:
+        the eigenvalue test is too costly to repeat at each solve.)
+        """
+        if self._value is None:
+            raise ModelError(f"parameter {self.name} has no value: set {self.name}.value before solving")
+        self._check_declared(self._value, ModelError, psd=False)
 
     def _leaf_data(self):
         return self._value

@@ -165,12 +165,7 @@ class _Analysis:
         for g in self.gradient:
             _check_formula(sp, g, f"the derivative of {self.text}", self._to_user)
 
-        def compile_(exprs):
-            return sp.lambdify(self.dummies, exprs, modules=["scipy", "numpy"], cse=True)
-
-        self.value_fn = compile_(f)
-        self.grad_fn = compile_(list(self.gradient))
-        self.hess_fn = compile_(list(self.hessian))
+        self._compile_functions()
         self.quadratic = bool(f.is_polynomial(*self.dummies)) and sp.Poly(f, *self.dummies).total_degree() <= 2
         self.kind, self.reason, self.warning = self._classify(sp)
         self._monotone = {}
@@ -178,6 +173,29 @@ class _Analysis:
         self.slopes = None
         if self.kind == AFFINE:
             self.slopes = tuple(float(sp.simplify(g)) for g in self.gradient)
+
+    def _compile_functions(self):
+        """The value, the gradient and the Hessian entries as NumPy functions (``sympy.lambdify``)."""
+        import sympy as sp
+
+        def compile_(exprs):
+            return sp.lambdify(self.dummies, exprs, modules=["scipy", "numpy"], cse=True)
+
+        self.value_fn = compile_(self.expr)
+        self.grad_fn = compile_(list(self.gradient))
+        self.hess_fn = compile_(list(self.hessian))
+
+    # ------------------------------------------------------------ pickling
+    # The lambdified functions are generated code that pickle cannot store:
+    # keep the SymPy expressions (which pickle) and compile them again on load.
+    _COMPILED = ("value_fn", "grad_fn", "hess_fn")
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k not in self._COMPILED}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._compile_functions()
 
     # ------------------------------------------------------------ convexity
     def _domain_text(self):

@@ -175,6 +175,12 @@ def map_inference(graph, theta_nodes, theta_edges, *, smoothing=0.0, gap_tol=1e-
     >>> res = fm.map_inference(G, theta_nodes, 0.5 * np.eye(3))
     >>> res.labels, res.energy, res.gap
     """
+    for name, value in (("smoothing", smoothing), ("gap_tol", gap_tol)):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) \
+                or not 0 <= value < np.inf:
+            raise ModelError(f"map_inference: {name} must be a finite number >= 0, got {value!r}")
+    if isinstance(check_every, (bool, np.bool_)) or not isinstance(check_every, (int, np.integer)) or check_every < 0:
+        raise ModelError(f"map_inference: check_every must be an integer >= 0, got {check_every!r}")
     theta_nodes = np.asarray(theta_nodes, dtype=float)
     if isinstance(graph, LocalMarginalPolytope):
         lmp = graph

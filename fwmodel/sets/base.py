@@ -97,6 +97,11 @@ class ConvexSet:
                 raise ModelError(
                     f"{type(self).__name__}.lmo returned shape {vertex.shape}, expected {tuple(self.shape)}"
                 )
+        if not np.isfinite(vertex).all() and np.isfinite(direction).all():
+            raise ModelError(
+                f"{type(self).__name__}.lmo returned NaN or infinite entries for a finite direction: "
+                "a vertex of a bounded set is finite"
+            )
         return DenseAtom(vertex.ravel())
 
     def initial_atom(self):
@@ -143,12 +148,10 @@ class ConvexSet:
 
 
 def check_nonnegative(name, value, owner, strict=False):
-    """Validate a scalar set parameter; raise ValueError naming it."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{owner}: {name} must be a number, got {value!r}") from None
-    if not np.isfinite(v) or v < 0 or (strict and v == 0):
-        bound = "positive" if strict else "nonnegative"
-        raise ValueError(f"{owner}: {name} must be finite and {bound}, got {value!r}")
-    return v
+    """Validate a scalar set parameter (a radius, a total); ModelError naming it.
+
+    See :func:`fwmodel.sets._common.check_number` for what is refused.
+    """
+    from ._common import check_number
+
+    return check_number(owner, name, value, sign="positive" if strict else "nonneg")

@@ -3,28 +3,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import as_direction, as_flat_direction, as_point
+from ..errors import ModelError
+from ._common import as_direction, as_flat_direction, as_point, check_number_array
 from .atoms import DenseAtom
 from .base import ConvexSet, check_nonnegative
 
 
 def _bound(name, value, shape):
-    """A finite bound: a float when given as a number, else an array of ``shape``."""
-    try:
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"Box: {name} must be a number or an array of numbers, got {value!r}") from None
-    try:
-        full = np.broadcast_to(arr, shape)
-    except ValueError:
-        raise ValueError(
-            f"Box: {name} of shape {arr.shape} does not broadcast to the expression shape {shape}"
-        ) from None
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"Box: {name} must be finite (the set must be bounded)")
-    if arr.ndim == 0:
-        return float(arr)
-    return np.ascontiguousarray(full, dtype=float)
+    """A finite bound: a float when given as a number, else an array of ``shape``.
+
+    Validated by :func:`~fwmodel.sets._common.check_number_array` (numbers
+    only, finite, at most ``MAX_DATA_MAGNITUDE`` in magnitude, broadcasting
+    to the expression's shape).
+    """
+    return check_number_array("Box", name, value, shape)
 
 
 class Box(ConvexSet):
@@ -53,7 +45,9 @@ class Box(ConvexSet):
         self._hi = self.upper if isinstance(self.upper, float) else self.upper.ravel()
         gap = np.asarray(self._hi) - np.asarray(self._lo)
         if np.any(gap < 0):
-            raise ValueError("Box: lower must be <= upper in every entry (lower > upper somewhere)")
+            first = int(np.flatnonzero(np.broadcast_to(gap < 0, (self.size,)))[0])
+            raise ModelError(f"{type(self).__name__}: lower must be <= upper in every entry, but lower > upper "
+                             f"at flat index {first} (for {self.expr!r})")
         # Coordinates with lower == upper take the same value either way; mask
         # them out of the key so that equal vertices get equal keys.
         self._free = None if np.all(gap > 0) else np.broadcast_to(gap > 0, (self.size,)).copy()

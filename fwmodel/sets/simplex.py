@@ -5,7 +5,7 @@ import operator
 
 import numpy as np
 
-from ._common import as_direction, as_flat_direction, as_point, dense_vertex
+from ._common import as_direction, as_flat_direction, as_point, check_flag, dense_vertex
 from .atoms import SparseAtom
 from .base import ConvexSet, check_nonnegative
 
@@ -55,7 +55,7 @@ class Simplex(ConvexSet):
     def __init__(self, expr, total=1.0, axis=None, equality=True):
         super().__init__(expr)
         self.total = check_nonnegative("total", total, "Simplex")
-        self.equality = bool(equality)
+        self.equality = check_flag("Simplex", "equality", equality)
         shape = tuple(self.shape)
         ndim = len(shape)
         if ndim == 0:

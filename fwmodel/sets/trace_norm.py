@@ -6,7 +6,7 @@ from scipy.linalg import blas
 
 from .._fastest import FasterOf
 from ..errors import ModelError
-from ._common import as_direction, as_flat_direction, as_point
+from ._common import as_direction, as_flat_direction, as_point, check_flag
 from .atoms import RankOneAtom
 from .base import ConvexSet, check_nonnegative
 
@@ -223,8 +223,8 @@ class TraceNormBall(ConvexSet):
             raise ModelError(
                 f"TraceNormBall: the expression must be a matrix (2-D), got shape {shape} for {self.expr!r}"
             )
-        self.psd = bool(psd)
-        self.symmetric = bool(symmetric) or self.psd
+        self.psd = check_flag("TraceNormBall", "psd", psd)
+        self.symmetric = check_flag("TraceNormBall", "symmetric", symmetric) or self.psd
         if self.symmetric and shape[0] != shape[1]:
             what = "psd=True" if self.psd else "symmetric=True"
             raise ModelError(
