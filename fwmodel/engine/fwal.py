@@ -418,22 +418,7 @@ def minimize_fwal(
             ctx.lam = lam_value
             ctx.gap_target = stopping.gap_target() / len(blocks)
             ctx.lazy_allowed = t % LAZY_CHECK_EVERY != 0
-            proposals = []
-            gap = 0.0
-            gap_known = True  # False when a lazy step skipped its LMO (gap estimated)
-            for k, blk in enumerate(blocks):
-                xk, gk = x[blk.slice], grad[blk.slice]
-                if steps[k] is None:  # a projection block: its FW gap only
-                    gap += dot(xk, gk) - blk.lmo(gk).dot(gk)
-                    proposals.append(None)
-                    continue
-                p = steps[k].propose(xk, gk, ctx)
-                proposals.append(p)
-                if p.gap is None:
-                    gap_known = False
-                    gap += steps[k].phi
-                else:
-                    gap += p.gap
+            proposals, gap, gap_known = _propose(steps, blocks, x, grad, ctx)
             feas = float(norm(r))
             x_norm = float(norm(x))
             feas_rel = feas / max(1.0, x_norm, b_norm)  # the documented stats value, not the stopping scale
@@ -493,22 +478,10 @@ def minimize_fwal(
                                                   lam_value, cols, curvature_fn, quadratic, line_search,
                                                   backtracking, ctx)
                 proposals = [taken.get(k, p) for k, p in enumerate(proposals)]
-            drop = False
-            for k, p in enumerate(proposals):
-                if p is None:
-                    continue
-                step_counts[p.kind] += 1
-                gm = moved.get(k, 0.0)
-                steps[k].commit(p, gm)
-                if p.kind in ("away", "pairwise") and not p.prescaled and gm >= p.gamma_max * (1 - 1e-12):
-                    drop = True
-                if k in faces and gm > 0:
-                    faces[k].fw_update(p.fw_atom, gm)
-            if drop:
-                step_counts["drop"] += 1
+            drop = _commit(proposals, moved, steps, faces, step_counts)
             # release this step's full-size temporaries before the next gradient
             # (at d = 4000 each product-space vector is 256 MB)
-            grad = dual_term = g = xk = gk = p = proposals = None
+            grad = dual_term = g = proposals = None
             f, g = objective.value_and_grad(x)
             if proj_blocks:
                 f, g, moved = _projection_step(proj_blocks, blocks, objective, Mop, m, x, r, y, lam_value, f, g,
@@ -820,6 +793,53 @@ def _projection_step(proj_blocks, blocks, objective, Mop, m, x, r, y, lam, f, g,
         r += Md
     f, g = objective.value_and_grad(x)
     return f, g, True
+
+
+def _propose(steps, blocks, x, grad, ctx):
+    """Every block's proposal at x, and the FW gap of L(., y) (paper OPT2) summed over the blocks.
+
+    Returns (proposals, gap, gap_known): a block that moves by projections
+    (no step object) contributes its FW gap and proposes nothing; a lazy step
+    that skipped its LMO contributes its last measured gap, and then
+    ``gap_known`` is False (the stopping rule waits for a measured gap).
+    """
+    proposals, gap, gap_known = [], 0.0, True
+    for k, blk in enumerate(blocks):
+        xk, gk = x[blk.slice], grad[blk.slice]
+        if steps[k] is None:
+            gap += dot(xk, gk) - blk.lmo(gk).dot(gk)
+            proposals.append(None)
+            continue
+        p = steps[k].propose(xk, gk, ctx)
+        proposals.append(p)
+        if p.gap is None:
+            gap_known = False
+            gap += steps[k].phi
+        else:
+            gap += p.gap
+    return proposals, gap, gap_known
+
+
+def _commit(proposals, moved, steps, faces, step_counts):
+    """Each step object updates its bookkeeping for the step its block took; True after a drop step.
+
+    A drop step (Alg. 1 line 11: the away or pairwise step went to its cap,
+    removing an atom) is counted once per iteration.
+    """
+    drop = False
+    for k, p in enumerate(proposals):
+        if p is None:
+            continue
+        step_counts[p.kind] += 1
+        gm = moved.get(k, 0.0)
+        steps[k].commit(p, gm)
+        if p.kind in ("away", "pairwise") and not p.prescaled and gm >= p.gamma_max * (1 - 1e-12):
+            drop = True
+        if k in faces and gm > 0:  # the low-rank block's atoms, for its in-face steps
+            faces[k].fw_update(p.fw_atom, gm)
+    if drop:
+        step_counts["drop"] += 1
+    return drop
 
 
 class _StepContext:
