@@ -394,13 +394,12 @@ class Problem:
         from .engine import Block
         from .engine.steps import SimplexGroups
         from .engine.inface import LowRankFace
-        from .sets import TraceNormBall
 
         def face(s):
-            # trace-norm balls expose their low-rank faces to in-face steps
-            if isinstance(s, TraceNormBall) and len(s.shape) == 2:
-                return LowRankFace(s.radius, s.psd, s.shape)
-            return None
+            # sets with low-rank faces (trace-norm balls) declare them: in-face steps
+            declared = getattr(s, "low_rank_face", None)
+            found = declared() if declared is not None else None
+            return None if found is None else LowRankFace(*found)
 
         def batched(s):
             # a product of many small polytopes (Simplex(axis=...) over a factor

@@ -24,6 +24,20 @@ Optional hooks a subclass may override:
   (sparse, rank-one, ...) instead of a dense vertex, to keep active sets small.
 - ``contains(point, tol)``: membership test, used by ``fm.check_lmo``.
 - ``reset()``: forget warm-start state (e.g. a Lanczos start vector).
+
+Declarations of structure the engine can exploit (a set offers them; no
+caller tests the set's type):
+
+- ``simplex_groups()``: ``(index, total)`` when the set is a product of
+  simplices (``index[g]`` the flat entries of group g): a pairwise step in
+  every group at once (:class:`~fwmodel.sets.simplex.Simplex`).
+- ``interval_bounds()``: flat ``(lower, upper)`` when the set is a box: a
+  Frank-Wolfe step in every coordinate (:class:`~fwmodel.sets.box.Box`).
+- ``low_rank_face()``: ``(radius, psd, shape)`` for sets whose faces are
+  low-rank matrices: in-face steps
+  (:class:`~fwmodel.sets.trace_norm.TraceNormBall`).
+- ``has_cheap_projection`` and ``project_flat(point)``: projected-gradient
+  steps (option ``projection``).
 """
 from __future__ import annotations
 
