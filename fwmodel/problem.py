@@ -289,6 +289,8 @@ class Problem:
         "interrupted" and a consistent answer: every copy of a variable in
         its set, ``prob.value`` the objective at ``var.value``, a history
         with equal-length columns, and a state ``warm_start=True`` resumes.
+        (During compilation and setup, before there is a first iterate, the
+        KeyboardInterrupt propagates and the previous answer is kept.)
         """
         unknown = sorted(set(options) - set(SOLVE_DEFAULTS))
         if unknown:

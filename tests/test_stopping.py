@@ -171,3 +171,38 @@ def test_objective_scale_when_the_start_minimizes_f_over_the_sets(scale):
     assert prob.stats.objective_scale > 0
     assert prob.value == pytest.approx(scale / n, rel=1e-4)
     assert np.allclose(x.value, 1.0 / n, atol=1e-3)
+
+
+def test_inface_steps_without_curvature_follow_the_scale():
+    """A non-quadratic objective (huber) over L1 ∩ trace-norm ball: the in-face trial step has no curvature
+    and is as long as the ball's radius, so the trajectory is the same in any units."""
+    rng = np.random.default_rng(0)
+    C = rng.standard_normal((8, 8))
+    normalized = []
+    for s in (1e-3, 1.0, 1e3):
+        X = fm.Variable((8, 8), name="X")
+        prob = fm.Problem(fm.Minimize(s * fm.sum(fm.huber(X - s * C, s * 1.0))),
+                          [fm.TraceNormBall(X, s * 3.0), fm.L1Ball(X, 10 * s)])
+        prob.solve(max_iter=150)
+        assert prob.stats.step_counts["inface"] > 0
+        normalized.append(prob.value / s ** 3)  # huber(s z, s M) = s^2 huber(z, M)
+    assert normalized == pytest.approx([normalized[1]] * 3, rel=1e-6)
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e-3])
+def test_feasibility_problem_with_a_constant_objective_stops_on_feasibility(scale):
+    """Minimize(0): f has no range (objective scale 0); x minimizes f everywhere, so the solve
+    stops once ||Mx - b|| is small, at the same relative accuracy at both scales."""
+    rng = np.random.default_rng(5)
+    n = 30
+    A = rng.standard_normal((3, n))
+    t = A @ (0.05 * rng.standard_normal(n))  # a point of the box and the ball satisfies A x = t
+    x = fm.Variable(n, name="x")
+    prob = fm.Problem(fm.Minimize(0.0 * fm.sum(x)),
+                      [fm.L1Ball(x, 2 * scale), fm.Box(x, -0.1 * scale, 0.1 * scale), A @ x == scale * t])
+    prob.solve(max_iter=3000)
+    assert prob.status == "optimal" and prob.stats.objective_scale == 0.0
+    assert prob.stats.feasibility <= 1e-4 * prob.stats.feasibility_scale
+    x_unit = x.value / scale
+    assert np.linalg.norm(A @ x_unit - t) <= 1e-3 * np.linalg.norm(t)
+    assert np.abs(x_unit).sum() <= 2 * (1 + 1e-3) and np.abs(x_unit).max() <= 0.1 * (1 + 1e-3)

@@ -423,20 +423,22 @@ def minimize_fwal(
             x_norm = float(norm(x))
             feas_rel = feas / max(1.0, x_norm, b_norm)  # the documented stats value, not the stopping scale
             stopping.observe_point(x_norm)
+            gap_f = None  # the FW gap of f alone, needed only while the objective scale is unknown
             if stopping.needs_objective_scale:  # rare: f's FW gap was 0 at the reference point
-                stopping.observe_objective_gap(objective_gap(blocks, x, g))
+                gap_f = objective_gap(blocks, x, g)
+                stopping.observe_objective_gap(gap_f)
             elapsed = time.perf_counter() - start
             eta_now = schedule.current
             history.append(iteration=t, time=elapsed, objective=f, fw_gap=gap, feasibility=feas,
                            feasibility_rel=feas_rel, lam=lam_value, eta=eta_now, step=_last_kind(step_counts))
             printer.row(t, f, gap, feas, stopping, lam_value, eta_now, elapsed, step_counts)
-            merit = stopping.merit(gap, feas)
+            merit = stopping.merit(gap, feas, gap_f)
             if best is None or merit < 0.5 * best[0]:
                 best = (merit, x.copy(), y.copy(), f, gap)
             if not np.isfinite(gap):
                 status, message = "diverged", "the Frank-Wolfe gap is not finite"
                 break
-            if gap_known and stopping.met(gap, feas):
+            if gap_known and stopping.met(gap, feas, gap_f):
                 status, message = "optimal", "FW gap and feasibility below tolerance"
                 break
             if callback is not None:
@@ -538,9 +540,13 @@ def _finish(status, message, objective, blocks, Mop, b, b_norm, stopping, x, y, 
         r = Mop.matvec(x) - b
         f, gap = _value_and_gap(objective, blocks, Mop, x, y, r, lam_value)
     feas = float(norm(r))
+    gap_f = None  # as in the loop: the FW gap of f, while the objective scale is unknown
+    if stopping.needs_objective_scale and np.isfinite(f):
+        gap_f = objective_gap(blocks, x, objective.value_and_grad(x)[1])
 
     # ---- return the best point found when the last one is not acceptable
-    final_merit = stopping.merit(gap, feas) if np.isfinite(gap) and np.isfinite(f) and np.isfinite(feas) else np.inf
+    final_merit = stopping.merit(gap, feas, gap_f) if np.isfinite(gap) and np.isfinite(f) and np.isfinite(feas) \
+        else np.inf
     if status != "optimal" and best is not None and best[0] < final_merit:
         x, y, f, gap = best[1].copy(), best[2].copy(), best[3], best[4]
         r = Mop.matvec(x) - b

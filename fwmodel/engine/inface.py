@@ -128,10 +128,12 @@ def inface_step(face, aset, x_block, g_block, merit):
     gnorm2 = float(np.sum(GC * GC))
     if gnorm2 == 0.0:
         return None
-    # Step length for the projected-gradient trial: the exact minimizer along -GC.
+    # Step length for the projected-gradient trial: the exact minimizer along -GC;
+    # without a curvature, a step as long as the ball's radius (the line search
+    # below shortens it), so that the step has the units of X at every scale.
     d0 = -(U @ GC @ V.T).ravel()
     slope0, curv0, _ = merit(d0)
-    tau = gnorm2 / curv0 if curv0 is not None and curv0 > 0 else 1.0 / max(np.sqrt(gnorm2), 1e-300)
+    tau = gnorm2 / curv0 if curv0 is not None and curv0 > 0 else face.radius / np.sqrt(gnorm2)
     if symmetric:
         C_new = _project_symmetric_nuclear(C - tau * GC, face.radius, face.psd)
     else:

@@ -30,7 +30,10 @@ iterates, the iteration count and the relative accuracy unchanged.
   far from M x = b they can be thousands of times larger and would make (1)
   loose. When G_ref = 0 (x_ref minimizes f over the product of the sets but
   violates M x = b), the same FW gap of f is taken at the iterates, the
-  first time it is positive. The scale is measured at the reference point,
+  first time it is positive; while it is 0, x minimizes f over the product
+  of the sets, so f(x) <= f* and (1) holds by that certificate (a
+  feasibility problem, with a constant f, then stops on (2) alone). The
+  scale is measured at the reference point,
   not at a warm-started iterate, so a warm start keeps the scale of a cold
   solve (and follows a changed Parameter).
 
@@ -130,8 +133,15 @@ class StoppingRule:
             return 0.0
         return value / scale if scale > 0 else math.inf
 
-    def gap_rel(self, gap):
-        """gap / objective_scale: (1) holds when this is <= tol."""
+    def gap_rel(self, gap, objective_gap=None):
+        """gap / objective_scale: (1) holds when this is <= tol.
+
+        ``objective_gap``: the FW gap of f at the same point, when known (it
+        is computed while the objective scale is 0); 0 there certifies
+        f(x) <= f*, so the ratio is 0.
+        """
+        if objective_gap is not None and objective_gap <= 0:
+            return 0.0
         return self._ratio(max(gap, 0.0), self.objective_scale)
 
     def feas_rel(self, feas):
@@ -146,9 +156,9 @@ class StoppingRule:
         """feas_tol * feasibility_scale: the ||Mx - b|| the solve has to reach."""
         return self.feas_tol * self.feasibility_scale
 
-    def met(self, gap, feas):
-        return self.gap_rel(gap) <= self.tol and self.feas_rel(feas) <= self.feas_tol
+    def met(self, gap, feas, objective_gap=None):
+        return self.gap_rel(gap, objective_gap) <= self.tol and self.feas_rel(feas) <= self.feas_tol
 
-    def merit(self, gap, feas):
+    def merit(self, gap, feas, objective_gap=None):
         """How far an iterate is from meeting both tests (<= 1: met), for keeping the best point."""
-        return max(self.gap_rel(gap) / self.tol, self.feas_rel(feas) / self.feas_tol)
+        return max(self.gap_rel(gap, objective_gap) / self.tol, self.feas_rel(feas) / self.feas_tol)
