@@ -94,7 +94,9 @@ class CompiledProblem:
     (scipy.sparse CSR, built on first access), ``b``, ``graph`` (networkx),
     ``variables`` and ``var_layout`` ({var.id: (offset, shape)} in v),
     ``objective`` (the engine-facing objective on x), ``operator`` (M as a
-    fast operator), ``copy_map`` (v = W x).
+    fast operator), ``copy_map`` (v = W x), ``fixed_constraints`` (the sets
+    and equalities without variables, checked at each solve by
+    :meth:`violated_fixed_constraints`).
     """
 
     blocks: list
