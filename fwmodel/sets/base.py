@@ -38,6 +38,20 @@ warm starts depend on it. Data that changes between solves is given as an
 ``fm.Parameter`` (``fm.L1Ball(x, radius=r)`` with ``r = fm.Parameter(nonneg=True)``);
 each solve re-reads it (:meth:`ConvexSet.refresh`), and a warm start
 restarts the blocks whose set changed.
+
+Declarations of structure the engine can exploit (a set offers them; no
+caller tests the set's type):
+
+- ``simplex_groups()``: ``(index, total)`` when the set is a product of
+  simplices (``index[g]`` the flat entries of group g): a pairwise step in
+  every group at once (:class:`~fwmodel.sets.simplex.Simplex`).
+- ``interval_bounds()``: flat ``(lower, upper)`` when the set is a box: a
+  Frank-Wolfe step in every coordinate (:class:`~fwmodel.sets.box.Box`).
+- ``low_rank_face()``: ``(radius, psd, shape)`` for sets whose faces are
+  low-rank matrices: in-face steps
+  (:class:`~fwmodel.sets.trace_norm.TraceNormBall`).
+- ``has_cheap_projection`` and ``project_flat(point)``: projected-gradient
+  steps (option ``projection``).
 """
 from __future__ import annotations
 

@@ -507,6 +507,16 @@ class TraceNormBall(ConvexSet):
         return per_unit * m * n * min(m, n)
 
     # ---------------------------------------------------------- optional hooks
+    def low_rank_face(self):
+        """Declares the set's low-rank faces: (radius, psd, matrix shape), or None for a non-matrix expression.
+
+        A solver can then take in-face steps on the face of the current
+        low-rank iterate (``fwmodel.engine.inface``).
+        """
+        if len(self.shape) != 2:
+            return None
+        return self.radius, self.psd, tuple(self.shape)
+
     def contains_origin(self):
         """0 is in every trace-norm ball (no SVD needed to know it)."""
         return True
