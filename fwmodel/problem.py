@@ -24,6 +24,7 @@ from .compiler import compile_problem
 from .compiler.compile import flatten_constraints
 from .engine import minimize_fwal
 from .engine.result import History
+from .engine.threads import DEFAULT_THREADS
 from .errors import ModelError
 from .expressions import as_expression
 from .expressions.core import short_repr
@@ -46,6 +47,8 @@ SOLVE_DEFAULTS = dict(
     seed=None,
     inface="auto",
     projection="auto",
+    sweep="gauss-seidel",
+    threads=DEFAULT_THREADS,
 )
 
 
@@ -277,12 +280,19 @@ class Problem:
         - callback (called with a :class:`CallbackState` each iteration;
           returning False stops), warm_start (reuse x, y and active sets of
           the last solve), seed.
-        - inface ("auto", True, False: in-face steps on trace-norm blocks),
-          projection ("auto", True, False: projected-gradient steps on
-          blocks whose set has a cheap projection -- L1/L2 balls, boxes;
-          "auto" takes them on blocks of at least 10^5 entries when the
-          problem also has a trace-norm block, see
-          ``fwmodel.engine.fwal._auto_projection_blocks``).
+        - inface ("auto", True, False: in-face steps on trace-norm blocks).
+        - projection ("auto", True, False): projected-gradient steps instead
+          of FW steps. True: on blocks whose set has a cheap projection (L1/L2
+          balls, boxes). "auto", when the problem has a block that is not a
+          polytope: after a few FW iterations, on every block whose
+          projection costs at most five iterations, measured (a
+          trace-norm ball's up to d of about 2000 on one core; see
+          ``fwmodel.engine.projection_choice``).
+        - threads: BLAS threads during the solve (a positive integer, default
+          1, or None to leave the BLAS as configured; see
+          ``fwmodel.engine.threads``).
+        - sweep ("gauss-seidel" or "jacobi": the blocks step one after
+          another or together, see ``fwmodel.engine.block_search``).
 
         A bad option (unknown name, wrong type such as ``max_iter=True`` or
         ``verbose="no"``, out of range) raises a ValueError naming it.
@@ -411,14 +421,14 @@ class Problem:
     @staticmethod
     def _engine_blocks(compiled):
         from .engine import Block
+        from .engine.steps import SimplexGroups
         from .engine.inface import LowRankFace
-        from .sets import TraceNormBall
 
         def face(s):
-            # trace-norm balls expose their low-rank faces to in-face steps
-            if isinstance(s, TraceNormBall) and len(s.shape) == 2:
-                return LowRankFace(s.radius, s.psd, s.shape)
-            return None
+            # sets with low-rank faces (trace-norm balls) declare them: in-face steps
+            declared = getattr(s, "low_rank_face", None)
+            found = declared() if declared is not None else None
+            return None if found is None else LowRankFace(*found)
 
         def batched(s):
             # a product of many small polytopes (Simplex(axis=...) over a factor
@@ -427,10 +437,27 @@ class Problem:
             # (20 x 20 grid: 28 vs 0.9 ms per iteration, less accurate after 3000)
             return getattr(s, "n_groups", 1) > 8 or getattr(s, "batch", 1) > 8
 
+        def has_projection(s):
+            return bool(getattr(s, "has_cheap_projection", False) or getattr(s, "has_projection", False))
+
+        def groups(s):
+            # a product of simplices declares its groups: per-group pairwise steps
+            declared = getattr(s, "simplex_groups", None)
+            found = declared() if declared is not None else None
+            return None if found is None else SimplexGroups(*found)
+
+        def intervals(s):
+            # a box declares its intervals: a Frank-Wolfe step in every coordinate
+            declared = getattr(s, "interval_bounds", None)
+            return declared() if declared is not None else None
+
         return [Block(offset=b.offset, size=b.size, lmo=b.set.lmo_atom, initial_atom=b.set.initial_atom,
                       is_polytope=bool(b.set.is_polytope), name=b.name, face=face(b.set),
-                      active_set_steps=not batched(b.set),
-                      project=b.set.project_flat if getattr(b.set, "has_cheap_projection", False) else None)
+                      active_set_steps=not batched(b.set), groups=groups(b.set),
+                      intervals=intervals(b.set),
+                      project=b.set.project_flat if has_projection(b.set) else None,
+                      cheap_projection=bool(getattr(b.set, "has_cheap_projection", False)),
+                      projection_estimate=getattr(b.set, "projection_time_estimate", None))
                 for b in compiled.blocks]
 
     # ------------------------------------------------------------ pickling

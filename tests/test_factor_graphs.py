@@ -238,7 +238,7 @@ def test_grid_lp_value_matches_highs(n, K, coupling, seed, tight):
     tn, te = random_potentials(lmp, seed, coupling)  # mixed-sign couplings
     reference = highs_local_polytope(G, tn, te)
     prob = fm.Problem(fm.Minimize(-lmp.score(tn, te)), lmp)
-    prob.solve(step="fw", lam=fm.factor_graphs.default_penalty(tn, te), max_iter=1500)
+    prob.solve(lam=fm.factor_graphs.default_penalty(tn, te), max_iter=1500)
     assert prob.value == pytest.approx(reference, rel=1e-3)
     assert prob.stats.feasibility_rel <= 1e-3
     bound = lmp.lower_bound(prob, tn, te)

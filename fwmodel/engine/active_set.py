@@ -1,9 +1,26 @@
 """Active sets: the iterate of a polytope block as a convex combination of atoms.
 
 Paper eq. (active_set_decomposition): x_t = sum_v alpha_v v over the active
-set S_t. Away-step and pairwise Frank-Wolfe (Alg. 1) need, at every step, the
-active atom with the largest inner product with the gradient (the *away
-vertex*) and its weight alpha_v, which bounds the away step.
+set S_t. Away-step and pairwise Frank-Wolfe (Alg. 1) and blended pairwise
+steps need, at every step, the inner product of the gradient with every
+active atom: the largest gives the *away vertex*, the smallest the *local FW
+vertex*, and the away vertex's weight bounds the step.
+
+Storage does not grow in cost with the iteration count: the atoms live in
+preallocated arrays that double when full (amortized O(1) insert), a removed
+atom's slot is filled by the last one (O(1) delete, "swap-remove"), and the
+inner products with every atom are one vectorized NumPy expression per atom
+kind, whatever the mix of kinds:
+
+* sparse atoms (``indices``, ``values``; one-hot, permutation, L1 vertices):
+  rows of a padded index matrix and a value matrix, ``(g[I] * V).sum(1)``;
+* dense atoms (``vector``): rows of a matrix, ``A @ g``;
+* rank-one atoms (``u``, ``v``, ``scale``, ``shape``): ``scale * u' G v`` for
+  all atoms at once from stacked ``U`` and ``V``;
+* anything else: the atom's own ``dot`` (a Python loop; user-defined atoms).
+
+Atoms are identified by ``key`` so that a vertex returned twice by the LMO
+gets one weight.
 """
 from __future__ import annotations
 
@@ -14,144 +31,357 @@ import numpy as np
 _DROP_TOL = 1e-13
 
 
-class ActiveSet:
-    """Atoms with positive weights summing to one, for one block."""
+def _grow_rows(array, rows):
+    """A copy of ``array`` with room for ``rows`` rows (the old rows kept)."""
+    out = np.zeros((rows,) + array.shape[1:], dtype=array.dtype)
+    out[: array.shape[0]] = array
+    return out
 
-    def __init__(self, atom):
-        self.atoms = [atom]
-        self.weights = [1.0]
-        self._index = {atom.key: 0}
-        self._packed = None  # cached concatenation of sparse atoms for dots()
 
-    def __len__(self):
-        return len(self.atoms)
+class _Store:
+    """Atoms of one kind, as rows of preallocated arrays; ``slots[row]`` is the row's position."""
 
-    # ----------------------------------------------------------- queries
+    def __init__(self):
+        self.count = 0
+        self.slots = np.zeros(8, dtype=np.intp)
+
+    def _reserve(self):
+        if self.count == self.slots.shape[0]:
+            self.slots = _grow_rows(self.slots, 2 * self.count)
+            self.grow(2 * self.count)
+
+    def append(self, atom, slot):
+        self._reserve()
+        row = self.count
+        self.write(row, atom)
+        self.slots[row] = slot
+        self.count += 1
+        return row
+
+    def remove(self, row):
+        """Swap-remove ``row``; returns the slot whose row moved into it (or None)."""
+        last = self.count - 1
+        moved = None
+        if row != last:
+            self.copy_row(last, row)
+            self.slots[row] = self.slots[last]
+            moved = int(self.slots[row])
+        self.clear_row(last)
+        self.count -= 1
+        return moved
+
+    def clear_row(self, row):
+        pass
+
+
+class _SparseStore(_Store):
+    """Sparse atoms: padded (row, width) index and value matrices (padding: index 0, value 0)."""
+
+    def __init__(self, first):
+        super().__init__()
+        width = max(1, first.indices.size)
+        self.indices = np.zeros((8, width), dtype=np.intp)
+        self.values = np.zeros((8, width))
+
+    @staticmethod
+    def accepts(atom):
+        return hasattr(atom, "indices") and hasattr(atom, "values")
+
+    def grow(self, rows):
+        self.indices = _grow_rows(self.indices, rows)
+        self.values = _grow_rows(self.values, rows)
+
+    def write(self, row, atom):
+        nnz = atom.indices.size
+        if nnz > self.indices.shape[1]:  # a wider atom: widen once, to at least double
+            width = max(nnz, 2 * self.indices.shape[1])
+            for name in ("indices", "values"):
+                old = getattr(self, name)
+                new = np.zeros((old.shape[0], width), dtype=old.dtype)
+                new[:, : old.shape[1]] = old
+                setattr(self, name, new)
+        self.indices[row, :nnz] = atom.indices
+        self.values[row, :nnz] = atom.values
+        self.indices[row, nnz:] = 0
+        self.values[row, nnz:] = 0.0
+
+    def copy_row(self, src, dst):
+        self.indices[dst] = self.indices[src]
+        self.values[dst] = self.values[src]
+
+    def clear_row(self, row):
+        self.values[row] = 0.0
+
     def dots(self, g):
-        """<g, a> for every active atom a, as an array."""
-        packed = self._pack()
-        if packed is None:
-            return np.array([a.dot(g) for a in self.atoms])
-        if packed[0] == "dense":
-            return np.einsum("ij,j->i", packed[1], g, optimize=False)
-        _, indices, values, starts, nonempty = packed
-        if nonempty is None:
-            return np.add.reduceat(g[indices] * values, starts)
-        out = np.zeros(len(self.atoms))  # the origin atom has no entries: <g, 0> = 0
-        if indices.size:
-            out[nonempty] = np.add.reduceat(g[indices] * values, starts)
+        k = self.count
+        return np.einsum("ij,ij->i", g[self.indices[:k]], self.values[:k], optimize=False)
+
+
+class _DenseStore(_Store):
+    """Dense atoms: rows of a matrix."""
+
+    def __init__(self, first):
+        super().__init__()
+        self.rows = np.zeros((8, first.vector.size))
+
+    @staticmethod
+    def accepts(atom):
+        return hasattr(atom, "vector")
+
+    def grow(self, rows):
+        self.rows = _grow_rows(self.rows, rows)
+
+    def write(self, row, atom):
+        self.rows[row] = atom.vector
+
+    def copy_row(self, src, dst):
+        self.rows[dst] = self.rows[src]
+
+    def dots(self, g):
+        return self.rows[: self.count] @ g
+
+
+class _RankOneStore(_Store):
+    """Rank-one atoms ``scale * u v'``: stacked U (rows u), V (rows v) and scales."""
+
+    def __init__(self, first):
+        super().__init__()
+        self.shape = tuple(first.shape)
+        self.U = np.zeros((8, self.shape[0]))
+        self.V = np.zeros((8, self.shape[1]))
+        self.scale = np.zeros(8)
+
+    @staticmethod
+    def accepts(atom):
+        return all(hasattr(atom, name) for name in ("u", "v", "scale", "shape"))
+
+    def grow(self, rows):
+        self.U = _grow_rows(self.U, rows)
+        self.V = _grow_rows(self.V, rows)
+        self.scale = _grow_rows(self.scale, rows)
+
+    def write(self, row, atom):
+        self.U[row] = atom.u
+        self.V[row] = atom.v
+        self.scale[row] = atom.scale
+
+    def copy_row(self, src, dst):
+        self.U[dst] = self.U[src]
+        self.V[dst] = self.V[src]
+        self.scale[dst] = self.scale[src]
+
+    def dots(self, g):
+        k = self.count
+        GV = g.reshape(self.shape) @ self.V[:k].T  # (m, k): G v_j in column j
+        return self.scale[:k] * np.einsum("ij,ji->i", self.U[:k], GV, optimize=False)
+
+
+class _ObjectStore(_Store):
+    """Atoms of any other kind: their own ``dot``, one call each."""
+
+    def __init__(self, first):
+        super().__init__()
+        self.atoms = [None] * 8
+
+    @staticmethod
+    def accepts(atom):
+        return True
+
+    def grow(self, rows):
+        self.atoms.extend([None] * (rows - len(self.atoms)))
+
+    def write(self, row, atom):
+        self.atoms[row] = atom
+
+    def copy_row(self, src, dst):
+        self.atoms[dst] = self.atoms[src]
+
+    def clear_row(self, row):
+        self.atoms[row] = None
+
+    def dots(self, g):
+        return np.array([a.dot(g) for a in self.atoms[: self.count]], dtype=float)
+
+
+_STORE_KINDS = (_SparseStore, _RankOneStore, _DenseStore, _ObjectStore)
+
+
+class ActiveSet:
+    """Atoms with positive weights summing to one, for one block.
+
+    Positions ``0 .. len(self) - 1`` index the active atoms; a position stays
+    valid until the next update (a removal moves the last atom into the freed
+    position).
+    """
+
+    def __init__(self, atom=None):
+        self._atoms = []  # position -> atom
+        self._w = np.zeros(8)  # position -> weight
+        self._store_of = []  # position -> (store, row)
+        self._stores = {}  # store class -> store
+        self._index = {}  # atom key -> position
+        if atom is not None:
+            self._append(atom, 1.0)
+
+    @classmethod
+    def from_atoms(cls, atoms, weights):
+        """An active set with the given atoms and weights (renormalized to sum to one)."""
+        out = cls()
+        for atom, w in zip(atoms, weights):
+            out._add(atom, float(w))
+        out._w[: len(out)] /= out._w[: len(out)].sum()
         return out
 
-    def away_vertex(self, g):
-        """(position, atom, weight) of the active atom maximizing <g, a>."""
-        d = self.dots(g)
-        i = int(np.argmax(d))
-        return i, self.atoms[i], self.weights[i], float(d[i])
+    def __len__(self):
+        return len(self._atoms)
+
+    @property
+    def atoms(self):
+        """The active atoms (a list, in position order)."""
+        return list(self._atoms)
+
+    @property
+    def weights(self):
+        """Their weights (a copy, in position order)."""
+        return self._w[: len(self)].copy()
+
+    def atom(self, position):
+        return self._atoms[position]
+
+    def weight(self, position):
+        return float(self._w[position])
 
     def weight_of(self, atom):
         i = self._index.get(atom.key)
-        return 0.0 if i is None else self.weights[i]
+        return 0.0 if i is None else float(self._w[i])
+
+    # ----------------------------------------------------------- queries
+    def dots(self, g):
+        """<g, a> for every active atom a, in position order (one NumPy pass per atom kind)."""
+        out = np.empty(len(self))
+        for store in self._stores.values():
+            if store.count:
+                out[store.slots[: store.count]] = store.dots(g)
+        return out
+
+    def away_vertex(self, g):
+        """(position, atom, weight, <g, atom>) of the active atom maximizing <g, a>."""
+        d = self.dots(g)
+        i = int(np.argmax(d))
+        return i, self._atoms[i], float(self._w[i]), float(d[i])
+
+    def extreme_vertices(self, g):
+        """Positions and inner products of the away vertex (max <g, a>) and the local FW vertex (min).
+
+        One pass over the atoms for both, as blended pairwise steps need.
+        """
+        d = self.dots(g)
+        a, s = int(np.argmax(d)), int(np.argmin(d))
+        return a, float(d[a]), s, float(d[s])
+
+    def dense(self, size):
+        """The iterate rebuilt from its atoms (to remove rounding drift)."""
+        x = np.zeros(size)
+        for i, a in enumerate(self._atoms):
+            a.add_to(x, float(self._w[i]))
+        return x
 
     # ----------------------------------------------------------- updates
     def fw_update(self, atom, gamma):
         """x <- (1 - gamma) x + gamma s."""
-        self._scale(1.0 - gamma)
+        if gamma >= 1.0:  # a full step: s alone
+            self._clear()
+            self._append(atom, 1.0)
+            return
+        self._w[: len(self)] *= 1.0 - gamma
         self._add(atom, gamma)
         self._drop_small()
 
     def away_update(self, position, gamma):
         """x <- (1 + gamma) x - gamma v, v the atom at ``position``."""
-        self._scale(1.0 + gamma)
-        self.weights[position] -= gamma
-        self._drop_small()
+        self._w[: len(self)] *= 1.0 + gamma
+        self._w[position] -= gamma
+        self._drop_small(position)
+        self._w[: len(self)] /= self._w[: len(self)].sum()  # rounding grows with gamma (up to alpha/(1-alpha))
 
     def pairwise_update(self, atom, position, gamma):
-        """x <- x + gamma (s - v): weight moves from v to s."""
-        self.weights[position] -= gamma
+        """x <- x + gamma (s - v): weight ``gamma`` moves from v (at ``position``) to s."""
+        self._w[position] -= gamma
         self._add(atom, gamma)
-        self._drop_small()
+        self._drop_small(self._index.get(atom.key), position)
 
-    def dense(self, size):
-        """The iterate rebuilt from its atoms (to remove rounding drift)."""
-        x = np.zeros(size)
-        for a, w in zip(self.atoms, self.weights):
-            a.add_to(x, w)
-        return x
+    def move_weight(self, source, target, gamma):
+        """x <- x + gamma (a_target - a_source), both atoms active (a local pairwise step)."""
+        self._w[source] -= gamma
+        self._w[target] += gamma
+        self._drop_small(source, target)
 
     # ----------------------------------------------------------- internals
-    def _scale(self, factor):
-        self.weights = [w * factor for w in self.weights]
+    def _append(self, atom, weight):
+        pos = len(self._atoms)
+        if pos == self._w.shape[0]:
+            self._w = _grow_rows(self._w, 2 * pos)
+        store_cls = next(c for c in _STORE_KINDS if c.accepts(atom))
+        store = self._stores.get(store_cls)
+        if store is None:
+            store = self._stores[store_cls] = store_cls(atom)
+        row = store.append(atom, pos)
+        self._atoms.append(atom)
+        self._store_of.append((store, row))
+        self._w[pos] = weight
+        self._index[atom.key] = pos
 
     def _add(self, atom, weight):
         i = self._index.get(atom.key)
         if i is None:
-            self._index[atom.key] = len(self.atoms)
-            self.atoms.append(atom)
-            self.weights.append(weight)
-            self._packed = None
+            self._append(atom, weight)
         else:
-            self.weights[i] += weight
+            self._w[i] += weight
 
-    def _drop_small(self):
-        if min(self.weights) > _DROP_TOL:
+    def _remove(self, pos):
+        """Swap-remove the atom at ``pos``: the last atom takes its position."""
+        store, row = self._store_of[pos]
+        moved_slot = store.remove(row)
+        if moved_slot is not None:  # the store's last row now sits in ``row``
+            self._store_of[moved_slot] = (store, row)
+        del self._index[self._atoms[pos].key]
+        last = len(self._atoms) - 1
+        if pos != last:
+            atom = self._atoms[last]
+            self._atoms[pos] = atom
+            self._w[pos] = self._w[last]
+            self._store_of[pos] = self._store_of[last]
+            st, r = self._store_of[pos]
+            st.slots[r] = pos
+            self._index[atom.key] = pos
+        self._atoms.pop()
+        self._store_of.pop()
+        self._w[last] = 0.0
+
+    def _clear(self):
+        self._atoms, self._store_of, self._stores, self._index = [], [], {}, {}
+        self._w[:] = 0.0
+
+    def _drop_small(self, *candidates):
+        """Remove atoms whose weight fell to (rounding) zero; renormalize.
+
+        With ``candidates`` only those positions can have reached zero (the
+        others were unchanged or scaled up); without them every weight is
+        checked (one vectorized minimum).
+        """
+        k = len(self)
+        w = self._w[:k]
+        if candidates:
+            low = sorted({p for p in candidates if p is not None and w[p] <= _DROP_TOL}, reverse=True)
+        else:
+            if w.min() > _DROP_TOL:
+                return
+            low = sorted(np.flatnonzero(w <= _DROP_TOL).tolist(), reverse=True)
+        if not low:
             return
-        keep = [i for i, w in enumerate(self.weights) if w > _DROP_TOL]
-        if not keep:  # cannot happen with valid steps; keep the heaviest atom
-            keep = [int(np.argmax(self.weights))]
-        self.atoms = [self.atoms[i] for i in keep]
-        self.weights = [self.weights[i] for i in keep]
-        total = sum(self.weights)
-        self.weights = [w / total for w in self.weights]
-        self._index = {a.key: i for i, a in enumerate(self.atoms)}
-        self._packed = None
-
-    def _stack_rows(self):
-        """The dense atoms as rows of a matrix, grown in place when atoms are appended.
-
-        Rebuilding the stack after every FW step would copy every atom each
-        iteration; appending into spare capacity copies only the new one.
-        """
-        k, size = len(self.atoms), self.atoms[0].size
-        buf = getattr(self, "_rows", None)
-        keys = getattr(self, "_row_keys", [])
-        if buf is None or buf.shape[1] != size or keys != [a.key for a in self.atoms[:len(keys)]] \
-                or len(keys) > k:
-            buf, keys = np.empty((max(8, 2 * k), size)), []
-        if k > buf.shape[0]:
-            grown = np.empty((2 * k, size))
-            grown[:len(keys)] = buf[:len(keys)]
-            buf = grown
-        for i in range(len(keys), k):
-            buf[i] = self.atoms[i].vector
-            keys.append(self.atoms[i].key)
-        self._rows, self._row_keys = buf, keys
-        return buf[:k]
-
-    def _pack(self):
-        """Stack the atoms so all inner products are one NumPy call.
-
-        Sparse atoms are concatenated (indices, values, segment starts);
-        dense atoms are stacked as rows of a matrix while that stays small.
-        """
-        if self._packed is None:
-            if all(hasattr(a, "vector") for a in self.atoms):
-                if len(self.atoms) * self.atoms[0].size > 5_000_000:
-                    return None
-                self._packed = ("dense", self._stack_rows())
-                return self._packed
-            if not all(hasattr(a, "indices") for a in self.atoms):
-                return None
-            lengths = np.array([a.indices.size for a in self.atoms])
-            nonempty = None
-            if np.any(lengths == 0):
-                nonempty = np.flatnonzero(lengths)
-                lengths = lengths[nonempty]
-            starts = np.concatenate(([0], np.cumsum(lengths)[:-1])) if lengths.size else np.zeros(0, dtype=np.intp)
-            self._packed = (
-                "sparse",
-                np.concatenate([a.indices for a in self.atoms]),
-                np.concatenate([a.values for a in self.atoms]),
-                starts,
-                nonempty,
-            )
-        return self._packed
+        if len(low) == k:  # cannot happen with valid steps; keep the heaviest atom
+            low.remove(int(np.argmax(w)))
+        for pos in low:  # highest first: a swap-remove never moves a pending position
+            self._remove(pos)
+        k = len(self)
+        self._w[:k] /= self._w[:k].sum()

@@ -7,9 +7,17 @@ Problem (OPT2 of the paper, with a right-hand side b)::
 
 where each X_k is known through its linear minimization oracle (and, where it
 is cheap, its Euclidean projection). Each
-iteration takes one Frank-Wolfe step on L(., y_t) over the product of the
-sets (Alg. 2, or the away-step loop of Alg. 1 / a pairwise step on polytope
-blocks), then the dual ascent step y_{t+1} = y_t + eta_t (M x_{t+1} - b).
+iteration moves every block by its own step on L(., y_t), then takes the
+dual ascent step y_{t+1} = y_t + eta_t (M x_{t+1} - b):
+
+* every block has a step object (:mod:`fwmodel.engine.steps`) that proposes
+  a feasible direction: plain FW (Alg. 2), away steps (Alg. 1), pairwise
+  steps, blended pairwise steps with a lazified LMO (BPCG) on polytope
+  blocks, a pairwise step per simplex of a batched Simplex, and a FW step
+  per coordinate of a box;
+* each block's step size is a line search on L(., y_t) restricted to that
+  block, the blocks taken one after another (Gauss-Seidel) or together
+  (Jacobi) (:mod:`fwmodel.engine.block_search`).
 Options add corrective primal steps before the dual step, within the sets:
 in-face steps on trace-norm blocks (:mod:`fwmodel.engine.inface`) and
 projected-gradient steps on blocks whose set has a cheap projection
@@ -37,17 +45,19 @@ import numpy as np
 import scipy.sparse as sp
 
 from .active_set import ActiveSet
+from .block_search import BlockColumns, gauss_seidel_sweep, jacobi_step
+from .steps import LAZY_CHECK_EVERY, make_step
 from .line_search import Backtracking, bounded_scalar_step, exact_quadratic_step
+from .projection_choice import AutoProjection
 from .result import FWALResult, History, SolverState
 from .schedules import make_dual_schedule, default_penalty
 from .stopping import StoppingRule, objective_gap, reference_point
+from .threads import with_blas_threads
 from .verbose import VerbosePrinter
 from .vector_ops import dot, norm
 
 STEP_KINDS = ("auto", "fw", "away", "pairwise")
 PROJECTION_CHOICES = ("auto", True, False)
-#: with projection="auto", cheap blocks of at least this many entries take projection steps
-AUTO_PROJECTION_MIN_SIZE = 100_000
 #: with inface="auto", in-face steps run on trace-norm blocks up to this size
 AUTO_INFACE_MAX_DIM = 500
 LINE_SEARCHES = ("auto", "exact", "backtracking")
@@ -74,9 +84,20 @@ class Block:
     #: optional :class:`~fwmodel.engine.inface.LowRankFace` (trace-norm blocks):
     #: enables in-face corrective steps on this block
     face: object = None
-    #: optional cheap Euclidean projection onto X_k (flat -> flat): enables
+    #: optional Euclidean projection onto X_k (flat -> flat): enables
     #: projected-gradient steps on this block (option ``projection``)
     project: Callable = None
+    #: True when ``project`` costs about an LMO (L1, L2 balls, boxes): taken with
+    #: projection=True; other projections only when "auto" measures them cheap enough
+    cheap_projection: bool = True
+    #: optional () -> seconds: a guess of ``project``'s cost, so that "auto" does not
+    #: time a projection far too slow to be taken
+    projection_estimate: Callable = None
+    #: optional :class:`~fwmodel.engine.steps.SimplexGroups`: the block is a
+    #: product of simplices (enables per-group pairwise steps)
+    groups: object = None
+    #: optional (lower, upper) flat bounds: the block is a box (per-coordinate FW steps)
+    intervals: object = None
 
     @property
     def slice(self):
@@ -169,6 +190,7 @@ def _check_options(max_iter, tol, feas_tol, time_limit, lam, verbose, print_ever
         raise ValueError(f"option max_drop_steps must be a nonnegative integer, got {max_drop_steps!r}")
 
 
+@with_blas_threads
 def minimize_fwal(
     objective,
     blocks,
@@ -192,6 +214,7 @@ def minimize_fwal(
     max_drop_steps=None,
     inface="auto",
     projection="auto",
+    sweep="gauss-seidel",
     **unknown,
 ):
     """Minimize f over the blocks subject to Mx = b with FW-AL.
@@ -215,18 +238,32 @@ def minimize_fwal(
     lam, eta : penalty and dual step (numbers, or None for the adaptive
         defaults of :mod:`fwmodel.engine.schedules`; eta may also be a
         callable t -> eta_t or one of "theorem2", "theorem3", "adaptive").
-    step : "auto" (pairwise steps on polytope blocks, FW elsewhere), "fw",
-        "away" (Alg. 1 on polytope blocks), or "pairwise".
+    step : "auto" (BPCG with a lazy LMO on polytope blocks with an active
+        set, per-group pairwise steps on products of simplices, per-coordinate
+        FW steps on boxes, FW elsewhere), "fw", "away" (Alg. 1 on polytope
+        blocks), or "pairwise" (also per group on products of simplices);
+        see :func:`fwmodel.engine.steps.make_step`.
     line_search : "auto" (exact for quadratic f, backtracking otherwise),
         "exact", or "backtracking".
 
     inface : "auto" (in-face corrective steps on trace-norm blocks of at most
-        ``AUTO_INFACE_MAX_DIM`` rows or columns; see :mod:`fwmodel.engine.inface`),
-        True (on every block that declares a low-rank face) or False.
-    projection : True: blocks with a cheap Euclidean projection (``Block.project``:
-        L1, L2 balls, boxes) take projected-gradient steps instead of FW steps
-        (see :func:`_projection_step`); False: never; "auto": see
-        :func:`_auto_projection_blocks`.
+        ``AUTO_INFACE_MAX_DIM`` rows or columns that do not take projection
+        steps; see :mod:`fwmodel.engine.inface`), True (on every block that
+        declares a low-rank face and takes FW steps) or False.
+    sweep : "gauss-seidel" (the blocks move one after another, each from the
+        point the previous ones left, with a fresh gradient) or "jacobi" (all
+        blocks from the same point, each with its own step size, the combined
+        move scaled by one line search); see :mod:`fwmodel.engine.block_search`
+        and benchmarks/RESULTS.md ("Block sweeps") for the measurement behind
+        the default.
+    projection : True: blocks with a cheap Euclidean projection (``Block.project``
+        with ``cheap_projection``: L1, L2 balls, boxes) take projected-gradient
+        steps instead of FW steps (see :func:`_projection_step`); False: never;
+        "auto": after a few FW iterations, the blocks whose projection costs
+        at most a few iterations, measured (see
+        :mod:`fwmodel.engine.projection_choice`).
+    threads : BLAS threads during the solve (a positive integer, default 1,
+        or None to leave the BLAS as configured); see :mod:`fwmodel.engine.threads`.
 
     A KeyboardInterrupt ends the solve with status "interrupted" and a
     consistent result: x in its sets, ``objective`` = f(x), the active sets
@@ -240,6 +277,7 @@ def minimize_fwal(
                    infeasibility_check_every, max_drop_steps, step, line_search, inface, projection)
     if eta is not None and (isinstance(eta, (bool, np.bool_))):
         raise ValueError(f"option eta={eta!r} is not a number, a callable, or one of 'adaptive', 'theorem2', 'theorem3'")
+    _check_option("sweep", sweep, ("gauss-seidel", "jacobi"))
 
     start = time.perf_counter()
     n = sum(blk.size for blk in blocks)
@@ -251,6 +289,10 @@ def minimize_fwal(
     b_norm = float(norm(b))
     use_active = step in ("auto", "away", "pairwise")
     proj_blocks = _projection_blocks(blocks, projection)
+    auto_projection = AutoProjection(blocks) if projection == "auto" else None
+    warm_choice = warm_state.active_sets.get(("projection",)) if warm_state is not None else None
+    if auto_projection is not None and warm_choice is not None:
+        proj_blocks, auto_projection = list(warm_choice), None  # the last solve's choice
     # "auto": pairwise steps on polytope blocks. Measured on the test problems
     # (L1 ∩ box least squares, simplex ∩ box, simplex with equalities, three
     # sets), pairwise needed 0.5-0.9x the iterations of away steps (Alg. 1).
@@ -284,6 +326,10 @@ def minimize_fwal(
         y = np.zeros(m)
         active = {}
     def wants_active_set(blk):
+        if blk.groups is not None and pairwise:  # per-group pairwise steps: the atoms are implicit
+            return False
+        if blk.intervals is not None and step == "auto":  # per-coordinate steps: no atoms
+            return False
         return blk.is_polytope and (step != "auto" or blk.active_set_steps)
 
     for k in proj_blocks:  # these blocks move by projections: no vertex bookkeeping
@@ -341,6 +387,15 @@ def minimize_fwal(
     else:
         lam_value = float(lam)
     schedule = make_dual_schedule(eta, lam_value, warm_state)
+    # ---- one step object per block (None: the block moves by projections)
+    cols = BlockColumns(M, Mop, blocks)
+    steps = [None if k in proj_blocks else make_step(blk, step, active.get(k), cols.norms2(k))
+             for k, blk in enumerate(blocks)]
+    ctx = _StepContext(lam_value)
+    # the active sets are the step objects' own (a warm-started set that no step uses is let go)
+    active = {k: st.active for k, st in enumerate(steps) if getattr(st, "active", None) is not None}
+    if warm_choice is not None and auto_projection is None and projection == "auto":
+        active[("projection",)] = tuple(proj_blocks)  # still "auto"'s choice for the next warm start
     backtracking = Backtracking(warm_state.lipschitz if warm_state is not None else None)
 
     history = History()
@@ -367,6 +422,16 @@ def minimize_fwal(
             if not (np.isfinite(f) and np.all(np.isfinite(g[:: max(1, n // 1000)]))):
                 status, message = "diverged", "the objective or its gradient is not finite"
                 break
+            if auto_projection is not None and auto_projection.due(t):
+                for k in auto_projection.choose(x, g):  # from now on these blocks move by projections
+                    proj_blocks.append(k)
+                    steps[k] = None
+                    active.pop(k, None)
+                    faces.pop(k, None)
+                    step_counts.setdefault("projection", 0)
+                active[("projection",)] = tuple(proj_blocks)  # kept in the warm-start state
+                if len(proj_blocks) == len(blocks) and hasattr(schedule, "primal_steps_are_projections"):
+                    schedule.primal_steps_are_projections()
             # ---- gradient of the augmented Lagrangian (paper OPT2)
             # (in place where possible: at d = 4000 every full-size temporary is 256 MB)
             dual_term = r * lam_value
@@ -376,16 +441,12 @@ def minimize_fwal(
                 grad += g
             else:
                 grad = g.copy()
-            # ---- LMO on every block; FW gap of L(., y)
-            fw_atoms = []
-            gap = 0.0
-            x_dot_grad = dot(x, grad)
-            s_dot_grad = 0.0
-            for blk in blocks:
-                atom = blk.lmo(grad[blk.slice])
-                fw_atoms.append(atom)
-                s_dot_grad += atom.dot(grad[blk.slice])
-            gap = x_dot_grad - s_dot_grad
+            # ---- every block proposes a step (calling its LMO unless a lazy step
+            # reuses an active atom); FW gap of L(., y)
+            ctx.lam = lam_value
+            ctx.gap_target = stopping.gap_target() / len(blocks)
+            ctx.lazy_allowed = t % LAZY_CHECK_EVERY != 0
+            proposals, gap, gap_known = _propose(steps, blocks, x, grad, ctx)
             feas = float(norm(r))
             x_norm = float(norm(x))
             feas_rel = feas / max(1.0, x_norm, b_norm)  # the documented stats value, not the stopping scale
@@ -405,7 +466,7 @@ def minimize_fwal(
             if not np.isfinite(gap):
                 status, message = "diverged", "the Frank-Wolfe gap is not finite"
                 break
-            if stopping.met(gap, feas, gap_f):
+            if gap_known and stopping.met(gap, feas, gap_f):
                 status, message = "optimal", "FW gap and feasibility below tolerance"
                 break
             if callback is not None:
@@ -437,105 +498,20 @@ def minimize_fwal(
                                f"||Mx - b|| >= {bound:.3g} everywhere (certified by the LMOs)")
                     break
 
-            # ---- direction (Alg. 2, or Alg. 1 / pairwise on polytope blocks)
-            # A product step uses one gamma for all blocks, so its cap is the
-            # smallest block cap: 1 for FW, alpha/(1-alpha) for away, alpha for
-            # pairwise (Alg. 1 line 11).
-            d = np.empty(n)
-            plan = []
-            for k, blk in enumerate(blocks):
-                sl = blk.slice
-                xk, gk, s = x[sl], grad[sl], fw_atoms[k]
-                dk = d[sl]
-                if k in proj_blocks:  # moved by its own projected-gradient step below
-                    dk.fill(0.0)
-                    plan.append(("skip", None, math.inf))
-                    continue
-                aset = active.get(k)
-                kind = "fw"
-                if aset is not None and len(aset) > 1 or (aset is not None and pairwise):
-                    pos, v, alpha_v, v_dot = aset.away_vertex(gk)
-                    xg = dot(xk, gk)
-                    if pairwise:
-                        kind = "pairwise" if s.key != v.key else "fw"
-                    elif v_dot - xg > xg - s.dot(gk):  # away gap > FW gap
-                        kind = "away"
-                if kind == "fw":
-                    np.negative(xk, out=dk)
-                    s.add_to(dk, 1.0)
-                    plan.append(("fw", None, 1.0))
-                elif kind == "away":
-                    np.copyto(dk, xk)
-                    v.add_to(dk, -1.0)
-                    plan.append(("away", pos, alpha_v / (1.0 - alpha_v)))
-                else:
-                    dk.fill(0.0)
-                    s.add_to(dk, 1.0)
-                    v.add_to(dk, -1.0)
-                    plan.append(("pairwise", pos, alpha_v))
-            gamma_max = min(p[2] for p in plan)
-            fw_moves = gamma_max < math.inf  # False when every block moves by projections
-            if not fw_moves:
-                gamma_max = 0.0
-
-            # ---- line search on phi(gamma) = L(x + gamma d, y)
-            if fw_moves:
-                Md = Mop.matvec(d) if m else np.zeros(0)
-                slope = dot(grad, d)
-                pen_lin = dot(dual_term, Md)  # derivative of the dual+penalty terms at 0
-                pen_quad = lam_value * dot(Md, Md)
-            if not fw_moves:
-                gamma = 0.0
-            elif line_search == "exact" and quadratic and curvature_fn is not None:
-                curv = curvature_fn(x, d)
-                gamma = exact_quadratic_step(slope, float(curv) + pen_quad, gamma_max)
-                f_new = None
+            # ---- step sizes per block (line search on L(., y) restricted to each
+            # block), one safeguarding scale for the combined move; x and r move
+            if sweep == "jacobi":
+                moved = jacobi_step(proposals, steps, blocks, objective, x, r, grad, dual_term, f, lam_value, cols,
+                                    curvature_fn, quadratic, line_search, backtracking)
             else:
-                phi0 = f  # dual and penalty terms are measured relative to gamma = 0
-
-                def phi(gm, _x=x, _d=d):
-                    return objective.value(_x + gm * _d) + gm * pen_lin + 0.5 * gm * gm * pen_quad
-
-                if line_search == "exact":
-                    gamma, _ = bounded_scalar_step(phi, gamma_max)
-                else:
-                    hint = None
-                    if backtracking.lipschitz is None and curvature_fn is not None:
-                        c = curvature_fn(x, d)
-                        hint = None if c is None else float(c) + pen_quad
-                    gamma, _ = backtracking.step(phi, phi0, slope, dot(d, d), gamma_max, hint)
-                f_new = None
-            # ---- update x, r and the active sets
-            if gamma > 0:
-                d *= gamma  # d and Md are not used after the step: scale them in place
-                x += d
-                Md *= gamma
-                r += Md
-            drop = False
-            for k, (kind, pos, gmax) in enumerate(plan):
-                if kind == "skip":
-                    continue
-                step_counts[kind] += 1
-                aset = active.get(k)
-                if aset is None:
-                    continue
-                if kind == "fw":
-                    aset.fw_update(fw_atoms[k], gamma)
-                elif kind == "away":
-                    if gamma >= gmax * (1 - 1e-12):
-                        drop = True
-                    aset.away_update(pos, min(gamma, gmax))
-                else:
-                    if gamma >= gmax * (1 - 1e-12):
-                        drop = True
-                    aset.pairwise_update(fw_atoms[k], pos, min(gamma, gmax))
-            if drop:
-                step_counts["drop"] += 1
-            for k, aset in faces.items():
-                aset.fw_update(fw_atoms[k], gamma)
+                moved, taken = gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, f,
+                                                  lam_value, cols, curvature_fn, quadratic, line_search,
+                                                  backtracking, ctx)
+                proposals = [taken.get(k, p) for k, p in enumerate(proposals)]
+            drop = _commit(proposals, moved, steps, faces, step_counts)
             # release this step's full-size temporaries before the next gradient
             # (at d = 4000 each product-space vector is 256 MB)
-            grad = d = Md = dual_term = phi = g = xk = gk = dk = None
+            grad = dual_term = g = proposals = None
             f, g = objective.value_and_grad(x)
             if proj_blocks:
                 f, g, moved = _projection_step(proj_blocks, blocks, objective, Mop, m, x, r, y, lam_value, f, g,
@@ -741,33 +717,14 @@ def _inface_steps(faces, blocks, objective, Mop, m, x, r, y, lam, f, g, curvatur
 
 
 def _projection_blocks(blocks, projection):
-    """Indices of the blocks that take projected-gradient steps."""
-    if projection is False:
-        return []
-    cheap = [k for k, blk in enumerate(blocks) if blk.project is not None]
-    if projection is True:
-        return cheap
-    return _auto_projection_blocks(blocks, cheap)
+    """Indices of the blocks that take projected-gradient steps from the start.
 
-
-def _auto_projection_blocks(blocks, cheap):
-    """projection="auto": projected-gradient steps on large cheap blocks next to a trace-norm block.
-
-    Measured on L1Ball ∩ TraceNormBall (benchmarks/RESULTS.md, "Projection
-    steps"): the L1 copy of the solution has thousands of entries while FW
-    adds one vertex (one entry pair) per iteration, and a projection moves
-    every entry at once. At d = 1000 (10^6 entries) projection steps took the
-    normalized suboptimality after 60 s from 0.43 to 6e-3 and the relative
-    infeasibility from 0.37 to 0.15; at d = 200 (4 * 10^4 entries), where FW
-    affords enough iterations to build the L1 copy, they made both worse
-    (1.7e-3 -> 1.3e-2 and 0.03 -> 0.19), hence the size threshold
-    ``AUTO_PROJECTION_MIN_SIZE``. On products of polytopes alone (simplex ∩
-    box, L1 ∩ box) pairwise FW already converges linearly, so "auto" keeps FW
-    steps there.
+    True: the blocks with a cheap projection; False and "auto": none ("auto"
+    adds blocks after a few iterations, :mod:`fwmodel.engine.projection_choice`).
     """
-    if not any(blk.face is not None for blk in blocks):
-        return []
-    return [k for k in cheap if blocks[k].size >= AUTO_PROJECTION_MIN_SIZE]
+    if projection is True:
+        return [k for k, blk in enumerate(blocks) if blk.project is not None and blk.cheap_projection]
+    return []
 
 
 def _projection_step(proj_blocks, blocks, objective, Mop, m, x, r, y, lam, f, g, curvature_fn, quadratic, memory):
@@ -851,6 +808,62 @@ def _projection_step(proj_blocks, blocks, objective, Mop, m, x, r, y, lam, f, g,
         r += Md
     f, g = objective.value_and_grad(x)
     return f, g, True
+
+
+def _propose(steps, blocks, x, grad, ctx):
+    """Every block's proposal at x, and the FW gap of L(., y) (paper OPT2) summed over the blocks.
+
+    Returns (proposals, gap, gap_known): a block that moves by projections
+    (no step object) contributes its FW gap and proposes nothing; a lazy step
+    that skipped its LMO contributes its last measured gap, and then
+    ``gap_known`` is False (the stopping rule waits for a measured gap).
+    """
+    proposals, gap, gap_known = [], 0.0, True
+    for k, blk in enumerate(blocks):
+        xk, gk = x[blk.slice], grad[blk.slice]
+        if steps[k] is None:
+            gap += dot(xk, gk) - blk.lmo(gk).dot(gk)
+            proposals.append(None)
+            continue
+        p = steps[k].propose(xk, gk, ctx)
+        proposals.append(p)
+        if p.gap is None:
+            gap_known = False
+            gap += steps[k].phi
+        else:
+            gap += p.gap
+    return proposals, gap, gap_known
+
+
+def _commit(proposals, moved, steps, faces, step_counts):
+    """Each step object updates its bookkeeping for the step its block took; True after a drop step.
+
+    A drop step (Alg. 1 line 11: the away or pairwise step went to its cap,
+    removing an atom) is counted once per iteration.
+    """
+    drop = False
+    for k, p in enumerate(proposals):
+        if p is None:
+            continue
+        step_counts[p.kind] += 1
+        gm = moved.get(k, 0.0)
+        steps[k].commit(p, gm)
+        if p.kind in ("away", "pairwise") and not p.prescaled and gm >= p.gamma_max * (1 - 1e-12):
+            drop = True
+        if k in faces and gm > 0:  # the low-rank block's atoms, for its in-face steps
+            faces[k].fw_update(p.fw_atom, gm)
+    if drop:
+        step_counts["drop"] += 1
+    return drop
+
+
+class _StepContext:
+    """What step objects read from the driver: the current penalty."""
+
+    def __init__(self, lam):
+        self.lam = lam
+        self.gap_target = 0.0  # a block FW gap below which lazy steps call the LMO
+        self.lazy_allowed = False  # False: every block calls its LMO this iteration
 
 
 def _last_kind(counts):

@@ -177,19 +177,13 @@ def inface_step(face, aset, x_block, g_block, merit):
             u = np.ascontiguousarray(us[:, j])
             atoms.append(kind(u, u, signs[j] * face.radius, face.shape))
     weights = list(sig / face.radius)
-    rest = 1.0 - sum(weights)
     new_set = None
     if atoms:
-        new_set = ActiveSet(atoms[0])
-        new_set.atoms, new_set.weights = atoms, weights
-        new_set._index = {a.key: i for i, a in enumerate(atoms)}
+        rest = 1.0 - sum(weights)
         if rest > 1e-12:
             from ..sets.atoms import SparseAtom  # the origin, a point of every norm ball
 
-            origin = SparseAtom(np.zeros(0, dtype=np.intp), np.zeros(0), m * n)
-            new_set.atoms.append(origin)
-            new_set.weights.append(rest)
-            new_set._index[origin.key] = len(new_set.atoms) - 1
-        total = sum(new_set.weights)
-        new_set.weights = [w / total for w in new_set.weights]
+            atoms.append(SparseAtom(np.zeros(0, dtype=np.intp), np.zeros(0), m * n))
+            weights.append(rest)
+        new_set = ActiveSet.from_atoms(atoms, weights)
     return gamma, d, new_set

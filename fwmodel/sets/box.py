@@ -92,6 +92,15 @@ class Box(ConvexSet):
         d = as_direction(self, direction)
         return self._vertex(d.ravel() < 0).reshape(tuple(self.shape))
 
+    def interval_bounds(self):
+        """Flat lower and upper bounds: declares the set a product of intervals.
+
+        A solver can then move every coordinate by its own Frank-Wolfe step
+        instead of along one dense vertex of the box.
+        """
+        return (np.broadcast_to(np.asarray(self._lo, dtype=float), (self.size,)),
+                np.broadcast_to(np.asarray(self._hi, dtype=float), (self.size,)))
+
     has_cheap_projection = True
 
     def project_flat(self, flat_point):

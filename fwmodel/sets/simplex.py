@@ -117,6 +117,18 @@ class Simplex(ConvexSet):
         d = as_direction(self, direction)
         return dense_vertex(self, self.lmo_atom(d.ravel()))
 
+    def simplex_groups(self):
+        """The flat indices of every group, as a ``(groups, group_size)`` array, and the total.
+
+        Declares the set a product of simplices, so that a solver can take a
+        step in every group at once; None when the set is not one (a group of
+        one entry, or ``equality=False``, whose origin vertex is not a simplex vertex).
+        """
+        if not self.equality or self.group_size < 2:
+            return None
+        index = self._grouped(np.arange(self.size))
+        return np.ascontiguousarray(index), self.total
+
     # ---------------------------------------------------------- optional hooks
     def contains(self, point, tol=1e-9):
         x = as_point(self, point)

@@ -70,6 +70,19 @@ class SymmetricPart(ConvexSet):
     def reset(self):
         self.inner.reset()
 
+    # Structure declarations are not read through to the inner set: a
+    # per-coordinate step on a box, or a step per simplex group, moves the
+    # entries (i, j) and (j, i) apart. Only whole symmetric vertices keep the
+    # iterates symmetric.
+    def interval_bounds(self):
+        return None
+
+    def simplex_groups(self):
+        return None
+
+    def low_rank_face(self):
+        return None
+
     def __getattr__(self, name):
         # data fields (radius, lower, upper) read through to the inner set
         if name.startswith("_") or name == "inner":

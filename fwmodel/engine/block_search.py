@@ -1,0 +1,222 @@
+"""Per-block step sizes on the augmented Lagrangian, then one safeguarding step.
+
+Each block k proposes a direction d_k (a step object of
+:mod:`fwmodel.engine.steps`). Restricted to block k, with the other blocks
+fixed, the augmented Lagrangian along d_k is
+
+    phi_k(gamma) = L(x + gamma d_k, y),
+    phi_k'(0) = <grad_k L, d_k>,
+    phi_k''   = d_k' H_f d_k + lam ||M_k d_k||^2,
+
+(M_k the columns of M of block k): the penalty term is an exact quadratic,
+so when f is quadratic (or linear) the block's step is the closed form
+gamma_k = min(gamma_max_k, -phi_k'(0) / phi_k''). Every block moves by its
+own gamma_k, capped by its own set only (a product step would be capped by
+the smallest cap of all blocks, which throttles away and pairwise steps).
+
+The blocks are then moved together (a Jacobi sweep) along
+D = sum_k gamma_k d_k, scaled by tau in [0, 1] chosen by a line search on
+L(x + tau D, y): the blocks interact through f and M, and tau keeps the
+combined move a descent step. (A Gauss-Seidel sweep would move the blocks one
+after another with a fresh gradient for each, which costs one gradient
+evaluation per block instead of one per iteration.)
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from .line_search import bounded_scalar_step, exact_quadratic_step
+from .vector_ops import dot
+
+
+class BlockColumns:
+    """M_k d_k for one block's columns of M, and the squared column norms ||M e_i||^2."""
+
+    def __init__(self, M, Mop, blocks):
+        self.Mop = Mop
+        self.blocks = blocks
+        self.n = sum(blk.size for blk in blocks)
+        self.m = Mop.shape[0]
+        self.cols = None
+        self.col_norms2 = None
+        if not sp.issparse(M) and hasattr(M, "csr"):  # a structured operator that can also give its matrix
+            M = M.csr()
+        if M is None or self.m == 0:
+            self.col_norms2 = np.zeros(self.n)
+            self.cols = [None] * len(blocks)
+        elif sp.issparse(M):
+            Mc = sp.csc_matrix(M)
+            self.cols = [Mc[:, blk.slice].tocsr() for blk in blocks]
+            self.col_norms2 = np.asarray(Mc.multiply(Mc).sum(axis=0)).ravel()
+        elif isinstance(M, np.ndarray):
+            self.cols = [np.ascontiguousarray(M[:, blk.slice]) for blk in blocks]
+            self.col_norms2 = np.einsum("ij,ij->j", M, M)
+
+    def matvec(self, k, d_k):
+        if self.m == 0:
+            return np.zeros(0)
+        if self.cols is not None:
+            return self.cols[k] @ d_k
+        full = np.zeros(self.n)
+        full[self.blocks[k].slice] = d_k
+        return self.Mop.matvec(full)
+
+    def norms2(self, k):
+        """||M e_i||^2 for the block's entries (zeros when M is an opaque operator)."""
+        if self.col_norms2 is None:
+            return np.zeros(self.blocks[k].size)
+        return self.col_norms2[self.blocks[k].slice]
+
+
+def block_step_sizes(proposals, steps, blocks, x, grad, dual_term, lam, cols, curvature_fn, backtracking):
+    """gamma_k for every block (0 for blocks that do not move) and each block's M_k d_k.
+
+    Also returns the per-block slopes phi_k'(0).
+    """
+    n = x.size
+    gammas, Mds, slopes = {}, {}, {}
+    full = np.zeros(n) if curvature_fn is not None else None
+    for k, p in enumerate(proposals):
+        if p is None:
+            continue
+        sl = blocks[k].slice
+        slope = dot(grad[sl], p.d)
+        if not slope < 0:
+            continue
+        Md = cols.matvec(k, p.d)
+        d_norm2 = dot(p.d, p.d)
+        c_f = None
+        if curvature_fn is not None:
+            full[sl] = p.d
+            c_f = curvature_fn(x, full)
+            full[sl] = 0.0
+        observe = getattr(steps[k], "observe_curvature", None)
+        if observe is not None:
+            observe(c_f, d_norm2)
+        if c_f is None:  # no second derivative: the backtracking estimate of the curvature
+            c_f = (backtracking.lipschitz or 0.0) * d_norm2
+        curv = float(c_f) + lam * dot(Md, Md)
+        gammas[k] = exact_quadratic_step(slope, curv, p.gamma_max)
+        Mds[k] = Md
+        slopes[k] = slope
+    return gammas, Mds, slopes
+
+
+def jacobi_step(proposals, steps, blocks, objective, x, r, grad, dual_term, f, lam, cols, curvature_fn, quadratic,
+                line_search, backtracking):
+    """Move every block by its own step size, scaled by one safeguarding tau; returns {k: effective gamma}.
+
+    Updates ``x`` and the residual ``r = Mx - b`` in place.
+    """
+    gammas, Mds, slopes = block_step_sizes(proposals, steps, blocks, x, grad, dual_term, lam, cols,
+                                           curvature_fn, backtracking)
+    moving = [k for k, gm in gammas.items() if gm > 0]
+    if not moving:
+        return {}
+    n, m = x.size, r.size
+    D = np.zeros(n)
+    MD = np.zeros(m)
+    slope = 0.0
+    for k in moving:
+        gm = gammas[k]
+        D[blocks[k].slice] = gm * proposals[k].d
+        if m:
+            MD += gm * Mds[k]
+        slope += gm * slopes[k]
+    pen_lin = dot(dual_term, MD) if m else 0.0
+    pen_quad = lam * dot(MD, MD) if m else 0.0
+    if line_search == "exact" and quadratic and curvature_fn is not None:
+        if len(moving) == 1:
+            tau = 1.0  # the block's own step is already the exact minimizer along D
+        else:
+            c = curvature_fn(x, D)
+            tau = exact_quadratic_step(slope, float(c) + pen_quad, 1.0) if c is not None else 1.0
+    else:
+        def phi(tau):
+            return objective.value(x + tau * D) + tau * pen_lin + 0.5 * tau * tau * pen_quad
+
+        if line_search == "exact":
+            tau, _ = bounded_scalar_step(phi, 1.0)
+        else:
+            hint = None
+            if backtracking.lipschitz is None and curvature_fn is not None:
+                c = curvature_fn(x, D)
+                hint = None if c is None else float(c) + pen_quad
+            tau, _ = backtracking.step(phi, f, slope, dot(D, D), 1.0, hint)
+    if tau <= 0:
+        return {}
+    D *= tau
+    x += D
+    if m:
+        MD *= tau
+        r += MD
+    return {k: tau * gammas[k] for k in moving}
+
+
+def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, f, lam, cols, curvature_fn, quadratic,
+                       line_search, backtracking, ctx):
+    """Move the blocks one after another, each by its own line search at the point the previous ones left.
+
+    Every block after the first that moved gets a fresh gradient of L(., y)
+    (one more gradient evaluation per block) for its line search. Its
+    direction from ``proposals`` stays feasible (the block itself has not
+    moved yet); steps whose proposal is cheap (``cheap_proposal``: per-group
+    and per-coordinate steps, no LMO call) propose again from the fresh
+    gradient, the others keep theirs (a second LMO call per iteration would
+    cost, on a trace-norm block, a Lanczos run without its warm start).
+    Updates ``x`` and ``r`` in place; returns ({k: gamma}, {k: the proposal taken}).
+    """
+    m = r.size
+    moved, taken = {}, {}
+    for k, p in enumerate(proposals):
+        if p is None:
+            continue
+        sl = blocks[k].slice
+        dual_term = r * lam
+        dual_term += y
+        if moved:  # an earlier block moved: fresh gradient and proposal
+            f, g = objective.value_and_grad(x)
+            grad = g + Mop.rmatvec(dual_term) if m else g
+            if getattr(steps[k], "cheap_proposal", False):
+                p = steps[k].propose(x[sl], grad[sl], ctx)
+        taken[k] = p
+        slope = dot(grad[sl], p.d)
+        if not slope < 0:
+            continue
+        Md = cols.matvec(k, p.d)
+        d_norm2 = dot(p.d, p.d)
+        pen_lin = dot(dual_term, Md) if m else 0.0
+        pen_quad = lam * dot(Md, Md) if m else 0.0
+        c_f = None
+        full = None
+        if curvature_fn is not None:
+            full = np.zeros(x.size)
+            full[sl] = p.d
+            c_f = curvature_fn(x, full)
+        observe = getattr(steps[k], "observe_curvature", None)
+        if observe is not None:
+            observe(c_f, d_norm2)
+        if line_search == "exact" and quadratic and c_f is not None:
+            gamma = exact_quadratic_step(slope, float(c_f) + pen_quad, p.gamma_max)
+        else:
+            if full is None:
+                full = np.zeros(x.size)
+                full[sl] = p.d
+
+            def phi(gm, _full=full):
+                return objective.value(x + gm * _full) + gm * pen_lin + 0.5 * gm * gm * pen_quad
+
+            if line_search == "exact":
+                gamma, _ = bounded_scalar_step(phi, p.gamma_max)
+            else:
+                hint = None if c_f is None else float(c_f) + pen_quad
+                gamma, _ = backtracking.step(phi, f, slope, d_norm2, p.gamma_max,
+                                             hint if backtracking.lipschitz is None else None)
+        if gamma <= 0:
+            continue
+        x[sl] += gamma * p.d
+        if m:
+            r += gamma * Md
+        moved[k] = gamma
+    return moved, taken

@@ -1,0 +1,147 @@
+"""Active-set invariants under random step sequences (weights >= 0 summing to one, x rebuilt from atoms)."""
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fwmodel.engine import ActiveSet
+from fwmodel.sets.atoms import Atom, DenseAtom, RankOneAtom, SparseAtom
+
+SIZE = 12
+SHAPE = (3, 4)
+
+
+class _OpaqueAtom(Atom):
+    """A user-defined atom kind the active set knows only through dot/add_to."""
+
+    def __init__(self, vector, key):
+        self.vector_ = np.asarray(vector, dtype=float)
+        self.size = self.vector_.size
+        self.key = ("opaque", key)
+
+    def dot(self, g):
+        return float(self.vector_ @ g)
+
+    def add_to(self, x, weight):
+        x += weight * self.vector_
+
+
+def _make_atom(kind, seed):
+    """A deterministic atom of the given kind; equal (kind, seed) give equal keys and points."""
+    rng = np.random.default_rng(seed)
+    if kind == "sparse":
+        nnz = 1 + seed % 5
+        idx = rng.choice(SIZE, size=nnz, replace=False)
+        return SparseAtom(idx, rng.choice([-1.0, 1.0, 2.0], size=nnz), SIZE)
+    if kind == "origin":
+        return SparseAtom(np.zeros(0, dtype=np.intp), np.zeros(0), SIZE)
+    if kind == "dense":
+        return DenseAtom(rng.standard_normal(SIZE))
+    if kind == "rank1":
+        atom = RankOneAtom(rng.standard_normal(SHAPE[0]), rng.standard_normal(SHAPE[1]), 1.5, SHAPE)
+        atom.key = ("rank1-test", seed)  # repeated seeds must name the same point
+        return atom
+    return _OpaqueAtom(rng.standard_normal(SIZE), seed)
+
+
+atom_spec = st.tuples(st.sampled_from(["sparse", "dense", "rank1", "opaque", "origin"]), st.integers(0, 6))
+step = st.one_of(
+    st.tuples(st.just("fw"), atom_spec, st.floats(0.0, 1.0)),
+    st.tuples(st.just("away"), st.integers(0, 50), st.floats(0.0, 1.0)),
+    st.tuples(st.just("pairwise"), atom_spec, st.integers(0, 50), st.floats(0.0, 1.0)),
+    st.tuples(st.just("local"), st.integers(0, 50), st.integers(0, 50), st.floats(0.0, 1.0)),
+)
+
+
+def _apply(aset, x, move):
+    """Take one step on both the active set and the dense iterate x (the reference)."""
+    kind = move[0]
+    k = len(aset)
+    if kind == "fw":
+        atom, gamma = _make_atom(*move[1]), move[2]
+        x *= 1.0 - gamma
+        atom.add_to(x, gamma)
+        aset.fw_update(atom, gamma)
+    elif kind == "away":
+        pos = move[1] % k
+        alpha = aset.weight(pos)
+        if alpha >= 1.0:
+            return
+        gamma = move[2] * alpha / (1.0 - alpha)  # the away step's cap (Alg. 1 line 11)
+        if gamma > 1e3:  # the dense reference x would lose digits to cancellation
+            return
+        v = aset.atom(pos)
+        x *= 1.0 + gamma
+        v.add_to(x, -gamma)
+        aset.away_update(pos, gamma)
+    elif kind == "pairwise":
+        atom, pos = _make_atom(*move[1]), move[2] % k
+        gamma = move[3] * aset.weight(pos)
+        atom.add_to(x, gamma)
+        aset.atom(pos).add_to(x, -gamma)
+        aset.pairwise_update(atom, pos, gamma)
+    else:
+        src, dst = move[1] % k, move[2] % k
+        if src == dst:
+            return
+        gamma = move[3] * aset.weight(src)
+        aset.atom(dst).add_to(x, gamma)
+        aset.atom(src).add_to(x, -gamma)
+        aset.move_weight(src, dst, gamma)
+
+
+def _check_invariants(aset, x):
+    w = aset.weights
+    assert len(w) == len(aset.atoms) == len(aset) >= 1
+    assert np.all(w > 0)
+    assert abs(w.sum() - 1.0) <= 1e-12
+    assert len({a.key for a in aset.atoms}) == len(aset)  # no atom twice
+    assert np.allclose(aset.dense(SIZE), x, atol=1e-9)
+    # the vectorized inner products agree with each atom's own dot, in position order
+    g = np.random.default_rng(len(aset)).standard_normal(SIZE)
+    assert np.allclose(aset.dots(g), [a.dot(g) for a in aset.atoms], atol=1e-12)
+    pos, atom, weight, value = aset.away_vertex(g)
+    assert atom is aset.atoms[pos] and weight == w[pos]
+    assert np.isclose(value, max(a.dot(g) for a in aset.atoms))
+    a, a_val, s, s_val = aset.extreme_vertices(g)
+    assert np.isclose(a_val, aset.atoms[a].dot(g)) and np.isclose(s_val, min(a.dot(g) for a in aset.atoms))
+
+
+@settings(max_examples=300, deadline=None)
+@given(first=atom_spec, moves=st.lists(step, max_size=40))
+def test_active_set_invariants_under_random_steps(first, moves):
+    atom = _make_atom(*first)
+    aset = ActiveSet(atom)
+    x = atom.to_dense()
+    for move in moves:
+        _apply(aset, x, move)
+        _check_invariants(aset, x)
+    _check_invariants(aset, x)
+
+
+def test_drop_steps_remove_atoms_and_repeated_vertices_merge():
+    a, b = SparseAtom([0], [1.0], 4), SparseAtom([1], [1.0], 4)
+    aset = ActiveSet(a)
+    aset.fw_update(b, 0.25)
+    aset.fw_update(SparseAtom([1], [1.0], 4), 0.5)  # the same vertex again: one weight
+    assert len(aset) == 2 and np.isclose(aset.weight_of(b), 0.25 * 0.5 + 0.5)
+    pos = aset.atoms.index(a)
+    aset.pairwise_update(b, pos, aset.weight(pos))  # a drop step
+    assert len(aset) == 1 and aset.weight_of(b) == 1.0
+    aset.fw_update(a, 1.0)  # a full FW step leaves the new vertex alone
+    assert aset.atoms == [a] and aset.weights.tolist() == [1.0]
+
+
+def test_inner_products_cost_does_not_grow_with_atoms_added_and_removed():
+    """Storage is reused: after many insert/delete cycles the arrays stay at the live size's capacity."""
+    n = 50
+    aset = ActiveSet(SparseAtom(np.arange(n) * n, 1.0, n * n))
+    rng = np.random.default_rng(0)
+    for t in range(3000):
+        perm = rng.permutation(n)
+        aset.fw_update(SparseAtom(np.arange(n) * n + perm, 1.0, n * n), 0.3)
+        if len(aset) > 20:  # drop the lightest atoms by pairwise steps onto the heaviest
+            while len(aset) > 10:
+                w = aset.weights
+                aset.move_weight(int(np.argmin(w)), int(np.argmax(w)), float(w.min()))
+    store = next(iter(aset._stores.values()))
+    assert store.indices.shape[0] <= 64  # capacity follows the largest live size (21), not the 3000 inserts
