@@ -50,9 +50,9 @@ against Sigma's support) within 90% of S*'s, and these metrics at a tenth of
 the budget and at its end; (4) a one-line verdict; (5) a plot, when
 matplotlib is installed.
 
-Run time: about 2 x --seconds (3 x with --fw-only) plus the reference
-(defaults: about 1 minute on a busy 2-core machine). Memory: about 25 d x d
-arrays (340 MB peak at d = 1000, 12 GB at d = 8000). At --size 8000 making
+Run time: at most 2 x --seconds (3 x with --fw-only) plus the reference
+(defaults: under a minute on a busy 2-core machine). Memory: about 25 d x d
+arrays (490 MB peak at d = 1000, 12 GB at d = 8000). At --size 8000 making
 the data takes a minute, fwmodel's first iteration another minute, one GFB
 iteration minutes (its first runs past any shorter budget) and a certified
 reference over an hour: use --no-reference and --seconds 300 there. Larger

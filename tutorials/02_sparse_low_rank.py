@@ -366,8 +366,8 @@ if plt is not None:
 #   choice, the default kept FW steps on the trace-norm copy here and ran
 #   its 20 s budget out with F1 0.23 or below. `python -m fwmodel demo` runs the same
 #   race at d = 1000, with a certified f*, and `--fw-only` adds FW-AL with
-#   Frank-Wolfe steps on both sets (the paper's algorithm), whose sparse L1
-#   copy gives a higher early F1 but a worse estimate error.
+#   Frank-Wolfe-type steps only (the paper's algorithm), whose estimate stays
+#   far from Sigma there (error 0.69 at best, `benchmarks/RESULTS.md`).
 
 # %%
 RESULTS = {
