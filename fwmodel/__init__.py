@@ -11,8 +11,10 @@ from .expressions import __all__ as _expressions_all
 from .sets import *  # noqa: F401,F403
 from .sets import __all__ as _sets_all
 from .problem import Maximize, Minimize, Problem
+from .status import DIVERGED, INFEASIBLE, INTERRUPTED, MAX_ITER, OPTIMAL, TIME_LIMIT
 from .factor_graphs import LocalMarginalPolytope, MAPResult, map_inference
 
 __version__ = "0.1.0"
 __all__ = ["ModelError", "Problem", "Minimize", "Maximize", *_expressions_all, *_sets_all,
-           "LocalMarginalPolytope", "MAPResult", "map_inference"]
+           "LocalMarginalPolytope", "MAPResult", "map_inference",
+           "OPTIMAL", "INFEASIBLE", "MAX_ITER", "TIME_LIMIT", "DIVERGED", "INTERRUPTED"]

@@ -188,83 +188,68 @@ def _steps(traj):
     return ", ".join(f"{kind} {n}" for kind, n in counts.items() if n) or "none"
 
 
-def demo(args, stream=sys.stdout):
-    import numpy as np
+def _reference(data, gap, stream):
+    """Step 1: the certified reference optimum (:func:`fwmodel.experiments.certified_reference`), printed."""
+    from .experiments import certified_reference
 
-    from .datasets import sparse_low_rank_covariance
-    from .experiments import (FW_ONLY, certified_reference, estimate_error, f1_score, markdown_table, plot_comparison,
-                              run_fwmodel, run_gfb, summarize, support_scores)
+    print(f"  reference optimum: GFB until the certified relative gap is <= {gap:g} ...", file=stream, flush=True)
+    last = [0.0]
 
-    d = args.size
-    observed = args.observed if args.masked else 1.0
-    t0 = time.perf_counter()
-    need = _ARRAYS_FWMODEL * 8 * d * d
-    available = _available_memory()
-    variant = f"matrix completion, {observed:.0%} observed" if args.masked else "full observation"
-    print(f"fwmodel demo: sparse + low-rank covariance (FW-AL paper, Sec. 5), d = {d}, {variant}", file=stream)
-    if available is not None and need > available:
-        print(f"  warning: fwmodel needs about {need / 2**30:.1f} GiB ({_ARRAYS_FWMODEL} d x d arrays); "
-              f"{available / 2**30:.1f} GiB are available", file=stream)
-    data = sparse_low_rank_covariance(d, threshold=args.threshold, observed=observed, seed=args.seed)
-    print(f"  Sigma: {int(data.support.sum())} nonzeros (threshold {args.threshold:g}); radii: "
-          f"||Sigma||_1 = {data.radius_l1:.4g}, ||Sigma||_* = {data.radius_trace:.4g}", file=stream)
-    f0 = data.loss(np.zeros((d, d)))
+    def progress(it, seconds, rel_gap):
+        if seconds - last[0] >= 5.0:
+            last[0] = seconds
+            print(f"    {seconds:6.1f} s  iteration {it:6d}  certified gap {rel_gap:.2e}", file=stream, flush=True)
 
-    ref = None
-    if not args.no_reference:
-        print(f"  reference optimum: GFB until the certified relative gap is <= {args.reference_gap:g} ...",
-              file=stream, flush=True)
-        last = [0.0]
+    ref = certified_reference(data, gap_tol=gap, progress=progress)
+    state = "certified" if ref.certified else "NOT certified (iteration cap reached)"
+    print(f"  f* = {ref.f_star:.10g}: {ref.f_lower:.10g} <= f* <= {ref.f_upper:.10g}, relative gap "
+          f"{ref.rel_gap:.1e} ({state}; {ref.iterations} GFB iterations, {ref.seconds:.1f} s)", file=stream)
+    if data.mask is None:
+        print(f"  the reference point S* lies in both balls and within {ref.distance_bound:.1e} x ||S*||_F "
+              "of the exact optimum (f is 2-strongly convex)", file=stream)
+    print(f"  suboptimalities below are measured against f_upper: each is accurate to +-{ref.rel_gap:.0e}",
+          file=stream)
+    return ref
 
-        def ref_progress(it, seconds, gap):
-            if seconds - last[0] >= 5.0:
-                last[0] = seconds
-                print(f"    {seconds:6.1f} s  iteration {it:6d}  certified gap {gap:.2e}", file=stream, flush=True)
 
-        ref = certified_reference(data, gap_tol=args.reference_gap, progress=ref_progress)
-        state = "certified" if ref.certified else "NOT certified (iteration cap reached)"
-        print(f"  f* = {ref.f_star:.10g}: {ref.f_lower:.10g} <= f* <= {ref.f_upper:.10g}, relative gap "
-              f"{ref.rel_gap:.1e} ({state}; {ref.iterations} GFB iterations, {ref.seconds:.1f} s)", file=stream)
-        if data.mask is None:
-            print(f"  the reference point S* lies in both balls and within {ref.distance_bound:.1e} x ||S*||_F "
-                  "of the exact optimum (f is 2-strongly convex)", file=stream)
-        print("  suboptimalities below are measured against f_upper: each is accurate to "
-              f"+-{ref.rel_gap:.0e}", file=stream)
+def _race(data, args, S_ref, stream):
+    """Step 2: each method for ``args.seconds`` on its own clock; their trajectories."""
+    from .experiments import FW_ONLY, run_fwmodel, run_gfb
 
     progress = _progress(stream)
-    S_ref = ref.S if ref is not None else None
     print(f"running fwmodel (FW-AL, default options) for {args.seconds:g} s ...", file=stream, flush=True)
-    fw = run_fwmodel(data, time_limit=args.seconds, reference=S_ref, progress=progress)
-    print(f"  fwmodel's steps (per block): {_steps(fw)}", file=stream)
-    runs = [fw]
+    runs = [run_fwmodel(data, time_limit=args.seconds, reference=S_ref, progress=progress)]
+    print(f"  fwmodel's steps (per block): {_steps(runs[-1])}", file=stream)
     if args.fw_only:
         print(f"running fwmodel with Frank-Wolfe-type steps only (projection=False) for {args.seconds:g} s ...",
-              file=stream,
-              flush=True)
+              file=stream, flush=True)
         runs.append(run_fwmodel(data, time_limit=args.seconds, reference=S_ref, progress=progress, name=FW_ONLY,
                                 projection=False))
         print(f"  steps (per block): {_steps(runs[-1])}", file=stream)
     print(f"running GFB (projection splitting) for {args.seconds:g} s ...", file=stream, flush=True)
-    gfb = run_gfb(data, time_limit=args.seconds, reference=S_ref, progress=progress)
-    runs.append(gfb)
+    runs.append(run_gfb(data, time_limit=args.seconds, reference=S_ref, progress=progress))
+    return runs
+
+
+def _targets(data, ref, runs):
+    """The estimate-error and F1 targets: 5% above S*'s error, 90% of its F1 (or of the best seen, without S*)."""
+    from .experiments import estimate_error, f1_score, support_scores
 
     if ref is not None:
-        ref_error = estimate_error(ref.S, data.sigma)
-        ref_f1 = f1_score(*support_scores(ref.S, data.support)[:2])
-        error_target, f1_target = 1.05 * ref_error, 0.9 * ref_f1
-        basis = f"S* has estimate error {ref_error:.3g} and support F1 {ref_f1:.3g}"
+        error, f1 = estimate_error(ref.S, data.sigma), f1_score(*support_scores(ref.S, data.support)[:2])
+        basis = f"S* has estimate error {error:.3g} and support F1 {f1:.3g}"
     else:
         seen = [c for traj in runs for c in traj.checkpoints]
-        best_error = min(c["error"] for c in seen)
-        best_f1 = max(c["f1"] for c in seen)
-        error_target, f1_target = 1.05 * best_error, 0.9 * best_f1
-        basis = f"the best seen: estimate error {best_error:.3g}, support F1 {best_f1:.3g}"
-    times = sorted({round(args.seconds / 10, 3), float(args.seconds)})
-    f_star = ref.f_star if ref is not None else None
-    rows = summarize(runs, f_star, f0, support_times=times, error_target=error_target, f1_target=f1_target)
+        error, f1 = min(c["error"] for c in seen), max(c["f1"] for c in seen)
+        basis = f"the best seen: estimate error {error:.3g}, support F1 {f1:.3g}"
+    return 1.05 * error, 0.9 * f1, basis
+
+
+def _columns(with_reference, error_target, f1_target, times):
+    """The table's columns (keys of :func:`fwmodel.experiments.summarize`'s rows) and their headers."""
     columns = ["method", "iterations", "per_iteration"]
     headers = ["method", "iterations", "s / iteration"]
-    if ref is not None:
+    if with_reference:
         columns += ["t(0.01)", "t(0.001)", "subopt"]
         headers += ["t(subopt 1e-2) s", "t(subopt 1e-3) s", "final subopt"]
     columns += ["infeasibility", "t(error)", "best_error", "t(f1)"]
@@ -273,6 +258,38 @@ def demo(args, stream=sys.stdout):
     for t in times:
         columns += [f"error@{t:g}s", f"f1@{t:g}s"]
         headers += [f"error @{t:g}s", f"F1 @{t:g}s"]
+    return columns, headers
+
+
+def demo(args, stream=sys.stdout):
+    """Run the demo (see the module docstring and ``--help``); returns the table's rows."""
+    import numpy as np
+
+    from .datasets import sparse_low_rank_covariance
+    from .experiments import markdown_table, plot_comparison, summarize
+
+    d = args.size
+    observed = args.observed if args.masked else 1.0
+    t0 = time.perf_counter()
+    variant = f"matrix completion, {observed:.0%} observed" if args.masked else "full observation"
+    print(f"fwmodel demo: sparse + low-rank covariance (FW-AL paper, Sec. 5), d = {d}, {variant}", file=stream)
+    need, available = _ARRAYS_FWMODEL * 8 * d * d, _available_memory()
+    if available is not None and need > available:
+        print(f"  warning: fwmodel needs about {need / 2**30:.1f} GiB ({_ARRAYS_FWMODEL} d x d arrays); "
+              f"{available / 2**30:.1f} GiB are available", file=stream)
+    data = sparse_low_rank_covariance(d, threshold=args.threshold, observed=observed, seed=args.seed)
+    print(f"  Sigma: {int(data.support.sum())} nonzeros (threshold {args.threshold:g}); radii: "
+          f"||Sigma||_1 = {data.radius_l1:.4g}, ||Sigma||_* = {data.radius_trace:.4g}", file=stream)
+    f0 = data.loss(np.zeros((d, d)))
+
+    ref = None if args.no_reference else _reference(data, args.reference_gap, stream)
+    runs = _race(data, args, ref.S if ref is not None else None, stream)
+
+    error_target, f1_target, basis = _targets(data, ref, runs)
+    times = sorted({round(args.seconds / 10, 3), float(args.seconds)})
+    f_star = ref.f_star if ref is not None else None
+    rows = summarize(runs, f_star, f0, support_times=times, error_target=error_target, f1_target=f1_target)
+    columns, headers = _columns(ref is not None, error_target, f1_target, times)
     print(f"\nestimate error = ||S_t - Sigma||_F / ||Sigma||_F; support F1: entries |S_ij| > 1e-2 against "
           f"Sigma's support; targets: 5% above the error and 90% of the F1 of {basis}; "
           "their times are checkpoint times (30% resolution)", file=stream)
@@ -283,8 +300,7 @@ def demo(args, stream=sys.stdout):
     print(markdown_table(rows, columns, headers), file=stream)
     print("\n" + verdict(rows, error_target, f1_target, ref is not None), file=stream)
     if args.output:
-        fig = plot_comparison(runs, f_star, f0, path=args.output,
-                              title=f"fwmodel vs GFB, d = {d}, {variant}")
+        fig = plot_comparison(runs, f_star, f0, path=args.output, title=f"fwmodel vs GFB, d = {d}, {variant}")
         if fig is None:
             print("(matplotlib is not installed: no plot)", file=stream)
         else:

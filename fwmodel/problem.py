@@ -27,6 +27,7 @@ from .engine.result import History
 from .errors import ModelError
 from .expressions import as_expression
 from .expressions.core import short_repr
+from .expressions.nonsmooth import refuse_in_objective
 
 #: The options of Problem.solve and their defaults.
 SOLVE_DEFAULTS = dict(
@@ -60,6 +61,7 @@ class _Objective:
         if self.expr.size != 1:
             raise ModelError(f"{type(self).__name__}: the objective must be a scalar, but "
                              f"{short_repr(self.expr)} has shape {self.expr.shape} (use fm.sum or fm.sum_squares)")
+        refuse_in_objective(self.expr)  # norms and abs are constraints, with the set named
         curvature = self.expr.curvature
         if curvature not in self.required:
             hint = ""
@@ -198,6 +200,7 @@ class Problem:
         self._compiled = None
         self._compile_time = None
         self._state = None
+        self._versions = None
         self.status = None
         self.value = None
         self.stats = None
@@ -239,7 +242,8 @@ class Problem:
         return self._compiled
 
     def variables(self):
-        return list(self.compile().variables)
+        """The model's variables (without the slacks the compiler adds for inequalities)."""
+        return [v for v in self.compile().variables if not getattr(v, "is_slack", False)]
 
     @property
     def duals(self):
@@ -291,6 +295,15 @@ class Problem:
         with equal-length columns, and a state ``warm_start=True`` resumes.
         (During compilation and setup, before there is a first iterate, the
         KeyboardInterrupt propagates and the previous answer is kept.)
+
+        A non-optimal status (``fm.INFEASIBLE``, ``fm.MAX_ITER``, ...) raises
+        nothing, as in CVXPY: check ``prob.status``. ``var.value`` is then
+        the best point found, which for an infeasible problem violates some
+        constraint (by ``prob.stats.feasibility``). After a solve,
+        ``constraint.dual_value`` holds the multipliers of the equalities
+        and of the inequalities ``G @ x <= h`` (CVXPY's sign convention).
+        With ``warm_start=True``, the blocks whose set data changed through
+        an fm.Parameter restart from their set's initial point.
         """
         unknown = sorted(set(options) - set(SOLVE_DEFAULTS))
         if unknown:
@@ -312,6 +325,8 @@ class Problem:
         if violated:
             return self._end_infeasible_by_data(violated)
         warm = self._state if opts.pop("warm_start") and self._state is not None else None
+        if warm is not None:  # blocks whose set data changed (Parameters) restart
+            warm = compiled.restart_changed_blocks(warm, self._versions)
         user_callback = opts.pop("callback")
         callback = None
         if user_callback is not None:
@@ -341,10 +356,14 @@ class Problem:
             feasibility_scale=result.feasibility_scale,
         )
 
+        versions = compiled.data_versions()  # what a warm start compares against
+        compiled.write_duals(result.x, result.state.y, result.lam)  # constraint.dual_value
+
         def commit(status):
             for var, value in values.items():
                 var.value = value
             self._state = result.state
+            self._versions = versions
             self.status = status
             stats.status = status
             self.value = float(sign * result.objective)
@@ -383,7 +402,8 @@ class Problem:
         seen, out = set(), []
         compiled = self.compile()
         exprs = [self.objective.expr] + [b.set.expr for b in compiled.blocks] + \
-                [e.expr for e in compiled.equalities] + [c.expr for c in compiled.fixed_constraints]
+                [e.expr for e in compiled.equalities] + [c.expr for c in compiled.fixed_constraints] + \
+                [b.set for b in compiled.blocks]
         for e in exprs:
             for p in e.parameters():
                 if id(p) not in seen:
@@ -410,6 +430,11 @@ class Problem:
             # (20 x 20 grid: 28 vs 0.9 ms per iteration, less accurate after 3000)
             return getattr(s, "n_groups", 1) > 8 or getattr(s, "batch", 1) > 8
 
+        def intervals(s):
+            # a box declares its bounds: per-coordinate FW steps
+            declared = getattr(s, "interval_bounds", None)
+            return declared() if declared is not None else None
+
         def groups(s):
             # a product of simplices declares its groups: per-group pairwise steps
             declared = getattr(s, "simplex_groups", None)
@@ -419,7 +444,7 @@ class Problem:
         return [Block(offset=b.offset, size=b.size, lmo=b.set.lmo_atom, initial_atom=b.set.initial_atom,
                       is_polytope=bool(b.set.is_polytope), name=b.name, face=face(b.set),
                       active_set_steps=not batched(b.set), groups=groups(b.set),
-                      intervals=b.set.interval_bounds() if hasattr(b.set, "interval_bounds") else None,
+                      intervals=intervals(b.set),
                       project=b.set.project_flat if getattr(b.set, "has_cheap_projection", False) else None)
                 for b in compiled.blocks]
 

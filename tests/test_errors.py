@@ -168,12 +168,12 @@ def test_objective_must_be_minimize_or_maximize(x):
 ])
 def test_non_smooth_functions_name_the_set(x, build, set_name):
     with pytest.raises(fm.ModelError, match=rf"not smooth.*{set_name}"):
-        build(x)
+        fm.Minimize(fm.sum(build(x)))
 
 
 def test_nuclear_norm_names_trace_norm_ball():
     with pytest.raises(fm.ModelError, match=r"fm.TraceNormBall"):
-        fm.norm(fm.Variable((2, 2)), "nuc")
+        fm.Minimize(fm.norm(fm.Variable((2, 2)), "nuc"))
 
 
 def test_power_other_than_two(x):
@@ -190,9 +190,10 @@ def test_power_other_than_two(x):
     lambda e: 1 >= e,
     lambda e: np.ones(3) <= e,
 ])
-def test_inequalities_name_box_and_simplex(x, build):
-    with pytest.raises(fm.ModelError, match=r"fm\.Box.*fm\.Simplex\(expr, total, equality=False\)"):
-        build(x)
+def test_one_sided_bounds_on_unbounded_variables_name_the_sets(x, build):
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x)), [build(x)])
+    with pytest.raises(fm.ModelError, match=r"unbounded.*fm\.Box\(x, lo, hi\).*fm\.Simplex\(x\)"):
+        prob.solve()
 
 
 def test_not_equal_is_refused(x):

@@ -1,9 +1,17 @@
 """Trust in the modeling layer: what the model says is what gets solved.
 
 - set data (radii, bounds, totals, k, flags) is validated by one helper and
-  refused by name when it is not a sensible number;
-- bounds and radii large enough to overflow FW-AL's squared distances are
-  refused with the limit stated.
+  refused by name when it is not a sensible number; bounds and radii large
+  enough to overflow FW-AL's squared distances are refused with the limit;
+- a Problem is immutable (read-only objective, constraints a copy);
+- variables without entries are refused by name;
+- an unsigned Parameter has no sign: scaling a convex term by it is refused,
+  declared signs carry through Parameter expressions, Parameter values are
+  read-only and re-checked at each solve;
+- a constraint on data alone is evaluated at every solve: dropped when true,
+  "infeasible" (naming it) when false;
+- problems with SymPy atoms, sets and Parameters pickle, and the copies solve
+  to the same answer.
 """
 import numpy as np
 import pytest
@@ -77,7 +85,7 @@ def test_bounds_at_the_limit_solve_to_the_closed_form():
     for bound in (1e6, 1e50, MAX_DATA_MAGNITUDE):
         x = _x()
         prob = fm.Problem(fm.Minimize(fm.sum_squares(x - c)), [fm.Box(x, -bound, bound)])
-        prob.solve()
+        prob.solve(tol=1e-10)  # tol is relative to the objective's range over the box (about bound^2)
         assert prob.status == "optimal"
         # the stopping rule is relative to the objective's range over the box (huge here):
         # the guarantee is f(x) - f* <= tol * objective_scale, and the point is finite and close to c
@@ -426,3 +434,47 @@ def test_whole_problem_with_sets_and_parameters_pickles_after_a_solve():
     assert loaded.status == "infeasible" and "Box(b" in loaded.stats.message
     prob.solve()
     assert prob.status == "optimal" and prob.value == pytest.approx(value, rel=1e-12)
+
+
+def test_parameter_sign_rules_are_sound_by_sampling():
+    """Whatever sign the rules claim for an expression of Parameters holds for sampled values.
+
+    Random expressions over a nonneg, a nonpos and an unsigned Parameter (and
+    constants of both signs); each claimed sign is checked by brute force at
+    values that respect the declarations.
+    """
+    from fwmodel.expressions.core import constant_sign
+
+    rng = np.random.default_rng(0)
+    p = fm.Parameter(2, name="p", nonneg=True)
+    q = fm.Parameter(2, name="q", nonpos=True)
+    r = fm.Parameter(2, name="r")
+    leaves = [p, q, r, fm.Constant(np.array([2.0, 3.0])), fm.Constant(np.array([-1.0, -0.5]))]
+    unary = [lambda a: -a, lambda a: a[::-1], lambda a: fm.sum(a) * np.ones(2), lambda a: fm.square(a),
+             lambda a: fm.exp(a), lambda a: a.T]
+    binary = [lambda a, b: a + b, lambda a, b: a - b, lambda a, b: a * b, lambda a, b: a / (fm.square(b) + 1),
+              lambda a, b: fm.vstack([a, b])[0], lambda a, b: np.ones((2, 2)) @ a + b]
+    claims = {"nonneg": 0, "nonpos": 0, "unknown": 0}
+    for _ in range(150):
+        expr = leaves[rng.integers(len(leaves))]
+        for _ in range(rng.integers(1, 4)):
+            if rng.random() < 0.4:
+                expr = unary[rng.integers(len(unary))](expr)
+            else:
+                other = leaves[rng.integers(len(leaves))]
+                expr = binary[rng.integers(len(binary))](expr, other) if rng.random() < 0.5 else \
+                    binary[rng.integers(len(binary))](other, expr)
+        claim = constant_sign(expr)
+        claims[claim if claim in claims else "unknown"] += 1
+        for _ in range(20):
+            p.value = rng.exponential(size=2)
+            q.value = -rng.exponential(size=2)
+            r.value = rng.standard_normal(2)
+            value = np.asarray(expr.value)
+            if claim == "nonneg":
+                assert np.all(value >= 0), expr
+            elif claim == "nonpos":
+                assert np.all(value <= 0), expr
+            elif claim == "zero":
+                assert np.all(value == 0), expr
+    assert claims["nonneg"] > 10 and claims["nonpos"] > 10 and claims["unknown"] > 10  # all rules exercised

@@ -12,7 +12,8 @@ Convention shared by all tutorials (``tutorials/NN_name.py``):
 Every tutorial present is run as a script (``__name__ == "__main__"``, the
 figure folder left at its default) from a scratch working folder: it must
 write nothing there nor change ``git status`` of the checkout, and its
-``RESULTS`` must exist and hold finite numbers. Tutorials 05 and 06 are also checked against independent answers
+``RESULTS`` must exist and hold finite numbers. Tutorials 05, 06 and 07 are
+also checked against independent answers
 (CVXPY, closed forms, structural facts); for the others, the keys named in
 ``GENERIC_CHECKS`` are checked only when present.
 """
@@ -111,7 +112,7 @@ def test_tutorials_are_notebooks_and_indexed():
         text = path.read_text()
         assert text.startswith("# %%"), f"{path.name} should open with a '# %%' cell"
         assert path.name in readme, f"{path.name} is missing from tutorials/README.md"
-    for number in ("01", "02", "03", "04", "05", "06"):
+    for number in ("01", "02", "03", "04", "05", "06", "07"):
         assert re.search(rf"\b{number}_\w+\.py", readme), f"tutorial {number} is missing from the index"
 
 
@@ -165,7 +166,22 @@ def check_06(r):
         assert r["distance_to_cvxpy_rel"] < 0.25
 
 
-SPECIFIC_CHECKS = {"05": check_05, "06": check_06}
+def check_07(r):
+    """From CVXPY: the same model code runs in both languages and gives the same answers."""
+    assert r["statuses"] == ["optimal"] * len(r["models"])
+    assert r["sets"]["portfolio"] == ["Simplex", "Box"]
+    assert r["sets"]["nearest PSD"] == ["TraceNormBall"]
+    assert r["same_compiled"] is True
+    assert r["refused"] == ["non-convex", "norm objective", "unbounded"]
+    for l1, point in zip(r["path_l1"], [0.5, 1.0, 2.0, 3.0]):
+        assert l1 <= point * (1 + 1e-3)
+    if r["cvxpy_objectives"] is not None:
+        assert max(r["rel_diffs"]) < 2e-3
+        for value, ref in zip(r["path_objectives"], r["path_cvxpy_objectives"]):
+            assert value == pytest.approx(ref, rel=2e-3)
+
+
+SPECIFIC_CHECKS = {"05": check_05, "06": check_06, "07": check_07}
 
 
 def test_figures_and_results_folders(monkeypatch, tmp_path):

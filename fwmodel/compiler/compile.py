@@ -2,6 +2,14 @@
 
 Compilation, step by step (paper Sec. 2.2, eq. opt_reformulation):
 
+0. **Lowering.** Constraints as CVXPY writes them become sets and
+   equalities first (:mod:`fwmodel.compiler.lowering`): ``norm1(e) <= t`` an
+   L1 ball, elementwise bounds one box per variable (one-sided bounds closed
+   by the bounding box of the sets that hold the variable), ``x >= 0`` with
+   ``sum(x) == t`` a simplex, ``PSD=True`` with ``trace(X) <= t`` a PSD trace
+   ball, ``G @ x <= h`` rows ``G x + s = h`` with a slack ``s`` in a box
+   whose upper bound ``h - min G x`` comes from the sets' LMOs, and the sets
+   of symmetric variables their symmetric variants.
 1. **Variables.** Every variable of the objective and the constraints gets a
    slot in a flat vector v (C order), in order of first appearance.
 2. **Blocks.** Every set gets one block x^(k) of the product space X_1 x ...
@@ -47,6 +55,7 @@ from ..errors import ModelError
 from ..expressions import Equality, SmoothFunction, Variable, linearize
 from ..sets.base import ConvexSet
 from .consistency import ConsistencyOperator, CopyRows, SparseRows
+from .lowering import lower_constraints
 from .objective import BlockObjective, CopyMap
 
 
@@ -85,7 +94,9 @@ class CompiledProblem:
     (scipy.sparse CSR, built on first access), ``b``, ``graph`` (networkx),
     ``variables`` and ``var_layout`` ({var.id: (offset, shape)} in v),
     ``objective`` (the engine-facing objective on x), ``operator`` (M as a
-    fast operator), ``copy_map`` (v = W x).
+    fast operator), ``copy_map`` (v = W x), ``fixed_constraints`` (the sets
+    and equalities without variables, checked at each solve by
+    :meth:`violated_fixed_constraints`).
     """
 
     blocks: list
@@ -98,6 +109,10 @@ class CompiledProblem:
     objective: BlockObjective
     equalities: list = field(default_factory=list)
     parametric: list = field(default_factory=list)
+    #: {id(equality): its piece of M} (for the equalities' dual values)
+    equality_pieces: dict = field(default_factory=dict)
+    #: what the constraints were lowered to (see fwmodel.compiler.lowering)
+    lowered: object = None
     #: sets and equalities on expressions without variables (checked at each solve)
     fixed_constraints: list = field(default_factory=list)
 
@@ -123,12 +138,101 @@ class CompiledProblem:
         return out
 
     def refresh_parameters(self):
-        """Re-read Parameter values in constraint rows (M's pieces, b)."""
+        """Re-read Parameter values: bounds, the sets' data, constraint rows (M's pieces, b).
+
+        Order matters: the entry bounds first, then the sets in block order
+        (boxes that close one-sided bounds and slack boxes come after the
+        sets whose data they are computed from).
+        """
+        if self.lowered is not None:
+            self.lowered.prepare()
+        for blk in self.blocks:
+            blk.set.refresh()
         for piece, builder in self.parametric:
             new = builder()
             piece.A, piece.AT, piece.b = new.A, new.AT, new.b
         if self.parametric:
             self.operator._csr = None
+
+    def data_versions(self):
+        """The data version of every block's set (see ``ConvexSet.data_version``)."""
+        return [blk.set.data_version for blk in self.blocks]
+
+    def restart_changed_blocks(self, state, versions):
+        """A copy of a warm-start ``state`` in which blocks whose set data changed restart.
+
+        ``versions`` are :meth:`data_versions` at the end of the solve that
+        left ``state``. A changed block's x (which may lie outside its new
+        set) is reset to the set's initial point and its active sets
+        (vertices of the old set) are dropped; the engine rebuilds them.
+        """
+        changed = [k for k, (blk, old) in enumerate(zip(self.blocks, versions)) if blk.set.data_version != old]
+        if not changed:
+            return state
+        from ..engine.result import SolverState
+
+        x = state.x.copy()
+        active = dict(state.active_sets)
+        for k in changed:
+            blk = self.blocks[k]
+            x[blk.slice] = 0.0
+            blk.set.initial_atom().add_to(x[blk.slice], 1.0)
+            active.pop(k, None)
+            active.pop(("face", k), None)
+        return SolverState(x, state.y, active, state.lam, state.eta, state.lipschitz)
+
+    def write_duals(self, x, y, lam):
+        """Set ``dual_value`` of the user's equality and inequality constraints.
+
+        The multiplier of a row of M x = b is ``y + lam (M x - b)`` (the
+        gradient of the augmented terms of L). A row of ``lhs == rhs`` is
+        ``lhs - rhs`` and the engine minimizes ``sign * f``, so with CVXPY's
+        convention (``L = f + nu' (lhs - rhs)`` for Minimize, the same
+        ``nu`` for Maximize of ``-f``) the multiplier is ``dual_value``
+        directly; for an inequality ``lhs - rhs + s = 0``, ``s >= 0``, it is
+        the inequality's (nonnegative) multiplier. An equality absorbed into
+        a simplex (``fm.sum(x) == t`` with ``x >= 0``) has no row: its
+        multiplier comes from the simplex block's KKT condition
+        ``g + nu a 1 - mu = 0`` (``mu >= 0``, zero on the support), as the
+        x-weighted mean ``nu = -<x, g> / (a <x, 1>)`` of the block gradient g of L.
+        """
+        if not self.equalities and (self.lowered is None or not self.lowered.absorbed):
+            return
+        residual = self.operator.matvec(x) - self.b
+        multipliers = y + lam * residual
+        slack_of = self.lowered.slack_of if self.lowered is not None else {}
+        for eq in self.equalities:
+            rows = self.rows_of(self.equality_pieces.get(id(eq)))
+            if rows is None:
+                continue
+            value = multipliers[rows]
+            if id(eq) in slack_of:
+                ineq, picked = slack_of[id(eq)]
+                ineq.dual_value = value.reshape(ineq.shape) if picked.size == int(np.prod(ineq.shape)) else value
+            elif value.size == eq.size:
+                eq.dual_value = value.reshape(eq.shape) if eq.shape else float(value[0])
+        if self.lowered is not None and self.lowered.absorbed:
+            _, g = self.objective.value_and_grad(x)
+            grad = g + self.operator.rmatvec(multipliers)
+            by_set = {id(blk.set): blk for blk in self.blocks}
+            for eq in self.lowered.absorbed_equalities:
+                simplex, a, group = self.lowered.absorbed[id(eq)]
+                blk = by_set[id(simplex)]
+                xb, gb = x[blk.slice], grad[blk.slice]  # the block is the whole variable, C order
+                n_groups = int(group.max()) + 1
+                mass = np.bincount(group, weights=xb, minlength=n_groups)
+                weighted = np.bincount(group, weights=xb * gb, minlength=n_groups)
+                smallest = np.full(n_groups, np.inf)
+                np.minimum.at(smallest, group, gb)
+                nu = np.where(mass > 0, -weighted / np.where(mass > 0, mass, 1.0), -smallest) / a
+                eq.dual_value = nu.reshape(eq.shape) if eq.shape else float(nu[0])
+
+    def rows_of(self, piece):
+        """The slice of M's rows that ``piece`` occupies (None if it has no rows)."""
+        for p, lo, hi in zip(self.operator.pieces, self.operator.offsets[:-1], self.operator.offsets[1:]):
+            if p is piece:
+                return slice(int(lo), int(hi))
+        return None
 
     def violated_fixed_constraints(self):
         """Messages for the fixed constraints that the current data violates (empty when all hold).
@@ -230,19 +334,10 @@ def _split_fixed_constraints(sets, equalities):
 def compile_problem(objective_expr, sign, constraints):
     """Compile ``min sign * objective_expr`` over ``constraints`` (see module docs)."""
     constraints = flatten_constraints(constraints)
-    sets, equalities = [], []
-    for i, c in enumerate(constraints):
-        if isinstance(c, ConvexSet):
-            sets.append(c)
-        elif isinstance(c, Equality):
-            equalities.append(c)
-        elif isinstance(c, (bool, np.bool_)):
-            raise ModelError(
-                f"constraint #{i} is the Python bool {c}: a comparison was evaluated outside fwmodel "
-                "(write constraints with fwmodel expressions, e.g. x == y, or as sets)"
-            )
-        else:
-            raise ModelError(f"constraint #{i} ({c!r}) is neither a set (fm.ConvexSet) nor an equality (expr == expr)")
+    # 0. constraints as CVXPY writes them (norm bounds, inequalities, variable
+    #    attributes) become sets and equalities (see fwmodel.compiler.lowering)
+    lowered = lower_constraints(objective_expr, constraints)
+    sets, equalities = lowered.sets, lowered.equalities
 
     # 0b. constraints without variables constrain no block: kept aside, checked at each solve
     sets, equalities, fixed = _split_fixed_constraints(sets, equalities)
@@ -325,9 +420,21 @@ def compile_problem(objective_expr, sign, constraints):
         missing = first[voff:voff + var.size] < 0
         if np.any(missing):
             if np.all(missing):
+                through = [s for s in sets if any(v.id == var.id for v in s.expr.variables())]
+                note = ""
+                if through:
+                    note = (f" {', '.join(repr(s) for s in through[:3])} bound"
+                            f"{'s' if len(through) == 1 else ''} an expression of {var.name}, not {var.name} itself: "
+                            "such a set gets its own block, tied to the variables by equality rows, and does not "
+                            f"bound {var.name} (write the set on {var.name} or a slice of it, e.g. "
+                            f"fm.Box({var.name}, (lo - c) / a, (hi - c) / a) for fm.Box(a * {var.name} + c, lo, hi) "
+                            "with a > 0).")
                 raise ModelError(
                     f"variable {var.name} (shape {var.shape}) is not in any bounded set: FW-AL needs every "
-                    f"variable in at least one set (e.g. fm.Box({var.name}, lower, upper) or fm.L1Ball({var.name}))"
+                    f"variable in at least one set that holds it directly ({var.name}, a slice such as "
+                    f"{var.name}[...], or {var.name}.T), e.g. fm.Box({var.name}, lower, upper), "
+                    f"{var.name} >= lo with {var.name} <= hi, fm.norm1({var.name}) <= r or "
+                    f"fm.L1Ball({var.name}).{note}"
                 )
             idx = np.flatnonzero(missing)
             raise ModelError(
@@ -382,6 +489,7 @@ def compile_problem(objective_expr, sign, constraints):
             return found[0].slice
         return None
 
+    equality_pieces = {}
     for i, eq in enumerate(equalities):
         # An equality may build its own structured rows (such as
         # marginalization consistency, see fwmodel.factor_graphs); it
@@ -391,6 +499,7 @@ def compile_problem(objective_expr, sign, constraints):
         if piece is None:
             piece = equality_piece(eq)
         pieces_in_order.append(piece)
+        equality_pieces[id(eq)] = piece
         node = ("equality", i)
         role = getattr(eq, "role", None)  # e.g. "marginalization"
         extra = {} if role is None else {"role": role}
@@ -416,4 +525,5 @@ def compile_problem(objective_expr, sign, constraints):
     objective = BlockObjective(SmoothFunction(objective_expr, var_layout), sign, copy_map)
     return CompiledProblem(blocks=blocks, n=n, variables=variables, var_layout=var_layout, graph=graph,
                            operator=operator, copy_map=copy_map, objective=objective,
-                           equalities=equalities, parametric=parametric, fixed_constraints=fixed)
+                           equalities=equalities, parametric=parametric, equality_pieces=equality_pieces,
+                           lowered=lowered, fixed_constraints=fixed)

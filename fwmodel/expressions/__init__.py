@@ -8,10 +8,10 @@ flat vector) and :func:`as_expression`.
 """
 from .affine import concatenate, hstack, inner, linearize, multiply, reshape, sum, trace, transpose, vstack
 from .atoms import exp, huber, log_sum_exp, logistic, quad_form, square, sum_squares
-from .constraints import Equality
+from .constraints import Equality, Inequality
 from .core import Constant, Expression, Leaf, Parameter, Variable, as_expression
 from .evaluate import SmoothFunction
-from .nonsmooth import abs, max, min, norm, norm1, norm2, norm_inf
+from .nonsmooth import abs, max, min, norm, norm1, norm2, norm_inf, normNuc
 from .sympy_atom import smooth
 
 __all__ = [
@@ -39,7 +39,9 @@ __all__ = [
     "norm1",
     "norm2",
     "norm_inf",
+    "normNuc",
     "max",
     "min",
     "Equality",
+    "Inequality",
 ]

@@ -614,27 +614,26 @@ class Expression:
             f"{short_repr(self)} != ...: 'not equal' is not a constraint (the feasible set would not be convex)"
         )
 
-    def _inequality(self, other, op):
-        other_text = short_repr(other) if isinstance(other, Expression) else repr(other)
-        raise ModelError(
-            f"{short_repr(self)} {op} {other_text}: inequalities are not constraints here. "
-            "Express bounds with a set that has a linear minimization oracle: "
-            "fm.Box(expr, lower, upper) for elementwise bounds, "
-            "fm.Simplex(expr, total, equality=False) for nonnegative entries summing to at most total, "
-            "fm.L1Ball(expr, radius) for ||expr||_1 <= radius."
-        )
+    def _inequality(self, lhs, rhs, op):
+        from .constraints import Inequality
 
+        other = rhs if lhs is self else lhs
+        if _operand(other) is None:
+            return NotImplemented
+        return Inequality(lhs, rhs, op)
+
+    # ``a <= b`` and ``a < b`` are the same convex constraint, as in CVXPY.
     def __le__(self, other):
-        self._inequality(other, "<=")
+        return self._inequality(self, other, "<=")
 
     def __lt__(self, other):
-        self._inequality(other, "<")
+        return self._inequality(self, other, "<")
 
     def __ge__(self, other):
-        self._inequality(other, ">=")
+        return self._inequality(other, self, ">=")
 
     def __gt__(self, other):
-        self._inequality(other, ">")
+        return self._inequality(other, self, ">")
 
     # ---------------------------------------------- hooks for node classes
     def _forward(self, vals):
@@ -711,11 +710,25 @@ class Variable(Leaf):
     ``value`` is None until a solve (or the user) sets it; it is then a float
     array of ``shape``. ``id`` is a unique integer that the compiler uses to
     place the variable in the flat vector of all variables.
+
+    Attributes as in CVXPY (the compiler turns them into sets, see
+    :mod:`fwmodel.compiler.lowering`):
+
+    - ``nonneg`` / ``nonpos``: every entry ``>= 0`` / ``<= 0``;
+    - ``bounds=[lo, hi]``: ``lo <= x <= hi`` elementwise (numbers, arrays that
+      broadcast to ``shape``, fm.Parameters, or None for a missing side);
+    - ``symmetric``: a square matrix kept exactly symmetric (its sets take
+      their symmetric LMOs);
+    - ``PSD``: a symmetric positive semidefinite matrix; with
+      ``fm.trace(X) <= t`` it is ``fm.TraceNormBall(X, t, psd=True)``.
+
+    A one-sided attribute (``nonneg``) still needs something that bounds the
+    variable: another set, an upper bound, or ``fm.sum(x) == t`` (a simplex).
     """
 
     _curvature_label = AFFINE
 
-    def __init__(self, shape=(), name=None):
+    def __init__(self, shape=(), name=None, nonneg=False, nonpos=False, bounds=None, symmetric=False, PSD=False):
         super().__init__(shape)
         self.id = next(_leaf_ids)
         self.name = str(name) if name is not None else f"var{self.id}"
@@ -726,6 +739,19 @@ class Variable(Leaf):
                              "(every dimension >= 1)")
         self._has_vars = True
         self._value = None
+        for flag, given in (("nonneg", nonneg), ("nonpos", nonpos), ("symmetric", symmetric), ("PSD", PSD)):
+            if not isinstance(given, (bool, np.bool_)):
+                raise ModelError(f"{self._describe()}: {flag} must be True or False, got {given!r}")
+        self.nonneg, self.nonpos = bool(nonneg), bool(nonpos)
+        self.PSD = bool(PSD)
+        self.symmetric = bool(symmetric) or self.PSD
+        if self.nonneg and self.nonpos:
+            raise ModelError(f"{self._describe()}: nonneg=True and nonpos=True together fix it at 0; "
+                             "use a constant instead")
+        if self.symmetric and (len(self._shape) != 2 or self._shape[0] != self._shape[1]):
+            what = "PSD=True" if self.PSD else "symmetric=True"
+            raise ModelError(f"{self._describe()}: {what} needs a square matrix shape (n, n)")
+        self.bounds = _check_variable_bounds(self, bounds)
 
     @property
     def value(self):
@@ -744,6 +770,39 @@ class Variable(Leaf):
 
     def _curvature_rule(self, curvatures):
         return AFFINE
+
+
+def _check_variable_bounds(var, bounds):
+    """``bounds=[lo, hi]`` of a Variable, each side None, data or a Parameter."""
+    if bounds is None:
+        return None
+    if not isinstance(bounds, (list, tuple)) or len(bounds) != 2:
+        raise ModelError(f"{var._describe()}: bounds must be a pair [lower, upper] (None for a missing side), "
+                         f"got {bounds!r}")
+    out = []
+    for side, b in zip(("lower", "upper"), bounds):
+        if b is None:
+            out.append(None)
+            continue
+        if isinstance(b, Expression):
+            if b._has_vars:
+                raise ModelError(f"{var._describe()}: the {side} bound {short_repr(b)} contains a variable; "
+                                 "bounds are data (numbers, arrays or fm.Parameters)")
+        else:
+            try:
+                arr = np.asarray(b, dtype=float)
+            except (TypeError, ValueError):
+                raise ModelError(f"{var._describe()}: the {side} bound must be numeric, got {b!r}") from None
+            if np.any(np.isnan(arr)):
+                raise ModelError(f"{var._describe()}: the {side} bound contains NaN")
+            b = arr
+        try:
+            np.broadcast_to(np.zeros(b.shape), var.shape)
+        except ValueError:
+            raise ModelError(f"{var._describe()}: the {side} bound of shape {b.shape} does not broadcast "
+                             f"to the variable's shape {var.shape}") from None
+        out.append(b)
+    return tuple(out)
 
 
 class Parameter(Leaf):

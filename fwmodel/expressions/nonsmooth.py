@@ -1,17 +1,113 @@
-"""Non-smooth functions, refused with a pointer to the set that expresses them.
+"""Norms and absolute values: constraints, never objective terms.
 
 FW-AL needs a smooth objective: its Frank-Wolfe steps use the gradient, and
 its convergence rate depends on the gradient being Lipschitz. Absolute
-values, norms and maxima are not smooth, but the constraint they usually
-express is a set with a cheap linear minimization oracle. Each function
-here raises :class:`~fwmodel.errors.ModelError` saying which set to use.
+values and norms are not smooth, but the constraint ``norm(e) <= t`` they
+usually express is a set with a cheap linear minimization oracle. So
+``fm.norm1(e)``, ``fm.norm(e, p)``, ``fm.normNuc(E)`` and ``fm.abs(e)`` build a
+:class:`NormAtom`, an expression that can only be bounded above by data::
+
+    fm.norm1(e) <= t            ->  fm.L1Ball(e, t)
+    fm.norm(e, 2) <= t          ->  fm.L2Ball(e, t)     (also norm2, "fro")
+    fm.norm(e, "inf") <= t      ->  fm.LinfBall(e, t)   (also norm_inf)
+    fm.normNuc(E) <= t          ->  fm.TraceNormBall(E, t)   (also "nuc")
+    fm.abs(e) <= t              ->  fm.Box(e, -t, t)
+
+(``t >= norm`` likewise). In an objective, a norm atom raises
+:class:`~fwmodel.errors.ModelError` naming the set to use. ``fm.max`` and
+``fm.min`` raise at once, pointing to the sets that bound entries.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..errors import ModelError
-from .core import as_expression, short_repr
+from .core import CONVEX, Expression, as_expression, short_repr
+
+#: kind -> (the set a bound compiles to, advice for objectives)
+_KINDS = {
+    "l1": ("fm.L1Ball", "to bound it, use fm.L1Ball(expr, radius) (or write norm1(expr) <= radius as a constraint)."),
+    "l2": ("fm.L2Ball", "to bound it, use fm.L2Ball(expr, radius) (or write norm(expr, 2) <= radius as a "
+                        "constraint); as a penalty, use fm.sum_squares(expr) (its square, which is smooth)."),
+    "linf": ("fm.LinfBall", "to bound it, use fm.LinfBall(expr, radius) or fm.Box(expr, lower, upper) "
+                            "(or write norm_inf(expr) <= radius as a constraint)."),
+    "nuc": ("fm.TraceNormBall", "to bound the nuclear norm, use fm.TraceNormBall(expr, radius) "
+                                "(or write normNuc(expr) <= radius as a constraint)."),
+    "abs": ("fm.Box", "to bound the sum of absolute values use fm.L1Ball(expr, radius); to bound each |entry| use "
+                      "fm.LinfBall(expr, radius) or fm.Box(expr, lower, upper) (or write abs(expr) <= t as a "
+                      "constraint)."),
+}
+
+
+class NormAtom(Expression):
+    """``norm(arg)`` of one kind ("l1", "l2", "linf", "nuc") or ``|arg|`` ("abs").
+
+    Its value is computed (for ``.value``), its DCP curvature is convex, but
+    it is not smooth: :func:`refuse_in_objective` rejects it in objectives,
+    and :class:`~fwmodel.expressions.constraints.Inequality` accepts it only
+    as ``atom <= data``. ``norm2(e) ** 2`` is ``fm.sum_squares(e)``.
+    """
+
+    def __init__(self, arg, kind, call):
+        arg = as_expression(arg)
+        if not arg.is_affine():
+            raise ModelError(f"{call}: the argument must be affine, but {short_repr(arg)} is {arg.curvature}")
+        if kind == "nuc" and arg.ndim != 2:
+            raise ModelError(f"{call}: the nuclear norm needs a matrix (2-D) argument, got shape {arg.shape}")
+        super().__init__([arg], arg.shape if kind == "abs" else ())
+        self.kind = kind
+        self.call = call
+        self.set_name, self.advice = _KINDS[kind]
+
+    def _compute_affine(self):
+        return False
+
+    def _curvature_rule(self, curvatures):
+        return CONVEX
+
+    def _forward(self, vals):
+        a = np.asarray(vals[0], dtype=float)
+        if self.kind == "abs":
+            return np.abs(a)
+        if self.kind == "l1":
+            return float(np.abs(a).sum())
+        if self.kind == "l2":
+            return float(np.linalg.norm(a.ravel()))
+        if self.kind == "linf":
+            return float(np.abs(a).max())
+        return float(np.linalg.svd(a, compute_uv=False).sum())
+
+    def _backward(self, adj, vals, out, aux, needs):
+        refuse_in_objective(self)
+
+    def __pow__(self, power):
+        if self.kind == "l2" and power == 2 and not isinstance(power, bool):
+            from .atoms import sum_squares
+
+            return sum_squares(self.args[0])
+        return super().__pow__(power)
+
+    def _repr(self, arg_texts):
+        return self.call
+
+
+def find_norm_atom(expr):
+    """The first :class:`NormAtom` inside ``expr`` (itself included), or None."""
+    if isinstance(expr, NormAtom):
+        return expr
+    if expr.is_leaf:
+        return None
+    for node in expr._postorder():
+        if isinstance(node, NormAtom):
+            return node
+    return None
+
+
+def refuse_in_objective(expr):
+    """Raise ModelError if ``expr`` (an objective) contains a norm or abs atom."""
+    atom = find_norm_atom(expr)
+    if atom is not None:
+        _refuse(atom.call, atom.advice)
 
 
 def _refuse(call, advice):
@@ -20,53 +116,70 @@ def _refuse(call, advice):
     )
 
 
+def _call(name, expr, *extra):
+    return f"{name}({', '.join([short_repr(expr, 80), *extra])})"
+
+
 def abs(expr):  # noqa: A001 - mirrors numpy.abs / cvxpy.abs
-    """Refused: |x| is not smooth. Bound ||x||_1 with fm.L1Ball, or |x_i| with fm.LinfBall / fm.Box."""
+    """``|expr|`` elementwise: ``fm.abs(e) <= t`` is ``fm.Box(e, -t, t)``; refused in objectives."""
     expr = as_expression(expr)
-    _refuse(
-        f"abs({short_repr(expr)})",
-        "to bound the sum of absolute values use fm.L1Ball(expr, radius); "
-        "to bound each |entry| use fm.LinfBall(expr, radius) or fm.Box(expr, lower, upper).",
-    )
+    return NormAtom(expr, "abs", _call("abs", expr))
 
 
 def norm1(expr):
-    """Refused: the l1 norm is not smooth; use fm.L1Ball."""
+    """``||vec(expr)||_1``: ``fm.norm1(e) <= t`` is ``fm.L1Ball(e, t)``; refused in objectives."""
     expr = as_expression(expr)
-    _refuse(f"norm1({short_repr(expr)})", "to bound it, use fm.L1Ball(expr, radius).")
+    return NormAtom(expr, "l1", _call("norm1", expr))
 
 
 def norm2(expr):
-    """Refused: the l2 norm is not smooth; use fm.L2Ball or fm.sum_squares."""
+    """``||vec(expr)||_2``: ``fm.norm2(e) <= t`` is ``fm.L2Ball(e, t)``; refused in objectives."""
     expr = as_expression(expr)
-    _refuse(
-        f"norm2({short_repr(expr)})",
-        "to bound it, use fm.L2Ball(expr, radius); as a penalty, use fm.sum_squares(expr) (its square, which is smooth).",
-    )
+    return NormAtom(expr, "l2", _call("norm2", expr))
 
 
 def norm_inf(expr):
-    """Refused: the max norm is not smooth; use fm.LinfBall or fm.Box."""
+    """``max |entry|``: ``fm.norm_inf(e) <= t`` is ``fm.LinfBall(e, t)``; refused in objectives."""
     expr = as_expression(expr)
-    _refuse(
-        f"norm_inf({short_repr(expr)})",
-        "to bound it, use fm.LinfBall(expr, radius) or fm.Box(expr, lower, upper).",
-    )
+    return NormAtom(expr, "linf", _call("norm_inf", expr))
+
+
+def normNuc(expr):  # noqa: N802 - mirrors cvxpy.normNuc
+    """The nuclear norm: ``fm.normNuc(E) <= t`` is ``fm.TraceNormBall(E, t)``; refused in objectives."""
+    expr = as_expression(expr)
+    return NormAtom(expr, "nuc", _call("normNuc", expr))
 
 
 def norm(expr, p=2, axis=None):
-    """Refused: norms are not smooth; the message names the set for ``p``."""
+    """``norm(expr, p)`` for p in 1, 2, "fro", "inf" (np.inf), "nuc"; a constraint atom.
+
+    As in CVXPY, ``p=2`` of a vector and ``"fro"`` of a matrix are the
+    Euclidean norm of all entries (L2Ball). ``p=2`` of a matrix (the spectral
+    norm) and other p have no set here: ModelError.
+    """
     expr = as_expression(expr)
-    call = f"norm({short_repr(expr)}, {p!r})"
-    if p == 1:
-        norm1(expr)
-    if p in (2, "fro", None):
-        norm2(expr)
-    if p in (np.inf, "inf", float("inf")):
-        norm_inf(expr)
+    call = _call("norm", expr, repr(p))
+    if axis is not None:
+        raise ModelError(f"{_call('norm', expr, repr(p), f'axis={axis!r}')}: norms along an axis (mixed norms) have "
+                         "no set here; bound each slice with its own constraint, or write a custom fm.ConvexSet "
+                         "subclass with an LMO")
+    if isinstance(p, str):
+        p = p.lower()
+    if p == 1 and not isinstance(p, bool):
+        return NormAtom(expr, "l1", call)
+    if p == "fro" or (p == 2 and not isinstance(p, bool) and expr.ndim <= 1) or p is None:
+        return NormAtom(expr, "l2", call)
+    if p in ("inf", np.inf):
+        return NormAtom(expr, "linf", call)
     if p == "nuc":
-        _refuse(call, "to bound the nuclear norm, use fm.TraceNormBall(expr, radius).")
-    _refuse(call, "fwmodel has no set for this norm; a custom fm.ConvexSet subclass with an LMO can express it.")
+        return NormAtom(expr, "nuc", call)
+    if p == 2:
+        raise ModelError(f"{call}: the spectral norm of a matrix has no set here (its ball's LMO needs a full "
+                         "SVD); for the Frobenius norm write norm(E, 'fro') (fm.L2Ball), for the nuclear norm "
+                         "norm(E, 'nuc') (fm.TraceNormBall), or write a custom fm.ConvexSet subclass with an LMO")
+    raise ModelError(f"{call}: fwmodel has no set for this norm (known: 1, 2, 'fro', 'inf', 'nuc'), neither as a "
+                     "constraint norm(e, p) <= t nor as an objective term; a custom fm.ConvexSet subclass with an "
+                     "LMO can express it")
 
 
 def max(expr, axis=None):  # noqa: A001 - mirrors numpy.max / cvxpy.max
@@ -74,7 +187,7 @@ def max(expr, axis=None):  # noqa: A001 - mirrors numpy.max / cvxpy.max
     expr = as_expression(expr)
     _refuse(
         f"max({short_repr(expr)})",
-        "to bound the entries, use fm.Box(expr, lower, upper) or fm.LinfBall(expr, radius); "
+        "to bound the entries, write expr <= t (a box), use fm.Box(expr, lower, upper) or fm.LinfBall(expr, radius); "
         "fm.log_sum_exp is a smooth surrogate of the maximum.",
     )
 
@@ -84,5 +197,5 @@ def min(expr, axis=None):  # noqa: A001 - mirrors numpy.min / cvxpy.min
     expr = as_expression(expr)
     _refuse(
         f"min({short_repr(expr)})",
-        "to bound the entries, use fm.Box(expr, lower, upper) or fm.LinfBall(expr, radius).",
+        "to bound the entries, write expr >= t (a box), use fm.Box(expr, lower, upper) or fm.LinfBall(expr, radius).",
     )

@@ -738,6 +738,10 @@ class AlignmentPolytope(ConvexSet):
         self._work = _Workspace()  # release the DP buffers
 
     # ---------------------------------------------------------- optional hooks
+    def coordinate_bounds(self):
+        """Every entry of a 0/1 alignment matrix (and of their hull) lies in [0, 1]."""
+        return np.zeros(self.size), np.ones(self.size)
+
     def diameter(self):
         """Upper bound: ``sqrt(|s| + |s'|)`` for 0/1 vertices, summed over the batch.
 

@@ -24,6 +24,17 @@ Optional hooks a subclass may override:
   (sparse, rank-one, ...) instead of a dense vertex, to keep active sets small.
 - ``contains(point, tol)``: membership test, used by ``fm.check_lmo``.
 - ``reset()``: forget warm-start state (e.g. a Lanczos start vector).
+- ``coordinate_bounds()``: the smallest box containing the set (default:
+  the LMO along -e_i and +e_i for every entry); closes one-sided bounds.
+- ``symmetric_variant()``: the set intersected with symmetric matrices, with
+  an LMO that keeps iterates exactly symmetric (None when not available).
+
+Sets are immutable once built: their data (``radius``, ``total``,
+``lower``, ``upper``, ...) is read-only, because a compiled problem and its
+warm starts depend on it. Data that changes between solves is given as an
+``fm.Parameter`` (``fm.L1Ball(x, radius=r)`` with ``r = fm.Parameter(nonneg=True)``);
+each solve re-reads it (:meth:`ConvexSet.refresh`), and a warm start
+restarts the blocks whose set changed.
 
 Declarations of structure the engine can exploit (a set offers them; no
 caller tests the set's type):
@@ -41,10 +52,20 @@ caller tests the set's type):
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..errors import ModelError
 from .atoms import DenseAtom, SparseAtom
+
+#: attributes that hold a set's data: read-only once the set is built
+DATA_FIELDS = frozenset({"expr", "radius", "total", "lower", "upper", "psd", "symmetric", "k", "axis",
+                         "equality", "kind", "band", "lmo_tol", "dense_threshold"})
+
+
+class ReadOnlySetError(ModelError, AttributeError):
+    """Raised when a set's data attribute is assigned after the set is built."""
 
 
 class ConvexSet:
@@ -67,6 +88,112 @@ class ConvexSet:
     def project_flat(self, flat_point):
         """Euclidean projection of a flat point onto the set (only where ``has_cheap_projection``)."""
         raise NotImplementedError(f"{type(self).__name__} has no cheap Euclidean projection")
+
+    def __init_subclass__(cls, **kwargs):
+        # Wrap every subclass __init__ so that data fields can be assigned while
+        # the set is being built (at any depth of super().__init__ calls) and
+        # are read-only afterwards.
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is None:
+            return
+
+        @functools.wraps(init)
+        def building(self, *args, **kw):
+            depth = self.__dict__.get("_building", 0)
+            object.__setattr__(self, "_building", depth + 1)
+            try:
+                init(self, *args, **kw)
+            finally:
+                object.__setattr__(self, "_building", depth)
+
+        cls.__init__ = building
+
+    def __setattr__(self, name, value):
+        if name in DATA_FIELDS and name in self.__dict__ and not self.__dict__.get("_building", 0):
+            raise ReadOnlySetError(
+                f"{type(self).__name__}.{name} is read-only: a set is immutable once built (a compiled problem "
+                f"and its warm starts depend on it). To change {name} between solves, build the set with an "
+                f"fm.Parameter (r = fm.Parameter(nonneg=True, value=...); {type(self).__name__}(expr, ..., r)) "
+                "and set r.value; or build a new set and a new Problem"
+            )
+        object.__setattr__(self, name, value)
+
+    # ------------------------------------------------------- data and Parameters
+    def _store_data(self, name, value, check):
+        """Store data field ``name`` from a number/array or an fm.Parameter expression.
+
+        ``check(value) -> stored value`` validates. A Parameter (or an
+        expression of Parameters) is remembered and re-read by
+        :meth:`refresh`; while it has no value the field is None.
+        """
+        from ..expressions import Expression
+
+        # an fm expression, or data the compiler computes from Parameters (duck-typed)
+        if isinstance(value, Expression) or (hasattr(value, "_has_params") and hasattr(value, "parameters")):
+            if value._has_vars:
+                raise ModelError(f"{type(self).__name__}: {name} must be data (a number or an fm.Parameter), "
+                                 f"got an expression of variables, {value!r}")
+            if value._has_params:
+                self.__dict__.setdefault("_sources", {})[name] = (value, check)
+                current = value.value
+                object.__setattr__(self, name, None if current is None else self._checked(name, value, check))
+                return
+            value = value.value
+        object.__setattr__(self, name, check(value))
+
+    def _checked(self, name, source, check):
+        try:
+            return check(source.value)
+        except ValueError as err:
+            names = ", ".join(p.name for p in source.parameters())
+            raise ModelError(f"{err} (from parameter {names}); give it a valid value") from None
+
+    def data_source(self, name):
+        """The fm.Parameter expression behind data field ``name``, else its stored value."""
+        sources = self.__dict__.get("_sources", {})
+        return sources[name][0] if name in sources else getattr(self, name)
+
+    def parameters(self):
+        """The fm.Parameters the set's data depends on (not those of its expression)."""
+        seen, out = set(), []
+        for source, _ in self.__dict__.get("_sources", {}).values():
+            for p in source.parameters():
+                if id(p) not in seen:
+                    seen.add(id(p))
+                    out.append(p)
+        return out
+
+    @property
+    def data_version(self):
+        """A counter that :meth:`refresh` increases whenever the set's data changes."""
+        return self.__dict__.get("_version", 0)
+
+    def refresh(self):
+        """Re-read the Parameters behind the set's data; True when something changed.
+
+        Called by each solve before iterating. A Parameter without a value is
+        a ModelError naming it.
+        """
+        changed = False
+        for name, (source, check) in self.__dict__.get("_sources", {}).items():
+            if source.value is None:
+                names = ", ".join(p.name for p in source.parameters() if p.value is None)
+                raise ModelError(f"parameter {names} has no value: set {names}.value before solving "
+                                 f"({type(self).__name__}.{name} depends on it)")
+            new = self._checked(name, source, check)
+            old = self.__dict__.get(name)
+            if old is None or np.shape(old) != np.shape(new) or not np.array_equal(old, new):
+                object.__setattr__(self, name, new)
+                changed = True
+        if changed:
+            object.__setattr__(self, "_version", self.data_version + 1)
+            object.__setattr__(self, "_contains_origin", None)
+            self._data_changed()
+        return changed
+
+    def _data_changed(self):
+        """Hook: recompute what derives from the data fields (after init and refresh)."""
 
     def __init__(self, expr):
         from ..expressions import as_expression  # sets -> expressions only
@@ -157,8 +284,39 @@ class ConvexSet:
     def reset(self):
         """Forget any warm-start state."""
 
+    def coordinate_bounds(self):
+        """``(lower, upper)``: flat arrays bounding every entry over the set.
+
+        The default asks the LMO along ``+e_i`` and ``-e_i`` for every entry
+        i (``2 * size`` calls); built-in sets override it with closed forms.
+        """
+        lower, upper = np.empty(self.size), np.empty(self.size)
+        e = np.zeros(self.size)
+        for i in range(self.size):
+            e[i] = 1.0
+            lower[i] = self.lmo_atom(e).dot(e)
+            e[i] = -1.0
+            upper[i] = -self.lmo_atom(e).dot(e)
+            e[i] = 0.0
+        return lower, upper
+
+    def min_linear(self, flat_direction):
+        """``min_{s in set} <d, s>`` for a flat direction d (one LMO call)."""
+        d = np.asarray(flat_direction, dtype=float).ravel()
+        return float(self.lmo_atom(d).dot(d))
+
+    def symmetric_variant(self):
+        """This set restricted to symmetric matrices, with an LMO whose vertices are
+        symmetric (so iterates stay exactly symmetric); None when not available."""
+        return None
+
     def __repr__(self):
         return f"{type(self).__name__}({self.expr!r})"
+
+
+def nonnegative_data(name, owner):
+    """The check of a nonnegative scalar datum ``name`` of set ``owner`` (picklable, for ``_store_data``)."""
+    return functools.partial(check_nonnegative, name, owner=owner)
 
 
 def check_nonnegative(name, value, owner, strict=False):

@@ -52,6 +52,10 @@ class BirkhoffPolytope(ConvexSet):
             and np.all(np.abs(x.sum(axis=0) - 1.0) <= slack)
         )
 
+    def coordinate_bounds(self):
+        """Every entry lies in [0, 1]."""
+        return np.zeros(self.size), np.ones(self.size)
+
     def diameter(self):
         # two permutation matrices differ in at most 2n unit entries
         return float(np.sqrt(2.0 * self.n)) if self.n > 1 else 0.0

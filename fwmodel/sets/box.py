@@ -1,12 +1,14 @@
 """Boxes {lower <= x <= upper} and the L-infinity ball {||vec(x)||_inf <= radius}."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..errors import ModelError
 from ._common import as_direction, as_flat_direction, as_point, check_number_array
 from .atoms import DenseAtom
-from .base import ConvexSet, check_nonnegative
+from .base import ConvexSet, nonnegative_data
 
 
 def _bound(name, value, shape):
@@ -38,8 +40,13 @@ class Box(ConvexSet):
     def __init__(self, expr, lower, upper):
         super().__init__(expr)
         shape = tuple(self.shape)
-        self.lower = _bound("lower", lower, shape)
-        self.upper = _bound("upper", upper, shape)
+        self._store_data("lower", lower, functools.partial(_bound, "lower", shape=shape))
+        self._store_data("upper", upper, functools.partial(_bound, "upper", shape=shape))
+        self._data_changed()
+
+    def _data_changed(self):
+        if self.lower is None or self.upper is None:  # a Parameter without a value yet
+            return
         # flat views for the oracle (floats stay floats: np.where is then cheapest)
         self._lo = self.lower if isinstance(self.lower, float) else self.lower.ravel()
         self._hi = self.upper if isinstance(self.upper, float) else self.upper.ravel()
@@ -51,6 +58,25 @@ class Box(ConvexSet):
         # Coordinates with lower == upper take the same value either way; mask
         # them out of the key so that equal vertices get equal keys.
         self._free = None if np.all(gap > 0) else np.broadcast_to(gap > 0, (self.size,)).copy()
+
+    def coordinate_bounds(self):
+        """The box itself."""
+        return (np.broadcast_to(self._lo, (self.size,)).astype(float),
+                np.broadcast_to(self._hi, (self.size,)).astype(float))
+
+    def symmetric_variant(self):
+        """With bounds equal to their transposes, the vertex along a symmetrized direction is symmetric."""
+        from .symmetric import SymmetricPart
+
+        shape = tuple(self.shape)
+        if len(shape) != 2 or shape[0] != shape[1]:
+            return None
+        for bound in (self._lo, self._hi):
+            if not isinstance(bound, float):
+                B = np.asarray(bound).reshape(shape)
+                if not np.array_equal(B, B.T):
+                    return None
+        return SymmetricPart(self)
 
     def _vertex(self, upper_mask):
         return np.where(upper_mask, self._hi, self._lo)
@@ -109,9 +135,16 @@ class LinfBall(Box):
     """
 
     def __init__(self, expr, radius=1.0):
-        r = check_nonnegative("radius", radius, "LinfBall")
-        super().__init__(expr, -r, r)
-        self.radius = r
+        ConvexSet.__init__(self, expr)
+        self._store_data("radius", radius, nonnegative_data("radius", "LinfBall"))
+        self._data_changed()
+
+    def _data_changed(self):
+        if self.radius is None:  # a Parameter without a value yet
+            return
+        object.__setattr__(self, "lower", -self.radius)
+        object.__setattr__(self, "upper", self.radius)
+        super()._data_changed()
 
     def __repr__(self):
         return f"LinfBall({self.expr!r}, radius={self.radius:g})"

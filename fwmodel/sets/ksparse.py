@@ -5,7 +5,7 @@ import numpy as np
 
 from ._common import as_direction, as_flat_direction, as_point, check_positive_int, dense_vertex
 from .atoms import SparseAtom
-from .base import ConvexSet, check_nonnegative
+from .base import ConvexSet, nonnegative_data
 
 
 class KSparsePolytope(ConvexSet):
@@ -29,7 +29,7 @@ class KSparsePolytope(ConvexSet):
     def __init__(self, expr, k, radius=1.0):
         super().__init__(expr)
         self.k = check_positive_int("k", k, "KSparsePolytope")
-        self.radius = check_nonnegative("radius", radius, "KSparsePolytope")
+        self._store_data("radius", radius, nonnegative_data("radius", "KSparsePolytope"))
         self._k_eff = min(self.k, self.size)
 
     def lmo_atom(self, flat_direction):
@@ -58,6 +58,10 @@ class KSparsePolytope(ConvexSet):
     def diameter(self):
         # ||x - y|| <= ||x|| + ||y|| <= 2 * radius * sqrt(k), attained at +-vertex
         return float(2.0 * self.radius * np.sqrt(self._k_eff))
+
+    def coordinate_bounds(self):
+        """Every entry lies in [-radius, radius]."""
+        return np.full(self.size, -self.radius), np.full(self.size, self.radius)
 
     def __repr__(self):
         return f"KSparsePolytope({self.expr!r}, k={self.k}, radius={self.radius:g})"

@@ -6,7 +6,7 @@ import numpy as np
 from ..errors import ModelError
 from ._common import as_direction, as_flat_direction, as_point, dense_vertex
 from .atoms import SparseAtom
-from .base import ConvexSet, check_nonnegative
+from .base import ConvexSet, nonnegative_data
 
 #: entries per chunk in the arg-max scan: the max and the min pass over a
 #: chunk read it from cache, so a large direction is read from memory once
@@ -155,7 +155,7 @@ class L1Ball(ConvexSet):
 
     def __init__(self, expr, radius=1.0, symmetric=None):
         super().__init__(expr)
-        self.radius = check_nonnegative("radius", radius, "L1Ball")
+        self._store_data("radius", radius, nonnegative_data("radius", "L1Ball"))
         if symmetric not in (None, True, False):
             raise ValueError(f"L1Ball: symmetric must be None, True or False, got {symmetric!r}")
         shape = tuple(self.shape)
@@ -237,6 +237,16 @@ class L1Ball(ConvexSet):
 
     def diameter(self):
         return 2.0 * self.radius
+
+    def coordinate_bounds(self):
+        """Every entry lies in [-radius, radius]."""
+        return np.full(self.size, -self.radius), np.full(self.size, self.radius)
+
+    def symmetric_variant(self):
+        """``L1Ball(symmetric=True)``: vertices ``+-radius (E_ij + E_ji) / 2``."""
+        if not self._square:
+            return None
+        return L1Ball(self.expr, self.data_source("radius"), symmetric=True)
 
     def __repr__(self):
         extra = "" if self.symmetric is None else f", symmetric={self.symmetric}"

@@ -7,7 +7,7 @@ import numpy as np
 
 from ._common import as_direction, as_flat_direction, as_point
 from .atoms import DenseAtom
-from .base import ConvexSet, check_nonnegative
+from .base import ConvexSet, nonnegative_data
 
 _keys = itertools.count()
 
@@ -26,7 +26,7 @@ class L2Ball(ConvexSet):
 
     def __init__(self, expr, radius=1.0):
         super().__init__(expr)
-        self.radius = check_nonnegative("radius", radius, "L2Ball")
+        self._store_data("radius", radius, nonnegative_data("radius", "L2Ball"))
 
     def lmo_atom(self, flat_direction):
         d = as_flat_direction(self, flat_direction)
@@ -63,6 +63,17 @@ class L2Ball(ConvexSet):
 
     def diameter(self):
         return 2.0 * self.radius
+
+    def coordinate_bounds(self):
+        """Every entry lies in [-radius, radius]."""
+        return np.full(self.size, -self.radius), np.full(self.size, self.radius)
+
+    def symmetric_variant(self):
+        """The ball is transpose-invariant: its LMO along a symmetrized direction is symmetric."""
+        from .symmetric import SymmetricPart
+
+        shape = tuple(self.shape)
+        return SymmetricPart(self) if len(shape) == 2 and shape[0] == shape[1] else None
 
     def __repr__(self):
         return f"L2Ball({self.expr!r}, radius={self.radius:g})"

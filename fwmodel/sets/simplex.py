@@ -7,7 +7,7 @@ import numpy as np
 
 from ._common import as_direction, as_flat_direction, as_point, check_flag, dense_vertex
 from .atoms import SparseAtom
-from .base import ConvexSet, check_nonnegative
+from .base import ConvexSet, nonnegative_data
 
 
 def _normalize_axes(axis, ndim):
@@ -54,7 +54,7 @@ class Simplex(ConvexSet):
 
     def __init__(self, expr, total=1.0, axis=None, equality=True):
         super().__init__(expr)
-        self.total = check_nonnegative("total", total, "Simplex")
+        self._store_data("total", total, nonnegative_data("total", "Simplex"))
         self.equality = check_flag("Simplex", "equality", equality)
         shape = tuple(self.shape)
         ndim = len(shape)
@@ -147,6 +147,10 @@ class Simplex(ConvexSet):
         # the group has one entry); groups add up in squares.
         per_group = self.total * (np.sqrt(2.0) if self.group_size > 1 else (0.0 if self.equality else 1.0))
         return float(per_group * np.sqrt(self.n_groups))
+
+    def coordinate_bounds(self):
+        """Every entry lies in [0, total]."""
+        return np.zeros(self.size), np.full(self.size, self.total)
 
     def __repr__(self):
         extra = "" if self.total == 1.0 else f", total={self.total:g}"

@@ -8,7 +8,7 @@ from .._fastest import FasterOf
 from ..errors import ModelError
 from ._common import as_direction, as_flat_direction, as_point, check_flag
 from .atoms import RankOneAtom
-from .base import ConvexSet, check_nonnegative
+from .base import ConvexSet, check_nonnegative, nonnegative_data
 
 #: relative asymmetry below which a direction D is treated as symmetric
 _SYM_RTOL = 1e-10
@@ -230,7 +230,7 @@ class TraceNormBall(ConvexSet):
             raise ModelError(
                 f"TraceNormBall({what}): the expression must be a square matrix, got shape {shape} for {self.expr!r}"
             )
-        self.radius = check_nonnegative("radius", radius, "TraceNormBall")
+        self._store_data("radius", radius, nonnegative_data("radius", "TraceNormBall"))
         self.lmo_tol = check_nonnegative("lmo_tol", lmo_tol, "TraceNormBall")
         if isinstance(dense_threshold, bool) or not isinstance(dense_threshold, (int, np.integer)) or dense_threshold < 0:
             raise ValueError(f"TraceNormBall: dense_threshold must be an integer >= 0, got {dense_threshold!r}")
@@ -485,6 +485,26 @@ class TraceNormBall(ConvexSet):
             w = np.linalg.eigvalsh(0.5 * (x + x.T))
             return bool(w[0] >= -slack and w.sum() <= self.radius + slack)
         return bool(np.linalg.svd(x, compute_uv=False).sum() <= self.radius + slack)
+
+    def coordinate_bounds(self):
+        """|X_ij| <= sigma_1(X) <= radius; PSD: X_ii in [0, r], |X_ij| <= (X_ii + X_jj) / 2 <= r / 2."""
+        r = self.radius
+        if not self.psd:
+            return np.full(self.size, -r), np.full(self.size, r)
+        n = self.shape[0]
+        upper = np.full((n, n), 0.5 * r)
+        np.fill_diagonal(upper, r)
+        lower = -upper
+        np.fill_diagonal(lower, 0.0)
+        return lower.ravel(), upper.ravel()
+
+    def symmetric_variant(self):
+        """``symmetric=True``: the LMO takes the eigenpair of ``sym(D)``, a symmetric vertex."""
+        shape = tuple(self.shape)
+        if shape[0] != shape[1]:
+            return None
+        return TraceNormBall(self.expr, self.data_source("radius"), psd=self.psd, lmo_tol=self.lmo_tol,
+                             dense_threshold=self.dense_threshold, symmetric=True)
 
     def diameter(self):
         # ||X - Y||_F <= ||X||_* + ||Y||_*; on the PSD part <X, Y> >= 0 gives

@@ -1,0 +1,655 @@
+"""Constraints as CVXPY writes them, lowered to sets and equalities.
+
+FW-AL knows two kinds of constraints: sets with a linear minimization oracle
+(one block each) and linear equalities (rows of M). A CVXPY user writes
+``cp.norm1(x) <= t``, ``x >= 0``, ``cp.sum(x) == 1``, ``G @ x <= h`` and
+``cp.Variable(n, nonneg=True)``. This reduction, run before the compiler
+lays out blocks, rewrites such a model into sets and equalities:
+
+1. **Norm bounds are sets.** ``norm1(e) <= t`` is ``L1Ball(e, t)``;
+   ``norm(e, 2)``, ``norm2``, ``norm(E, "fro")`` give ``L2Ball``;
+   ``norm(e, "inf")``, ``norm_inf`` give ``LinfBall``; ``normNuc(E)``,
+   ``norm(E, "nuc")`` give ``TraceNormBall``; ``abs(e) <= t`` gives
+   ``Box(e, -t, t)``. ``t`` is data: a number, an array (``abs``) or an
+   ``fm.Parameter`` expression, re-read at each solve.
+2. **Elementwise bounds merge into one box per variable.** Every row of
+   ``lhs - rhs <= 0`` with a single variable entry, ``a * x_j + c <= 0``, is
+   the bound ``x_j <= -c / a`` (``a > 0``) or ``x_j >= -c / a`` (``a < 0``);
+   with ``nonneg``, ``nonpos`` and ``bounds=[lo, hi]`` they give, per variable
+   entry, the tightest ``lo_j`` and ``hi_j``. One :class:`~fwmodel.sets.Box`
+   per variable holds the entries with a bound (a copy of those entries).
+3. **One-sided bounds are closed by the sets.** An entry bounded on one side
+   only takes its other bound from the smallest box containing the sets that
+   hold it (``ConvexSet.coordinate_bounds``: closed forms for the built-in
+   sets, else the LMO along -e_j and +e_j): ``Simplex(x)`` with ``x <= 0.1``
+   becomes ``Simplex(x) ∩ Box(x, 0, 0.1)``, a capped simplex. An entry that
+   no set holds is a ModelError naming the sets that would bound it. A bound
+   that the sets already imply (``x >= 0`` next to ``Simplex(x)``) adds no
+   block.
+4. **Recognized structures.** ``x >= 0`` (or ``nonneg=True``) with
+   ``fm.sum(x) == t`` is ``Simplex(x, t)`` (the equality adds no row; with
+   ``fm.sum(x) <= t``, ``Simplex(x, t, equality=False)``); with
+   ``fm.sum(X, axis=1) == t`` (rows of equal coefficients summing disjoint
+   groups that cover X, the groups of an ``axis``) it is the batched
+   ``Simplex(X, t, axis=1)``. The equality's multiplier is recovered after
+   the solve from the simplex block's KKT conditions. For a ``PSD=True``
+   variable, ``fm.trace(X) <= t`` is ``TraceNormBall(X, t, psd=True)``; a PSD
+   variable without one gets the PSD trace ball whose radius is the sum of
+   the diagonal's upper bounds implied by its other sets.
+5. **General linear inequalities get a bounded slack.** The rows
+   ``a_i' v + c_i <= 0`` that involve several entries become
+   ``a_i' v + c_i + s_i = 0`` (rows of M) with a new slack ``s >= 0``. FW-AL
+   needs s in a bounded set: since v lies in the product of the sets that
+   hold its variables, ``s_i = -c_i - a_i' v <= -c_i - min_v a_i' v``, and
+   the minimum is one LMO call per row and set (``min_{z in S} <g, z>`` is
+   ``<g, LMO(g)>``; over a variable held by several sets the largest of
+   these lower bounds is taken, over partial copies a disjoint cover). So
+   ``s`` lives in ``Box(s, 0, u)`` with ``u_i = max(0, -c_i - min a_i' v)``.
+   After a solve the slack rows' multipliers are the inequality's
+   ``dual_value``.
+6. **Symmetric variables.** Every set holding a whole ``symmetric=True`` (or
+   ``PSD=True``) variable is replaced by its ``symmetric_variant()`` (an LMO
+   along ``sym(D)`` whose vertices are symmetric: the symmetric paths of
+   ``TraceNormBall`` and ``L1Ball``, and ``SymmetricPart`` for L2 balls and
+   boxes), so the iterates stay exactly symmetric. When no such set holds
+   the whole variable, the rows ``X[i, j] == X[j, i]`` (i < j) are added.
+
+Data that depends on Parameters (bounds, radii, totals, the slack boxes'
+upper bounds) is recomputed by :meth:`Lowered.prepare` and the sets'
+``refresh`` before each solve, without recompiling; the structure (which
+entries are bounded on which side) must not change with a Parameter's value.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ModelError
+from ..expressions import Equality, Inequality, Variable, linearize
+from ..expressions.core import short_repr
+from ..sets import Box, L1Ball, L2Ball, LinfBall, Simplex, TraceNormBall
+from ..sets.base import ConvexSet, check_nonnegative
+
+
+class ComputedData:
+    """Set data computed from Parameters by the compiler (a bound, a total).
+
+    Duck-types the part of an fm.Parameter expression that sets read: ``.value``
+    (calls ``compute``) and ``parameters()``.
+    """
+
+    _has_vars = False
+    _has_params = True
+
+    def __init__(self, compute, parameters, label):
+        self._compute = compute
+        self._parameters = list(parameters)
+        self.label = label
+
+    @property
+    def value(self):
+        return self._compute()
+
+    def parameters(self):
+        return list(self._parameters)
+
+    def __repr__(self):
+        return self.label
+
+
+def _unique(items):
+    seen, out = set(), []
+    for item in items:
+        if id(item) not in seen:
+            seen.add(id(item))
+            out.append(item)
+    return out
+
+
+@dataclass
+class Lowered:
+    """What the compiler builds blocks and rows from.
+
+    ``sets`` and ``equalities`` are FW-AL primitives. ``absorbed`` maps
+    ``id(equality)`` to the :class:`Simplex` that replaced it (its dual is
+    recovered from that block after a solve), ``slack_of`` maps
+    ``id(slack equality)`` to ``(inequality, rows)``. ``prepare()`` recomputes
+    the Parameter-dependent entry bounds before the sets refresh.
+    """
+
+    sets: list
+    equalities: list
+    absorbed: dict = field(default_factory=dict)
+    slack_of: dict = field(default_factory=dict)
+    entry_bounds: object = None
+    absorbed_equalities: list = field(default_factory=list)
+
+    def prepare(self):
+        if self.entry_bounds is not None and self.entry_bounds.dynamic():
+            self.entry_bounds.recompute()
+
+
+class EntryBounds:
+    """Elementwise bounds ``lo <= v <= hi`` on the flat vector v of all variables.
+
+    Sources: the variables' ``nonneg`` / ``nonpos`` / ``bounds`` attributes
+    and the single-entry rows of affine inequalities. ``recompute()`` re-reads
+    them (Parameters); the pattern of finite bounds is fixed at compile time.
+    """
+
+    def __init__(self, variables, offsets, n_v):
+        self.variables, self.offsets, self.n_v = variables, offsets, n_v
+        self.rows = []  # (inequality, row indices) whose rows are single-entry bounds
+        self.lo = np.full(n_v, -np.inf)
+        self.hi = np.full(n_v, np.inf)
+        self._pattern = None
+
+    def add_rows(self, ineq, rows):
+        self.rows.append((ineq, rows))
+
+    def dynamic(self):
+        """True when some bound depends on a Parameter (else one computation is enough)."""
+        return any(ineq.parameters() for ineq, _ in self.rows) or any(
+            b is not None and getattr(b, "_has_params", False)
+            for var in self.variables if var.bounds is not None for b in var.bounds)
+
+    def recompute(self):
+        lo, hi = np.full(self.n_v, -np.inf), np.full(self.n_v, np.inf)
+        for var in self.variables:
+            off = self.offsets[var.id]
+            seg = slice(off, off + var.size)
+            if var.nonneg:
+                lo[seg] = np.maximum(lo[seg], 0.0)
+            if var.nonpos:
+                hi[seg] = np.minimum(hi[seg], 0.0)
+            if var.bounds is not None:
+                for side, bound, target, pick in (("lower", var.bounds[0], lo, np.maximum),
+                                                  ("upper", var.bounds[1], hi, np.minimum)):
+                    if bound is None:
+                        continue
+                    value = bound.value if hasattr(bound, "_has_params") else bound
+                    if value is None:
+                        raise ModelError(f"variable {var.name}: the {side} bound has no value (a Parameter "
+                                         "without a value); set it before solving")
+                    target[seg] = pick(target[seg], np.broadcast_to(np.asarray(value, dtype=float),
+                                                                    var.shape).ravel())
+        pattern = []
+        for ineq, rows in self.rows:
+            A, c = linearize(ineq.expr, self.offsets, self.n_v)
+            A = A[rows].tocsr()
+            cols, coef = A.indices, A.data
+            value = -c[rows] / coef
+            upper = coef > 0
+            np.minimum.at(hi, cols[upper], value[upper])
+            np.maximum.at(lo, cols[~upper], value[~upper])
+            pattern.append((cols.copy(), upper))
+        if self._pattern is not None:
+            for (ineq, _), (cols0, up0), (cols1, up1) in zip(self.rows, self._pattern, pattern):
+                if not (np.array_equal(cols0, cols1) and np.array_equal(up0, up1)):
+                    raise ModelError(
+                        f"{short_repr(ineq)}: a Parameter changed the sign of a coefficient, so an upper bound "
+                        "became a lower bound; declare the Parameter's sign (nonneg=True or nonpos=True) or "
+                        "write the bound with a constant coefficient"
+                    )
+        self._pattern = pattern
+        self.lo, self.hi = lo, hi
+
+
+def _lower_norm(ineq):
+    """The set for ``norm(e) <= t`` (see the module docstring, step 1)."""
+    atom, bound = ineq.norm, ineq.bound
+    arg = atom.args[0]
+    data = bound if bound._has_params else bound.value
+    if atom.kind == "abs":
+        if not bound._has_params:
+            data = np.asarray(data, dtype=float)
+            if np.any(data < 0):
+                raise ModelError(f"{ineq._text}: the bound is negative, so no point satisfies it")
+            return Box(arg, -data, data)
+        return Box(arg, -bound, bound)
+    if not bound._has_params:
+        data = check_nonnegative("radius", float(np.asarray(data).reshape(())), f"{ineq._text}: the bound")
+    elif bound.size != 1:
+        raise ModelError(f"{ineq._text}: the bound of a norm must be a scalar")
+    cls = {"l1": L1Ball, "l2": L2Ball, "linf": LinfBall, "nuc": TraceNormBall}[atom.kind]
+    return cls(arg, data)
+
+
+def _simplex_groups(A, var_slots):
+    """``(var, a, group_of_entry, axis)`` when the rows of A sum disjoint groups of var's entries.
+
+    That is: one coefficient a in every row, all in the columns of one
+    variable, every entry of it in exactly one row, and the rows are the
+    groups of ``fm.Simplex(var, axis=axis)`` (in any order) -- ``sum(x) == t``
+    (axis None) or ``fm.sum(X, axis=1) == t`` (every row of X a simplex).
+    ``group_of_entry[j]`` is the row of A that entry j is summed in.
+    """
+    A = A.tocsr()
+    cols, data = A.indices, A.data
+    if cols.size == 0 or not np.all(data == data[0]) or np.any(np.diff(A.indptr) == 0):
+        return None
+    for var, (off, size) in var_slots.items():
+        if cols.size != size or cols.min() != off or cols.max() != off + size - 1:
+            continue
+        group_of_entry = np.full(size, -1, dtype=np.intp)
+        group_of_entry[cols - off] = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
+        if np.any(group_of_entry < 0):  # an entry in two rows
+            return None
+        if A.shape[0] == 1:
+            return var, float(data[0]), group_of_entry, None
+        axis = _simplex_axis(var.shape, group_of_entry.reshape(var.shape), A.shape[0])
+        return None if axis is False else (var, float(data[0]), group_of_entry, axis)
+    return None
+
+
+def _simplex_axis(shape, groups, n_groups):
+    """The ``axis`` of ``fm.Simplex`` whose groups are ``groups`` (labels in any order), else False."""
+    import itertools
+
+    ndim = len(shape)
+    for k in range(1, ndim):
+        for summed in itertools.combinations(range(ndim), k):
+            kept = [a for a in range(ndim) if a not in summed]
+            expected = np.ravel_multi_index(tuple(np.indices(shape)[a] for a in kept), tuple(shape[a] for a in kept))
+            if int(expected.max()) + 1 != n_groups:
+                continue
+            relabel = np.full(n_groups, -1, dtype=np.intp)
+            relabel[expected.ravel()] = groups.ravel()
+            if np.array_equal(relabel[expected.ravel()], groups.ravel()) and np.unique(relabel).size == n_groups:
+                return summed[0] if k == 1 else summed
+    return False
+
+
+def _common_total(eq, c, a):
+    """The one total of all the groups of ``fm.sum(x, axis) == t`` (a simplex has one total)."""
+    totals = -np.asarray(c, dtype=float) / a
+    if np.ptp(totals) > 1e-12 * max(1.0, float(np.abs(totals).max())):
+        raise ModelError(f"{short_repr(eq)}: the groups' totals differ ({totals.min():g} to {totals.max():g}); "
+                         "an fm.Simplex has one total for all groups: write one constraint per total")
+    return float(totals[0])
+
+
+def _whole_var_with_equal_coefficients(A, var_slots):
+    """``(var, a)`` when the single row A is ``a * sum(var)`` (every entry of one variable), else None."""
+    cols, data = A.indices, A.data
+    if cols.size == 0 or not np.all(data == data[0]):
+        return None
+    for var, (off, size) in var_slots.items():
+        if cols.size == size and cols.min() == off and cols.max() == off + size - 1:
+            return var, float(data[0])
+    return None
+
+
+def lower_constraints(objective_expr, constraints):
+    """Rewrite ``constraints`` into sets and equalities; see the module docstring.
+
+    The numbered comments refer to the module docstring's items. They run in
+    the order their inputs need: the norm sets and recognized structures
+    first (the boxes are closed by them), the symmetric variants before the
+    boxes, and the slacks last (their bounds use every other set).
+    """
+    sets, equalities, inequalities = [], [], []
+    for i, c in enumerate(constraints):
+        if isinstance(c, ConvexSet):
+            sets.append(c)
+        elif isinstance(c, Equality):
+            equalities.append(c)
+        elif isinstance(c, Inequality):
+            inequalities.append(c)
+        elif isinstance(c, (bool, np.bool_)):
+            raise ModelError(
+                f"constraint #{i} is the Python bool {c}: a comparison was evaluated outside fwmodel "
+                "(write constraints with fwmodel expressions, e.g. x == y, or as sets)"
+            )
+        else:
+            raise ModelError(f"constraint #{i} ({c!r}) is neither a set (fm.ConvexSet), an equality "
+                             "(expr == expr) nor an inequality (expr <= expr)")
+    if not inequalities and not any(_has_attributes(v) for v in _all_variables(objective_expr, sets, equalities)):
+        return Lowered(sets=sets, equalities=equalities)  # the explicit-set model: nothing to rewrite
+
+    _check_parameter_values(objective_expr, sets, equalities, inequalities)
+
+    # 1. norm bounds are sets
+    for ineq in inequalities:
+        if ineq.kind == "norm":
+            sets.append(_lower_norm(ineq))
+    affine = [q for q in inequalities if q.kind == "affine"]
+
+    variables = _all_variables(objective_expr, sets, equalities, affine)
+    offsets, off = {}, 0
+    for var in variables:
+        offsets[var.id] = off
+        off += var.size
+    n_v = off
+    slots = {var: (offsets[var.id], var.size) for var in variables}
+
+    # 2. single-entry rows are bounds; the other rows are general
+    bounds = EntryBounds(variables, offsets, n_v)
+    general = []  # (inequality, rows, A, c)
+    for ineq in affine:
+        A, c = linearize(ineq.expr, offsets, n_v)
+        nnz = np.diff(A.indptr)
+        if np.any(nnz == 0):
+            row = int(np.flatnonzero(nnz == 0)[0])
+            raise ModelError(f"{ineq._text}: entry {row} of the inequality has no variables left "
+                             "(its coefficients cancel); write it without that entry")
+        single = np.flatnonzero(nnz == 1)
+        if single.size:
+            bounds.add_rows(ineq, single)
+        multi = np.flatnonzero(nnz > 1)
+        if multi.size:
+            general.append((ineq, multi, A, c))
+    bounds.recompute()
+    param_bound_vars = {var.id for var in variables if var.bounds is not None and
+                        any(b is not None and hasattr(b, "_has_params") and b._has_params for b in var.bounds)}
+    for ineq, rows in bounds.rows:
+        if ineq.parameters():
+            for var in ineq.variables():
+                param_bound_vars.add(var.id)
+
+    def fixed_zero_lower(var):
+        off, size = slots[var]
+        return var.id not in param_bound_vars and np.all(bounds.lo[off:off + size] == 0.0)
+
+    # 4. recognized structures: simplices from sum(x) == t and sum(x) <= t, PSD trace balls
+    absorbed, absorbed_equalities = {}, []
+    kept_equalities = []
+    for eq in equalities:
+        found = None
+        if not getattr(eq, "role", None):
+            A, c = linearize(eq.expr, offsets, n_v)
+            found = _simplex_groups(A, slots)
+        if found is not None and found[0].size > 1 and fixed_zero_lower(found[0]):
+            var, a, group_of_entry, axis = found
+            total = _data_from(lambda eq=eq, a=a: _common_total(eq, linearize(eq.expr, offsets, n_v)[1], a),
+                               eq.parameters(), f"total of {short_repr(eq)}")
+            simplex = Simplex(var, total, axis=axis)
+            sets.append(simplex)
+            absorbed[id(eq)] = (simplex, a, group_of_entry)
+            absorbed_equalities.append(eq)
+            continue
+        kept_equalities.append(eq)
+    equalities = kept_equalities
+
+    remaining = []
+    for ineq, rows, A, c in general:
+        left = []
+        for r in rows:
+            row = A[r]
+            found = _whole_var_with_equal_coefficients(row, slots)
+            if found is not None and found[1] > 0 and found[0].size > 1 and fixed_zero_lower(found[0]):
+                var, a = found
+                total = _data_from(lambda ineq=ineq, r=r, a=a: -float(linearize(ineq.expr, offsets, n_v)[1][r]) / a,
+                                   ineq.parameters(), f"bound of {ineq._text}")
+                sets.append(Simplex(var, total, equality=False))
+                continue
+            psd = _psd_trace_row(row, slots)
+            if psd is not None:
+                var, a = psd
+                radius = _data_from(lambda ineq=ineq, r=r, a=a: -float(linearize(ineq.expr, offsets, n_v)[1][r]) / a,
+                                    ineq.parameters(), f"bound of {ineq._text}")
+                sets.append(TraceNormBall(var, radius, psd=True))
+                continue
+            left.append(r)
+        if left:
+            remaining.append((ineq, np.asarray(left), A, c))
+    general = remaining
+
+    # 6a. symmetric variables: symmetric variants of the sets that hold them whole
+    sets = [_symmetric(s) for s in sets]
+
+    # 4b. PSD variables without a PSD trace ball: close with the diagonal's upper bounds
+    #     (trace X = sum_i X_ii <= sum_i hi_ii), from the bounds and the other sets
+    for var in variables:
+        if var.PSD and not any(isinstance(s, TraceNormBall) and s.psd and s.expr is var for s in sets):
+            holders = _holders(var, sets, slots, offsets, n_v)
+            n, off = var.shape[0], offsets[var.id]
+            diagonal = np.arange(n) * (n + 1)
+
+            def trace_bound(var=var, holders=holders, diagonal=diagonal, off=off):
+                return float(np.minimum(bounds.hi[off + diagonal], _implied(var, holders)[1][diagonal]).sum())
+
+            if not np.isfinite(trace_bound()):
+                raise ModelError(f"variable {var.name} is PSD=True but nothing bounds it: add fm.trace({var.name}) "
+                                 f"<= t (a PSD trace ball, fm.TraceNormBall({var.name}, t, psd=True)), bound its "
+                                 f"diagonal ({var.name} <= hi), or put it in a bounded set")
+            params = _set_parameters([h for h, _ in holders]) + (
+                _dynamic_parameters(var, bounds, []) if var.id in param_bound_vars else [])
+            radius = _data_from(trace_bound, params, f"trace bound of {var.name}")
+            sets.append(TraceNormBall(var, radius, psd=True, symmetric=True))
+
+    # 2-3. one box per variable from the elementwise bounds, closed by the sets
+    entry_sets = list(sets)
+    for var in variables:
+        box = _bound_box(var, bounds, entry_sets, slots, offsets, n_v, param_bound_vars)
+        if box is not None:
+            sets.append(_symmetric(box))
+
+    # 5. general rows: a slack in a box bounded by the LMOs
+    slack_of = {}
+    for ineq, rows, A, c in general:
+        slack = Variable(rows.size, name=f"slack({short_repr(ineq, 60)})")
+        slack.is_slack = True  # compiler-made: not one of the model's variables
+        touched = _unique(var for var in ineq.variables())
+        holders = {var.id: _holders(var, sets, slots, offsets, n_v) for var in touched}
+        for var in touched:
+            if not holders[var.id]:
+                raise ModelError(
+                    f"{ineq._text}: variable {var.name} is not in any bounded set, so this inequality leaves it "
+                    f"unbounded; bound it with a set that holds it: fm.Box({var.name}, lo, hi) or {var.name} >= lo "
+                    f"with {var.name} <= hi, fm.norm1({var.name}) <= r, fm.L2Ball({var.name}, r), "
+                    f"fm.Simplex({var.name})"
+                )
+        upper = _data_from(
+            lambda ineq=ineq, rows=rows, touched=touched, holders=holders: _slack_upper(
+                ineq, rows, touched, holders, offsets, n_v),
+            ineq.parameters() + _set_parameters([h for hs in holders.values() for h, _ in hs]),
+            f"slack bound of {ineq._text}")
+        sets.append(Box(slack, 0.0, upper))
+        flat = ineq.expr if ineq.expr.ndim == 1 else ineq.expr.reshape(-1)
+        picked = flat if rows.size == ineq.expr.size else flat[rows]
+        eq = Equality(picked + slack, 0.0)
+        equalities.append(eq)
+        slack_of[id(eq)] = (ineq, rows)
+
+    # 6b. symmetric variables that no symmetric set holds whole: explicit rows
+    for var in variables:
+        if var.symmetric and not any(s.expr is var and _is_symmetric_set(s) for s in sets):
+            iu = np.triu_indices(var.shape[0], 1)
+            if iu[0].size:
+                equalities.append(Equality(var[iu], var.T[iu]))
+    return Lowered(sets=sets, equalities=equalities, absorbed=absorbed, slack_of=slack_of, entry_bounds=bounds,
+                   absorbed_equalities=absorbed_equalities)
+
+
+# ---------------------------------------------------------------------- helpers
+def _has_attributes(var):
+    return var.nonneg or var.nonpos or var.bounds is not None or var.symmetric
+
+
+def _all_variables(objective_expr, sets, equalities, inequalities=()):
+    exprs = [objective_expr] + [s.expr for s in sets] + [e.expr for e in equalities] + \
+            [q.expr for q in inequalities]
+    return _unique(v for e in exprs for v in e.variables())
+
+
+def _check_parameter_values(objective_expr, sets, equalities, inequalities):
+    params = [p for s in sets for p in s.parameters()]
+    for q in list(equalities) + list(inequalities):
+        params += q.parameters()
+    for p in _unique(params):
+        if p.value is None:
+            raise ModelError(f"parameter {p.name} has no value: set {p.name}.value before solving")
+
+
+def _data_from(compute, parameters, label):
+    """A number (computed now) when no Parameter is involved, else a :class:`ComputedData`."""
+    parameters = _unique(parameters)
+    if not parameters:
+        return compute()
+    return ComputedData(compute, parameters, label)
+
+
+def _set_parameters(sets):
+    return [p for s in sets for p in s.parameters()]
+
+
+def _psd_trace_row(row, slots):
+    """``(var, a)`` when the row is ``a * trace(var)``, a > 0, for a PSD variable."""
+    cols, data = row.indices, row.data
+    if cols.size == 0 or data[0] <= 0 or not np.all(data == data[0]):
+        return None
+    for var, (off, size) in slots.items():
+        if var.PSD:
+            n = var.shape[0]
+            if cols.size == n and np.array_equal(np.sort(cols), off + np.arange(n) * (n + 1)):
+                return var, float(data[0])
+    return None
+
+
+def _selection(expr, var, offsets, n_v):
+    """Flat entries of ``var`` that the set's expression selects (all: None), or False."""
+    if expr is var:
+        return None
+    if expr.parameters() or expr.variables() != [var]:
+        return False
+    A, c = linearize(expr, offsets, n_v)
+    if np.any(c != 0) or A.nnz != A.shape[0] or np.any(np.diff(A.indptr) != 1) or np.any(A.data != 1.0):
+        return False
+    cols = A.indices - offsets[var.id]
+    if cols.min() < 0 or cols.max() >= var.size or np.unique(cols).size != cols.size:
+        return False
+    return cols
+
+
+def _holders(var, sets, slots, offsets, n_v):
+    """The sets that hold entries of ``var`` directly: [(set, entries or None)]."""
+    out = []
+    for s in sets:
+        if var.id not in {v.id for v in s.expr.variables()}:
+            continue
+        entries = _selection(s.expr, var, offsets, n_v)
+        if entries is not False:
+            out.append((s, entries))
+    return out
+
+
+def _implied(var, holders):
+    """Flat ``(lower, upper)`` of var's entries implied by the holders (±inf where none)."""
+    lo, hi = np.full(var.size, -np.inf), np.full(var.size, np.inf)
+    for s, entries in holders:
+        slo, shi = s.coordinate_bounds()
+        idx = np.arange(var.size) if entries is None else entries
+        lo[idx] = np.maximum(lo[idx], slo)
+        hi[idx] = np.minimum(hi[idx], shi)
+    return lo, hi
+
+
+def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars):
+    """The box of var's elementwise bounds, closed by the sets (steps 2-3), or None."""
+    off, size = slots[var]
+    lo, hi = bounds.lo[off:off + size], bounds.hi[off:off + size]
+    bounded = np.isfinite(lo) | np.isfinite(hi)
+    if not bounded.any():
+        return None
+    holders = _holders(var, sets, slots, offsets, n_v)
+    implied_lo, implied_hi = _implied(var, holders)
+    one_sided = bounded & ~(np.isfinite(lo) & np.isfinite(hi))
+    open_side = one_sided & ~np.where(np.isfinite(lo), np.isfinite(implied_hi), np.isfinite(implied_lo))
+    if open_side.any():
+        j = int(np.flatnonzero(open_side)[0])
+        side = "above" if np.isfinite(lo[j]) else "below"
+        where = var.name if var.size == 1 else f"{var.name} (flat entry {j} and {int(open_side.sum()) - 1} more)"
+        raise ModelError(
+            f"a one-sided bound leaves {where} unbounded {side}: FW-AL needs every variable in a bounded set. "
+            f"Add the other bound ({var.name} {'<=' if side == 'above' else '>='} ..., or "
+            f"fm.Variable(..., bounds=[lo, hi])), or put {var.name} in a bounded set: fm.Box({var.name}, lo, hi), "
+            f"fm.norm1({var.name}) <= r (fm.L1Ball), fm.norm({var.name}, 2) <= r (fm.L2Ball), "
+            f"fm.Simplex({var.name}) or fm.sum({var.name}) == t with {var.name} >= 0"
+        )
+    dynamic = var.id in param_bound_vars or bool(_set_parameters([h for h, _ in holders]))
+    # bounds the sets already imply add no block (only when nothing can change with a Parameter)
+    needed = bounded & ~((implied_lo >= lo) & (implied_hi <= hi)) if not dynamic else bounded
+    if not needed.any():
+        return None
+    entries = np.flatnonzero(needed)
+
+    def current():
+        lo_now, hi_now = bounds.lo[off:off + size], bounds.hi[off:off + size]
+        ilo, ihi = _implied(var, holders) if dynamic else (implied_lo, implied_hi)
+        return np.maximum(lo_now, ilo)[entries], np.minimum(hi_now, ihi)[entries]
+
+    if entries.size == size:
+        expr = var
+        shape = var.shape
+    else:
+        expr = (var.reshape(-1) if var.ndim != 1 else var)[entries]
+        shape = (entries.size,)
+    params = _dynamic_parameters(var, bounds, holders) if dynamic else []
+    lower = _data_from(lambda: current()[0].reshape(shape), params, f"lower bound of {var.name}")
+    upper = _data_from(lambda: current()[1].reshape(shape), params, f"upper bound of {var.name}")
+    return Box(expr, lower, upper)
+
+
+def _dynamic_parameters(var, bounds, holders):
+    params = _set_parameters([h for h, _ in holders])
+    if var.bounds is not None:
+        params += [p for b in var.bounds if b is not None and hasattr(b, "parameters") for p in b.parameters()]
+    for ineq, _ in bounds.rows:
+        if any(v.id == var.id for v in ineq.variables()):
+            params += ineq.parameters()
+    return params
+
+
+def _slack_upper(ineq, rows, touched, holders, offsets, n_v):
+    """u_i = max(0, -c_i - min_v a_i' v) over the sets that hold the variables (step 5)."""
+    A, c = linearize(ineq.expr, offsets, n_v)
+    A = A[rows].tocsr()
+    lower = np.zeros(rows.size)
+    for var in touched:
+        off = offsets[var.id]
+        block = A[:, off:off + var.size].toarray()
+        whole = [s for s, e in holders[var.id] if e is None]
+        for i in range(rows.size):
+            g = block[i]
+            if not np.any(g):
+                continue
+            if whole:
+                lower[i] += max(s.min_linear(g) for s in whole)
+                continue
+            # partial copies: give each entry to the first set that holds it (a disjoint cover)
+            remaining = g != 0
+            total = 0.0
+            for s, entries in holders[var.id]:
+                take = remaining[entries]
+                if not take.any():
+                    continue
+                total += s.min_linear(np.where(take, g[entries], 0.0))
+                remaining[entries[take]] = False
+            if remaining.any():
+                raise ModelError(f"{ineq._text}: some entries of {var.name} are in no bounded set, so the inequality "
+                                 f"leaves them unbounded; put all of {var.name} in a set")
+            lower[i] += total
+    return np.maximum(0.0, -c[rows] - lower)
+
+
+def _symmetric(s):
+    """The symmetric variant of a set holding a whole symmetric variable (else the set)."""
+    if isinstance(s.expr, Variable) and s.expr.symmetric and not _is_symmetric_set(s):
+        variant = s.symmetric_variant()
+        if variant is not None:
+            return variant
+    return s
+
+
+def _is_symmetric_set(s):
+    from ..sets.symmetric import SymmetricPart
+
+    if isinstance(s, SymmetricPart):
+        return True
+    if isinstance(s, TraceNormBall):
+        return s.symmetric
+    if isinstance(s, L1Ball):
+        return s.symmetric is True
+    return False

@@ -1,0 +1,87 @@
+"""A transpose-invariant set restricted to symmetric matrices."""
+from __future__ import annotations
+
+import numpy as np
+
+from ._common import as_direction, as_flat_direction, as_point, dense_vertex
+from .base import ConvexSet
+
+
+class SymmetricPart(ConvexSet):
+    """``inner ∩ {X = X^T}`` for a set ``inner`` with ``X in inner <=> X^T in inner``.
+
+    For symmetric S, ``<D, S> = <sym(D), S>`` with ``sym(D) = (D + D^T) / 2``,
+    so the LMO over the intersection is the LMO of ``inner`` along ``sym(D)``
+    provided that it returns a symmetric vertex for a symmetric direction;
+    the Euclidean ball (``-r D / ||D||``) and boxes with symmetric bounds
+    (the sign pattern of ``sym(D)``) do. Vertices are then exactly
+    symmetric, so are the iterates built from them. The projection is the
+    inner set's projection of ``sym(P)``. Used by the compiler for
+    ``fm.Variable(..., symmetric=True)``; data and Parameters are the inner
+    set's.
+    """
+
+    def __init__(self, inner):
+        super().__init__(inner.expr)
+        self.inner = inner
+        self.is_polytope = inner.is_polytope
+        self.has_cheap_projection = getattr(inner, "has_cheap_projection", False)
+        self._n = self.shape[0]
+
+    def _sym(self, flat):
+        D = flat.reshape(self._n, self._n)
+        return (0.5 * (D + D.T)).ravel()
+
+    def lmo_atom(self, flat_direction):
+        return self.inner.lmo_atom(self._sym(as_flat_direction(self, flat_direction)))
+
+    def lmo(self, direction):
+        return dense_vertex(self, self.lmo_atom(as_direction(self, direction).ravel()))
+
+    def project_flat(self, flat_point):
+        return self.inner.project_flat(self._sym(np.asarray(flat_point, dtype=float).ravel()))
+
+    def contains(self, point, tol=1e-9):
+        x = as_point(self, point)
+        if x is None:
+            return False
+        scale = max(1.0, float(np.max(np.abs(x), initial=0.0)))
+        return bool(np.max(np.abs(x - x.T), initial=0.0) <= tol * scale) and bool(self.inner.contains(x, tol))
+
+    def contains_origin(self):
+        return self.inner.contains_origin()
+
+    def refresh(self):
+        return self.inner.refresh()
+
+    def parameters(self):
+        return self.inner.parameters()
+
+    @property
+    def data_version(self):
+        return self.inner.data_version
+
+    def coordinate_bounds(self):
+        return self.inner.coordinate_bounds()
+
+    def diameter(self):
+        return self.inner.diameter()
+
+    def reset(self):
+        self.inner.reset()
+
+    def interval_bounds(self):
+        # box ∩ symmetric matrices is not a product of intervals: no per-coordinate steps
+        return None
+
+    def simplex_groups(self):
+        return None
+
+    def __getattr__(self, name):
+        # data fields (radius, lower, upper) read through to the inner set
+        if name.startswith("_") or name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def __repr__(self):
+        return f"SymmetricPart({self.inner!r})"
