@@ -384,9 +384,25 @@ def test_inequality_on_an_unbounded_variable():
 
 def test_set_on_an_expression_states_the_rule():
     x = fm.Variable(3, name="x")
-    prob = fm.Problem(fm.Minimize(fm.sum_squares(x)), [fm.Box(x + 5, 0, 1)])
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x)), [fm.Box(x[:2] + x[1:], 0, 1)])
     with pytest.raises(fm.ModelError, match=r"bounds an expression of x, not x itself"):
         prob.solve()
+
+
+@pytest.mark.parametrize("constraint", [
+    lambda m, x: [m.norm(x - np.array([0.5, 0.5, 0.5]), 2) <= 1.0],  # a trust region around x0
+    lambda m, x: [m.norm1(2 * x) <= 1.0],
+    lambda m, x: [m.abs(3 - x) <= 1.0],
+    lambda m, x: [-x[::-1] <= 0.2, m.norm_inf(x + 1) <= 2.0],
+])
+def test_sets_on_elementwise_affine_maps_hold_the_variable(constraint):
+    c = np.array([1.0, -2.0, 3.0])
+    x = fm.Variable(3, name="x")
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - c)), constraint(fm, x))
+    value = prob.solve(**TIGHT)
+    assert all(b.kind == "copy" for b in prob.compile().blocks)
+    xc = cp.Variable(3)
+    assert_close(value, reference(cp.Minimize(cp.sum_squares(xc - c)), constraint(cp, xc)))
 
 
 def test_psd_variable_needs_a_bound():

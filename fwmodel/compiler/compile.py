@@ -426,9 +426,8 @@ def compile_problem(objective_expr, sign, constraints):
                     note = (f" {', '.join(repr(s) for s in through[:3])} bound"
                             f"{'s' if len(through) == 1 else ''} an expression of {var.name}, not {var.name} itself: "
                             "such a set gets its own block, tied to the variables by equality rows, and does not "
-                            f"bound {var.name} (write the set on {var.name} or a slice of it, e.g. "
-                            f"fm.Box({var.name}, (lo - c) / a, (hi - c) / a) for fm.Box(a * {var.name} + c, lo, hi) "
-                            "with a > 0).")
+                            f"bound {var.name}. Only a set on {var.name}, a selection of its entries, or an "
+                            f"elementwise map a * {var.name} + c (a != 0, constants) holds {var.name}.")
                 raise ModelError(
                     f"variable {var.name} (shape {var.shape}) is not in any bounded set: FW-AL needs every "
                     f"variable in at least one set that holds it directly ({var.name}, a slice such as "

@@ -6,6 +6,12 @@ FW-AL knows two kinds of constraints: sets with a linear minimization oracle
 ``cp.Variable(n, nonneg=True)``. This reduction, run before the compiler
 lays out blocks, rewrites such a model into sets and equalities:
 
+0. **Sets on elementwise maps hold the variable.** A set on ``a * x + c``
+   (entries of one variable, each times a nonzero constant plus a constant:
+   ``fm.Box(x + 5, 0, 1)``, ``fm.norm(x - x0, 2) <= r``) becomes an
+   ``AffinePreimage`` on the selected entries of x, whose LMO is one call
+   to the set's LMO (``x* = (LMO_S(d / a) - c) / a``): its block is a copy
+   of x, and it bounds x like any set on x.
 1. **Norm bounds are sets.** ``norm1(e) <= t`` is ``L1Ball(e, t)``;
    ``norm(e, 2)``, ``norm2``, ``norm(E, "fro")`` give ``L2Ball``;
    ``norm(e, "inf")``, ``norm_inf`` give ``LinfBall``; ``normNuc(E)``,
@@ -305,6 +311,8 @@ def lower_constraints(objective_expr, constraints):
         else:
             raise ModelError(f"constraint #{i} ({c!r}) is neither a set (fm.ConvexSet), an equality "
                              "(expr == expr) nor an inequality (expr <= expr)")
+    # a set on a * x + c (elementwise, a != 0) holds x itself (see AffinePreimage)
+    sets = [_on_the_variable(s) for s in sets]
     if not inequalities and not any(_has_attributes(v) for v in _all_variables(objective_expr, sets, equalities)):
         return Lowered(sets=sets, equalities=equalities)  # the explicit-set model: nothing to rewrite
 
@@ -313,7 +321,7 @@ def lower_constraints(objective_expr, constraints):
     # 1. norm bounds are sets
     for ineq in inequalities:
         if ineq.kind == "norm":
-            sets.append(_lower_norm(ineq))
+            sets.append(_on_the_variable(_lower_norm(ineq)))
     affine = [q for q in inequalities if q.kind == "affine"]
 
     variables = _all_variables(objective_expr, sets, equalities, affine)
@@ -464,6 +472,34 @@ def lower_constraints(objective_expr, constraints):
 
 
 # ---------------------------------------------------------------------- helpers
+def _on_the_variable(s):
+    """``s`` as a set on the variable when its expression is ``a * x[entries] + c``.
+
+    That is: one variable, no Parameters, every entry of the expression a
+    distinct entry of the variable times a nonzero constant plus a constant
+    (``x + 5``, ``2 * x``, ``x - x0``, ``-X.T``), but not a plain selection
+    (``x``, ``x[2:5]``, ``X.T``, which the compiler copies directly). The
+    result is an :class:`~fwmodel.sets.preimage.AffinePreimage` on the
+    selected entries, so the set bounds the variable and its block is a copy.
+    """
+    expr = s.expr
+    if isinstance(expr, Variable) or expr.parameters() or len(expr.variables()) != 1:
+        return s
+    var = expr.variables()[0]
+    A, c = linearize(expr, {var.id: 0}, var.size)
+    A = A.tocsr()
+    if A.nnz != A.shape[0] or np.any(np.diff(A.indptr) != 1) or np.any(A.data == 0):
+        return s
+    cols = A.indices
+    if np.unique(cols).size != cols.size or (np.all(A.data == 1.0) and not np.any(c)):
+        return s
+    from ..sets.preimage import AffinePreimage
+
+    in_order = cols.size == var.size and np.array_equal(cols, np.arange(var.size))
+    selection = var if in_order else (var if var.ndim == 1 else var.reshape(-1))[cols]
+    return AffinePreimage(s, selection, A.data, c)
+
+
 def _has_attributes(var):
     return var.nonneg or var.nonpos or var.bounds is not None or var.symmetric
 

@@ -70,11 +70,17 @@ class SymmetricPart(ConvexSet):
     def reset(self):
         self.inner.reset()
 
+    # Structure declarations are not read through to the inner set: a
+    # per-coordinate step on a box, or a step per simplex group, moves the
+    # entries (i, j) and (j, i) apart. Only whole symmetric vertices keep the
+    # iterates symmetric.
     def interval_bounds(self):
-        # box ∩ symmetric matrices is not a product of intervals: no per-coordinate steps
         return None
 
     def simplex_groups(self):
+        return None
+
+    def low_rank_face(self):
         return None
 
     def __getattr__(self, name):

@@ -1,0 +1,70 @@
+"""A set on an elementwise invertible affine map of a variable, seen from the variable."""
+from __future__ import annotations
+
+import numpy as np
+
+from ._common import as_direction, as_flat_direction, as_point, dense_vertex
+from .atoms import DenseAtom
+from .base import ConvexSet
+
+
+class AffinePreimage(ConvexSet):
+    """``{x : a * x + c in S}`` for a set S on ``a * x + c`` with every ``a_i != 0``.
+
+    The compiler builds it for ``fm.Box(x + 5, 0, 1)``, ``fm.L1Ball(2 * x, 1)``
+    or ``fm.norm(x - x0, 2) <= r`` (entries of one variable, each scaled and
+    shifted by constants), so that the set holds the variable itself (a copy
+    of its entries) instead of a new expression block tied to it by rows.
+
+    LMO. With ``x = (z - c) / a`` and z in S, ``<d, x> = <d / a, z> - <d / a, c>``,
+    so ``x* = (LMO_S(d / a) - c) / a``: one call to S's LMO. Vertices are
+    stored densely. ``expr`` is the selection of the variable's entries (in
+    the order of S's entries); ``scale`` and ``offset`` are flat arrays in
+    that order.
+    """
+
+    def __init__(self, inner, expr, scale, offset):
+        super().__init__(expr)
+        self.inner = inner
+        self._a = np.asarray(scale, dtype=float).ravel()
+        self._c = np.asarray(offset, dtype=float).ravel()
+        self.is_polytope = inner.is_polytope
+
+    def lmo_atom(self, flat_direction):
+        d = as_flat_direction(self, flat_direction)
+        z = self.inner.lmo_atom(d / self._a).to_dense()
+        return DenseAtom((z - self._c) / self._a)
+
+    def lmo(self, direction):
+        return dense_vertex(self, self.lmo_atom(as_direction(self, direction).ravel()))
+
+    def contains(self, point, tol=1e-9):
+        x = as_point(self, point)
+        if x is None:
+            return False
+        return self.inner.contains((self._a * x.ravel() + self._c).reshape(tuple(self.inner.shape)), tol)
+
+    def coordinate_bounds(self):
+        lo, hi = self.inner.coordinate_bounds()
+        first, second = (lo - self._c) / self._a, (hi - self._c) / self._a
+        return np.minimum(first, second), np.maximum(first, second)
+
+    def diameter(self):
+        inner = self.inner.diameter()
+        return None if inner is None else float(inner / np.abs(self._a).min())
+
+    def refresh(self):
+        return self.inner.refresh()
+
+    def parameters(self):
+        return self.inner.parameters()
+
+    @property
+    def data_version(self):
+        return self.inner.data_version
+
+    def reset(self):
+        self.inner.reset()
+
+    def __repr__(self):
+        return f"{self.inner!r} (on {self.expr!r})"
