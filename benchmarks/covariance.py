@@ -67,11 +67,12 @@ import tracemalloc
 
 import numpy as np
 
-import fwmodel as fm
-from fwmodel.datasets import sparse_low_rank_covariance
-from fwmodel.experiments import (certified_reference, markdown_table, plot_comparison, run_cvxpy, run_fwmodel,
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # this checkout's fwmodel
+import fwmodel as fm  # noqa: E402
+from fwmodel.datasets import sparse_low_rank_covariance  # noqa: E402
+from fwmodel.experiments import (certified_reference, markdown_table, plot_comparison, run_cvxpy, run_fwmodel,  # noqa: E402
                                  run_gfb, summarize, support_scores)
-from fwmodel.outputs import figures_dir, results_dir
+from fwmodel.outputs import figures_dir, results_dir  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIGURES = figures_dir()
@@ -134,8 +135,19 @@ def cmd_lmo(args):
         del S1
         t_warm, _ = timed(lambda: trace.lmo_atom(D1.ravel()))
         mv_warm = trace.last_matvecs
+        # a random symmetric (Wigner) direction: its top eigenvalues cluster at the
+        # semicircle's edge (gaps ~ d^(-2/3)), the hard case for Lanczos; cold start
+        W = np.random.default_rng(args.seed).standard_normal((d, d))
+        W += W.T
+        trace.reset()
+        t_wig, _ = timed(lambda: trace.lmo_atom(W.ravel()))
+        mv_wig = trace.last_matvecs
+        del W
         row = dict(d=d, l1_lmo=t_l1, trace_lmo_cold=t_cold, mv_cold=mv_cold, trace_lmo_warm=t_warm,
-                   mv_warm=mv_warm, lmo_cold=t_l1 + t_cold, lmo_warm=t_l1 + t_warm)
+                   mv_warm=mv_warm, trace_lmo_wigner=t_wig, mv_wigner=mv_wig, lmo_cold=t_l1 + t_cold,
+                   lmo_warm=t_l1 + t_warm, lmo_wigner=t_l1 + t_wig)
+        if d <= args.late_max and args.late_iters:
+            row.update(_late_direction_lmo(data, args.late_iters))
         if d <= args.project_max:
             t_p1, _ = timed(lambda: l1.project(D1))
             t_p2, _ = timed(lambda: trace_sym.project(D1))
@@ -154,16 +166,30 @@ def cmd_lmo(args):
     for r in rows:
         r["ratio_cold"] = r["proj"] / r["lmo_cold"]
         r["ratio_warm"] = r["proj"] / r["lmo_warm"]
+        r["ratio_wigner"] = r["proj"] / r["lmo_wigner"]
+        if "trace_lmo_late_warm" in r:
+            r["ratio_late"] = r["proj"] / (r["l1_lmo"] + r["trace_lmo_late_warm"])
         r["proj (s)"] = f"{r['proj']:.3g}" + (" (fit c d^3)" if r["proj_fitted"] else "")
-    table = markdown_table(rows, ["d", "l1_lmo", "trace_lmo_cold", "mv_cold", "trace_lmo_warm", "mv_warm", "proj (s)",
-                                  "ratio_cold", "ratio_warm"],
+    for r in rows:
+        for key in ("trace_lmo_late_warm", "mv_late_warm", "trace_lmo_late_cold", "mv_late_cold", "ratio_late"):
+            r.setdefault(key, "-")
+    table = markdown_table(rows, ["d", "l1_lmo", "trace_lmo_cold", "mv_cold", "trace_lmo_warm", "mv_warm",
+                                  "trace_lmo_late_warm", "mv_late_warm", "trace_lmo_late_cold", "mv_late_cold",
+                                  "trace_lmo_wigner", "mv_wigner", "proj (s)", "ratio_cold", "ratio_warm",
+                                  "ratio_late", "ratio_wigner"],
                            ["d", "L1 LMO (s)", "trace LMO cold (s)", "Lanczos products", "trace LMO warm (s)",
-                            "products", "projections (s)", "proj / LMO (cold)", "proj / LMO (warm)"])
+                            "products", "trace LMO late, warm (s)", "products", "trace LMO late, cold (s)",
+                            "products", "trace LMO Wigner (s)", "products", "projections (s)",
+                            "proj / LMO (cold)", "proj / LMO (warm)", "proj / LMO (late, warm)",
+                            "proj / LMO (Wigner)"])
     text = (f"# LMO vs projection (paper Fig. 3)\n\nCommand: `python benchmarks/covariance.py lmo "
-            f"--sizes {' '.join(map(str, args.sizes))} --project-max {args.project_max}`\n\n"
+            f"--sizes {' '.join(map(str, args.sizes))} --project-max {args.project_max} "
+            f"--late-iters {args.late_iters} --late-max {args.late_max}`\n\n"
             f"Machine: {machine()}\n\n{table}\n\nLMO = L1 arg-max + trace-norm Lanczos eigenpair; projection = "
             "L1 soft-thresholding + full eigendecomposition (numpy.linalg.eigh). Cold: first call on "
-            "-2 Sigma_hat; warm: the next FW direction, warm-started.")
+            "-2 Sigma_hat; warm: the next FW direction, warm-started; late: the trace-norm block's direction "
+            f"after {args.late_iters} FW-AL iterations (FW steps only), warm-started by the solve or cold; "
+            "Wigner: a random symmetric Gaussian direction, cold (clustered top eigenvalues).")
     print(text)
     write("covariance_lmo.md", text)
     plt = _plt()
@@ -172,6 +198,7 @@ def cmd_lmo(args):
         ds = [r["d"] for r in rows]
         ax.loglog(ds, [r["lmo_cold"] for r in rows], "o-", label="LMO, both sets (cold)")
         ax.loglog(ds, [r["lmo_warm"] for r in rows], "o-", label="LMO, both sets (warm)")
+        ax.loglog(ds, [r["lmo_wigner"] for r in rows], "o-", label="LMO, Wigner direction")
         tp = [r for r in rows if not r["proj_fitted"]]
         ax.loglog([r["d"] for r in tp], [r["proj"] for r in tp], "s-", label="projection, both sets")
         fp = [r for r in rows if r["proj_fitted"]]
@@ -184,6 +211,37 @@ def cmd_lmo(args):
         fig.tight_layout()
         os.makedirs(FIGURES, exist_ok=True)
         fig.savefig(os.path.join(FIGURES, "covariance_lmo_vs_projection.png"), dpi=80)
+
+
+def _late_direction_lmo(data, iters):
+    """The trace-norm LMO on the direction FW-AL meets after ``iters`` iterations (FW steps only).
+
+    The direction is the trace-norm block's part of the augmented Lagrangian's
+    gradient, grad f + M' (y + lam r), at the solve's last point. Timed warm
+    (the solve's own set, whose Lanczos warm start followed the solve) and
+    cold (after ``reset()``). Near the solution the gradient's top eigenvalues
+    cluster (one per component of the low-rank part), the hard case.
+    """
+    from fwmodel.experiments import build_problem
+
+    prob, _ = build_problem(data)
+    last = {}
+    prob.solve(max_iter=iters, projection=False, tol=1e-12, feas_tol=1e-12,
+               callback=lambda st: last.update(x=st.x.copy(), y=st.y.copy(), lam=st.lam))
+    compiled = prob.compile()
+    op = compiled.operator
+    _, g = compiled.objective.value_and_grad(last["x"])
+    r = op.matvec(last["x"]) - op.b
+    grad = g + op.rmatvec(last["y"] + last["lam"] * r)
+    blk = next(b for b in compiled.blocks if isinstance(b.set, fm.TraceNormBall))
+    D = np.ascontiguousarray(grad[blk.offset:blk.offset + blk.size])
+    trace = blk.set
+    t_warm, _ = timed(lambda: trace.lmo_atom(D))
+    mv_warm = trace.last_matvecs
+    trace.reset()
+    t_cold, _ = timed(lambda: trace.lmo_atom(D))
+    return dict(trace_lmo_late_warm=t_warm, mv_late_warm=mv_warm, trace_lmo_late_cold=t_cold,
+                mv_late_cold=trace.last_matvecs)
 
 
 # --------------------------------------------------------- Fig. 2 / crossover
@@ -516,6 +574,8 @@ def main(argv=None):
     q = sub.add_parser("lmo", help="LMO vs projection time (paper Fig. 3)")
     q.add_argument("--sizes", type=int, nargs="+", default=[500, 1000, 2000, 4000, 8000])
     q.add_argument("--project-max", type=int, default=4000, help="largest d whose projection is timed")
+    q.add_argument("--late-iters", type=int, default=30, help="FW-AL iterations before the 'late' direction")
+    q.add_argument("--late-max", type=int, default=2000, help="largest d with a 'late' direction")
     q.add_argument("--threshold", type=float, default=0.9)
     q.add_argument("--seed", type=int, default=0)
     q.set_defaults(fn=cmd_lmo)

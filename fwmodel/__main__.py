@@ -34,9 +34,11 @@ rank from a noisy empirical covariance Sigma_hat,
 
     min ||S - Sigma_hat||_F^2   s.t.  ||S||_1 <= beta_1,  ||S||_* <= beta_2,
 
-racing fwmodel (FW-AL, default options: a Lanczos eigenpair per iteration for
-the trace-norm ball; an arg-max, or from d = 317 on a soft-thresholding step,
-for the L1 ball) against projection splitting (GFB: a full O(d^3)
+racing fwmodel (FW-AL, default options: FW steps -- a Lanczos eigenpair for
+the trace-norm ball, an arg-max for the L1 ball -- then, after a few
+iterations, projected-gradient steps on each copy whose projection measured
+at most five iterations: the L1 copy always, the trace-norm copy up to d
+of about 2000 on one core) against projection splitting (GFB: a full O(d^3)
 eigendecomposition per iteration), each for --seconds on its own clock.
 
 Steps: (1) a reference optimum S*, GFB run until a dual bound certifies its

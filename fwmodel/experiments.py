@@ -10,10 +10,12 @@ excluded):
 
 * fwmodel: the model written in four lines and solved by FW-AL with default
   options; one Lanczos eigenpair (eq. ``LMO_trance_norm``) for the FW step
-  on the trace-norm ball and, on the L1 ball, an arg-max (FW step) or, from
-  10^5 entries on (``projection="auto"``, d >= 317), a projected-gradient
-  step (soft-thresholding: the L1 projection is as cheap as its LMO);
-  O(d^2) each.
+  on the trace-norm ball and an arg-max on the L1 ball, O(d^2) each; after a
+  few iterations ``projection="auto"`` moves the copies whose projection
+  costs at most five iterations by projected-gradient steps instead (the
+  L1 copy always: soft-thresholding is as cheap as its LMO; the trace-norm
+  copy up to d of about 2000 on one core, see
+  ``fwmodel.engine.projection_choice``).
 * GFB: the generalized forward-backward splitting of Raguet, Fadili & Peyre
   (2013), the baseline of the paper and of Richard, Savalle & Vayatis
   (2012): one projection onto each set per iteration; the projection onto

@@ -24,6 +24,7 @@ from .compiler import compile_problem
 from .compiler.compile import flatten_constraints
 from .engine import minimize_fwal
 from .engine.result import History
+from .engine.threads import DEFAULT_THREADS
 from .errors import ModelError
 from .expressions import as_expression
 from .expressions.core import short_repr
@@ -47,6 +48,7 @@ SOLVE_DEFAULTS = dict(
     inface="auto",
     projection="auto",
     sweep="gauss-seidel",
+    threads=DEFAULT_THREADS,
 )
 
 
@@ -278,12 +280,17 @@ class Problem:
         - callback (called with a :class:`CallbackState` each iteration;
           returning False stops), warm_start (reuse x, y and active sets of
           the last solve), seed.
-        - inface ("auto", True, False: in-face steps on trace-norm blocks),
-          projection ("auto", True, False: projected-gradient steps on
-          blocks whose set has a cheap projection -- L1/L2 balls, boxes;
-          "auto" takes them on blocks of at least 10^5 entries when the
-          problem also has a trace-norm block, see
-          ``fwmodel.engine.fwal._auto_projection_blocks``).
+        - inface ("auto", True, False: in-face steps on trace-norm blocks).
+        - projection ("auto", True, False): projected-gradient steps instead
+          of FW steps. True: on blocks whose set has a cheap projection (L1/L2
+          balls, boxes). "auto", when the problem has a block that is not a
+          polytope: after a few FW iterations, on every block whose
+          projection costs at most five iterations, measured (a
+          trace-norm ball's up to d of about 2000 on one core; see
+          ``fwmodel.engine.projection_choice``).
+        - threads: BLAS threads during the solve (a positive integer, default
+          1, or None to leave the BLAS as configured; see
+          ``fwmodel.engine.threads``).
         - sweep ("gauss-seidel" or "jacobi": the blocks step one after
           another or together, see ``fwmodel.engine.block_search``).
 
@@ -430,6 +437,9 @@ class Problem:
             # (20 x 20 grid: 28 vs 0.9 ms per iteration, less accurate after 3000)
             return getattr(s, "n_groups", 1) > 8 or getattr(s, "batch", 1) > 8
 
+        def has_projection(s):
+            return bool(getattr(s, "has_cheap_projection", False) or getattr(s, "has_projection", False))
+
         def groups(s):
             # a product of simplices declares its groups: per-group pairwise steps
             declared = getattr(s, "simplex_groups", None)
@@ -445,7 +455,9 @@ class Problem:
                       is_polytope=bool(b.set.is_polytope), name=b.name, face=face(b.set),
                       active_set_steps=not batched(b.set), groups=groups(b.set),
                       intervals=intervals(b.set),
-                      project=b.set.project_flat if getattr(b.set, "has_cheap_projection", False) else None)
+                      project=b.set.project_flat if has_projection(b.set) else None,
+                      cheap_projection=bool(getattr(b.set, "has_cheap_projection", False)),
+                      projection_estimate=getattr(b.set, "projection_time_estimate", None))
                 for b in compiled.blocks]
 
     # ------------------------------------------------------------ pickling

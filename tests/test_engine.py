@@ -55,7 +55,7 @@ def test_auto_step_uses_pairwise_steps_on_polytopes_and_fw_elsewhere():
     X = fm.Variable((6, 6), name="X")
     C = np.diag(np.arange(6.0))
     mixed = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.L1Ball(X, 5.0), fm.TraceNormBall(X, 4.0)])
-    mixed.solve(max_iter=50)
+    mixed.solve(max_iter=50, projection=False)
     # one polytope block (pairwise) and one trace-norm block (FW) per iteration
     assert mixed.stats.step_counts["pairwise"] > 0 and mixed.stats.step_counts["fw"] >= 50
     # projection=True: the L1 ball takes projected-gradient steps instead
@@ -64,19 +64,70 @@ def test_auto_step_uses_pairwise_steps_on_polytopes_and_fw_elsewhere():
     assert mixed.stats.step_counts["fw"] >= 50
 
 
-def test_auto_projection_rule_needs_a_large_cheap_block_next_to_a_trace_norm_block():
-    from fwmodel.engine.fwal import AUTO_PROJECTION_MIN_SIZE, Block, _projection_blocks
+def test_auto_projection_rule_weighs_a_projection_against_an_iteration():
+    """projection="auto" times each block's projection against the measured time of an iteration."""
+    import time
 
-    def block(size, face=None, project=None):
-        return Block(offset=0, size=size, lmo=None, initial_atom=None, face=face, project=project)
+    from fwmodel.engine.fwal import Block, _projection_blocks
+    from fwmodel.engine.projection_choice import AutoProjection, candidates, choose
 
-    big, small = AUTO_PROJECTION_MIN_SIZE, AUTO_PROJECTION_MIN_SIZE - 1
-    with_trace = [block(big, project=np.copy), block(big, face=object())]
-    assert _projection_blocks(with_trace, "auto") == [0]
-    assert _projection_blocks([block(small, project=np.copy), block(big, face=object())], "auto") == []
-    assert _projection_blocks([block(big, project=np.copy), block(big, project=np.copy)], "auto") == []
-    assert _projection_blocks([block(small, project=np.copy), block(5)], True) == [0]
-    assert _projection_blocks(with_trace, False) == []
+    def slow(seconds):
+        def fn(v):
+            time.sleep(seconds)
+            return np.copy(v)
+        return fn
+
+    def never(v):
+        raise AssertionError("a projection estimated far too slow must not be timed")
+
+    def block(offset, polytope=False, project=None, cheap=True, estimate=None):
+        return Block(offset=offset, size=5, lmo=None, initial_atom=None, is_polytope=polytope, project=project,
+                     cheap_projection=cheap, projection_estimate=estimate)
+
+    iteration = 0.004
+    budget = 5.0 * iteration
+    cheap = block(0, polytope=True, project=np.copy)
+    costly = block(5, project=slow(3 * budget), cheap=False)
+    quick = block(5, project=np.copy, cheap=False)
+    guessed = block(5, project=never, cheap=False, estimate=lambda: 100 * budget)
+    x, g = np.zeros(10), np.ones(10)
+    assert choose([cheap, costly], [0, 1], iteration, x, g, max_iterations=5.0) == [0]
+    assert choose([cheap, quick], [0, 1], iteration, x, g, max_iterations=5.0) == [0, 1]
+    assert choose([cheap, guessed], [0, 1], iteration, x, g, max_iterations=5.0) == [0]
+    # products of polytopes keep their pairwise FW steps
+    assert candidates([cheap, block(5, polytope=True, project=np.copy)]) == []
+    assert candidates([cheap, block(5)]) == [0]
+    # decisions after the probe iterations, then after 2x, 4x, ... as many, from the time of
+    # the iterations since the last one; a block switched once is not timed again
+    auto = AutoProjection([cheap, costly], probe=2, max_iterations=5.0)
+    decisions = {}
+    for t in range(12):
+        if auto.due(t):
+            decisions[t] = auto.choose(x, g)
+        time.sleep(iteration if t < 5 else 10 * iteration)  # iterations get dearer
+    # the cheap block at once; the costly one (3 budgets) once an iteration costs 10x more
+    assert decisions == {3: [0], 5: [], 9: [1]}
+    assert auto.chosen == [0, 1]
+    # True: the cheap projections from the start; False and "auto": none from the start
+    assert _projection_blocks([cheap, quick], True) == [0]
+    assert _projection_blocks([cheap, quick], False) == []
+    assert _projection_blocks([cheap, quick], "auto") == []
+
+
+def test_auto_projection_choice_survives_a_warm_start():
+    """A warm start keeps the blocks "auto" chose, and their point (no restart of an active set)."""
+    rng = np.random.default_rng(0)
+    C = rng.standard_normal((12, 12))
+    X = fm.Variable((12, 12))
+    data = fm.Parameter((12, 12), value=C)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - data)), [fm.L1Ball(X, 20.0), fm.TraceNormBall(X, 8.0)])
+    prob.solve()
+    assert prob.status == "optimal" and prob.stats.step_counts.get("projection", 0) > 0
+    first = prob.stats.iterations
+    data.value = C + 1e-3 * rng.standard_normal((12, 12))
+    prob.solve(warm_start=True)
+    assert prob.status == "optimal" and prob.stats.step_counts.get("projection", 0) > 0
+    assert prob.stats.iterations < first
 
 
 def test_projection_steps_reach_the_closed_form_answer():
@@ -387,6 +438,7 @@ def test_inface_steps_make_trace_norm_intersections_converge():
     def solve(**options):
         X = fm.Variable((d, d), name="X")
         prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.TraceNormBall(X, 2.0), fm.L1Ball(X, 10.0)])
+        options.setdefault("projection", False)  # FW and in-face steps on the trace-norm block
         prob.solve(max_iter=3000, **options)
         return prob, X
 
@@ -417,7 +469,7 @@ def test_inface_steps_keep_symmetric_problems_symmetric():
     prob = fm.Problem(fm.Minimize(fm.sum_squares(X - data.sigma_hat)),
                       [fm.L1Ball(X, data.radius_l1),
                        fm.TraceNormBall(X, data.radius_trace, dense_threshold=0)])
-    prob.solve(max_iter=400)
+    prob.solve(max_iter=400, projection=False)  # FW and in-face steps on the trace-norm block
     assert prob.stats.step_counts["inface"] > 0
     S = X.value
     assert np.linalg.norm(S - S.T) <= 1e-12 * np.linalg.norm(S)

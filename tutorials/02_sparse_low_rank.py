@@ -203,16 +203,21 @@ print(f"S* itself: estimate error {ref_error:.3f}, support F1 {ref_f1:.2f} (the 
 # and keeps the estimate reached after a tenth of the budget, to look at an
 # early iterate.
 #
-# What the defaults do here: the trace-norm copy takes FW steps (one Lanczos
-# eigenpair each), plus in-face steps while d <= 500. The L1 copy is
-# different: FW would add one vertex (two entries) per iteration, while the
-# solution's L1 copy has thousands of entries. Its projection
-# (soft-thresholding) costs about as much as its LMO, so from 10^5 entries on
-# (d >= 317) the default `projection="auto"` moves that copy by projected-
-# gradient steps instead. At d = 1000 this took the normalized suboptimality
-# after 10 s from 0.67 to 0.037 (`benchmarks/RESULTS.md`). Only the
-# trace-norm ball, whose projection needs the full eigendecomposition, is
-# never projected onto.
+# What the defaults do here: the first iterations take FW steps on both
+# copies (an arg-max on the L1 copy, one Lanczos eigenpair on the
+# trace-norm copy). Then `projection="auto"` times one projection of each
+# copy against those iterations and moves the copies whose projection costs
+# at most five iterations by projected-gradient steps instead
+# (`fwmodel.engine.projection_choice`). The L1 projection (soft-thresholding)
+# costs about an LMO, so that copy is always projected: FW would add two
+# entries per iteration to a copy that needs thousands. The trace-norm
+# projection is a full eigendecomposition, O(d^3) against the LMO's
+# O(d^2): at the sizes of this tutorial (d = 30 and 400) it costs a few
+# iterations and is taken, which is what makes the solve reach its
+# tolerance (the solution's trace-norm copy has a long tail of small
+# eigenvalues, see below); on one core it stays below five iterations up
+# to d of about 2000, beyond which the trace-norm copy keeps its FW steps.
+# `projection=False` shows plain FW-AL.
 
 # %%
 fw_curve, fw_metrics = [], []
@@ -335,25 +340,31 @@ if plt is not None:
 #   first at every size run, d = 200 to 4000
 #   (`benchmarks/results/covariance_summary.md`); neither method reached it
 #   in 300 s at d = 4000.
-# * Projection steps on the L1 copy (the default from d = 317 on) fixed the
-#   other half of the problem: FW adds two entries per iteration to a copy
-#   that needs thousands. With them, fwmodel's normalized suboptimality
-#   after 60 s at d = 1000 is -5.0e-3 (below f*: the point is not yet
-#   feasible; 0.43 before), and 0.027 after 300 s at d = 4000 (0.90
-#   before), but the copies still disagree by 15-18% of ||S*||. At the loose target "5e-2 suboptimality with 20%
-#   infeasibility" the two methods tie at d = 4000 (46 s against 44 s).
+# * Projection steps fix both halves where they are affordable: on the L1
+#   copy (always: soft-thresholding costs an LMO), FW adds two entries per
+#   iteration to a copy that needs thousands; on the trace-norm copy (the
+#   default wherever its eigendecomposition costs at most five
+#   iterations, up to d of about 2000 on one core), FW adds one rank-one
+#   matrix to a copy of rank close to d. With both copies projected, the
+#   relative infeasibility after 60 s at d = 1000 is 4.6e-4 (0.15 with the
+#   L1 copy alone projected). At d = 4000, where the trace-norm copy keeps
+#   its FW steps, the copies still disagree by 15-18% of ||S*|| after 300 s;
+#   at the loose target "5e-2 suboptimality with 20% infeasibility" FW-AL and
+#   GFB tie there (46 s against 44 s).
 # * FW-AL's early iterates are low rank, which is what the paper's Fig. 2
 #   shows; thresholded at 1e-2 its estimates recover the true support
 #   (recall 1) but are not sparser than GFB's once the L1 copy is projected
 #   (precision 0.11-0.22 after 60-300 s at d = 1000-4000, GFB 0.28-0.46):
 #   the average of a sparse and a dense low-rank copy is dense.
-# * On the paper's own metrics (the last two panels, full size: d = 400, 20 s
-#   each, one core under load) GFB also wins: its first iterate already has
+# * On the paper's own metrics (the last two panels, full size: d = 400, one
+#   core) GFB also reaches the targets first: its first iterate already has
 #   an estimate error of 0.43 (S* has 0.346) and it comes within 5% of S*'s
-#   error after 0.15 s, fwmodel after 0.97 s; fwmodel's error then dips to
-#   0.338, slightly below S*'s (an early-stopped estimate can be closer to
-#   Sigma than the optimum), but its support F1 stays at 0.23 or below while
-#   GFB's is 0.42 from 0.15 s on. `python -m fwmodel demo` runs the same
+#   error and 90% of its support F1 after 0.07 s; fwmodel, with both copies
+#   projected after its first iterations, after 0.25 s and 0.23 s, and it
+#   stops "optimal" after 37 iterations (1.1 s) with error 0.345 and the
+#   best F1 of the run, 0.49 (GFB 0.42). Before the measured projection
+#   choice, the default kept FW steps on the trace-norm copy here and ran
+#   its 20 s budget out with F1 0.23 or below. `python -m fwmodel demo` runs the same
 #   race at d = 1000, with a certified f*, and `--fw-only` adds FW-AL with
 #   Frank-Wolfe steps on both sets (the paper's algorithm), whose sparse L1
 #   copy gives a higher early F1 but a worse estimate error.

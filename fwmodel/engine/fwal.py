@@ -48,16 +48,16 @@ from .active_set import ActiveSet
 from .block_search import BlockColumns, gauss_seidel_sweep, jacobi_step
 from .steps import LAZY_CHECK_EVERY, make_step
 from .line_search import Backtracking, bounded_scalar_step, exact_quadratic_step
+from .projection_choice import AutoProjection
 from .result import FWALResult, History, SolverState
 from .schedules import make_dual_schedule, default_penalty
 from .stopping import StoppingRule, objective_gap, reference_point
+from .threads import with_blas_threads
 from .verbose import VerbosePrinter
 from .vector_ops import dot, norm
 
 STEP_KINDS = ("auto", "fw", "away", "pairwise")
 PROJECTION_CHOICES = ("auto", True, False)
-#: with projection="auto", cheap blocks of at least this many entries take projection steps
-AUTO_PROJECTION_MIN_SIZE = 100_000
 #: with inface="auto", in-face steps run on trace-norm blocks up to this size
 AUTO_INFACE_MAX_DIM = 500
 LINE_SEARCHES = ("auto", "exact", "backtracking")
@@ -84,9 +84,15 @@ class Block:
     #: optional :class:`~fwmodel.engine.inface.LowRankFace` (trace-norm blocks):
     #: enables in-face corrective steps on this block
     face: object = None
-    #: optional cheap Euclidean projection onto X_k (flat -> flat): enables
+    #: optional Euclidean projection onto X_k (flat -> flat): enables
     #: projected-gradient steps on this block (option ``projection``)
     project: Callable = None
+    #: True when ``project`` costs about an LMO (L1, L2 balls, boxes): taken with
+    #: projection=True; other projections only when "auto" measures them cheap enough
+    cheap_projection: bool = True
+    #: optional () -> seconds: a guess of ``project``'s cost, so that "auto" does not
+    #: time a projection far too slow to be taken
+    projection_estimate: Callable = None
     #: optional :class:`~fwmodel.engine.steps.SimplexGroups`: the block is a
     #: product of simplices (enables per-group pairwise steps)
     groups: object = None
@@ -184,6 +190,7 @@ def _check_options(max_iter, tol, feas_tol, time_limit, lam, verbose, print_ever
         raise ValueError(f"option max_drop_steps must be a nonnegative integer, got {max_drop_steps!r}")
 
 
+@with_blas_threads
 def minimize_fwal(
     objective,
     blocks,
@@ -240,18 +247,23 @@ def minimize_fwal(
         "exact", or "backtracking".
 
     inface : "auto" (in-face corrective steps on trace-norm blocks of at most
-        ``AUTO_INFACE_MAX_DIM`` rows or columns; see :mod:`fwmodel.engine.inface`),
-        True (on every block that declares a low-rank face) or False.
+        ``AUTO_INFACE_MAX_DIM`` rows or columns that do not take projection
+        steps; see :mod:`fwmodel.engine.inface`), True (on every block that
+        declares a low-rank face and takes FW steps) or False.
     sweep : "gauss-seidel" (the blocks move one after another, each from the
         point the previous ones left, with a fresh gradient) or "jacobi" (all
         blocks from the same point, each with its own step size, the combined
         move scaled by one line search); see :mod:`fwmodel.engine.block_search`
         and benchmarks/RESULTS.md ("Block sweeps") for the measurement behind
         the default.
-    projection : True: blocks with a cheap Euclidean projection (``Block.project``:
-        L1, L2 balls, boxes) take projected-gradient steps instead of FW steps
-        (see :func:`_projection_step`); False: never; "auto": see
-        :func:`_auto_projection_blocks`.
+    projection : True: blocks with a cheap Euclidean projection (``Block.project``
+        with ``cheap_projection``: L1, L2 balls, boxes) take projected-gradient
+        steps instead of FW steps (see :func:`_projection_step`); False: never;
+        "auto": after a few FW iterations, the blocks whose projection costs
+        at most a few iterations, measured (see
+        :mod:`fwmodel.engine.projection_choice`).
+    threads : BLAS threads during the solve (a positive integer, default 1,
+        or None to leave the BLAS as configured); see :mod:`fwmodel.engine.threads`.
 
     A KeyboardInterrupt ends the solve with status "interrupted" and a
     consistent result: x in its sets, ``objective`` = f(x), the active sets
@@ -277,6 +289,10 @@ def minimize_fwal(
     b_norm = float(norm(b))
     use_active = step in ("auto", "away", "pairwise")
     proj_blocks = _projection_blocks(blocks, projection)
+    auto_projection = AutoProjection(blocks) if projection == "auto" else None
+    warm_choice = warm_state.active_sets.get(("projection",)) if warm_state is not None else None
+    if auto_projection is not None and warm_choice is not None:
+        proj_blocks, auto_projection = list(warm_choice), None  # the last solve's choice
     # "auto": pairwise steps on polytope blocks. Measured on the test problems
     # (L1 ∩ box least squares, simplex ∩ box, simplex with equalities, three
     # sets), pairwise needed 0.5-0.9x the iterations of away steps (Alg. 1).
@@ -378,6 +394,8 @@ def minimize_fwal(
     ctx = _StepContext(lam_value)
     # the active sets are the step objects' own (a warm-started set that no step uses is let go)
     active = {k: st.active for k, st in enumerate(steps) if getattr(st, "active", None) is not None}
+    if warm_choice is not None and auto_projection is None and projection == "auto":
+        active[("projection",)] = tuple(proj_blocks)  # still "auto"'s choice for the next warm start
     backtracking = Backtracking(warm_state.lipschitz if warm_state is not None else None)
 
     history = History()
@@ -404,6 +422,16 @@ def minimize_fwal(
             if not (np.isfinite(f) and np.all(np.isfinite(g[:: max(1, n // 1000)]))):
                 status, message = "diverged", "the objective or its gradient is not finite"
                 break
+            if auto_projection is not None and auto_projection.due(t):
+                for k in auto_projection.choose(x, g):  # from now on these blocks move by projections
+                    proj_blocks.append(k)
+                    steps[k] = None
+                    active.pop(k, None)
+                    faces.pop(k, None)
+                    step_counts.setdefault("projection", 0)
+                active[("projection",)] = tuple(proj_blocks)  # kept in the warm-start state
+                if len(proj_blocks) == len(blocks) and hasattr(schedule, "primal_steps_are_projections"):
+                    schedule.primal_steps_are_projections()
             # ---- gradient of the augmented Lagrangian (paper OPT2)
             # (in place where possible: at d = 4000 every full-size temporary is 256 MB)
             dual_term = r * lam_value
@@ -689,33 +717,14 @@ def _inface_steps(faces, blocks, objective, Mop, m, x, r, y, lam, f, g, curvatur
 
 
 def _projection_blocks(blocks, projection):
-    """Indices of the blocks that take projected-gradient steps."""
-    if projection is False:
-        return []
-    cheap = [k for k, blk in enumerate(blocks) if blk.project is not None]
-    if projection is True:
-        return cheap
-    return _auto_projection_blocks(blocks, cheap)
+    """Indices of the blocks that take projected-gradient steps from the start.
 
-
-def _auto_projection_blocks(blocks, cheap):
-    """projection="auto": projected-gradient steps on large cheap blocks next to a trace-norm block.
-
-    Measured on L1Ball ∩ TraceNormBall (benchmarks/RESULTS.md, "Projection
-    steps"): the L1 copy of the solution has thousands of entries while FW
-    adds one vertex (one entry pair) per iteration, and a projection moves
-    every entry at once. At d = 1000 (10^6 entries) projection steps took the
-    normalized suboptimality after 60 s from 0.43 to 6e-3 and the relative
-    infeasibility from 0.37 to 0.15; at d = 200 (4 * 10^4 entries), where FW
-    affords enough iterations to build the L1 copy, they made both worse
-    (1.7e-3 -> 1.3e-2 and 0.03 -> 0.19), hence the size threshold
-    ``AUTO_PROJECTION_MIN_SIZE``. On products of polytopes alone (simplex ∩
-    box, L1 ∩ box) pairwise FW already converges linearly, so "auto" keeps FW
-    steps there.
+    True: the blocks with a cheap projection; False and "auto": none ("auto"
+    adds blocks after a few iterations, :mod:`fwmodel.engine.projection_choice`).
     """
-    if not any(blk.face is not None for blk in blocks):
-        return []
-    return [k for k in cheap if blocks[k].size >= AUTO_PROJECTION_MIN_SIZE]
+    if projection is True:
+        return [k for k, blk in enumerate(blocks) if blk.project is not None and blk.cheap_projection]
+    return []
 
 
 def _projection_step(proj_blocks, blocks, objective, Mop, m, x, r, y, lam, f, g, curvature_fn, quadratic, memory):

@@ -103,6 +103,21 @@ class AdaptiveMultiplier:
         self._pending_lam = None
         self._window_min = np.inf
 
+    def primal_steps_are_projections(self):
+        """Every block now moves by projected-gradient steps: take the multiplier step eta = lam.
+
+        The small start (theta = 1/4) guards against FW's inexact primal steps.
+        A projected-gradient step with exact line search on L(., y) moves every
+        entry at once, close to the inner minimization of the method of
+        multipliers, whose step is eta = lam (Hestenes-Powell). Measured
+        (benchmarks/RESULTS.md, "Trace-norm defaults"): on L1 ∩ trace-norm
+        models with both copies projected, eta = lam took 43-61 iterations
+        where the adaptive start took 93-111, with the same answers; the
+        adaptive rule still halves theta if feasibility grows.
+        """
+        self.theta = 1.0
+        self.current = self.lam
+
     def step(self, t, feas=None, lam=None, gap=None, **info):
         if lam is not None:
             self.lam = lam

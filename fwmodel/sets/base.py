@@ -24,6 +24,9 @@ Optional hooks a subclass may override:
   (sparse, rank-one, ...) instead of a dense vertex, to keep active sets small.
 - ``contains(point, tol)``: membership test, used by ``fm.check_lmo``.
 - ``reset()``: forget warm-start state (e.g. a Lanczos start vector).
+- ``project_flat(flat_point)`` with ``has_cheap_projection`` (about the cost
+  of the LMO) or ``has_projection`` (any cost): the Euclidean projection,
+  for projected-gradient steps (``solve(projection=...)``).
 - ``coordinate_bounds()``: the smallest box containing the set (default:
   the LMO along -e_i and +e_i for every entry); closes one-sided bounds.
 - ``symmetric_variant()``: the set intersected with symmetric matrices, with
@@ -84,9 +87,14 @@ class ConvexSet:
     #: few passes over the entries): the engine may then take projected-gradient
     #: steps on the set's block (``solve(projection=...)``).
     has_cheap_projection = False
+    #: True when :meth:`project_flat` exists, cheap or not (a trace-norm ball's
+    #: needs a full eigendecomposition): with ``solve(projection="auto")`` the
+    #: engine then measures the projection against an iteration and takes
+    #: projected-gradient steps on the block when they cost little more.
+    has_projection = False
 
     def project_flat(self, flat_point):
-        """Euclidean projection of a flat point onto the set (only where ``has_cheap_projection``)."""
+        """Euclidean projection of a flat point onto the set (where ``has_projection`` or ``has_cheap_projection``)."""
         raise NotImplementedError(f"{type(self).__name__} has no cheap Euclidean projection")
 
     def __init_subclass__(cls, **kwargs):

@@ -1,0 +1,161 @@
+"""projection="auto": which blocks take projected-gradient steps, chosen by measured cost.
+
+A block whose set has a Euclidean projection (``Block.project``) can move by
+a projected-gradient step on L(., y) (:func:`fwmodel.engine.fwal._projection_step`)
+instead of a Frank-Wolfe step. A FW step adds one atom (one entry pair of an
+L1 ball, one rank-one matrix of a trace-norm ball); a projection step moves
+every entry or singular value at once. Which one pays depends on the
+solution (a FW iterate needs about as many iterations as the solution has
+atoms) and on the costs: an L1 soft-thresholding costs about an LMO, while a
+trace-norm projection is a full eigendecomposition, O(d^3) against the
+O(d^2) Lanczos products of the LMO (paper Sec. 5, Fig. 3).
+
+The rule. The solve starts with FW steps everywhere; after ``PROBE_ITERATIONS``
+iterations :class:`AutoProjection` knows what an iteration costs on this
+problem and this machine (Lanczos LMOs, line searches, vector passes: at
+d = 200 an iteration took 20x the time of one gradient and one LMO at the
+starting point, so a measurement before the first iteration misjudges it).
+It then times one projection per candidate block, at the current point, and
+switches the blocks whose projection costs at most ``MAX_ITERATIONS``
+iterations to projection steps for the rest of the solve. The decision is
+taken again, for the blocks left, after 2x, 4x, ... as many iterations (an
+iteration gets dearer as the solve goes on; see :class:`AutoProjection`).
+A block whose
+``projection_estimate()`` exceeds ``ESTIMATE_MARGIN`` budgets is not timed
+at all (a d = 4000 trace-norm projection takes ~20 s on one core).
+
+Why these numbers (benchmarks/RESULTS.md, "Trace-norm defaults"; one core).
+On L1Ball ∩ TraceNormBall with both balls binding, the solution's
+trace-norm copy has high rank (44 of 60 and 193 of 200 on the ``lrs``
+model of benchmarks/trace_defaults.py, 979 of 1000 on the paper's covariance
+problem at the 1e-3 level) and FW steps on it ended at max_iter far from the
+optimum, while with both copies projected the same models end "optimal",
+faster than CVXPY + SCS. On the paper's problem, a trace-norm projection
+against an iteration once the solve is under way (FW on the trace-norm copy,
+projection steps on the L1 copy): 0.28 s against 0.12 s at d = 1000 (ratio
+2; projecting both copies reached relative infeasibility 4.6e-4 after 60 s
+where the L1-only projection steps left 0.15), 2.25 s against 0.5-0.6 s at
+d = 2000 (ratio 4; projection splitting reached 1e-2 suboptimality in 56 s,
+FW-AL with FW steps on the trace-norm copy not in 150 s), 19.7 s against
+2.7 s at d = 4000 (ratio 7; the two tied at a loose accuracy and an
+iteration of either costs seconds); at d = 400, 15-22 ms against 11-15 ms.
+``MAX_ITERATIONS = 5`` therefore projects up to d of about 2000 on one core
+and keeps the LMO beyond, where its O(d^2) cost is the point of FW-AL. The
+first iterations are much cheaper (1 ms at d = 400, 0.03 s at d = 1000),
+hence the decisions taken again as the solve goes on; each block's
+projection is timed once.
+
+Projection steps are considered only when some block is not a polytope: on
+products of polytopes (simplex ∩ box, L1 ∩ box) pairwise FW converges
+linearly and keeps its steps.
+
+A solve's result then depends on the measured times (a loaded machine can
+move a borderline block to the other side); ``projection=True`` or ``False``
+fixes the choice.
+"""
+from __future__ import annotations
+
+import time
+
+#: iterations run with FW steps before the choice (iteration 0 pays one-time
+#: costs: fresh memory, the first Lanczos runs, the BLAS-or-einsum timings)
+PROBE_ITERATIONS = 4
+#: a block takes projection steps when one projection costs at most this many iterations
+MAX_ITERATIONS = 5.0
+#: a projection whose ``projection_estimate()`` exceeds this many budgets is not timed
+#: (the trace-norm estimate errs high by up to ~2x)
+ESTIMATE_MARGIN = 2.0
+
+
+def timed(fn, *args):
+    """(seconds, result) of a call: the best of three when a call takes under 10 ms (timer and load noise)."""
+    t0 = time.perf_counter()
+    out = fn(*args)
+    elapsed = time.perf_counter() - t0
+    for _ in range(2):
+        if elapsed >= 0.01:
+            break
+        t0 = time.perf_counter()
+        out = fn(*args)
+        elapsed = min(elapsed, time.perf_counter() - t0)
+    return elapsed, out
+
+
+def candidates(blocks):
+    """Blocks that projection="auto" may switch to projection steps (none on products of polytopes)."""
+    if all(blk.is_polytope for blk in blocks):
+        return []
+    return [k for k, blk in enumerate(blocks) if blk.project is not None]
+
+
+def choose(blocks, ks, iteration_time, x, g, max_iterations=MAX_ITERATIONS, measured=None):
+    """The blocks among ``ks`` whose projection at ``x - g`` costs at most ``max_iterations`` iterations.
+
+    ``measured`` (block -> seconds) keeps the projection times already taken:
+    a block is timed once per solve, whatever the number of decisions.
+    """
+    budget = max_iterations * iteration_time
+    measured = {} if measured is None else measured
+    chosen = []
+    for k in ks:
+        blk = blocks[k]
+        if k not in measured:
+            if blk.projection_estimate is not None and blk.projection_estimate() > ESTIMATE_MARGIN * budget:
+                continue
+            sl = blk.slice
+            measured[k] = timed(blk.project, x[sl] - g[sl])[0]
+        if measured[k] <= budget:
+            chosen.append(k)
+    return chosen
+
+
+class AutoProjection:
+    """Times the iterations, then picks the blocks to project (see the module docstring).
+
+    In the driver: ``due(t)`` at the top of iteration t; when it returns
+    True, ``choose(x, g)`` (g the objective's gradient at x) returns the
+    blocks to switch now. The first decision comes after ``probe``
+    iterations; later ones after 2x, 4x, ... as many (iterations
+    ``probe * 2^j``), each from the mean time of the iterations since the
+    previous one, for the blocks not switched yet. Early FW iterations are
+    cheap (warm Lanczos starts on a well separated spectrum, few atoms);
+    measured on the paper's problem at d = 400, the first ones took ~1 ms and
+    the later ones 15 ms, about one trace-norm projection, so a single early
+    decision kept FW steps that were not paying. A block, once switched,
+    stays switched.
+    """
+
+    def __init__(self, blocks, probe=PROBE_ITERATIONS, max_iterations=MAX_ITERATIONS):
+        self.blocks = blocks
+        self.ks = candidates(blocks)
+        self.probe = probe
+        self.max_iterations = max_iterations
+        self._window = None  # (iteration, clock) where the current timing window began
+        self._next = probe + 1  # the earliest iteration of the next decision
+        self.iteration_time = None
+        #: blocks switched so far (None before the first decision)
+        self.chosen = None
+        #: block -> seconds of one projection, timed once
+        self.measured = {}
+
+    def due(self, t):
+        if not self.ks:
+            return False
+        now = time.perf_counter()
+        if self._window is None:  # timing starts at iteration 1 (0 pays one-time costs) and after each decision
+            if t >= 1:
+                self._window = (t, now)
+            return False
+        start, clock = self._window
+        if t >= self._next and t > start:
+            self.iteration_time = (now - clock) / (t - start)
+            self._next = 2 * (t - 1) + 1
+            return True
+        return False
+
+    def choose(self, x, g):
+        new = choose(self.blocks, self.ks, self.iteration_time, x, g, self.max_iterations, self.measured)
+        self.ks = [k for k in self.ks if k not in new]
+        self.chosen = (self.chosen or []) + new
+        self._window = None  # the next window starts after this decision (not timing the projections)
+        return new

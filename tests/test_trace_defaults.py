@@ -1,0 +1,82 @@
+"""L1 ball ∩ trace-norm ball with both balls binding: the defaults reach "optimal".
+
+The models of benchmarks/trace_defaults.py at small sizes, against CVXPY +
+Clarabel: with FW steps alone these solves used to end at max_iter (the
+solution's trace-norm copy has high rank and its L1 copy many entries, while
+a FW step adds one atom); projection="auto" now takes projection steps on
+both copies where a projection costs a few iterations
+(fwmodel.engine.projection_choice).
+"""
+import numpy as np
+import pytest
+
+import fwmodel as fm
+from fwmodel.datasets import sparse_low_rank_covariance
+
+cp = pytest.importorskip("cvxpy")
+
+
+def lrs_data(d, seed):
+    """Rank 3 + sparse + noise (not symmetric), radii half of C's norms."""
+    rng = np.random.default_rng(seed)
+    L = rng.standard_normal((d, 3)) @ rng.standard_normal((3, d))
+    S = np.zeros((d, d))
+    support = rng.random((d, d)) < 0.05
+    S[support] = 3.0 * rng.standard_normal(int(support.sum()))
+    C = L + S + 0.1 * rng.standard_normal((d, d))
+    return C, 0.5 * np.abs(C).sum(), 0.5 * np.linalg.svd(C, compute_uv=False).sum()
+
+
+def cov_data(d, seed):
+    """The paper's covariance problem, radii the true norms."""
+    data = sparse_low_rank_covariance(d, seed=seed)
+    return data.sigma_hat, data.radius_l1, data.radius_trace
+
+
+def reference(C, r1, r2):
+    X = cp.Variable(C.shape)
+    l1, nuc = cp.sum(cp.abs(X)) <= r1, cp.normNuc(X) <= r2
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(X - C)), [l1, nuc])
+    prob.solve(solver=cp.CLARABEL)
+    assert prob.status == cp.OPTIMAL
+    return prob.value, float(l1.dual_value), float(nuc.dual_value)
+
+
+@pytest.mark.parametrize("make, d, seed", [(lrs_data, 20, 0), (lrs_data, 24, 1), (cov_data, 24, 0), (cov_data, 20, 2)])
+def test_defaults_reach_optimal_with_both_balls_binding(make, d, seed):
+    C, r1, r2 = make(d, seed)
+    f_star, dual_l1, dual_nuc = reference(C, r1, r2)
+    assert dual_l1 > 1e-3 and dual_nuc > 1e-3  # both constraints bind
+    X = fm.Variable((d, d), name="X")
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.L1Ball(X, r1), fm.TraceNormBall(X, r2)])
+    value = prob.solve()
+    assert prob.status == "optimal"
+    assert abs(value - f_star) <= 1e-3 * abs(f_star)
+    assert np.abs(X.value).sum() <= r1 * (1 + 1e-3)
+    assert np.linalg.svd(X.value, compute_uv=False).sum() <= r2 * (1 + 1e-3)
+
+
+def test_trace_norm_projection_of_a_symmetric_point_takes_the_eigenvalue_path():
+    """project_flat of a symmetric point (eigh) equals the SVD-based projection, also PSD and symmetric sets."""
+    rng = np.random.default_rng(3)
+    A = rng.standard_normal((12, 12))
+    S = A + A.T
+    for kwargs in ({}, {"symmetric": True}, {"psd": True}):
+        ball = fm.TraceNormBall(fm.Variable((12, 12)), radius=3.0, **kwargs)
+        P = ball.project_flat(S.ravel()).reshape(12, 12)
+        assert np.allclose(P, ball.project(S), atol=1e-10)
+        Xc = cp.Variable((12, 12), PSD=True) if kwargs.get("psd") else cp.Variable((12, 12))
+        cons = [cp.trace(Xc) <= 3.0] if kwargs.get("psd") else [cp.normNuc(Xc) <= 3.0]
+        cp.Problem(cp.Minimize(cp.sum_squares(Xc - S)), cons).solve(solver=cp.CLARABEL)
+        assert np.allclose(P, Xc.value, atol=1e-4)
+    # an asymmetric point on the plain ball: the SVD path
+    ball = fm.TraceNormBall(fm.Variable((12, 12)), radius=3.0)
+    P = ball.project_flat(A.ravel()).reshape(12, 12)
+    assert np.linalg.svd(P, compute_uv=False).sum() == pytest.approx(3.0)
+    assert np.allclose(P, ball.project(A))
+
+
+def test_projection_estimate_grows_like_a_dense_factorization():
+    small = fm.TraceNormBall(fm.Variable((100, 100)), 1.0).projection_time_estimate()
+    large = fm.TraceNormBall(fm.Variable((200, 200)), 1.0).projection_time_estimate()
+    assert small > 0 and large == pytest.approx(8 * small)
