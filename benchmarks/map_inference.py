@@ -21,9 +21,10 @@ gives the reference optimum f*. Reported per grid:
 * ``--operators``: the cost of M x and M' r for the marginalization rows as
   applied by the compiler (structured) and as a scipy.sparse CSR matrix.
 
-Configurations: "map" is ``fm.map_inference``'s defaults (plain FW steps,
-lam = 0.03 x mean score spread), "engine" the engine's own defaults
-(``prob.solve()`` with no options).
+Configurations: "map" is the engine's steps with ``lam`` from
+``fm.factor_graphs.default_penalty`` (0.03 x mean score spread), "engine" the
+engine's own defaults (``prob.solve()`` with no options; also what
+``fm.map_inference`` uses).
 
     python benchmarks/map_inference.py                      # 20:5, 50:10, 100:10
     python benchmarks/map_inference.py --sizes 20:5 50:10 --configs map
@@ -92,7 +93,7 @@ def run_fwal(lmp, theta_nodes, theta_edges, f_star, config, accuracy, check_ever
     prob.compile()
     options = dict(max_iter=max_iter, time_limit=time_limit)
     if config == "map":
-        options.update(step="fw", lam=default_penalty(theta_nodes, theta_edges))
+        options.update(lam=default_penalty(theta_nodes, theta_edges))
     hits = {}
     scale = abs(f_star)
 

@@ -38,24 +38,32 @@ class BlockColumns:
         self.blocks = blocks
         self.n = sum(blk.size for blk in blocks)
         self.m = Mop.shape[0]
+        self._M = M
+        self._built = False  # the column slices are built on first use (not before the first iterate)
         self.cols = None
         self.col_norms2 = None
+
+    def _build(self):
+        self._built = True
+        M = self._M
         if not sp.issparse(M) and hasattr(M, "csr"):  # a structured operator that can also give its matrix
             M = M.csr()
         if M is None or self.m == 0:
             self.col_norms2 = np.zeros(self.n)
-            self.cols = [None] * len(blocks)
+            self.cols = [None] * len(self.blocks)
         elif sp.issparse(M):
             Mc = sp.csc_matrix(M)
-            self.cols = [Mc[:, blk.slice].tocsr() for blk in blocks]
+            self.cols = [Mc[:, blk.slice].tocsr() for blk in self.blocks]
             self.col_norms2 = np.asarray(Mc.multiply(Mc).sum(axis=0)).ravel()
         elif isinstance(M, np.ndarray):
-            self.cols = [np.ascontiguousarray(M[:, blk.slice]) for blk in blocks]
+            self.cols = [np.ascontiguousarray(M[:, blk.slice]) for blk in self.blocks]
             self.col_norms2 = np.einsum("ij,ij->j", M, M)
 
     def matvec(self, k, d_k):
         if self.m == 0:
             return np.zeros(0)
+        if not self._built:
+            self._build()
         if self.cols is not None:
             return self.cols[k] @ d_k
         full = np.zeros(self.n)
@@ -64,6 +72,8 @@ class BlockColumns:
 
     def norms2(self, k):
         """||M e_i||^2 for the block's entries (zeros when M is an opaque operator)."""
+        if not self._built:
+            self._build()
         if self.col_norms2 is None:
             return np.zeros(self.blocks[k].size)
         return self.col_norms2[self.blocks[k].slice]

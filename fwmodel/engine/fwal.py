@@ -389,7 +389,7 @@ def minimize_fwal(
     schedule = make_dual_schedule(eta, lam_value, warm_state)
     # ---- one step object per block (None: the block moves by projections)
     cols = BlockColumns(M, Mop, blocks)
-    steps = [None if k in proj_blocks else make_step(blk, step, active.get(k), cols.norms2(k))
+    steps = [None if k in proj_blocks else make_step(blk, step, active.get(k), lambda k=k: cols.norms2(k))
              for k, blk in enumerate(blocks)]
     ctx = _StepContext(lam_value)
     # the active sets are the step objects' own (a warm-started set that no step uses is let go)

@@ -317,11 +317,13 @@ def make_step(block, step, active, col_norms2):
     pairwise steps on products of simplices, FW elsewhere; "pairwise" and
     "away": those steps on polytope blocks (pairwise per group on products of
     simplices); "fw": FW everywhere. Boxes take per-coordinate FW steps under "auto".
+    ``col_norms2()`` gives ||M e_i||^2 for the block's entries (called only by
+    the steps that need it: building it costs a pass over M).
     """
     if step in ("auto", "pairwise") and block.groups is not None:
-        return GroupPairwiseStep(block, block.groups, col_norms2)
+        return GroupPairwiseStep(block, block.groups, col_norms2())
     if step == "auto" and block.intervals is not None:
-        return IntervalStep(block, block.intervals, col_norms2)
+        return IntervalStep(block, block.intervals, col_norms2())
     if active is not None and step in _ACTIVE_SET_STEPS:
         return _ACTIVE_SET_STEPS[step](block, active)
     return FWStep(block)

@@ -98,17 +98,19 @@ def map_objective(lmp, theta_nodes, theta_edges, smoothing=0.0):
 
 
 def default_penalty(theta_nodes, theta_edges):
-    """The penalty lam that :func:`map_inference` uses unless told otherwise.
+    """A penalty lam from the score tables alone (for plain FW steps, ``step="fw"``).
 
     lam has the units of the scores (f / ||M mu - b||^2 with mu unitless),
     so it scales with them: lam = 0.03 * s, with s the mean spread
     (max - min) of a factor's score table over all node and edge factors.
-    Measured on 20 x 20 Potts grids (K = 3, 5, 10; mixed and attractive
-    couplings; scores scaled by 1 and 10), lam between 0.01 s and 0.1 s
-    works and 0.03 s is the best compromise between the speed of the dual
-    bound (faster for larger lam) and of primal feasibility (faster for
-    smaller lam); the engine's generic default (balancing the first FW step)
-    is about 0.25 s here, which reaches 1e-3 accuracy several times later.
+    Measured with plain FW steps on 20 x 20 Potts grids (K = 3, 5, 10; mixed
+    and attractive couplings; scores scaled by 1 and 10), lam between 0.01 s
+    and 0.1 s works and 0.03 s is the best compromise between the speed of
+    the dual bound and of primal feasibility. :func:`map_inference` no longer
+    uses it by default: with the engine's per-simplex pairwise steps the
+    engine's own default (about 0.25 s here) reaches a 1e-3 bound and primal
+    point 3-5x sooner (benchmarks/RESULTS.md, "MAP LP with prob.solve()
+    defaults").
     """
     tn = np.asarray(theta_nodes, dtype=float)
     te = np.asarray(theta_edges, dtype=float)
@@ -154,14 +156,10 @@ def map_inference(graph, theta_nodes, theta_edges, *, smoothing=0.0, gap_tol=1e-
     **solve_options
         Passed to :meth:`fm.Problem.solve` (``max_iter``, ``tol``,
         ``feas_tol``, ``time_limit``, ``lam``, ``eta``, ``step``,
-        ``callback``, ...). Defaults here: ``step="fw"`` and ``lam`` from
-        :func:`default_penalty`. With one batched block per family of
-        simplices, an away or pairwise step moves every node at once along
-        a stored joint labeling: on the LP (measured on 20 x 20 grids) that
-        is slower per iteration and no faster to converge. With
-        ``smoothing > 0`` on small graphs, ``step="pairwise"`` (pairwise steps,
-        linear convergence for a strongly convex objective, paper Thm. 3)
-        can converge much faster than plain FW.
+        ``callback``, ...). Defaults: the engine's (a pairwise step in every
+        node and edge simplex, each with its own step size; the engine's
+        penalty). ``step="fw"`` with ``lam=default_penalty(...)`` is the
+        plain Frank-Wolfe alternative.
 
     Returns
     -------
@@ -190,7 +188,7 @@ def map_inference(graph, theta_nodes, theta_edges, *, smoothing=0.0, gap_tol=1e-
         lmp = LocalMarginalPolytope(graph, theta_nodes.shape[1])
     tn, te = lmp.potentials(theta_nodes, theta_edges)
     problem = Problem(Minimize(map_objective(lmp, tn, te, smoothing)), lmp)
-    options = dict(step="fw", lam=default_penalty(tn, te))
+    options = {}
     options.update(solve_options)
     user_callback = options.pop("callback", None)
     best = {"energy": np.inf, "labels": None, "bound": -np.inf, "certified": False}
