@@ -52,7 +52,8 @@ matplotlib is installed.
 
 Run time: at most 2 x --seconds (3 x with --fw-only) plus the reference
 (defaults: under a minute on a busy 2-core machine). Memory: about 25 d x d
-arrays (490 MB peak at d = 1000, 12 GB at d = 8000). At --size 8000 making
+arrays (490 MB peak at d = 1000; over 12 GB at d = 8000, where the engine
+also builds an explicit sparse M). At --size 8000 making
 the data takes a minute, fwmodel's first iteration another minute, one GFB
 iteration minutes (its first runs past any shorter budget) and a certified
 reference over an hour: use --no-reference and --seconds 300 there. Larger
