@@ -478,3 +478,15 @@ def test_parameter_sign_rules_are_sound_by_sampling():
             elif claim == "zero":
                 assert np.all(value == 0), expr
     assert claims["nonneg"] > 10 and claims["nonpos"] > 10 and claims["unknown"] > 10  # all rules exercised
+
+
+def test_parameter_signature_follows_the_public_contract():
+    # fm.Parameter(shape=(), name=None, value=None, nonneg=False, nonpos=False): positional as documented
+    p = fm.Parameter((), "p", 2.0, True)
+    assert p.name == "p"
+    with pytest.raises(ValueError, match="'p'.*nonneg"):
+        p.value = -1.0
+    q = fm.Parameter(2, "q", [-1.0, -2.0], False, True)
+    assert np.array_equal(q.value, [-1.0, -2.0])
+    with pytest.raises(ValueError, match="'q'.*nonpos"):
+        q.value = [1.0, 0.0]

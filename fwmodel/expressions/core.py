@@ -820,7 +820,7 @@ class Parameter(Leaf):
     read-only array (assign a new one to change it).
     """
 
-    def __init__(self, shape=(), name=None, value=None, *, nonneg=False, nonpos=False, psd=False):
+    def __init__(self, shape=(), name=None, value=None, nonneg=False, nonpos=False, psd=False):
         super().__init__(shape)
         self.id = next(_leaf_ids)
         self.name = str(name) if name is not None else f"param{self.id}"
