@@ -54,7 +54,10 @@ class AffinePreimage(ConvexSet):
         return None if inner is None else float(inner / np.abs(self._a).min())
 
     def refresh(self):
-        return self.inner.refresh()
+        changed = self.inner.refresh()
+        if changed:  # what this wrapper cached from the old data (whether it holds 0) is stale
+            object.__setattr__(self, "_contains_origin", None)
+        return changed
 
     def parameters(self):
         return self.inner.parameters()

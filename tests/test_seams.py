@@ -1,0 +1,50 @@
+"""Regression tests at the seams between features (Parameters in set data, wrapper sets,
+structure declarations, the stopping rule, pickling), each checked against CVXPY or a
+closed form."""
+import numpy as np
+import pytest
+
+import fwmodel as fm
+
+cp = pytest.importorskip("cvxpy")
+
+
+def _cvxpy_solve(objective, constraints):
+    prob = cp.Problem(cp.Minimize(objective), constraints)
+    prob.solve(solver="CLARABEL")
+    return prob
+
+
+# ---------------------------------------------------------------------------
+# An AffinePreimage (a set on a * x + c) whose Parameter data change between
+# solves: it must forget whether the old set held the origin (its initial point),
+# else a block starts (and, FW steps being convex combinations, may stay) outside.
+PREIMAGE_CASES = [
+    # (fm constraint builder, cvxpy constraint builder, parameter value at compile, new value)
+    ("box", lambda x, h: [fm.Box(2 * x + 1, -h, h), fm.norm1(x) <= 2],
+     lambda z, h: [cp.abs(2 * z + 1) <= h, cp.norm1(z) <= 2], 1.0, 0.5),
+    ("l1", lambda x, h: [fm.L1Ball(3 * x - 1, h), fm.norm_inf(x) <= 1],
+     lambda z, h: [cp.norm1(3 * z - 1) <= h, cp.norm_inf(z) <= 1], 7.0, 2.0),
+    ("l2", lambda x, h: [fm.norm(2 * x - 1, 2) <= h, fm.norm1(x) <= 3],
+     lambda z, h: [cp.norm(2 * z - 1, 2) <= h, cp.norm1(z) <= 3], 3.0, 1.0),
+]
+
+
+@pytest.mark.parametrize("warm", [False, True])
+@pytest.mark.parametrize("name,fm_cons,cp_cons,first,second", PREIMAGE_CASES, ids=[c[0] for c in PREIMAGE_CASES])
+def test_preimage_parameter_change_moves_initial_point(name, fm_cons, cp_cons, first, second, warm):
+    rng = np.random.default_rng(1)
+    n = 6
+    A = rng.normal(size=(8, n))
+    target = A @ (rng.normal(size=n) * 2)
+    h = fm.Parameter(nonneg=True, value=first)
+    x = fm.Variable(n)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(A @ x - target)), fm_cons(x, h))
+    prob.solve(tol=1e-7, max_iter=20000)
+    h.value = second  # the origin is no longer in the preimage set
+    prob.solve(tol=1e-7, max_iter=20000, warm_start=warm)
+    z = cp.Variable(n)
+    ref = _cvxpy_solve(cp.sum_squares(A @ z - target), cp_cons(z, second))
+    assert prob.value == pytest.approx(ref.value, rel=1e-3, abs=1e-4)
+    for blk in prob.compile().blocks:
+        assert blk.set.contains(x.value.reshape(blk.set.shape), tol=1e-3) or blk.set.expr.shape != x.shape
