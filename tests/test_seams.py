@@ -48,3 +48,29 @@ def test_preimage_parameter_change_moves_initial_point(name, fm_cons, cp_cons, f
     assert prob.value == pytest.approx(ref.value, rel=1e-3, abs=1e-4)
     for blk in prob.compile().blocks:
         assert blk.set.contains(x.value.reshape(blk.set.shape), tol=1e-3) or blk.set.expr.shape != x.shape
+
+
+# ---------------------------------------------------------------------------
+# fm.norm(E, 1) and fm.norm(E, "inf") of a matrix: CVXPY means the induced
+# norms (largest column / row sum), not the entrywise ones. Compiling them to
+# an entrywise L1Ball / LinfBall gave a different, silently wrong answer; they
+# are refused. Vectors (and (n, 1) / (1, n) columns and rows, as in CVXPY)
+# keep the entrywise sets, and p=2 of a column is its Euclidean norm.
+@pytest.mark.parametrize("p", [1, "inf", np.inf, "INF"])
+@pytest.mark.parametrize("shape", [(3, 4), (2, 2), (5, 3)])
+def test_matrix_induced_norms_refused(p, shape):
+    X = fm.Variable(shape)
+    with pytest.raises(fm.ModelError, match="induced"):
+        fm.norm(X, p) <= 1.0
+
+
+@pytest.mark.parametrize("p,cvx_p", [(1, 1), ("inf", "inf"), (2, 2)])
+@pytest.mark.parametrize("shape", [(4, 1), (1, 4), (4,)])
+def test_vector_shaped_norms_match_cvxpy(p, cvx_p, shape):
+    c = np.arange(1.0, 5.0).reshape(shape) - 2.2
+    x = fm.Variable(shape)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - c)), [fm.norm(x, p) <= 0.7])
+    prob.solve(tol=1e-8, max_iter=20000)
+    z = cp.Variable(shape)
+    ref = _cvxpy_solve(cp.sum_squares(z - c), [cp.norm(z, cvx_p) <= 0.7])
+    assert prob.value == pytest.approx(ref.value, rel=1e-4, abs=1e-6)
