@@ -74,3 +74,24 @@ def test_vector_shaped_norms_match_cvxpy(p, cvx_p, shape):
     z = cp.Variable(shape)
     ref = _cvxpy_solve(cp.sum_squares(z - c), [cp.norm(z, cvx_p) <= 0.7])
     assert prob.value == pytest.approx(ref.value, rel=1e-4, abs=1e-6)
+
+
+# The same for a symmetric variable (SymmetricPart wraps the box): bounds that move
+# off the origin between solves, cold and warm.
+@pytest.mark.parametrize("warm", [False, True])
+@pytest.mark.parametrize("lo_first,lo_second", [(-1.0, 0.2), (-0.5, 0.4), (0.3, -0.2)])
+def test_symmetric_box_parameter_change(lo_first, lo_second, warm):
+    rng = np.random.default_rng(2)
+    S0 = rng.normal(size=(4, 4))
+    S0 = S0 + S0.T
+    lo = fm.Parameter(value=lo_first)
+    X = fm.Variable((4, 4), symmetric=True)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - S0)), [X >= lo, X <= 1.5, fm.norm(X, "fro") <= 4])
+    prob.solve(tol=1e-8, max_iter=20000)
+    lo.value = lo_second
+    prob.solve(tol=1e-8, max_iter=20000, warm_start=warm)
+    Z = cp.Variable((4, 4), symmetric=True)
+    ref = _cvxpy_solve(cp.sum_squares(Z - S0), [Z >= lo_second, Z <= 1.5, cp.norm(Z, "fro") <= 4])
+    assert prob.value == pytest.approx(ref.value, rel=1e-3, abs=1e-5)
+    assert np.array_equal(X.value, X.value.T)
+    assert X.value.min() >= lo_second - 1e-3

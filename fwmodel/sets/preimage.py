@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import as_direction, as_flat_direction, as_point, dense_vertex
+from ._common import InnerData, as_direction, as_flat_direction, as_point, dense_vertex
 from .atoms import DenseAtom
 from .base import ConvexSet
 
 
-class AffinePreimage(ConvexSet):
+class AffinePreimage(InnerData, ConvexSet):
     """``{x : a * x + c in S}`` for a set S on ``a * x + c`` with every ``a_i != 0``.
 
     The compiler builds it for ``fm.Box(x + 5, 0, 1)``, ``fm.L1Ball(2 * x, 1)``
@@ -52,22 +52,6 @@ class AffinePreimage(ConvexSet):
     def diameter(self):
         inner = self.inner.diameter()
         return None if inner is None else float(inner / np.abs(self._a).min())
-
-    def refresh(self):
-        changed = self.inner.refresh()
-        if changed:  # what this wrapper cached from the old data (whether it holds 0) is stale
-            object.__setattr__(self, "_contains_origin", None)
-        return changed
-
-    def parameters(self):
-        return self.inner.parameters()
-
-    @property
-    def data_version(self):
-        return self.inner.data_version
-
-    def reset(self):
-        self.inner.reset()
 
     def __repr__(self):
         return f"{self.inner!r} (on {self.expr!r})"
