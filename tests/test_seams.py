@@ -95,3 +95,46 @@ def test_symmetric_box_parameter_change(lo_first, lo_second, warm):
     assert prob.value == pytest.approx(ref.value, rel=1e-3, abs=1e-5)
     assert np.array_equal(X.value, X.value.T)
     assert X.value.min() >= lo_second - 1e-3
+
+
+# ---------------------------------------------------------------------------
+# Rows of M built from Parameters are rebuilt only when those Parameters change
+# (a warm-started sweep over one Parameter no longer rebuilds every other row):
+# each change must still reach M and b, whichever Parameter moved.
+def test_parametric_rows_follow_each_parameter_change():
+    rng = np.random.default_rng(3)
+    n = 6
+    c = rng.normal(size=n)
+    A = rng.uniform(size=(2, n))
+    w0 = np.full(n, 1.0 / n)
+    w1 = np.array([0.1, 0.2, 0.2, 0.2, 0.2, 0.1])  # symmetric: linspace(0.5, 1.5) @ w1 == 1 too
+    w2 = np.array([0.3, 0.05, 0.1, 0.25, 0.2, 0.1])
+    w3 = 2 * w2[::-1]
+    a2 = np.linspace(0.5, 1.5, n)
+    a = fm.Parameter(n, value=np.ones(n))
+    s = fm.Parameter(value=1.0)
+    bp = fm.Parameter(2, value=A @ w0)
+    r = fm.Parameter(nonneg=True, value=1.0)
+    x = fm.Variable(n)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - c)), [fm.Simplex(x, total=r), A @ x == bp, a @ x == s])
+    z = cp.Variable(n)
+    steps = [
+        dict(),                                  # nothing changed
+        dict(bp=A @ w1),                         # only b of the first rows
+        dict(a=a2),                              # only the coefficients of the last row
+        dict(),
+        dict(bp=A @ w2, s=a2 @ w2),              # both right-hand sides
+        dict(r=2.0, bp=A @ w3, s=a2 @ w3),       # the set's total with them
+    ]
+    for warm in (False, True):
+        a.value, s.value, bp.value, r.value = np.ones(n), 1.0, A @ w0, 1.0
+        for change in steps:
+            for name, value in change.items():
+                {"a": a, "s": s, "bp": bp, "r": r}[name].value = value
+            prob.solve(tol=1e-8, max_iter=50000, warm_start=warm, seed=0)
+            ref = _cvxpy_solve(cp.sum_squares(z - c), [z >= 0, cp.sum(z) == r.value, A @ z == bp.value,
+                                                      a.value @ z == s.value])
+            assert ref.status == "optimal"
+            assert prob.value == pytest.approx(ref.value, rel=1e-3, abs=1e-5)
+            assert np.allclose(A @ x.value, bp.value, atol=1e-3)
+            assert abs(a.value @ x.value - s.value) < 1e-3
