@@ -138,3 +138,50 @@ def test_parametric_rows_follow_each_parameter_change():
             assert prob.value == pytest.approx(ref.value, rel=1e-3, abs=1e-5)
             assert np.allclose(A @ x.value, bp.value, atol=1e-3)
             assert abs(a.value @ x.value - s.value) < 1e-3
+
+
+# ---------------------------------------------------------------------------
+# The preimage of a box under an elementwise affine map is a box: AffinePreimage
+# declares it in x's coordinates (interval_bounds, clipping projection), read at
+# each solve, so Parameter changes reach the per-coordinate steps.
+PREIMAGE_BOXES = [
+    # (fm constraint on x from a Parameter h, the interval of x as a function of h)
+    ("2x+1 in [-h, h]", lambda x, h: fm.Box(2 * x + 1, -h, h), lambda h: ((-h - 1) / 2, (h - 1) / 2)),
+    ("-3x+2 in [0, h]", lambda x, h: fm.Box(-3 * x + 2, 0, h), lambda h: ((2 - h) / 3, 2 / 3)),
+    ("|0.5x-1| <= h", lambda x, h: fm.norm_inf(0.5 * x - 1) <= h, lambda h: (2 - 2 * h, 2 + 2 * h)),
+]
+
+
+@pytest.mark.parametrize("warm", [False, True])
+@pytest.mark.parametrize("name,build,interval", PREIMAGE_BOXES, ids=[c[0] for c in PREIMAGE_BOXES])
+def test_preimage_of_a_box_is_a_box_in_x(name, build, interval, warm):
+    rng = np.random.default_rng(4)
+    n = 8
+    A = rng.normal(size=(12, n))
+    target = A @ rng.normal(size=n) * 3
+    h = fm.Parameter(nonneg=True, value=1.0)
+    x = fm.Variable(n)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(A @ x - target)), [build(x, h)])
+    blk = prob.compile().blocks[0]
+    for hv in (1.0, 0.25, 3.0):
+        h.value = hv
+        prob.solve(tol=1e-9, max_iter=50000, warm_start=warm, seed=0)
+        lo, hi = interval(hv)
+        got_lo, got_hi = blk.set.interval_bounds()
+        assert np.allclose(got_lo, lo) and np.allclose(got_hi, hi)
+        assert np.allclose(blk.set.project_flat(np.full(n, 1e3)), hi)
+        assert np.allclose(blk.set.project_flat(np.full(n, -1e3)), lo)
+        assert x.value.min() >= lo - 1e-9 and x.value.max() <= hi + 1e-9
+        z = cp.Variable(n)
+        ref = _cvxpy_solve(cp.sum_squares(A @ z - target), [z >= lo, z <= hi])
+        assert prob.value == pytest.approx(ref.value, rel=1e-5, abs=1e-6)
+
+
+def test_preimage_of_a_ball_declares_no_box():
+    x = fm.Variable(4)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - 1)), [fm.norm(2 * x - 1, 2) <= 1, fm.L1Ball(3 * x + 1, 2)])
+    for blk in prob.compile().blocks:
+        assert blk.set.interval_bounds() is None
+        assert not blk.set.has_cheap_projection
+        with pytest.raises(NotImplementedError):
+            blk.set.project_flat(np.zeros(4))
