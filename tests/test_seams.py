@@ -185,3 +185,24 @@ def test_preimage_of_a_ball_declares_no_box():
         assert not blk.set.has_cheap_projection
         with pytest.raises(NotImplementedError):
             blk.set.project_flat(np.zeros(4))
+
+
+# A set on an expression with a Parameter offset (its own block, tied by Parameter rows):
+# the rows follow each change of the offset, cold and warm.
+@pytest.mark.parametrize("warm", [False, True])
+@pytest.mark.parametrize("name", ["box", "l2", "l1"])
+def test_parameter_offset_rows_follow_changes(name, warm):
+    c = np.array([3.0, -3.0, 0.2, 1.0])
+    fm_set = {"box": lambda e: fm.Box(e, -0.5, 0.5), "l2": lambda e: fm.norm(e, 2) <= 1,
+              "l1": lambda e: fm.norm1(e) <= 1}[name]
+    cp_set = {"box": lambda e: cp.abs(e) <= 0.5, "l2": lambda e: cp.norm(e, 2) <= 1,
+              "l1": lambda e: cp.norm1(e) <= 1}[name]
+    p0 = fm.Parameter(4, value=np.zeros(4))
+    x = fm.Variable(4)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - c)), [fm_set(2 * x - p0), fm.norm_inf(x) <= 10])
+    z = cp.Variable(4)
+    for v in (np.zeros(4), np.array([2.0, -1.0, 0.0, 5.0]), np.zeros(4), np.ones(4)):
+        p0.value = v
+        prob.solve(tol=1e-9, max_iter=50000, warm_start=warm, seed=0)
+        ref = _cvxpy_solve(cp.sum_squares(z - c), [cp_set(2 * z - v), cp.norm_inf(z) <= 10])
+        assert prob.value == pytest.approx(ref.value, rel=1e-3, abs=1e-4)
