@@ -108,7 +108,10 @@ class CompiledProblem:
     copy_map: CopyMap
     objective: BlockObjective
     equalities: list = field(default_factory=list)
+    #: (piece of M, builder, its Parameters): pieces rebuilt when those Parameters change
     parametric: list = field(default_factory=list)
+    #: {id(piece): the Parameter values its rows were last built from}
+    _built_from: dict = field(default_factory=dict, repr=False)
     #: {id(equality): its piece of M} (for the equalities' dual values)
     equality_pieces: dict = field(default_factory=dict)
     #: what the constraints were lowered to (see fwmodel.compiler.lowering)
@@ -148,10 +151,19 @@ class CompiledProblem:
             self.lowered.prepare()
         for blk in self.blocks:
             blk.set.refresh()
-        for piece, builder in self.parametric:
+        rebuilt = False
+        for piece, builder, params in self.parametric:
+            values = [p.value for p in params]
+            built_from = self._built_from.get(id(piece))
+            if built_from is not None and all(
+                    old is not None and new is not None and np.array_equal(old, new)
+                    for old, new in zip(built_from, values)):
+                continue  # its Parameters kept their values: the rows are still right
             new = builder()
             piece.A, piece.AT, piece.b = new.A, new.AT, new.b
-        if self.parametric:
+            self._built_from[id(piece)] = values
+            rebuilt = True
+        if rebuilt:
             self.operator._csr = None
 
     def data_versions(self):
@@ -469,7 +481,7 @@ def compile_problem(objective_expr, sign, constraints):
         for var in blk.set.expr.variables():
             graph.add_edge(("block", k), ("variable", var.id), kind="consistency", rows=piece.rows, piece=piece)
         if blk.set.expr.parameters():
-            parametric.append((piece, lambda k=k: expression_piece(k)))
+            parametric.append((piece, lambda k=k: expression_piece(k), blk.set.expr.parameters()))
 
     def equality_piece(eq):
         A, c = linearize(eq.expr, all_offsets, n_v)
@@ -507,7 +519,7 @@ def compile_problem(objective_expr, sign, constraints):
         for var in eq.variables():
             graph.add_edge(node, ("variable", var.id), kind="consistency", rows=piece.rows, piece=piece, **extra)
         if eq.parameters():
-            parametric.append((piece, lambda eq=eq: equality_piece(eq)))
+            parametric.append((piece, lambda eq=eq: equality_piece(eq), eq.parameters()))
 
     # 5. M assembled from the consistency edges of the graph, in creation order
     graph_pieces = []

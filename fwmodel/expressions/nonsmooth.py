@@ -154,8 +154,13 @@ def norm(expr, p=2, axis=None):
     """``norm(expr, p)`` for p in 1, 2, "fro", "inf" (np.inf), "nuc"; a constraint atom.
 
     As in CVXPY, ``p=2`` of a vector and ``"fro"`` of a matrix are the
-    Euclidean norm of all entries (L2Ball). ``p=2`` of a matrix (the spectral
-    norm) and other p have no set here: ModelError.
+    Euclidean norm of all entries (L2Ball). For a matrix (2-D, both
+    dimensions above 1), ``p=2``, ``1`` and ``"inf"`` are CVXPY's induced
+    norms (spectral, largest column sum, largest row sum), not the entrywise
+    ones: they have no set here (ModelError naming ``fm.norm1`` /
+    ``fm.norm_inf`` for the entrywise norms). Of a (1, n) row, the induced
+    ``1`` and ``"inf"`` norms are the entrywise inf and 1 norms, as in
+    CVXPY. Other p: ModelError.
     """
     expr = as_expression(expr)
     call = _call("norm", expr, repr(p))
@@ -165,9 +170,21 @@ def norm(expr, p=2, axis=None):
                          "subclass with an LMO")
     if isinstance(p, str):
         p = p.lower()
+    matrix = expr.ndim == 2 and expr.shape[0] > 1 and expr.shape[1] > 1
+    if expr.ndim == 2 and not isinstance(p, bool) and (p == 1 or p in ("inf", np.inf)):
+        # CVXPY: norm(E, 1) of any 2-D E is the largest absolute column sum, norm(E, "inf")
+        # the largest absolute row sum. Of an (n, 1) column they are the entrywise
+        # norms; of a (1, n) row they are the other entrywise norm; of a matrix, no set.
+        if matrix:
+            entrywise, rows = ("fm.norm1", "column") if p == 1 else ("fm.norm_inf", "row")
+            raise ModelError(f"{call}: for a matrix, CVXPY's norm(E, {p!r}) is the induced norm (the largest "
+                             f"absolute {rows} sum), which has no set here; for the entrywise norm write "
+                             f"{entrywise}(E), or bound each {rows} with its own fm.norm1(...) <= t")
+        if expr.shape[0] == 1 and expr.shape[1] > 1:  # a row: the induced norms swap
+            p = "inf" if p == 1 else 1
     if p == 1 and not isinstance(p, bool):
         return NormAtom(expr, "l1", call)
-    if p == "fro" or (p == 2 and not isinstance(p, bool) and expr.ndim <= 1) or p is None:
+    if p == "fro" or (p == 2 and not isinstance(p, bool) and not matrix) or p is None:
         return NormAtom(expr, "l2", call)
     if p in ("inf", np.inf):
         return NormAtom(expr, "linf", call)

@@ -162,3 +162,29 @@ def check_positive_int(name, value, owner):
 def dense_vertex(owner, atom):
     """The dense vertex of ``atom`` in the set's shape (what :meth:`lmo` returns)."""
     return atom.to_dense().reshape(tuple(owner.shape))
+
+
+class InnerData:
+    """Mixin for a set that wraps another (``self.inner``) and keeps no data of its own.
+
+    The data and its fm.Parameters are the inner set's: refreshing, the data
+    version and ``reset`` read through. A refresh that changed the data also
+    forgets what the wrapper cached from the old data (whether it holds the
+    origin, hence its initial point).
+    """
+
+    def refresh(self):
+        changed = self.inner.refresh()
+        if changed:
+            object.__setattr__(self, "_contains_origin", None)
+        return changed
+
+    def parameters(self):
+        return self.inner.parameters()
+
+    @property
+    def data_version(self):
+        return self.inner.data_version
+
+    def reset(self):
+        self.inner.reset()

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import as_direction, as_flat_direction, as_point, dense_vertex
+from ._common import InnerData, as_direction, as_flat_direction, as_point, dense_vertex
 from .atoms import DenseAtom
 from .base import ConvexSet
 
 
-class AffinePreimage(ConvexSet):
+class AffinePreimage(InnerData, ConvexSet):
     """``{x : a * x + c in S}`` for a set S on ``a * x + c`` with every ``a_i != 0``.
 
     The compiler builds it for ``fm.Box(x + 5, 0, 1)``, ``fm.L1Ball(2 * x, 1)``
@@ -49,22 +49,35 @@ class AffinePreimage(ConvexSet):
         first, second = (lo - self._c) / self._a, (hi - self._c) / self._a
         return np.minimum(first, second), np.maximum(first, second)
 
+    def interval_bounds(self):
+        """The box in x's coordinates when S is a box (declares ``interval_bounds()``), else None.
+
+        The preimage of a box under an elementwise affine map is a box:
+        ``lower <= a x + c <= upper`` is ``x`` between ``(lower - c) / a`` and
+        ``(upper - c) / a``. Then the solver takes its per-coordinate steps
+        and projections (clipping) in x's coordinates.
+        """
+        declared = getattr(self.inner, "interval_bounds", None)
+        bounds = declared() if declared is not None else None
+        if bounds is None:
+            return None
+        first, second = (bounds[0] - self._c) / self._a, (bounds[1] - self._c) / self._a
+        return np.minimum(first, second), np.maximum(first, second)
+
+    @property
+    def has_cheap_projection(self):
+        return self.interval_bounds() is not None
+
+    def project_flat(self, flat_point):
+        """Euclidean projection when S is a box: clip to the box in x's coordinates."""
+        bounds = self.interval_bounds()
+        if bounds is None:
+            raise NotImplementedError(f"{self!r} has no projection (only a box's preimage has one here)")
+        return np.clip(np.asarray(flat_point, dtype=float).ravel(), *bounds)
+
     def diameter(self):
         inner = self.inner.diameter()
         return None if inner is None else float(inner / np.abs(self._a).min())
-
-    def refresh(self):
-        return self.inner.refresh()
-
-    def parameters(self):
-        return self.inner.parameters()
-
-    @property
-    def data_version(self):
-        return self.inner.data_version
-
-    def reset(self):
-        self.inner.reset()
 
     def __repr__(self):
         return f"{self.inner!r} (on {self.expr!r})"

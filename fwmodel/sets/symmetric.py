@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import as_direction, as_flat_direction, as_point, dense_vertex
+from ._common import InnerData, as_direction, as_flat_direction, as_point, dense_vertex
 from .base import ConvexSet
 
 
-class SymmetricPart(ConvexSet):
+class SymmetricPart(InnerData, ConvexSet):
     """``inner ∩ {X = X^T}`` for a set ``inner`` with ``X in inner <=> X^T in inner``.
 
     For symmetric S, ``<D, S> = <sym(D), S>`` with ``sym(D) = (D + D^T) / 2``,
@@ -51,24 +51,11 @@ class SymmetricPart(ConvexSet):
     def contains_origin(self):
         return self.inner.contains_origin()
 
-    def refresh(self):
-        return self.inner.refresh()
-
-    def parameters(self):
-        return self.inner.parameters()
-
-    @property
-    def data_version(self):
-        return self.inner.data_version
-
     def coordinate_bounds(self):
         return self.inner.coordinate_bounds()
 
     def diameter(self):
         return self.inner.diameter()
-
-    def reset(self):
-        self.inner.reset()
 
     # Structure declarations are not read through to the inner set: a
     # per-coordinate step on a box, or a step per simplex group, moves the
