@@ -279,7 +279,8 @@ class Problem:
           iterations and at least every 2 s.
         - callback (called with a :class:`CallbackState` each iteration;
           returning False stops), warm_start (reuse x, y and active sets of
-          the last solve), seed.
+          the last solve), seed (the engine's random choices; None, the
+          default, is a fixed seed, so a solve is reproducible).
         - inface ("auto", True, False: in-face steps on trace-norm blocks).
         - projection ("auto", True, False): projected-gradient steps instead
           of FW steps. True: on blocks whose set has a cheap projection (L1/L2

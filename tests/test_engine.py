@@ -543,3 +543,16 @@ def test_degenerate_radii_do_not_crash():
     prob.solve(max_iter=200)
     assert prob.status in ("optimal", "max_iter")
     assert np.all(np.isfinite(X.value))
+
+
+def test_a_solve_without_a_seed_is_reproducible():
+    # The start minimizes the linear objective over both sets, so the default
+    # penalty draws a random direction: seed=None must draw the same one each time.
+    runs = []
+    for _ in range(3):
+        x = fm.Variable(5)
+        prob = fm.Problem(fm.Minimize(fm.sum(x)), [fm.Simplex(x), fm.Box(x, 0, 1)])
+        prob.solve()
+        runs.append((prob.status, prob.stats.iterations, prob.stats.lam, prob.value))
+    assert runs[0][0] == "optimal" and abs(runs[0][3] - 1.0) <= 1e-3
+    assert runs[1] == runs[0] and runs[2] == runs[0]
