@@ -316,3 +316,12 @@ def test_engine_refuses_unknown_and_mistyped_options_by_name():
 def test_invalid_option_values(prob, option, value, pattern):
     with pytest.raises(ValueError, match=pattern):
         prob.solve(**{option: value})
+
+
+def test_contradictory_parameter_signs_and_rectangular_trace_are_refused():
+    with pytest.raises(fm.ModelError, match="nonneg=True and nonpos=True"):
+        fm.Parameter(3, name="w", nonneg=True, nonpos=True)
+    X = fm.Variable((2, 3), name="X")
+    with pytest.raises(fm.ModelError, match=r"square matrix, got shape \(2, 3\)"):
+        fm.trace(X)
+    assert fm.trace(fm.Variable((3, 3))).shape == ()

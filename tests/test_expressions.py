@@ -135,7 +135,7 @@ VALUE_CASES = [
      lambda x, y, X, T, s: T.sum(axis=-1, keepdims=True)),
     ("np.sum", lambda x, y, X, T, s: np.sum(X, axis=1), lambda x, y, X, T, s: X.sum(axis=1)),
     ("multiply", lambda x, y, X, T, s: fm.multiply(np.arange(4.0), X), lambda x, y, X, T, s: np.arange(4.0) * X),
-    ("trace", lambda x, y, X, T, s: fm.trace(X), lambda x, y, X, T, s: np.trace(X)),
+    ("trace", lambda x, y, X, T, s: fm.trace(X[:, :3]), lambda x, y, X, T, s: np.trace(X[:, :3])),
     ("vstack", lambda x, y, X, T, s: fm.vstack([x, X, y]), lambda x, y, X, T, s: np.vstack([x, X, y])),
     ("hstack", lambda x, y, X, T, s: fm.hstack([x, s, y]), lambda x, y, X, T, s: np.hstack([x, s, y])),
     ("hstack 2d", lambda x, y, X, T, s: fm.hstack([X, X[:, :1]]), lambda x, y, X, T, s: np.hstack([X, X[:, :1]])),

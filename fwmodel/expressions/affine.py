@@ -1033,6 +1033,8 @@ class TraceExpression(Expression):
         arg = as_expression(arg)
         if arg.ndim != 2:
             raise ModelError(f"trace({short_repr(arg)}): needs a 2-D expression, got shape {arg.shape}")
+        if arg.shape[0] != arg.shape[1]:  # as in CVXPY (NumPy would sum a rectangle's diagonal)
+            raise ModelError(f"trace({short_repr(arg)}): needs a square matrix, got shape {arg.shape}")
         super().__init__([arg], ())
 
     def _forward(self, vals):

@@ -827,6 +827,9 @@ class Parameter(Leaf):
         self.nonneg = bool(nonneg)
         self.nonpos = bool(nonpos)
         self.psd = bool(psd)
+        if self.nonneg and self.nonpos:
+            raise ModelError(f"{self._describe()}: nonneg=True and nonpos=True together fix it at 0; "
+                             "use a constant instead")
         if self.psd and (len(self._shape) != 2 or self._shape[0] != self._shape[1]):
             raise ModelError(f"{self._describe()}: psd=True needs a square matrix shape")
         self._has_params = True
