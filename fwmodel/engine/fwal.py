@@ -122,6 +122,20 @@ class _Operator:
         self.shape = M.shape
         if self.shape[1] != n:
             raise ValueError(f"M has {self.shape[1]} columns but the blocks have {n} entries in all")
+        # the compiler's operator fuses g + M' r and describes copy columns (see consistency.py)
+        self._add_rmatvec = getattr(M, "add_rmatvec", None)
+        self.signed_rows = getattr(M, "signed_rows", lambda start, stop: None)
+
+    def add_rmatvec(self, r, g, out=None):
+        """``g + M' r``, into ``out`` when given (a buffer reused from one iteration to the next)."""
+        if self._add_rmatvec is not None:
+            return self._add_rmatvec(r, g, out)
+        if out is None:
+            out = self.rmatvec(r)
+            out += g
+            return out
+        np.add(g, self.rmatvec(r), out=out)
+        return out
 
 
 class IterationState:
@@ -416,6 +430,7 @@ def minimize_fwal(
     message = ""
     feas_at_check = None  # feasibility at the last infeasibility check
     projection_memory = {}  # the curvature estimate of the projection steps
+    buffers = _Buffers()  # the gradient of L(., y) and y + lam r, reused by every iteration
 
     try:
         for t in range(max_iter + 1):
@@ -434,13 +449,10 @@ def minimize_fwal(
                     schedule.primal_steps_are_projections()
             # ---- gradient of the augmented Lagrangian (paper OPT2)
             # (in place where possible: at d = 4000 every full-size temporary is 256 MB)
-            dual_term = r * lam_value
-            dual_term += y
-            if m:
-                grad = Mop.rmatvec(dual_term)
-                grad += g
-            else:
-                grad = g.copy()
+            # (into two buffers kept from one iteration to the next: no fresh full-size
+            # memory per iteration; g + M' w in one pass per copy where M allows it)
+            dual_term = buffers.dual_term(r, y, lam_value)
+            grad = buffers.lagrangian_grad(Mop, g, dual_term)
             # ---- every block proposes a step (calling its LMO unless a lazy step
             # reuses an active atom); FW gap of L(., y)
             ctx.lam = lam_value
@@ -506,7 +518,7 @@ def minimize_fwal(
             else:
                 moved, taken = gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, f,
                                                   lam_value, cols, curvature_fn, quadratic, line_search,
-                                                  backtracking, ctx)
+                                                  backtracking, ctx, dual_term=dual_term)
                 proposals = [taken.get(k, p) for k, p in enumerate(proposals)]
             drop = _commit(proposals, moved, steps, faces, step_counts)
             # release this step's full-size temporaries before the next gradient
@@ -515,7 +527,7 @@ def minimize_fwal(
             f, g = objective.value_and_grad(x)
             if proj_blocks:
                 f, g, moved = _projection_step(proj_blocks, blocks, objective, Mop, m, x, r, y, lam_value, f, g,
-                                               curvature_fn, quadratic, projection_memory)
+                                               curvature_fn, quadratic, projection_memory, buffers)
                 step_counts["projection"] += int(moved)
             if faces:
                 f, g = _inface_steps(faces, blocks, objective, Mop, m, x, r, y, lam_value, f, g,
@@ -727,7 +739,39 @@ def _projection_blocks(blocks, projection):
     return []
 
 
-def _projection_step(proj_blocks, blocks, objective, Mop, m, x, r, y, lam, f, g, curvature_fn, quadratic, memory):
+class _Buffers:
+    """Full-size work arrays reused from one iteration to the next.
+
+    The gradient of L(., y) (n entries) and the dual term y + lam r (m
+    entries) are formed every iteration; writing them into the same two
+    arrays saves an allocation (and the page faults of fresh memory) per
+    iteration and keeps the peak memory fixed. Their contents are valid only
+    within the iteration that wrote them.
+    """
+
+    def __init__(self):
+        self._grad = self._dual = None
+
+    def lagrangian_grad(self, Mop, g, dual_term):
+        """g + M' (y + lam r), written into the reused buffer."""
+        if self._grad is None:
+            self._grad = np.empty(g.size)
+        if Mop.shape[0]:
+            return Mop.add_rmatvec(dual_term, g, out=self._grad)
+        np.copyto(self._grad, g)
+        return self._grad
+
+    def dual_term(self, r, y, lam):
+        """y + lam r, written into the reused buffer."""
+        if self._dual is None:
+            self._dual = np.empty(r.size)
+        np.multiply(r, lam, out=self._dual)
+        self._dual += y
+        return self._dual
+
+
+def _projection_step(proj_blocks, blocks, objective, Mop, m, x, r, y, lam, f, g, curvature_fn, quadratic, memory,
+                     buffers=None):
     """One projected-gradient step on L(., y) over the blocks with a cheap projection.
 
     For each such block, ``d_k = P_k(x_k - grad_k / L) - x_k`` with ``L`` the
@@ -745,10 +789,9 @@ def _projection_step(proj_blocks, blocks, objective, Mop, m, x, r, y, lam, f, g,
     by LMOs only.
     """
     n = x.size
-    dual_term = r * lam
-    dual_term += y
-    grad = Mop.rmatvec(dual_term) if m else np.zeros(n)
-    grad += g
+    buffers = buffers if buffers is not None else _Buffers()  # the driver's: no new full-size arrays
+    dual_term = buffers.dual_term(r, y, lam)
+    grad = buffers.lagrangian_grad(Mop, g, dual_term)
     slices = [blocks[k].slice for k in proj_blocks]
 
     def block_dot(a, b):  # <a, b> over the projection blocks (d is 0 elsewhere)
