@@ -209,6 +209,7 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
         dual_term = r * lam
         dual_term += y
     full = None  # one zero-filled buffer for the curvature passes of all blocks
+    block_curvature = getattr(objective, "has_block_curvature", lambda sl: False)
     for k, p in enumerate(proposals):
         if p is None:
             continue
@@ -246,7 +247,9 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
             pen_lin = dot(dual_term, Md)
             pen_quad = lam * dot(Md, Md)
         c_f = None
-        if curvature_fn is not None:
+        if curvature_fn is not None and block_curvature(sl):  # from the block alone: no full-size direction
+            c_f = objective.curvature_block(x, sl, p.d)
+        elif curvature_fn is not None:
             if full is None:
                 full = np.zeros(x.size)
             full[sl] = p.d

@@ -60,6 +60,12 @@ STEP_KINDS = ("auto", "fw", "away", "pairwise")
 PROJECTION_CHOICES = ("auto", True, False)
 #: with inface="auto", in-face steps run on trace-norm blocks up to this size
 AUTO_INFACE_MAX_DIM = 500
+#: above this many entries of x and y together no best-point snapshot is kept: it
+#: would hold a copy of x and y for the whole solve (3 of the ~15 d x d arrays of the
+#: covariance problem's iteration). Trade-off: a solve stopped by max_iter or
+#: time_limit there returns its last point, not the best one seen (the iterates of a
+#: long solve mostly improve; a diverged solve still reports "diverged").
+BEST_POINT_MAX_ENTRIES = 10 ** 6
 LINE_SEARCHES = ("auto", "exact", "backtracking")
 
 
@@ -424,6 +430,7 @@ def minimize_fwal(
     drops_in_row = 0
     max_drops = max_drop_steps if max_drop_steps is not None else 10 * len(blocks) + 10
     best = None  # (merit, x, y) snapshot, for returning the best point found
+    keep_best = n + m <= BEST_POINT_MAX_ENTRIES
     gap = np.inf
     feas = feas_rel = np.inf
     t = 0
@@ -473,7 +480,7 @@ def minimize_fwal(
                            feasibility_rel=feas_rel, lam=lam_value, eta=eta_now, step=_last_kind(step_counts))
             printer.row(t, f, gap, feas, stopping, lam_value, eta_now, elapsed, step_counts)
             merit = stopping.merit(gap, feas, gap_f)
-            if best is None or merit < 0.5 * best[0]:
+            if keep_best and (best is None or merit < 0.5 * best[0]):
                 best = (merit, x.copy(), y.copy(), f, gap)
             if not np.isfinite(gap):
                 status, message = "diverged", "the Frank-Wolfe gap is not finite"
@@ -512,6 +519,7 @@ def minimize_fwal(
 
             # ---- step sizes per block (line search on L(., y) restricted to each
             # block), one safeguarding scale for the combined move; x and r move
+            g = None  # the sweep's fresh gradients need not coexist with this one
             if sweep == "jacobi":
                 moved = jacobi_step(proposals, steps, blocks, objective, x, r, grad, dual_term, f, lam_value, cols,
                                     curvature_fn, quadratic, line_search, backtracking)
@@ -554,6 +562,7 @@ def minimize_fwal(
     # Another interrupt while this runs restarts it: it only reads the loop's
     # variables, so the answer is the same. A third one in a row is let
     # through: whoever presses Ctrl-C that often wants out.
+    grad = dual_term = proposals = buffers = None  # the work arrays are not needed for the result
     for attempt in range(MAX_FINISH_ATTEMPTS):
         try:
             return _finish(status, message, objective, blocks, Mop, b, b_norm, stopping, x, y, r, f, gap,
@@ -573,9 +582,13 @@ MAX_FINISH_ATTEMPTS = 3
 def _finish(status, message, objective, blocks, Mop, b, b_norm, stopping, x, y, r, f, gap, active, faces,
             best, t, start, lam_value, schedule, backtracking, history, step_counts, printer):
     """Assemble the :class:`FWALResult` without changing the loop's variables (so it can be retried)."""
-    x, y = x.copy(), y.copy()
+    interrupted = status == "interrupted" and message.startswith(INTERRUPT_MESSAGE)
+    if interrupted:  # x is rebuilt below: work on copies (the loop's x stays as it was, for a retry)
+        x, y = x.copy(), y.copy()
+    # otherwise x and y are only read here, and the loop no longer writes them: the
+    # result takes them as they are (no second pair of full-size copies)
     active, faces = dict(active), dict(faces)
-    if status == "interrupted" and message.startswith(INTERRUPT_MESSAGE):
+    if interrupted:
         _make_active_sets_consistent(blocks, x, active, faces)
         r = Mop.matvec(x) - b
         f, gap = _value_and_gap(objective, blocks, Mop, x, y, r, lam_value)
