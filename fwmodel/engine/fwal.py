@@ -531,7 +531,7 @@ def minimize_fwal(
             drop = _commit(proposals, moved, steps, faces, step_counts)
             # release this step's full-size temporaries before the next gradient
             # (at d = 4000 each product-space vector is 256 MB)
-            grad = dual_term = g = proposals = None
+            grad = dual_term = g = proposals = taken = None  # taken holds the directions too
             f, g = objective.value_and_grad(x)
             if proj_blocks:
                 f, g, moved = _projection_step(proj_blocks, blocks, objective, Mop, m, x, r, y, lam_value, f, g,
