@@ -76,6 +76,8 @@ class BlockColumns:
         signed = self.signed[k]
         if signed is not None:
             lo, hi, sign = signed
+            if not sign:  # the block's columns are not in M
+                return np.zeros(self.m)
             if (lo, hi) == (0, self.m):  # read-only by convention: d_k itself when sign is +1
                 return d_k if sign > 0 else np.negative(d_k)
             out = np.zeros(self.m)
