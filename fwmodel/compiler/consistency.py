@@ -219,6 +219,45 @@ class ConsistencyOperator:
             p.rmatvec(r[lo:hi], out)
         return out
 
+    def signed_rows(self, start, stop):
+        """For the columns ``start:stop`` of x: ``(lo, hi, sign)`` with M[:, start:stop] = sign * I on rows lo:hi.
+
+        Defined when M' r is written slice by slice (two copies of a variable)
+        and ``start:stop`` is exactly one copy's slice: then the block's
+        columns of M are a signed identity, and the engine computes
+        ``M_k d_k``, ``<w, M_k d_k>`` and ``||M_k d_k||`` from ``d_k`` itself,
+        without a full-size product or a sparse matrix. ``(0, 0, 0)`` when the
+        columns are not in M; None when they are not of this form.
+        """
+        if not self._assign:
+            return None
+        for p, lo, hi in zip(self.pieces, self.offsets[:-1], self.offsets[1:]):
+            for sl, sign in ((p.copy, 1.0), (p.first, -1.0)):
+                if (sl.start, sl.stop) == (start, stop):
+                    return int(lo), int(hi), sign
+                if sl.start < stop and start < sl.stop:  # overlaps a copy without being it
+                    return None
+        return 0, 0, 0.0
+
+    def add_rmatvec(self, r, g, out=None):
+        """``g + M' r`` in one pass per copy, into ``out`` (reused by the caller) when given.
+
+        With disjoint copies (see :meth:`_slices_are_disjoint`) each slice is
+        written once as ``g[copy] + r`` or ``g[first] - r``: no full-size
+        ``M' r`` temporary and no second pass to add ``g``.
+        """
+        if out is None:
+            out = np.empty(self.n)
+        if not self._assign:
+            np.add(g, self.rmatvec(r), out=out)
+            return out
+        if 2 * self.shape[0] != self.n:  # columns outside every copy: M' r is 0 there
+            np.copyto(out, g)
+        for p, lo, hi in zip(self.pieces, self.offsets[:-1], self.offsets[1:]):
+            np.add(g[p.copy], r[lo:hi], out=out[p.copy])
+            np.subtract(g[p.first], r[lo:hi], out=out[p.first])
+        return out
+
     def csr(self):
         if self._csr is None:
             if self.pieces:

@@ -46,6 +46,17 @@ class CopyMap:
         covered = sum(sl.stop - sl.start for copies in self.copies.values() for _, sl in copies)
         self._covers_all = covered == self.n
 
+    def whole_copy(self, block_slice):
+        """(offset in v, size, copy count) when ``block_slice`` is a whole copy of one variable, else None."""
+        key = (block_slice.start, block_slice.stop)
+        for var in self.variables:
+            if not self._full[var.id]:
+                continue
+            copies = self.copies[var.id]
+            if any((sl.start, sl.stop) == key for _, sl in copies):
+                return self.var_layout[var.id][0], var.size, len(copies)
+        return None
+
     def to_variables(self, x, out=None):
         """v = W x (each variable entry the average of its copies)."""
         v = np.empty(self.n_v) if out is None else out
@@ -161,6 +172,29 @@ class BlockObjective:
         # last point (no pass to average x's copies again).
         v = self._v if self.is_quadratic else self.copy_map.to_variables(x, out=self._v)
         dv = self.copy_map.to_variables(d, out=self._dv)
+        c = self.smooth.curvature(v, dv)
+        return None if c is None else self.sign * c
+
+    def has_block_curvature(self, block_slice):
+        """Whether :meth:`curvature_block` applies: the slice is one whole copy of a variable."""
+        return self._linear is not None or self.copy_map.whole_copy(block_slice) is not None
+
+    def curvature_block(self, x, block_slice, d_block):
+        """``curvature(x, d)`` for d equal to ``d_block`` on ``block_slice`` and 0 elsewhere.
+
+        Forms W d from the block alone (its variable's segment is d_block
+        divided by the copy count, every other entry 0: the same numbers as
+        averaging the full-size d), so the engine's line search needs no
+        full-size zero-padded direction and no pass over the other blocks.
+        """
+        if self._linear is not None:
+            return 0.0
+        off, size, k = self.copy_map.whole_copy(block_slice)
+        v = self._v if self.is_quadratic else self.copy_map.to_variables(x, out=self._v)
+        dv = self._dv
+        dv[:off].fill(0.0)
+        dv[off + size:].fill(0.0)
+        np.multiply(d_block, 1.0 / k, out=dv[off:off + size])
         c = self.smooth.curvature(v, dv)
         return None if c is None else self.sign * c
 

@@ -42,10 +42,21 @@ class BlockColumns:
         self._built = False  # the column slices are built on first use (not before the first iterate)
         self.cols = None
         self.col_norms2 = None
+        # (lo, hi, sign) where a block's columns of M are sign * I on rows lo:hi (a copy of
+        # a variable tied to one other copy): M_k d_k is d_k itself, with no sparse
+        # matrix built (at d = 1000 the CSR of M and its column slices cost several
+        # d x d arrays of memory and 0.5 s); None for a block of another form
+        self.signed = [Mop.signed_rows(blk.offset, blk.offset + blk.size) if self.m else None
+                       for blk in blocks]
 
     def _build(self):
         self._built = True
         M = self._M
+        if self.m and all(sg is not None for sg in self.signed):
+            self.col_norms2 = np.zeros(self.n)
+            for blk, (lo, hi, sign) in zip(self.blocks, self.signed):
+                self.col_norms2[blk.slice] = sign * sign
+            return
         if not sp.issparse(M) and hasattr(M, "csr"):  # a structured operator that can also give its matrix
             M = M.csr()
         if M is None or self.m == 0:
@@ -62,6 +73,16 @@ class BlockColumns:
     def matvec(self, k, d_k):
         if self.m == 0:
             return np.zeros(0)
+        signed = self.signed[k]
+        if signed is not None:
+            lo, hi, sign = signed
+            if not sign:  # the block's columns are not in M
+                return np.zeros(self.m)
+            if (lo, hi) == (0, self.m):  # read-only by convention: d_k itself when sign is +1
+                return d_k if sign > 0 else np.negative(d_k)
+            out = np.zeros(self.m)
+            np.multiply(d_k, sign, out=out[lo:hi])
+            return out
         if not self._built:
             self._build()
         if self.cols is not None:
@@ -165,7 +186,7 @@ def jacobi_step(proposals, steps, blocks, objective, x, r, grad, dual_term, f, l
 
 
 def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, f, lam, cols, curvature_fn, quadratic,
-                       line_search, backtracking, ctx):
+                       line_search, backtracking, ctx, dual_term=None):
     """Move the blocks one after another, each by its own line search at the point the previous ones left.
 
     Every block after the first that moved gets a fresh gradient of L(., y)
@@ -176,32 +197,63 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
     gradient, the others keep theirs (a second LMO call per iteration would
     cost, on a trace-norm block, a Lanczos run without its warm start).
     Updates ``x`` and ``r`` in place; returns ({k: gamma}, {k: the proposal taken}).
+
+    ``dual_term`` = y + lam r (the caller's, when it has it) is updated in place
+    as r moves, instead of being recomputed per block. Where a block's columns of
+    M are a signed identity (:attr:`BlockColumns.signed`, two tied copies) the
+    penalty terms come from the direction itself: <w, M_k d> = sign <w[rows], d>,
+    ||M_k d||^2 = ||d||^2, and only the block's slice of the fresh gradient is
+    formed (no full-size M' w).
     """
     m = r.size
     moved, taken = {}, {}
+    if dual_term is None:
+        dual_term = r * lam
+        dual_term += y
+    full = None  # one zero-filled buffer for the curvature passes of all blocks
+    block_curvature = getattr(objective, "has_block_curvature", lambda sl: False)
     for k, p in enumerate(proposals):
         if p is None:
             continue
         sl = blocks[k].slice
-        dual_term = r * lam
-        dual_term += y
-        if moved:  # an earlier block moved: fresh gradient and proposal
+        signed = cols.signed[k] if m else None
+        if moved:  # an earlier block moved: fresh gradient (of this block's slice) and proposal
             f, g = objective.value_and_grad(x)
-            grad = g + Mop.rmatvec(dual_term) if m else g
+            if not m:
+                grad_k = g[sl]
+            elif signed is not None:
+                lo, hi, sign = signed
+                grad_k = g[sl].copy() if sign == 0 else (np.add if sign > 0 else np.subtract)(g[sl], dual_term[lo:hi])
+            else:
+                grad_k = Mop.add_rmatvec(dual_term, g)[sl]
+            g = None
             if getattr(steps[k], "cheap_proposal", False):
-                p = steps[k].propose(x[sl], grad[sl], ctx)
+                p = steps[k].propose(x[sl], grad_k, ctx)
+        else:
+            grad_k = grad[sl]
         taken[k] = p
-        slope = dot(grad[sl], p.d)
+        slope = dot(grad_k, p.d)
+        grad_k = None
         if not slope < 0:
             continue
-        Md = cols.matvec(k, p.d)
         d_norm2 = dot(p.d, p.d)
-        pen_lin = dot(dual_term, Md) if m else 0.0
-        pen_quad = lam * dot(Md, Md) if m else 0.0
+        Md = None
+        if not m:
+            pen_lin = pen_quad = 0.0
+        elif signed is not None:
+            lo, hi, sign = signed
+            pen_lin = sign * dot(dual_term[lo:hi], p.d) if sign else 0.0
+            pen_quad = lam * sign * sign * d_norm2
+        else:
+            Md = cols.matvec(k, p.d)
+            pen_lin = dot(dual_term, Md)
+            pen_quad = lam * dot(Md, Md)
         c_f = None
-        full = None
-        if curvature_fn is not None:
-            full = np.zeros(x.size)
+        if curvature_fn is not None and block_curvature(sl):  # from the block alone: no full-size direction
+            c_f = objective.curvature_block(x, sl, p.d)
+        elif curvature_fn is not None:
+            if full is None:
+                full = np.zeros(x.size)
             full[sl] = p.d
             c_f = curvature_fn(x, full)
         observe = getattr(steps[k], "observe_curvature", None)
@@ -212,7 +264,7 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
         else:
             if full is None:
                 full = np.zeros(x.size)
-                full[sl] = p.d
+            full[sl] = p.d
 
             def phi(gm, _full=full):
                 return objective.value(x + gm * _full) + gm * pen_lin + 0.5 * gm * gm * pen_quad
@@ -223,10 +275,31 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
                 hint = None if c_f is None else float(c_f) + pen_quad
                 gamma, _ = backtracking.step(phi, f, slope, d_norm2, p.gamma_max,
                                              hint if backtracking.lipschitz is None else None)
+        if full is not None:
+            full[sl] = 0.0  # the buffer is zero outside the next block's slice
         if gamma <= 0:
             continue
-        x[sl] += gamma * p.d
-        if m:
-            r += gamma * Md
+        # gamma d formed once, in the proposal's own array (its direction is not read
+        # after the move): no block-size temporary. x and r get the same roundings
+        # as x += gamma * d and r += gamma * M_k d.
+        step = p.d
+        step *= gamma
+        x[sl] += step
+        if m:  # r and dual_term = y + lam r follow x (recomputed on the rows that moved)
+            if signed is not None:
+                lo, hi, sign = signed
+                if sign:
+                    rows = r[lo:hi]
+                    if sign > 0:
+                        rows += step
+                    else:
+                        rows -= step
+            else:
+                lo, hi = 0, m
+                Md *= gamma
+                r += Md
+            if lo < hi and any(q is not None for q in proposals[k + 1:]):
+                np.multiply(r[lo:hi], lam, out=dual_term[lo:hi])
+                dual_term[lo:hi] += y[lo:hi]
         moved[k] = gamma
     return moved, taken

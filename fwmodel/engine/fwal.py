@@ -60,6 +60,12 @@ STEP_KINDS = ("auto", "fw", "away", "pairwise")
 PROJECTION_CHOICES = ("auto", True, False)
 #: with inface="auto", in-face steps run on trace-norm blocks up to this size
 AUTO_INFACE_MAX_DIM = 500
+#: above this many entries of x and y together no best-point snapshot is kept: it
+#: would hold a copy of x and y for the whole solve (3 of the ~15 d x d arrays of the
+#: covariance problem's iteration). Trade-off: a solve stopped by max_iter or
+#: time_limit there returns its last point, not the best one seen (the iterates of a
+#: long solve mostly improve; a diverged solve still reports "diverged").
+BEST_POINT_MAX_ENTRIES = 10 ** 6
 LINE_SEARCHES = ("auto", "exact", "backtracking")
 
 
@@ -122,6 +128,20 @@ class _Operator:
         self.shape = M.shape
         if self.shape[1] != n:
             raise ValueError(f"M has {self.shape[1]} columns but the blocks have {n} entries in all")
+        # the compiler's operator fuses g + M' r and describes copy columns (see consistency.py)
+        self._add_rmatvec = getattr(M, "add_rmatvec", None)
+        self.signed_rows = getattr(M, "signed_rows", lambda start, stop: None)
+
+    def add_rmatvec(self, r, g, out=None):
+        """``g + M' r``, into ``out`` when given (a buffer reused from one iteration to the next)."""
+        if self._add_rmatvec is not None:
+            return self._add_rmatvec(r, g, out)
+        if out is None:
+            out = self.rmatvec(r)
+            out += g
+            return out
+        np.add(g, self.rmatvec(r), out=out)
+        return out
 
 
 class IterationState:
@@ -413,12 +433,14 @@ def minimize_fwal(
     drops_in_row = 0
     max_drops = max_drop_steps if max_drop_steps is not None else 10 * len(blocks) + 10
     best = None  # (merit, x, y) snapshot, for returning the best point found
+    keep_best = n + m <= BEST_POINT_MAX_ENTRIES
     gap = np.inf
     feas = feas_rel = np.inf
     t = 0
     message = ""
     feas_at_check = None  # feasibility at the last infeasibility check
     projection_memory = {}  # the curvature estimate of the projection steps
+    buffers = _Buffers()  # the gradient of L(., y) and y + lam r, reused by every iteration
 
     try:
         for t in range(max_iter + 1):
@@ -437,13 +459,10 @@ def minimize_fwal(
                     schedule.primal_steps_are_projections()
             # ---- gradient of the augmented Lagrangian (paper OPT2)
             # (in place where possible: at d = 4000 every full-size temporary is 256 MB)
-            dual_term = r * lam_value
-            dual_term += y
-            if m:
-                grad = Mop.rmatvec(dual_term)
-                grad += g
-            else:
-                grad = g.copy()
+            # (into two buffers kept from one iteration to the next: no fresh full-size
+            # memory per iteration; g + M' w in one pass per copy where M allows it)
+            dual_term = buffers.dual_term(r, y, lam_value)
+            grad = buffers.lagrangian_grad(Mop, g, dual_term)
             # ---- every block proposes a step (calling its LMO unless a lazy step
             # reuses an active atom); FW gap of L(., y)
             ctx.lam = lam_value
@@ -464,7 +483,7 @@ def minimize_fwal(
                            feasibility_rel=feas_rel, lam=lam_value, eta=eta_now, step=_last_kind(step_counts))
             printer.row(t, f, gap, feas, stopping, lam_value, eta_now, elapsed, step_counts)
             merit = stopping.merit(gap, feas, gap_f)
-            if best is None or merit < 0.5 * best[0]:
+            if keep_best and (best is None or merit < 0.5 * best[0]):
                 best = (merit, x.copy(), y.copy(), f, gap)
             if not np.isfinite(gap):
                 status, message = "diverged", "the Frank-Wolfe gap is not finite"
@@ -503,22 +522,23 @@ def minimize_fwal(
 
             # ---- step sizes per block (line search on L(., y) restricted to each
             # block), one safeguarding scale for the combined move; x and r move
+            g = None  # the sweep's fresh gradients need not coexist with this one
             if sweep == "jacobi":
                 moved = jacobi_step(proposals, steps, blocks, objective, x, r, grad, dual_term, f, lam_value, cols,
                                     curvature_fn, quadratic, line_search, backtracking)
             else:
                 moved, taken = gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, f,
                                                   lam_value, cols, curvature_fn, quadratic, line_search,
-                                                  backtracking, ctx)
+                                                  backtracking, ctx, dual_term=dual_term)
                 proposals = [taken.get(k, p) for k, p in enumerate(proposals)]
             drop = _commit(proposals, moved, steps, faces, step_counts)
             # release this step's full-size temporaries before the next gradient
             # (at d = 4000 each product-space vector is 256 MB)
-            grad = dual_term = g = proposals = None
+            grad = dual_term = g = proposals = taken = None  # taken holds the directions too
             f, g = objective.value_and_grad(x)
             if proj_blocks:
                 f, g, moved = _projection_step(proj_blocks, blocks, objective, Mop, m, x, r, y, lam_value, f, g,
-                                               curvature_fn, quadratic, projection_memory)
+                                               curvature_fn, quadratic, projection_memory, buffers)
                 step_counts["projection"] += int(moved)
             if faces:
                 f, g = _inface_steps(faces, blocks, objective, Mop, m, x, r, y, lam_value, f, g,
@@ -545,6 +565,7 @@ def minimize_fwal(
     # Another interrupt while this runs restarts it: it only reads the loop's
     # variables, so the answer is the same. A third one in a row is let
     # through: whoever presses Ctrl-C that often wants out.
+    grad = dual_term = proposals = buffers = None  # the work arrays are not needed for the result
     for attempt in range(MAX_FINISH_ATTEMPTS):
         try:
             return _finish(status, message, objective, blocks, Mop, b, b_norm, stopping, x, y, r, f, gap,
@@ -564,9 +585,13 @@ MAX_FINISH_ATTEMPTS = 3
 def _finish(status, message, objective, blocks, Mop, b, b_norm, stopping, x, y, r, f, gap, active, faces,
             best, t, start, lam_value, schedule, backtracking, history, step_counts, printer):
     """Assemble the :class:`FWALResult` without changing the loop's variables (so it can be retried)."""
-    x, y = x.copy(), y.copy()
+    interrupted = status == "interrupted" and message.startswith(INTERRUPT_MESSAGE)
+    if interrupted:  # x is rebuilt below: work on copies (the loop's x stays as it was, for a retry)
+        x, y = x.copy(), y.copy()
+    # otherwise x and y are only read here, and the loop no longer writes them: the
+    # result takes them as they are (no second pair of full-size copies)
     active, faces = dict(active), dict(faces)
-    if status == "interrupted" and message.startswith(INTERRUPT_MESSAGE):
+    if interrupted:
         _make_active_sets_consistent(blocks, x, active, faces)
         r = Mop.matvec(x) - b
         f, gap = _value_and_gap(objective, blocks, Mop, x, y, r, lam_value)
@@ -730,7 +755,39 @@ def _projection_blocks(blocks, projection):
     return []
 
 
-def _projection_step(proj_blocks, blocks, objective, Mop, m, x, r, y, lam, f, g, curvature_fn, quadratic, memory):
+class _Buffers:
+    """Full-size work arrays reused from one iteration to the next.
+
+    The gradient of L(., y) (n entries) and the dual term y + lam r (m
+    entries) are formed every iteration; writing them into the same two
+    arrays saves an allocation (and the page faults of fresh memory) per
+    iteration and keeps the peak memory fixed. Their contents are valid only
+    within the iteration that wrote them.
+    """
+
+    def __init__(self):
+        self._grad = self._dual = None
+
+    def lagrangian_grad(self, Mop, g, dual_term):
+        """g + M' (y + lam r), written into the reused buffer."""
+        if self._grad is None:
+            self._grad = np.empty(g.size)
+        if Mop.shape[0]:
+            return Mop.add_rmatvec(dual_term, g, out=self._grad)
+        np.copyto(self._grad, g)
+        return self._grad
+
+    def dual_term(self, r, y, lam):
+        """y + lam r, written into the reused buffer."""
+        if self._dual is None:
+            self._dual = np.empty(r.size)
+        np.multiply(r, lam, out=self._dual)
+        self._dual += y
+        return self._dual
+
+
+def _projection_step(proj_blocks, blocks, objective, Mop, m, x, r, y, lam, f, g, curvature_fn, quadratic, memory,
+                     buffers=None):
     """One projected-gradient step on L(., y) over the blocks with a cheap projection.
 
     For each such block, ``d_k = P_k(x_k - grad_k / L) - x_k`` with ``L`` the
@@ -748,10 +805,9 @@ def _projection_step(proj_blocks, blocks, objective, Mop, m, x, r, y, lam, f, g,
     by LMOs only.
     """
     n = x.size
-    dual_term = r * lam
-    dual_term += y
-    grad = Mop.rmatvec(dual_term) if m else np.zeros(n)
-    grad += g
+    buffers = buffers if buffers is not None else _Buffers()  # the driver's: no new full-size arrays
+    dual_term = buffers.dual_term(r, y, lam)
+    grad = buffers.lagrangian_grad(Mop, g, dual_term)
     slices = [blocks[k].slice for k in proj_blocks]
 
     def block_dot(a, b):  # <a, b> over the projection blocks (d is 0 elsewhere)

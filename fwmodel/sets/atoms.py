@@ -16,6 +16,7 @@ import hashlib
 import itertools
 
 import numpy as np
+from scipy.linalg.blas import dger as _dger
 
 _fresh_keys = itertools.count()
 
@@ -112,5 +113,13 @@ class RankOneAtom(Atom):
 
     def add_to(self, x, weight):
         X = x.reshape(self.shape)
-        # outer() writes one temporary; for huge blocks this is the only pass.
-        X += (weight * self.scale) * np.outer(self.u, self.v)
+        alpha = weight * self.scale
+        if X.dtype == np.float64 and X.flags.c_contiguous and X.size:
+            # BLAS rank-one update in place: one read-write pass over the block and
+            # no block-size temporaries (np.outer and its scaled copy are two).
+            # X' is Fortran-ordered, so dger(a, v, u, X') updates X += a u v' in place.
+            out = _dger(alpha, self.v, self.u, a=X.T, overwrite_a=1)
+            if not np.shares_memory(out, X):  # the wrapper copied after all: write the result back
+                X[...] = out.T
+            return
+        X += alpha * np.outer(self.u, self.v)
