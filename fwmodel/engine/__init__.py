@@ -5,7 +5,8 @@ Usable on its own: give :func:`minimize_fwal` an objective with
 consistency operator M, b.
 """
 from .active_set import ActiveSet
-from .fwal import Block, IterationState, minimize_fwal
+from .fwal import minimize_fwal
+from .lagrangian import Block, IterationState
 from .result import STATUSES, FWALResult, History, SolverState
 
 __all__ = ["minimize_fwal", "Block", "IterationState", "ActiveSet", "FWALResult", "History", "SolverState", "STATUSES"]
