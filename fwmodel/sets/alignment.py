@@ -723,6 +723,10 @@ class AlignmentPolytope(ConvexSet):
         self._work = _Workspace()
 
     # -------------------------------------------------------------- the oracle
+
+    def group_count(self):
+        """One alignment polytope per pair of the batch."""
+        return self.batch
     def lmo_atom(self, flat_direction):
         d = as_flat_direction(self, flat_direction)
         cells, _ = _solve(
