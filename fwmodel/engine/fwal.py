@@ -246,7 +246,7 @@ def minimize_fwal(
             it.g = None  # the sweep's fresh gradients need not coexist with this one
             moved, proposals = _move_blocks(sweep, proposals, steps, lagrangian, it, grad, dual_term, cols,
                                             line_search, backtracking, ctx)
-            drop = _commit(proposals, moved, steps, infaces.faces, step_counts)
+            drop = _commit(proposals, moved, steps, infaces, step_counts)
             # release this step's full-size temporaries before the next gradient
             # (at d = 4000 each product-space vector is 256 MB)
             grad = dual_term = proposals = None
@@ -368,11 +368,12 @@ def _propose(steps, blocks, x, grad, ctx):
     return proposals, gap, gap_known
 
 
-def _commit(proposals, moved, steps, faces, step_counts):
+def _commit(proposals, moved, steps, infaces, step_counts):
     """Each step object updates its bookkeeping for the step its block took; True after a drop step.
 
     A drop step (Alg. 1 line 11: the away or pairwise step went to its cap,
-    removing an atom) is counted once per iteration.
+    removing an atom) is counted once per iteration. The in-face steps follow
+    the FW atoms of their low-rank blocks.
     """
     drop = False
     for k, p in enumerate(proposals):
@@ -383,8 +384,7 @@ def _commit(proposals, moved, steps, faces, step_counts):
         steps[k].commit(p, gm)
         if p.kind in ("away", "pairwise") and not p.prescaled and gm >= p.gamma_max * (1 - 1e-12):
             drop = True
-        if k in faces and gm > 0:  # the low-rank block's atoms, for its in-face steps
-            faces[k].fw_update(p.fw_atom, gm)
+        infaces.follow(k, p.fw_atom, gm)
     if drop:
         step_counts["drop"] += 1
     return drop
@@ -402,7 +402,6 @@ class _StepContext:
         self.lam = lam
         self.gap_target = gap_target
         self.lazy_allowed = t % LAZY_CHECK_EVERY != 0
-
 
 
 def _fallback_penalty(objective_scale, feasibility_scale):

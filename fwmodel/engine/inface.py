@@ -231,6 +231,11 @@ class InFaceStep:
     def blocks(self):
         return list(self.faces)
 
+    def follow(self, k, atom, gamma):
+        """Block k took a FW step of size gamma toward ``atom``: its face's active set follows (Alg. 2's update)."""
+        if k in self.faces and gamma > 0:
+            self.faces[k].fw_update(atom, gamma)
+
     def take(self, lagrangian, it):
         """Move every face block of ``it`` (x and r in place, f and g refreshed); returns how many moved."""
         objective, Mop, m = lagrangian.objective, lagrangian.Mop, lagrangian.m
