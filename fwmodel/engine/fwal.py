@@ -104,6 +104,9 @@ class Block:
     groups: object = None
     #: optional (lower, upper) flat bounds: the block is a box (per-coordinate FW steps)
     intervals: object = None
+    #: optional int S: the block is a batch of polytopes over consecutive runs of S
+    #: entries whose joint LMO vertex splits into the groups' vertices (BPCG per group)
+    batch_group_size: int = None
 
     @property
     def slice(self):
@@ -353,6 +356,8 @@ def minimize_fwal(
             return False
         if blk.intervals is not None and step == "auto":  # per-coordinate steps: no atoms
             return False
+        if blk.batch_group_size is not None and step == "auto":  # the step keeps one active set per group
+            return False
         return blk.is_polytope and (step != "auto" or blk.active_set_steps)
 
     for k in proj_blocks:  # these blocks move by projections: no vertex bookkeeping
@@ -412,7 +417,8 @@ def minimize_fwal(
     schedule = make_dual_schedule(eta, lam_value, warm_state)
     # ---- one step object per block (None: the block moves by projections)
     cols = BlockColumns(M, Mop, blocks)
-    steps = [None if k in proj_blocks else make_step(blk, step, active.get(k), lambda k=k: cols.norms2(k))
+    steps = [None if k in proj_blocks
+             else make_step(blk, step, active.get(k), lambda k=k: cols.norms2(k), coupled=m > 0)
              for k, blk in enumerate(blocks)]
     ctx = _StepContext(lam_value)
     # the active sets are the step objects' own (a warm-started set that no step uses is let go)
