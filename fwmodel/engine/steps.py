@@ -31,11 +31,18 @@ Step kinds and the algorithms they implement:
   gives a local gap of at least ``phi / lazy_factor``, ``phi`` the last FW
   gap measured (lazified conditional gradients, Braun, Pokutta & Zink 2017).
   The active set only grows on FW steps, and local steps are cheap (no LMO).
+  Where the block's quadratic model is exact (no consistency rows, the
+  objective's curvature a multiple of ``||d||^2``, as in a projection), a
+  local phase takes up to ``MAX_LOCAL_STEPS`` local steps per iteration in
+  weight space with the active set's Gram matrix.
 * :class:`GroupPairwiseStep`: for a block that is a product of many small
   simplices (a batched Simplex, the node and edge tables of a MAP LP): a
   pairwise step *in every group at once*, each group with its own step size
   (a Jacobi sweep over the groups). On a simplex the active set is implicit
   (the atoms are the coordinates in the support), so no atom is stored.
+* :class:`BatchBPCGStep`: for a batch of polytopes in one block (many
+  alignments): BPCG in every group at once, each group with its own active
+  set (:class:`BatchedActiveSets`) and its own step size.
 """
 from __future__ import annotations
 
@@ -322,23 +329,32 @@ class GroupPairwiseStep:
         rows = self.rows
         s = np.argmin(G, axis=1)
         g_s = G[rows, s]
-        gap = float(np.einsum("ij,ij->", X, G) - self.total * g_s.sum())
         cols_s = idx[rows, s]
+        # Only support entries (x_i > 0) can give mass: after t iterations a group
+        # holds at most t + 1 of them, so the model below is formed on the support
+        # alone (on a MAP LP's edge tables, K^2 entries per group, a small fraction).
+        r, c = np.nonzero(X > 0)
+        xs, gs = X[r, c], G[r, c]
+        gap = float(np.dot(xs, gs) - self.total * g_s.sum())  # <x, g> - <s, g>; zeros of x add nothing
         # for every support entry i: the model's best amount moved from i to s and its decrease
-        slope = G - g_s[:, None]  # g_i - g_s >= 0
-        c = ctx.lam * (self.norms2_grouped + self.col_norms2[cols_s][:, None]) + 2.0 * self.curvature_f
+        slope = gs - g_s[r]  # g_i - g_s >= 0
+        curv = ctx.lam * (self.norms2_grouped[r, c] + self.col_norms2[cols_s][r]) + 2.0 * self.curvature_f
         with np.errstate(divide="ignore", invalid="ignore"):
-            amount = np.where(c > 0, np.minimum(X, slope / c), X)
-        amount[~((X > 0) & (slope > 0))] = 0.0
-        decrease = amount * (slope - 0.5 * c * amount)
-        # v: the entry whose pair with s decreases the model most (the largest
-        # gradient alone can hold a vanishing mass and stall the group)
-        v = np.argmax(decrease, axis=1)
-        amount = amount[rows, v]
-        cols_v = idx[rows, v]
+            amount = np.where(curv > 0, np.minimum(xs, slope / curv), xs)
+        amount[~(slope > 0)] = 0.0
+        decrease = amount * (slope - 0.5 * curv * amount)
+        # v: in every group, the entry whose pair with s decreases the model most (the
+        # largest gradient alone can hold a vanishing mass and stall the group)
+        best = np.zeros(rows.size)
+        np.maximum.at(best, r, decrease)
+        winners = np.flatnonzero((decrease > 0) & (decrease == best[r]))
+        first = np.unique(r[winners], return_index=True)[1]  # one winner per group (the first on ties)
+        chosen = winners[first]
+        groups_moving = r[chosen]
+        moved = amount[chosen]
         d = np.zeros(x_k.size)
-        d[cols_s] = amount  # one s per group, groups disjoint; s != v wherever amount > 0
-        d[cols_v] -= amount
+        d[cols_s[groups_moving]] = moved  # one s per group, groups disjoint; s != v where the amount is > 0
+        d[idx[groups_moving, c[chosen]]] -= moved
         return Proposal(d, 1.0, "pairwise", gap, None, prescaled=True)
 
     def commit(self, p, gamma):
