@@ -352,6 +352,7 @@ def test_bpcg_local_phase_is_the_exact_model_minimizer_over_the_active_atoms(mon
         step.observe_curvature(2.0 * float(d @ d), float(d @ d))
     assert step.model_curvature == 2.0 and step.active.gram is not None
     monkeypatch.setattr(steps_module, "MAX_LOCAL_STEPS", 10_000)
+    monkeypatch.setattr(steps_module, "LOCAL_PHASE_WORK", 10_000 * n)
     g = 2 * (x - c)
     p = step._local_phase(n, step.active.dots(g), 1e-13, None)
     assert np.allclose(x + p.d, _project_simplex(c), atol=1e-9)

@@ -62,6 +62,9 @@ LAZY_CHECK_EVERY = 20
 LOCAL_PHASE_REDUCTION = 0.1
 #: at most this many local steps per local phase (each O(k), k active atoms)
 MAX_LOCAL_STEPS = 20
+#: and at most this many atom-steps (steps x k) per phase: with many atoms the
+#: phase takes fewer steps, so an iteration's cost does not grow with the active set
+LOCAL_PHASE_WORK = 4000
 #: a local gap below this fraction of max |<g, a>| is rounding: the local phase stops there
 LOCAL_GAP_ROUNDING = 1e-12
 #: directions whose curvature ratios c_f / ||d||^2 must agree before the local phase starts
@@ -180,7 +183,8 @@ class BlendedPairwiseStep(_ActiveSetStep):
     of Alg. 1, each with its exact step size) on this model in weight space,
     O(k) each with the Gram matrix ``A'A`` that the active set keeps, until
     the local gap falls below ``LOCAL_PHASE_REDUCTION`` times the last FW gap
-    (at most ``MAX_LOCAL_STEPS`` steps). The driver receives the combined
+    (at most ``MAX_LOCAL_STEPS`` steps, fewer with many atoms: see
+    ``LOCAL_PHASE_WORK``). The driver receives the combined
     move ``d`` (gamma = 1 intended; its line search is exact for a quadratic).
     An LMO call (an assignment problem on a Birkhoff block) costs far more
     than these steps, and each LMO call now finds the active set near its
@@ -248,7 +252,7 @@ class BlendedPairwiseStep(_ActiveSetStep):
         q = dots.copy()  # the model's gradient in weight space: A'g + L G (w - w0)
         # below this the local gap is rounding in q (a converged active set: no step is worth taking)
         target = max(target, LOCAL_GAP_ROUNDING * float(np.abs(q).max()))
-        for _ in range(MAX_LOCAL_STEPS):
+        for _ in range(min(MAX_LOCAL_STEPS, max(2, LOCAL_PHASE_WORK // w.size))):
             q_active = np.where(w > 0, q, -np.inf)
             a, s = int(np.argmax(q_active)), int(np.argmin(q))
             local_gap = q_active[a] - q[s]
