@@ -483,3 +483,16 @@ def test_batched_active_sets_stay_convex_combinations_under_random_steps(seed, m
         assert np.all(w >= 0) and np.allclose(w.sum(axis=1), 1.0, atol=1e-12)
         assert np.all(sets.weight[sets.alive] > 0)
         assert np.allclose(sets.dense(), x, atol=1e-9)
+
+
+def test_bpcg_local_phase_stops_above_the_gram_size_limit(monkeypatch):
+    """Past GRAM_MAX_ATOMS atoms the step drops its Gram matrix and takes single local steps (same answer)."""
+    n = 40
+    c = np.random.default_rng(13).standard_normal(n) * 0.3
+    monkeypatch.setattr(steps_module, "GRAM_MAX_ATOMS", 8)
+    calls = _count_local_phases(monkeypatch)
+    res = minimize_fwal(_WeightedSquares(c, np.ones(n)), [_simplex_block(n)], tol=1e-10)
+    assert res.status == "optimal"
+    assert np.allclose(res.x, _project_simplex(c), atol=1e-7)
+    assert res.state.active_sets[0].gram is None and len(res.state.active_sets[0]) > 8
+    assert calls  # the phase ran while the set was small

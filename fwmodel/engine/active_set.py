@@ -278,6 +278,10 @@ class ActiveSet:
             atom.add_to(v, 1.0)
             self._gram[i, :k] = self.dots(v)
 
+    def stop_gram(self):
+        """Stop keeping the Gram matrix (and free it)."""
+        self._gram, self._gram_size = None, 0
+
     @property
     def gram(self):
         """The Gram matrix ``<a_i, a_j>`` of the active atoms (a view; None unless tracked)."""

@@ -67,6 +67,8 @@ MAX_LOCAL_STEPS = 20
 LOCAL_PHASE_WORK = 4000
 #: a local gap below this fraction of max |<g, a>| is rounding: the local phase stops there
 LOCAL_GAP_ROUNDING = 1e-12
+#: above this many atoms the local phase stops (its Gram matrix is k x k: 32 MB at 2000)
+GRAM_MAX_ATOMS = 2000
 #: directions whose curvature ratios c_f / ||d||^2 must agree before the local phase starts
 CURVATURE_CHECKS = 3
 #: relative agreement of those ratios
@@ -236,6 +238,9 @@ class BlendedPairwiseStep(_ActiveSetStep):
 
     def _local(self, size, dots, a, s_loc, gap, ctx):
         aset = self.active
+        if self.model_curvature is not None and len(aset) > GRAM_MAX_ATOMS:  # the Gram matrix would be too big
+            aset.stop_gram()
+            self.model_curvature, self._curvature_ratios = None, None
         if self.model_curvature is not None and aset.gram is not None and len(aset) > 2:
             target = max(LOCAL_PHASE_REDUCTION * self.phi, getattr(ctx, "gap_target", 0.0))
             return self._local_phase(size, dots, target, gap)
@@ -426,7 +431,7 @@ class BatchBPCGStep:
         X, G = x_k.reshape(B, S), g_k.reshape(B, S)
         rows = np.arange(B)
         fw_gap = np.einsum("ij,ij->i", X, G) - np.einsum("ij,ij->i", g_k[s_idx], s_val)
-        dots = sets.dots(g_k)  # (B, cap), +inf / -inf where a slot is empty
+        dots = sets.dots(g_k)  # (B, capacity); empty slots are masked by ``alive`` below
         a = np.argmax(np.where(sets.alive, dots, -np.inf), axis=1)
         lo = np.argmin(np.where(sets.alive, dots, np.inf), axis=1)
         local_gap = dots[rows, a] - dots[rows, lo]
