@@ -310,8 +310,8 @@ class SimplexGroups:
 _ACTIVE_SET_STEPS = {"auto": BlendedPairwiseStep, "pairwise": PairwiseStep, "away": AwayStep}
 
 
-def make_step(block, step, active, col_norms2):
-    """The step object for a block under the ``step`` option.
+def make_step(block, step, active, col_norms2, rank_k=False):
+    """The step object for a block under the ``step`` and ``rank_k`` options.
 
     "auto": BPCG on polytope blocks that keep an active set, per-group
     pairwise steps on products of simplices, FW elsewhere; "pairwise" and
@@ -319,7 +319,13 @@ def make_step(block, step, active, col_norms2):
     simplices); "fw": FW everywhere. Boxes take per-coordinate FW steps under "auto".
     ``col_norms2()`` gives ||M e_i||^2 for the block's entries (called only by
     the steps that need it: building it costs a pass over M).
+    ``rank_k=True``: blocks with a low-rank face (trace-norm balls) take
+    BlockFW rank-k steps (:class:`fwmodel.engine.rank_k.RankKStep`).
     """
+    if rank_k is True and block.face is not None:
+        from .rank_k import RankKStep  # rank_k imports this module
+
+        return RankKStep(block, block.face, col_norms2())
     if step in ("auto", "pairwise") and block.groups is not None:
         return GroupPairwiseStep(block, block.groups, col_norms2())
     if step == "auto" and block.intervals is not None:
