@@ -187,7 +187,9 @@ class RankKStep:
     computes the rank-k point V (:func:`rank_k_prox`) and proposes
     ``V - X`` when its model decrease beats the FW step's.
 
-    The first proposal is a FW step (no curvature known yet). ``face``: the
+    The first proposal is a FW step (no curvature known yet); an objective
+    that gives no curvature ``d' H d`` (``curvature`` absent or None) keeps FW
+    steps throughout, as does a block with ``L = 0``. ``face``: the
     block's :class:`~fwmodel.engine.inface.LowRankFace` (radius, psd, shape).
     """
 
