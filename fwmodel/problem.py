@@ -48,6 +48,7 @@ SOLVE_DEFAULTS = dict(
     inface="auto",
     projection="auto",
     sweep="gauss-seidel",
+    rank_k=False,
     threads=DEFAULT_THREADS,
 )
 
@@ -289,6 +290,8 @@ class Problem:
           projection costs at most five iterations, measured (a
           trace-norm ball's up to d of about 2000 on one core; see
           ``fwmodel.engine.projection_choice``).
+        - rank_k (True, False): BlockFW rank-k steps on trace-norm blocks
+          that take FW steps (``fwmodel.engine.rank_k``); off by default.
         - threads: BLAS threads during the solve (a positive integer, default
           1, or None to leave the BLAS as configured; see
           ``fwmodel.engine.threads``).

@@ -633,8 +633,8 @@ class SimplexGroups:
 _ACTIVE_SET_STEPS = {"auto": BlendedPairwiseStep, "pairwise": PairwiseStep, "away": AwayStep}
 
 
-def make_step(block, step, active, col_norms2, coupled=True):
-    """The step object for a block under the ``step`` option.
+def make_step(block, step, active, col_norms2, coupled=True, rank_k=False):
+    """The step object for a block under the ``step`` and ``rank_k`` options.
 
     "auto": BPCG on polytope blocks that keep an active set, per-group
     pairwise steps on products of simplices, BPCG per group on batches of
@@ -645,7 +645,13 @@ def make_step(block, step, active, col_norms2, coupled=True):
     the steps that need it: building it costs a pass over M). ``coupled``:
     whether the problem has consistency rows (BPCG's local phase needs a
     block whose model is the objective alone).
+    ``rank_k=True``: blocks with a low-rank face (trace-norm balls) take
+    BlockFW rank-k steps (:class:`fwmodel.engine.rank_k.RankKStep`).
     """
+    if rank_k is True and block.face is not None:
+        from .rank_k import RankKStep  # rank_k imports this module
+
+        return RankKStep(block, block.face, col_norms2())
     if step in ("auto", "pairwise") and block.groups is not None:
         return GroupPairwiseStep(block, block.groups, col_norms2())
     if step == "auto" and block.intervals is not None:
