@@ -6,7 +6,7 @@ objective (full precision), a hash of the returned variable values and the
 step counts; for verbose solves, a hash of the iteration rows (times left
 out). The model zoo is benchmarks/zoo.py's, solved with its defaults and with
 step="away"/"pairwise"/"fw", sweep="jacobi", projection=True,
-inface=True, line_search="backtracking", max_iter=7; the tutorials run at
+inface=True, line_search="backtracking", max_iter=7, rank_k=True; the tutorials run at
 their small size.
 
     PYTHONPATH=. python benchmarks/fingerprint.py > before.txt
@@ -36,7 +36,7 @@ import zoo  # noqa: E402
 
 OPTION_VARIANTS = (dict(step="away"), dict(step="pairwise"), dict(step="fw"), dict(sweep="jacobi"),
                    dict(projection=True), dict(projection=False, inface=True), dict(line_search="backtracking"),
-                   dict(max_iter=7), dict(step="away", verbose=True, print_every=1))
+                   dict(max_iter=7), dict(step="away", verbose=True, print_every=1), dict(rank_k=True))
 
 
 def fingerprint(prob):

@@ -48,6 +48,7 @@ SOLVE_DEFAULTS = dict(
     inface="auto",
     projection="auto",
     sweep="gauss-seidel",
+    rank_k=False,
     threads=DEFAULT_THREADS,
 )
 
@@ -289,6 +290,8 @@ class Problem:
           projection costs at most five iterations, measured (a
           trace-norm ball's up to d of about 2000 on one core; see
           ``fwmodel.engine.projection_choice``).
+        - rank_k (True, False): BlockFW rank-k steps on trace-norm blocks
+          that take FW steps (``fwmodel.engine.rank_k``); off by default.
         - threads: BLAS threads during the solve (a positive integer, default
           1, or None to leave the BLAS as configured; see
           ``fwmodel.engine.threads``).
@@ -425,9 +428,9 @@ class Problem:
 
         A set declares its structure (:mod:`fwmodel.sets.base`): a low-rank
         face (in-face steps), simplex groups (a pairwise step per group),
-        interval bounds (a FW step per coordinate), a projection (projected-
-        gradient steps), how many independent groups it is a product of. No
-        set's type is tested here.
+        interval bounds (a FW step per coordinate), a batch of polytopes
+        (BPCG per group), a projection (projected-gradient steps), how many
+        independent groups it is a product of. No set's type is tested here.
         """
         from .engine import Block
         from .engine.inface import LowRankFace
@@ -448,7 +451,7 @@ class Problem:
                 # (20 x 20 grid: 28 vs 0.9 ms per iteration, less accurate after 3000)
                 active_set_steps=s.group_count() <= 8,
                 groups=declared(s.simplex_groups(), SimplexGroups),
-                intervals=s.interval_bounds(),
+                intervals=s.interval_bounds(), batch_group_size=s.batch_group_size(),
                 project=s.project_flat if (s.has_cheap_projection or s.has_projection) else None,
                 cheap_projection=bool(s.has_cheap_projection),
                 projection_estimate=s.projection_time_estimate)

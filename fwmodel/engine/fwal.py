@@ -93,6 +93,7 @@ def minimize_fwal(
     inface="auto",
     projection="auto",
     sweep="gauss-seidel",
+    rank_k=False,
     **unknown,
 ):
     """Minimize f over the blocks subject to Mx = b with FW-AL.
@@ -140,6 +141,10 @@ def minimize_fwal(
         "auto": after a few FW iterations, the blocks whose projection costs
         at most a few iterations, measured (see
         :mod:`fwmodel.engine.projection_choice`).
+    rank_k : True: blocks with a low-rank face (trace-norm balls) that do not
+        take projection steps take BlockFW rank-k steps instead of FW steps
+        (:mod:`fwmodel.engine.rank_k`; no in-face steps on them); False (the
+        default): FW steps (measured in benchmarks/RESULTS.md, "Rank-k steps").
     threads : BLAS threads during the solve (a positive integer, default 1,
         or None to leave the BLAS as configured); see :mod:`fwmodel.engine.threads`.
 
@@ -152,7 +157,8 @@ def minimize_fwal(
     if unknown:
         raise ValueError(f"unknown option(s) {', '.join(map(repr, sorted(unknown)))} of minimize_fwal")
     check_options(max_iter, tol, feas_tol, time_limit, lam, eta, verbose, print_every, callback, seed,
-                  infeasibility_check_every, max_drop_steps, step, line_search, inface, projection, sweep)
+                  infeasibility_check_every, max_drop_steps, step, line_search, inface, projection, sweep,
+                  rank_k)
     start = time.perf_counter()
     n = sum(blk.size for blk in blocks)
     Mop = _Operator(M, n)
@@ -191,8 +197,12 @@ def minimize_fwal(
     schedule = make_dual_schedule(eta, it.lam, warm_state)
     # ---- one step object per block, and the corrective steps
     cols = BlockColumns(M, Mop, blocks)
-    steps = [ProjectedBlock(blk) if k in proj_blocks else make_step(blk, step, active.get(k), lambda k=k: cols.norms2(k))
+    steps = [ProjectedBlock(blk) if k in proj_blocks
+             else make_step(blk, step, active.get(k), lambda k=k: cols.norms2(k), coupled=m > 0, rank_k=rank_k)
              for k, blk in enumerate(blocks)]
+    for k, st in enumerate(steps):
+        if getattr(st, "replaces_inface", False):  # rank-k steps: no in-face steps on top
+            faces.pop(k, None)
     ctx = _StepContext(it.lam)
     # the active sets are the step objects' own (a warm-started set that no step uses is let go)
     active = {k: st.active for k, st in enumerate(steps) if getattr(st, "active", None) is not None}
@@ -203,7 +213,8 @@ def minimize_fwal(
     backtracking = Backtracking(warm_state.lipschitz if warm_state is not None else None)
     certificate = InfeasibilityCheck(blocks, Mop, b, infeasibility_check_every)
     progress = Progress(start, n, m, blocks, verbose, print_every, callback,
-                        [c.kind for c in correctives if c.blocks])
+                        [c.kind for c in correctives if c.blocks]
+                        + (["rank_k"] if any(getattr(st, "replaces_inface", False) for st in steps) else []))
     progress.printer.header(step=step, line_search=line_search, lam=it.lam, stopping=stopping)
     step_counts = progress.step_counts
     # Alg. 1 repeats drop steps before the dual step (pairwise and BPCG steps do not)
@@ -379,7 +390,7 @@ def _commit(proposals, moved, steps, infaces, step_counts):
     for k, p in enumerate(proposals):
         if p is None:
             continue
-        step_counts[p.kind] += 1
+        step_counts[p.kind] = step_counts.get(p.kind, 0) + 1
         gm = moved.get(k, 0.0)
         steps[k].commit(p, gm)
         if p.kind in ("away", "pairwise") and not p.prescaled and gm >= p.gamma_max * (1 - 1e-12):

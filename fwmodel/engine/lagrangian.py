@@ -55,6 +55,9 @@ class Block:
     groups: object = None
     #: optional (lower, upper) flat bounds: the block is a box (per-coordinate FW steps)
     intervals: object = None
+    #: optional int S: the block is a batch of polytopes over consecutive runs of S
+    #: entries whose joint LMO vertex splits into the groups' vertices (BPCG per group)
+    batch_group_size: int = None
 
     @property
     def slice(self):

@@ -10,6 +10,8 @@ import numbers
 
 import numpy as np
 
+from .rank_k import RANK_K_CHOICES
+
 STEP_KINDS = ("auto", "fw", "away", "pairwise")
 PROJECTION_CHOICES = ("auto", True, False)
 LINE_SEARCHES = ("auto", "exact", "backtracking")
@@ -39,7 +41,8 @@ def _is_count(value):
 
 
 def check_options(max_iter, tol, feas_tol, time_limit, lam, eta, verbose, print_every, callback, seed,
-                  infeasibility_check_every, max_drop_steps, step, line_search, inface, projection, sweep):
+                  infeasibility_check_every, max_drop_steps, step, line_search, inface, projection, sweep,
+                  rank_k=False):
     """Refuse a bad option with a ValueError that names it (before any work is done)."""
     check_choice("step", step, STEP_KINDS)
     check_choice("line_search", line_search, LINE_SEARCHES)
@@ -73,3 +76,4 @@ def check_options(max_iter, tol, feas_tol, time_limit, lam, eta, verbose, print_
     if eta is not None and (isinstance(eta, (bool, np.bool_))):
         raise ValueError(f"option eta={eta!r} is not a number, a callable, or one of 'adaptive', 'theorem2', 'theorem3'")
     check_choice("sweep", sweep, SWEEPS)
+    check_choice("rank_k", rank_k, RANK_K_CHOICES)

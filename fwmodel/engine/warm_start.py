@@ -78,6 +78,8 @@ def _wants_active_set(blk, step):
         return False
     if blk.intervals is not None and step == "auto":  # per-coordinate steps: no atoms
         return False
+    if blk.batch_group_size is not None and step == "auto":  # the step keeps one active set per group
+        return False
     return blk.is_polytope and (step != "auto" or blk.active_set_steps)
 
 

@@ -53,6 +53,9 @@ caller tests the set's type):
 - ``has_cheap_projection`` and ``project_flat(point)``: projected-gradient
   steps (option ``projection``); ``has_projection`` (any cost) with an
   optional ``projection_time_estimate()``: measured by ``projection="auto"``.
+- ``batch_group_size()``: S when the set is a batch of polytopes over
+  consecutive runs of S entries whose joint vertex splits into the groups'
+  vertices: BPCG per group (:class:`~fwmodel.sets.alignment.AlignmentPolytope`).
 - ``group_count()``: how many independent sets of one kind the set is a
   product of (the groups of a batched Simplex, a batch of alignments);
   above a few, step="auto" takes no active-set steps on the whole block.
@@ -124,6 +127,10 @@ class ConvexSet:
 
     def low_rank_face(self):
         """``(radius, psd, shape)`` when the set's faces are low-rank matrices (in-face steps), else None."""
+        return None
+
+    def batch_group_size(self):
+        """S when the set is a batch of polytopes over consecutive runs of S entries (BPCG per group), else None."""
         return None
 
     def group_count(self):
