@@ -13,6 +13,7 @@ Where things are (paper: Gidel, Pedregosa & Lacoste-Julien, AISTATS 2018):
   operator M, the augmented Lagrangian's fixed data and its moving iterate.
 - ``steps``: the block steps (FW, Alg. 2; away, Alg. 1; pairwise; BPCG with
   a lazy LMO; a pairwise step per simplex group; a FW step per coordinate).
+- ``rank_k``: BlockFW rank-k steps on trace-norm blocks (option ``rank_k``).
 - ``block_search``: each block's step size on L(., y) (Gauss-Seidel or Jacobi sweeps).
 - ``inface``: in-face corrective steps on low-rank blocks (Freund, Grigas &
   Mazumder 2017).

@@ -12,7 +12,8 @@ is cheap, its Euclidean projection). One iteration of :func:`minimize_fwal`:
 2. every block's step object proposes a feasible direction (its LMO, or a
    lazy reuse of an active atom), and the proposals' FW gaps sum to the FW
    gap of L(., y_t) (:mod:`fwmodel.engine.steps`: FW, Alg. 2; away steps,
-   Alg. 1; pairwise; BPCG; per-group and per-coordinate steps);
+   Alg. 1; pairwise; BPCG; per-group and per-coordinate steps; BlockFW
+   rank-k steps, :mod:`fwmodel.engine.rank_k`);
 3. stopping (:mod:`fwmodel.engine.stopping`), the infeasibility certificate
    (:mod:`fwmodel.engine.certificates`) and the bookkeeping
    (:mod:`fwmodel.engine.progress`);
