@@ -247,8 +247,10 @@ def minimize_fwal(
     M, b : the consistency constraint Mx = b (scipy.sparse, dense, or an
         object with matvec/rmatvec); None for no constraint.
     tol, feas_tol : stop ("optimal") at the first iterate with
-        FW gap of L(., y) <= tol * objective_scale and
-        ||Mx - b|| <= feas_tol * feasibility_scale, two scales measured on
+        FW gap of L(., y) <= tol * objective_scale,
+        |<y + lam r, r>| <= tol * min(objective_scale, max(|f|, objective_scale / 100))
+        (the objective error an infeasible point can hide) and
+        ||Mx - b|| <= feas_tol * feasibility_scale, scales measured on
         the problem itself (:mod:`fwmodel.engine.stopping`): the FW gap of f
         at the cold starting point (the objective's range from there) and
         the largest norm of b, the points and the vertices seen. Scaling the
@@ -473,6 +475,9 @@ def minimize_fwal(
             x_norm = float(norm(x))
             feas_rel = feas / max(1.0, x_norm, b_norm)  # the documented stats value, not the stopping scale
             stopping.observe_point(x_norm)
+            stopping.observe_value(f)
+            # <y + lam r, r>: how far infeasibility can move f from f* (stopping.py, test (2))
+            dual_residual = dot(dual_term, r) if m else 0.0
             gap_f = None  # the FW gap of f alone, needed only while the objective scale is unknown
             if stopping.needs_objective_scale:  # rare: f's FW gap was 0 at the reference point
                 gap_f = objective_gap(blocks, x, g)
@@ -482,13 +487,13 @@ def minimize_fwal(
             history.append(iteration=t, time=elapsed, objective=f, fw_gap=gap, feasibility=feas,
                            feasibility_rel=feas_rel, lam=lam_value, eta=eta_now, step=_last_kind(step_counts))
             printer.row(t, f, gap, feas, stopping, lam_value, eta_now, elapsed, step_counts)
-            merit = stopping.merit(gap, feas, gap_f)
+            merit = stopping.merit(gap, feas, gap_f, dual_residual)
             if keep_best and (best is None or merit < 0.5 * best[0]):
                 best = (merit, x.copy(), y.copy(), f, gap)
             if not np.isfinite(gap):
                 status, message = "diverged", "the Frank-Wolfe gap is not finite"
                 break
-            if gap_known and stopping.met(gap, feas, gap_f):
+            if gap_known and stopping.met(gap, feas, gap_f, dual_residual):
                 status, message = "optimal", "FW gap and feasibility below tolerance"
                 break
             if callback is not None:
@@ -601,8 +606,10 @@ def _finish(status, message, objective, blocks, Mop, b, b_norm, stopping, x, y, 
         gap_f = objective_gap(blocks, x, objective.value_and_grad(x)[1])
 
     # ---- return the best point found when the last one is not acceptable
-    final_merit = stopping.merit(gap, feas, gap_f) if np.isfinite(gap) and np.isfinite(f) and np.isfinite(feas) \
-        else np.inf
+    stopping.observe_value(f)
+    dual_residual = dot(y + lam_value * r, r) if r.size else 0.0  # test (2) of stopping.py
+    final_merit = stopping.merit(gap, feas, gap_f, dual_residual) \
+        if np.isfinite(gap) and np.isfinite(f) and np.isfinite(feas) else np.inf
     if status != "optimal" and best is not None and best[0] < final_merit:
         x, y, f, gap = best[1].copy(), best[2].copy(), best[3], best[4]
         r = Mop.matvec(x) - b
