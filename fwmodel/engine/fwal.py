@@ -412,6 +412,8 @@ def minimize_fwal(
     else:
         lam_value = float(lam)
     schedule = make_dual_schedule(eta, lam_value, warm_state)
+    if proj_blocks and len(proj_blocks) == len(blocks) and hasattr(schedule, "primal_steps_are_projections"):
+        schedule.primal_steps_are_projections()  # every block projects from the start (or as the last solve chose)
     # ---- one step object per block (None: the block moves by projections)
     cols = BlockColumns(M, Mop, blocks)
     steps = [None if k in proj_blocks else make_step(blk, step, active.get(k), lambda k=k: cols.norms2(k))
@@ -555,7 +557,9 @@ def minimize_fwal(
             drops_in_row = 0
             if m:
                 eta_t = schedule.step(t, feas=float(norm(r)), lam=lam_value, gap=gap,
-                                      gap_target=stopping.gap_target())
+                                      gap_target=stopping.gap_target(),
+                                      feas_target=stopping.feasibility_target(), dual_residual=dual_residual,
+                                      dual_target=stopping.tol * stopping.accuracy_scale)
                 y += eta_t * r
                 new_lam = schedule.penalty(lam_value)
                 if new_lam != lam_value:
