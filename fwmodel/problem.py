@@ -332,7 +332,7 @@ class Problem:
         compiled.refresh_parameters()
         for p in self._parameters():
             p.check_value_at_solve()  # a value is set and still has its declared sign
-        violated = compiled.violated_fixed_constraints()
+        violated = compiled.empty_sets() + compiled.violated_fixed_constraints()
         if violated:
             return self._end_infeasible_by_data(violated)
         warm = self._state if opts.pop("warm_start") and self._state is not None else None
