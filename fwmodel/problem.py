@@ -48,6 +48,7 @@ SOLVE_DEFAULTS = dict(
     inface="auto",
     projection="auto",
     sweep="gauss-seidel",
+    rank_k=False,
     threads=DEFAULT_THREADS,
 )
 
@@ -292,6 +293,8 @@ class Problem:
           projection costs at most five iterations, measured (a
           trace-norm ball's up to d of about 2000 on one core; see
           ``fwmodel.engine.projection_choice``).
+        - rank_k (True, False): BlockFW rank-k steps on trace-norm blocks
+          that take FW steps (``fwmodel.engine.rank_k``); off by default.
         - threads: BLAS threads during the solve (a positive integer, default
           1, or None to leave the BLAS as configured; see
           ``fwmodel.engine.threads``).
@@ -455,10 +458,15 @@ class Problem:
             declared = getattr(s, "interval_bounds", None)
             return declared() if declared is not None else None
 
+        def batch_group_size(s):
+            # a batch of polytopes (many alignments) declares its groups: BPCG per group
+            declared = getattr(s, "batch_group_size", None)
+            return declared() if declared is not None else None
+
         return [Block(offset=b.offset, size=b.size, lmo=b.set.lmo_atom, initial_atom=b.set.initial_atom,
                       is_polytope=bool(b.set.is_polytope), name=b.name, face=face(b.set),
                       active_set_steps=not batched(b.set), groups=groups(b.set),
-                      intervals=intervals(b.set),
+                      intervals=intervals(b.set), batch_group_size=batch_group_size(b.set),
                       project=b.set.project_flat if has_projection(b.set) else None,
                       cheap_projection=bool(getattr(b.set, "has_cheap_projection", False)),
                       projection_estimate=getattr(b.set, "projection_time_estimate", None))

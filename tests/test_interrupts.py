@@ -177,8 +177,9 @@ def test_interrupts_in_trace_norm_and_projection_steps(projection):
             except Interrupted:
                 pass
             else:
-                assert prob.status == "interrupted", prob.stats
-                caught += 1
+                # a solve may reach machine precision ("optimal") before a late trigger fires
+                assert prob.status in ("interrupted", "optimal"), prob.stats
+                caught += prob.status == "interrupted"
             assert prob.value == pytest.approx(float(np.sum((X.value - C) ** 2)), rel=1e-12)
             columns = prob.history.to_dict()
             assert len({len(col) for col in columns.values()}) == 1

@@ -53,8 +53,11 @@ class CopyMap:
             if not self._full[var.id]:
                 continue
             copies = self.copies[var.id]
-            if any((sl.start, sl.stop) == key for _, sl in copies):
-                return self.var_layout[var.id][0], var.size, len(copies)
+            # a plain loop, not any(generator): an interrupt raised while a generator
+            # is closed early is swallowed by Python ("Exception ignored"), and Ctrl-C must stop a solve
+            for _, sl in copies:
+                if (sl.start, sl.stop) == key:
+                    return self.var_layout[var.id][0], var.size, len(copies)
         return None
 
     def to_variables(self, x, out=None):

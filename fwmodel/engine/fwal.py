@@ -47,6 +47,7 @@ import scipy.sparse as sp
 from .active_set import ActiveSet
 from .block_search import BlockColumns, gauss_seidel_sweep, jacobi_step
 from .steps import LAZY_CHECK_EVERY, make_step
+from .rank_k import RANK_K_CHOICES
 from .line_search import Backtracking, bounded_scalar_step, exact_quadratic_step
 from .projection_choice import AutoProjection
 from .result import FWALResult, History, SolverState
@@ -104,6 +105,9 @@ class Block:
     groups: object = None
     #: optional (lower, upper) flat bounds: the block is a box (per-coordinate FW steps)
     intervals: object = None
+    #: optional int S: the block is a batch of polytopes over consecutive runs of S
+    #: entries whose joint LMO vertex splits into the groups' vertices (BPCG per group)
+    batch_group_size: int = None
 
     @property
     def slice(self):
@@ -235,6 +239,7 @@ def minimize_fwal(
     inface="auto",
     projection="auto",
     sweep="gauss-seidel",
+    rank_k=False,
     **unknown,
 ):
     """Minimize f over the blocks subject to Mx = b with FW-AL.
@@ -284,6 +289,10 @@ def minimize_fwal(
         "auto": after a few FW iterations, the blocks whose projection costs
         at most a few iterations, measured (see
         :mod:`fwmodel.engine.projection_choice`).
+    rank_k : True: blocks with a low-rank face (trace-norm balls) that do not
+        take projection steps take BlockFW rank-k steps instead of FW steps
+        (:mod:`fwmodel.engine.rank_k`; no in-face steps on them); False (the
+        default): FW steps (measured in benchmarks/RESULTS.md, "Rank-k steps").
     threads : BLAS threads during the solve (a positive integer, default 1,
         or None to leave the BLAS as configured); see :mod:`fwmodel.engine.threads`.
 
@@ -300,6 +309,7 @@ def minimize_fwal(
     if eta is not None and (isinstance(eta, (bool, np.bool_))):
         raise ValueError(f"option eta={eta!r} is not a number, a callable, or one of 'adaptive', 'theorem2', 'theorem3'")
     _check_option("sweep", sweep, ("gauss-seidel", "jacobi"))
+    _check_option("rank_k", rank_k, RANK_K_CHOICES)
 
     start = time.perf_counter()
     n = sum(blk.size for blk in blocks)
@@ -354,6 +364,8 @@ def minimize_fwal(
         if blk.groups is not None and pairwise:  # per-group pairwise steps: the atoms are implicit
             return False
         if blk.intervals is not None and step == "auto":  # per-coordinate steps: no atoms
+            return False
+        if blk.batch_group_size is not None and step == "auto":  # the step keeps one active set per group
             return False
         return blk.is_polytope and (step != "auto" or blk.active_set_steps)
 
@@ -416,8 +428,12 @@ def minimize_fwal(
         schedule.primal_steps_are_projections()  # every block projects from the start (or as the last solve chose)
     # ---- one step object per block (None: the block moves by projections)
     cols = BlockColumns(M, Mop, blocks)
-    steps = [None if k in proj_blocks else make_step(blk, step, active.get(k), lambda k=k: cols.norms2(k))
+    steps = [None if k in proj_blocks
+             else make_step(blk, step, active.get(k), lambda k=k: cols.norms2(k), coupled=m > 0, rank_k=rank_k)
              for k, blk in enumerate(blocks)]
+    for k, st in enumerate(steps):
+        if getattr(st, "replaces_inface", False):  # rank-k steps: no in-face steps on top
+            faces.pop(k, None)
     ctx = _StepContext(lam_value)
     # the active sets are the step objects' own (a warm-started set that no step uses is let go)
     active = {k: st.active for k, st in enumerate(steps) if getattr(st, "active", None) is not None}
@@ -433,6 +449,8 @@ def minimize_fwal(
         step_counts["projection"] = 0
     if faces:
         step_counts["inface"] = 0
+    if any(getattr(st, "replaces_inface", False) for st in steps):
+        step_counts["rank_k"] = 0
     status = "max_iter"
     drops_in_row = 0
     max_drops = max_drop_steps if max_drop_steps is not None else 10 * len(blocks) + 10
@@ -915,7 +933,7 @@ def _commit(proposals, moved, steps, faces, step_counts):
     for k, p in enumerate(proposals):
         if p is None:
             continue
-        step_counts[p.kind] += 1
+        step_counts[p.kind] = step_counts.get(p.kind, 0) + 1
         gm = moved.get(k, 0.0)
         steps[k].commit(p, gm)
         if p.kind in ("away", "pairwise") and not p.prescaled and gm >= p.gamma_max * (1 - 1e-12):

@@ -16,9 +16,9 @@ import sys
 import time
 
 #: the step kinds counted in the last column, in order (projection: projected-gradient block steps)
-STEP_COLUMNS = ("fw", "away", "pairwise", "drop", "projection", "inface")
+STEP_COLUMNS = ("fw", "away", "pairwise", "drop", "projection", "inface", "rank_k")
 _STEP_TITLES = {"fw": "fw", "away": "away", "pairwise": "pair", "drop": "drop", "projection": "proj",
-                "inface": "inface"}
+                "inface": "inface", "rank_k": "rank-k"}
 
 
 class VerbosePrinter:
