@@ -266,8 +266,11 @@ class Problem:
         - max_iter, time_limit (seconds).
         - tol, feas_tol (default 1e-4 each): the solve is "optimal" at the
           first iterate whose FW gap of the augmented Lagrangian is at most
-          ``tol * stats.objective_scale`` and whose ||Mx - b|| is at most
-          ``feas_tol * stats.feasibility_scale``. The objective scale is the
+          ``tol * stats.objective_scale``, whose ||Mx - b|| is at most
+          ``feas_tol * stats.feasibility_scale``, and where the objective
+          error that the remaining infeasibility can hide, measured with the
+          multipliers, is at most ``tol`` relative to |objective| (or to
+          1 % of the objective scale, where |objective| is smaller). The objective scale is the
           FW gap of the objective at the cold starting point (its range over
           the sets seen from there), the feasibility scale the largest norm
           of b, the points and the vertices seen; so ``tol`` is the same

@@ -62,6 +62,10 @@ def _call_count_trigger(calls):
     def hook(frame, event, arg):
         if "fwmodel" not in frame.f_code.co_filename:
             return
+        if frame.f_code.co_name == "<genexpr>":
+            # an exception raised while Python closes an abandoned generator (any(... for ...) that
+            # stopped early) is printed and ignored by Python itself: it never reaches the solver
+            return
         started[0] = started[0] or (frame.f_code.co_name == "append" and frame.f_code.co_filename.endswith("result.py"))
         if not started[0]:
             return

@@ -56,8 +56,10 @@ def finish(status, message, lagrangian, stopping, it, gap, t, active, faces, pro
         gap_f = objective_gap(blocks, x, objective.value_and_grad(x)[1])
 
     # ---- return the best point found when the last one is not acceptable
-    final_merit = stopping.merit(gap, feas, gap_f) if np.isfinite(gap) and np.isfinite(f) and np.isfinite(feas) \
-        else np.inf
+    stopping.observe_value(f)
+    dual_residual = dot(y + lam_value * r, r) if r.size else 0.0  # test (2) of stopping.py
+    final_merit = stopping.merit(gap, feas, gap_f, dual_residual) \
+        if np.isfinite(gap) and np.isfinite(f) and np.isfinite(feas) else np.inf
     best = progress.best
     if status != "optimal" and best is not None and best[0] < final_merit:
         x, y, f, gap = best[1].copy(), best[2].copy(), best[3], best[4]

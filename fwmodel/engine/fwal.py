@@ -65,7 +65,7 @@ from .schedules import make_dual_schedule, default_penalty
 from .steps import LAZY_CHECK_EVERY, make_step
 from .stopping import StoppingRule, objective_gap, reference_point
 from .threads import with_blas_threads
-from .vector_ops import norm
+from .vector_ops import dot, norm
 from .warm_start import initial_point
 
 
@@ -107,8 +107,10 @@ def minimize_fwal(
     M, b : the consistency constraint Mx = b (scipy.sparse, dense, or an
         object with matvec/rmatvec); None for no constraint.
     tol, feas_tol : stop ("optimal") at the first iterate with
-        FW gap of L(., y) <= tol * objective_scale and
-        ||Mx - b|| <= feas_tol * feasibility_scale, two scales measured on
+        FW gap of L(., y) <= tol * objective_scale,
+        |<y + lam r, r>| <= tol * min(objective_scale, max(|f|, objective_scale / 100))
+        (the objective error an infeasible point can hide) and
+        ||Mx - b|| <= feas_tol * feasibility_scale, scales measured on
         the problem itself (:mod:`fwmodel.engine.stopping`): the FW gap of f
         at the cold starting point (the objective's range from there) and
         the largest norm of b, the points and the vertices seen. Scaling the
@@ -196,6 +198,8 @@ def minimize_fwal(
             fallback=_fallback_penalty(stopping.objective_scale, stopping.feasibility_scale))
     it = Iterate(x, y, r, f, g, float(lam))
     schedule = make_dual_schedule(eta, it.lam, warm_state)
+    if proj_blocks and len(proj_blocks) == len(blocks) and hasattr(schedule, "primal_steps_are_projections"):
+        schedule.primal_steps_are_projections()  # every block projects from the start (or as the last solve chose)
     # ---- one step object per block, and the corrective steps
     cols = BlockColumns(M, Mop, blocks)
     steps = [ProjectedBlock(blk) if k in proj_blocks
@@ -244,14 +248,18 @@ def minimize_fwal(
             x_norm = float(norm(it.x))
             feas_rel = feas / max(1.0, x_norm, b_norm)  # the documented stats value, not the stopping scale
             stopping.observe_point(x_norm)
+            stopping.observe_value(it.f)
+            # <y + lam r, r>: how far infeasibility can move f from f* (stopping.py, test (2))
+            dual_residual = dot(dual_term, it.r) if m else 0.0
             gap_f = None  # the FW gap of f alone, needed only while the objective scale is unknown
             if stopping.needs_objective_scale:  # rare: f's FW gap was 0 at the reference point
                 gap_f = objective_gap(blocks, it.x, it.g)
                 stopping.observe_objective_gap(gap_f)
             elapsed, eta_now = progress.elapsed(), schedule.current
-            progress.record(t, elapsed, it, gap, feas, feas_rel, eta_now, stopping, stopping.merit(gap, feas, gap_f))
-            status, message = _stop_reason(t, gap, gap_known, feas, feas_rel, gap_f, elapsed, eta_now, it, stopping,
-                                           progress, certificate, max_iter, time_limit)
+            progress.record(t, elapsed, it, gap, feas, feas_rel, eta_now, stopping,
+                            stopping.merit(gap, feas, gap_f, dual_residual))
+            status, message = _stop_reason(t, gap, gap_known, feas, feas_rel, gap_f, dual_residual, elapsed, eta_now,
+                                           it, stopping, progress, certificate, max_iter, time_limit)
             if status is not None:
                 break
             # ---- step sizes per block (line search on L(., y) restricted to each block); x and r move
@@ -273,7 +281,9 @@ def minimize_fwal(
                 continue
             drops_in_row = 0
             if m:
-                eta_t = schedule.step(t, feas=float(norm(it.r)), lam=it.lam, gap=gap, gap_target=stopping.gap_target())
+                eta_t = schedule.step(t, feas=float(norm(it.r)), lam=it.lam, gap=gap,
+                                      gap_target=stopping.gap_target(), feas_target=stopping.feasibility_target(),
+                                      dual_residual=dual_residual, dual_target=stopping.tol * stopping.accuracy_scale)
                 it.y += eta_t * it.r
                 new_lam = schedule.penalty(it.lam)
                 if new_lam != it.lam:
@@ -304,18 +314,19 @@ def _is_finite(it):
     return bool(np.isfinite(it.f) and np.all(np.isfinite(it.g[:: max(1, n // 1000)])))
 
 
-def _stop_reason(t, gap, gap_known, feas, feas_rel, gap_f, elapsed, eta, it, stopping, progress, certificate,
-                 max_iter, time_limit):
+def _stop_reason(t, gap, gap_known, feas, feas_rel, gap_f, dual_residual, elapsed, eta, it, stopping, progress,
+                 certificate, max_iter, time_limit):
     """(status, message) when the solve ends at iteration t, else (None, "").
 
     "optimal" needs a measured FW gap (``gap_known``: no lazy step skipped
-    its LMO) below tolerance and feasibility below tolerance; the callback
+    its LMO) below tolerance, the multiplier test ``dual_residual`` =
+    <y + lam r, r> and feasibility below tolerance (:mod:`fwmodel.engine.stopping`); the callback
     may stop the solve; then the iteration and time limits; last the
     infeasibility certificate (:mod:`fwmodel.engine.certificates`).
     """
     if not np.isfinite(gap):
         return "diverged", "the Frank-Wolfe gap is not finite"
-    if gap_known and stopping.met(gap, feas, gap_f):
+    if gap_known and stopping.met(gap, feas, gap_f, dual_residual):
         return "optimal", "FW gap and feasibility below tolerance"
     if progress.callback_stops(t, elapsed, it, gap, feas, feas_rel, eta):
         return "interrupted", "the callback returned False"
