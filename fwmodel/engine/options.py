@@ -74,6 +74,7 @@ def check_options(max_iter, tol, feas_tol, time_limit, lam, eta, verbose, print_
     if max_drop_steps is not None and not (_is_count(max_drop_steps) and max_drop_steps >= 0):
         raise ValueError(f"option max_drop_steps must be a nonnegative integer, got {max_drop_steps!r}")
     if eta is not None and (isinstance(eta, (bool, np.bool_))):
-        raise ValueError(f"option eta={eta!r} is not a number, a callable, or one of 'adaptive', 'theorem2', 'theorem3'")
+        raise ValueError(f"option eta={eta!r} is not a number, a callable, or one of "
+                         "'adaptive', 'theorem2', 'theorem3'")
     check_choice("sweep", sweep, SWEEPS)
     check_choice("rank_k", rank_k, RANK_K_CHOICES)
