@@ -28,6 +28,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from .._kernels import csr_times
+
 
 def _as_index(positions):
     """A slice when the positions are a contiguous increasing run."""
@@ -87,10 +89,10 @@ class SparseRows:
         self.label = label
 
     def matvec(self, x, out):
-        out[:] = self.A @ x
+        out[:] = csr_times(self.A, x)  # A @ x without scipy's wrapper
 
     def rmatvec(self, r, out):
-        out += self.AT @ r
+        out += csr_times(self.AT, r)
 
     def csr(self, n):
         return self.A

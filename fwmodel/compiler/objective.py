@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from .._kernels import einsum_plain
+
 
 class CopyMap:
     """v = W x and x-gradients = W' v-gradients, without forming W.
@@ -155,7 +157,7 @@ class BlockObjective:
     def value(self, x):
         if self._linear is not None:
             # einsum, not np.dot: a threaded BLAS dot can stall for milliseconds on a busy machine
-            return self._linear[0] + float(np.einsum("i,i->", self._linear[1], x, optimize=False))
+            return self._linear[0] + float(einsum_plain("i,i->", self._linear[1], x))
         v = self.copy_map.to_variables(x, out=self._v)
         return self.sign * self.smooth.value(v)
 
@@ -200,6 +202,20 @@ class BlockObjective:
         np.multiply(d_block, 1.0 / k, out=dv[off:off + size])
         c = self.smooth.curvature(v, dv)
         return None if c is None else self.sign * c
+
+    def reads_block(self, block_slice):
+        """Whether f reads any entry of the block: False for an expression block (z = D x in ``L1Ball(D @ x)``).
+
+        A block that f does not read moves without changing f or its
+        gradient; the engine's Gauss-Seidel sweep then reuses them instead of
+        evaluating f again (:func:`fwmodel.engine.block_search.gauss_seidel_sweep`).
+        """
+        key = (block_slice.start, block_slice.stop)
+        cache = self.__dict__.setdefault("_reads_block", {})
+        if key not in cache:
+            cache[key] = any(sl.start < key[1] and key[0] < sl.stop
+                             for copies in self.copy_map.copies.values() for _, sl in copies)
+        return cache[key]
 
     def objective_at(self, x):
         """The model's objective (without the Maximize sign flip) at x."""

@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from .._kernels import csr_times
 from .line_search import bounded_scalar_step, exact_quadratic_step
 from .vector_ops import dot
 
@@ -86,7 +87,7 @@ class BlockColumns:
         if not self._built:
             self._build()
         if self.cols is not None:
-            return self.cols[k] @ d_k
+            return csr_times(self.cols[k], d_k)  # cols[k] @ d_k without scipy's wrapper
         full = np.zeros(self.n)
         full[self.blocks[k].slice] = d_k
         return self.Mop.matvec(full)
@@ -186,7 +187,7 @@ def jacobi_step(proposals, steps, blocks, objective, x, r, grad, dual_term, f, l
 
 
 def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, f, lam, cols, curvature_fn, quadratic,
-                       line_search, backtracking, ctx, dual_term=None):
+                       line_search, backtracking, ctx, dual_term=None, start=None):
     """Move the blocks one after another, each by its own line search at the point the previous ones left.
 
     Every block after the first that moved gets a fresh gradient of L(., y)
@@ -204,6 +205,15 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
     penalty terms come from the direction itself: <w, M_k d> = sign <w[rows], d>,
     ||M_k d||^2 = ||d||^2, and only the block's slice of the fresh gradient is
     formed (no full-size M' w).
+
+    ``start`` (the driver's :class:`~fwmodel.engine.lagrangian.Iterate`, optional):
+    f and its gradient at the sweep's starting point, ``start.f`` and
+    ``start.g``. While every block moved so far is one that f does not read
+    (``objective.reads_block``: an expression block such as z = D x) they
+    are still f and its gradient, and a later block reuses them instead of
+    evaluating f again (the same numbers). ``start.g`` is set to None as soon
+    as f's gradient changes (or at once when the objective cannot tell which
+    blocks it reads), so that it never coexists with a fresh gradient.
     """
     m = r.size
     moved, taken = {}, {}
@@ -212,13 +222,19 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
         dual_term += y
     full = None  # one zero-filled buffer for the curvature passes of all blocks
     block_curvature = getattr(objective, "has_block_curvature", lambda sl: False)
+    reads_block = getattr(objective, "reads_block", None)
+    if start is not None and reads_block is None:
+        start.g = None
     for k, p in enumerate(proposals):
         if p is None:
             continue
         sl = blocks[k].slice
         signed = cols.signed[k] if m else None
         if moved:  # an earlier block moved: fresh gradient (of this block's slice) and proposal
-            f, g = objective.value_and_grad(x)
+            if start is not None and start.g is not None:  # f has not changed (only blocks it does not read moved)
+                f, g = start.f, start.g
+            else:
+                f, g = objective.value_and_grad(x)
             if not m:
                 grad_k = g[sl]
             elif signed is not None:
@@ -302,4 +318,6 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
                 np.multiply(r[lo:hi], lam, out=dual_term[lo:hi])
                 dual_term[lo:hi] += y[lo:hi]
         moved[k] = gamma
+        if start is not None and start.g is not None and reads_block(sl):
+            start.g = None  # f's gradient has changed: release it before a fresh one is formed
     return moved, taken

@@ -263,9 +263,9 @@ def minimize_fwal(
             if status is not None:
                 break
             # ---- step sizes per block (line search on L(., y) restricted to each block); x and r move
-            it.g = None  # the sweep's fresh gradients need not coexist with this one
             moved, proposals = _move_blocks(sweep, proposals, steps, lagrangian, it, grad, dual_term, cols,
                                             line_search, backtracking, ctx)
+            it.g = None  # the next gradient need not coexist with this one
             drop = _commit(proposals, moved, steps, infaces, step_counts)
             # release this step's full-size temporaries before the next gradient
             # (at d = 4000 each product-space vector is 256 MB)
@@ -357,16 +357,19 @@ def _move_blocks(sweep, proposals, steps, lagrangian, it, grad, dual_term, cols,
     """Every block's step size and move (:mod:`fwmodel.engine.block_search`); returns ({k: gamma}, the proposals taken).
 
     x and r move in place. A Gauss-Seidel sweep may replace a block's
-    proposal by a fresh one (cheap per-group and per-coordinate steps).
+    proposal by a fresh one (cheap per-group and per-coordinate steps), and
+    reuses ``it.g`` while only blocks that f does not read have moved; it.g
+    may be None on return.
     """
     objective, blocks = lagrangian.objective, lagrangian.blocks
     if sweep == "jacobi":
+        it.g = None  # the line search's evaluations need not coexist with this gradient
         moved = jacobi_step(proposals, steps, blocks, objective, it.x, it.r, grad, dual_term, it.f, it.lam, cols,
                             lagrangian.curvature, lagrangian.quadratic, line_search, backtracking)
         return moved, proposals
     moved, taken = gauss_seidel_sweep(proposals, steps, blocks, objective, lagrangian.Mop, it.x, it.r, it.y, grad,
                                       it.f, it.lam, cols, lagrangian.curvature, lagrangian.quadratic, line_search,
-                                      backtracking, ctx, dual_term=dual_term)
+                                      backtracking, ctx, dual_term=dual_term, start=it)
     return moved, [taken.get(k, p) for k, p in enumerate(proposals)]
 
 

@@ -41,8 +41,8 @@ class Progress:
 
     def record(self, t, elapsed, it, gap, feas, feas_rel, eta, stopping, merit):
         """One iteration's history row, verbose row and best-point snapshot."""
-        self.history.append(iteration=t, time=elapsed, objective=it.f, fw_gap=gap, feasibility=feas,
-                            feasibility_rel=feas_rel, lam=it.lam, eta=eta, step=sum(self.step_counts.values()))
+        # the columns of HISTORY_KEYS, in order (a tuple: no keyword dict per iteration)
+        self.history.append((t, elapsed, it.f, gap, feas, feas_rel, it.lam, eta, sum(self.step_counts.values())))
         self.printer.row(t, it.f, gap, feas, stopping, it.lam, eta, elapsed, self.step_counts)
         if self.keep_best and (self.best is None or merit < 0.5 * self.best[0]):
             self.best = (merit, it.x.copy(), it.y.copy(), it.f, gap)

@@ -24,8 +24,10 @@ class History:
         self.every = max(1, int(every))
         self._rows = []
 
-    def append(self, **row):
-        self._rows.append(tuple(row[key] for key in HISTORY_KEYS))
+    def append(self, row=None, **columns):
+        """Add one row: a tuple in the order of ``HISTORY_KEYS`` (the driver's per-iteration call:
+        no keyword dict), or the columns by name."""
+        self._rows.append(tuple(row) if row is not None else tuple(columns[key] for key in HISTORY_KEYS))
 
     def map_column(self, key, fn):
         """Replace column ``key`` by ``fn`` of each of its values (all rows swapped at once)."""

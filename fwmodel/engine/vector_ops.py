@@ -14,13 +14,14 @@ import math
 import numpy as np
 
 from .._fastest import FasterOf
+from .._kernels import einsum_plain
 
 #: below this length the einsum reduction is always used (timing would cost more than it saves)
 _TUNE_MIN_SIZE = 1 << 14
 
 
 def _einsum_dot(a, b):
-    return float(np.einsum("i,i->", a, b, optimize=False))
+    return float(einsum_plain("i,i->", a, b))
 
 
 def _blas_dot(a, b):

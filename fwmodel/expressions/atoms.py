@@ -27,6 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
 
+from .._kernels import einsum_plain
 from ..errors import ModelError
 from .affine import normalize_axes, reduced_shape
 from .core import (
@@ -52,7 +53,7 @@ def _flat_dot(a, b):
     if a.flags.c_contiguous and b.flags.c_contiguous:
         # einsum, not np.dot: a threaded BLAS dot on a busy small machine can
         # cost milliseconds for a memory-bound reduction (see engine/vector_ops)
-        return float(np.einsum("i,i->", a.ravel(), b.ravel(), optimize=False))
+        return float(einsum_plain("i,i->", a.ravel(), b.ravel()))
     if a.shape == b.shape and 0 < a.ndim <= 26:
         letters = "abcdefghijklmnopqrstuvwxyz"[: a.ndim]
         return float(np.einsum(f"{letters},{letters}->", a, b))  # strided views, no copy

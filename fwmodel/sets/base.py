@@ -71,6 +71,8 @@ from __future__ import annotations
 
 import functools
 
+import math
+
 import numpy as np
 
 from ..errors import ModelError
@@ -266,7 +268,7 @@ class ConvexSet:
 
     @property
     def size(self):
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)  # not np.prod: read on every LMO call, and a Python int is exact
 
     # -------------------------------------------------------------- the oracle
     def lmo(self, direction):
