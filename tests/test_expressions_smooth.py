@@ -326,3 +326,27 @@ def test_random_compositions(ops, atom, seed):
     h = 1e-4
     second = (f.value(v + h * dv) - 2 * value + f.value(v - h * dv)) / h**2
     assert f.curvature(v, dv) == pytest.approx(second, rel=1e-4, abs=1e-4)
+
+
+def test_quadratic_curvature_without_the_forward_pass_matches_closed_form():
+    """A quadratic of sum_squares / square / quad_form atoms gets its curvature from the tangents alone
+    (no forward pass over the variables): it equals the closed form d' H d, parameters included,
+    and does not depend on the point."""
+    rng = np.random.default_rng(5)
+    A = rng.standard_normal((7, 4))
+    B = rng.standard_normal((4, 4))
+    P = B @ B.T
+    x = fm.Variable(4, name="x")
+    p = fm.Parameter(7, name="p", value=rng.standard_normal(7))
+    expr = fm.sum_squares(A @ x - p) + 3.0 * fm.quad_form(x, P) + fm.sum(fm.square(2.0 * x - 1.0))
+    f = SmoothFunction(expr, {x.id: (0, (4,))})
+    assert f._curvature_from_tangents
+    dv = rng.standard_normal(4)
+    expected = 2 * np.sum((A @ dv) ** 2) + 6.0 * dv @ P @ dv + 2 * np.sum((2.0 * dv) ** 2)
+    for v in (np.zeros(4), rng.standard_normal(4)):
+        assert f.curvature(v, dv) == pytest.approx(expected, rel=1e-12)
+    p.value = rng.standard_normal(7)  # a parameter outside the atoms' tangents: same curvature
+    assert f.curvature(rng.standard_normal(4), dv) == pytest.approx(expected, rel=1e-12)
+    # a non-quadratic objective still evaluates the point
+    g = SmoothFunction(fm.sum(fm.logistic(A @ x)), {x.id: (0, (4,))})
+    assert not g._curvature_from_tangents
