@@ -207,7 +207,8 @@ class BlockObjective:
         self.is_quadratic = bool(smooth.is_quadratic)
         self._v = np.zeros(copy_map.n_v)  # finite from the start: curvature() may read it first
         self._dv = None  # the tangent of a block direction, made when first needed (see curvature_block)
-        self._gv = np.empty(copy_map.n_v)  # reused gradient buffer: no fresh memory per call
+        self._gv = None  # reused gradient buffer (see _gradient_buffer): no fresh memory per call
+        self._lends = None  # whether the expression lends its gradient array (known after the first call)
         self._linear = None  # (f(0), constant gradient in x) for affine objectives
         if smooth.expr.is_affine() and not smooth.expr.parameters():
             f0, gv = smooth.value_and_grad(np.zeros(copy_map.n_v))
@@ -228,7 +229,7 @@ class BlockObjective:
         v = self.copy_map.to_variables(x, out=self._v)
         # where value_and_grad_shared applies, its gradient lives in self._gv and
         # may still be in use: this call must not overwrite it
-        f, gv = self.smooth.value_and_grad(v, out=None if self.copy_map.all_whole_copies else self._gv)
+        f, gv = self.smooth.value_and_grad(v, out=None if self.copy_map.all_whole_copies else self._gradient_buffer())
         if self.sign != 1.0:
             gv = gv * self.sign
         return self.sign * f, self.copy_map.to_blocks(gv)
@@ -237,24 +238,46 @@ class BlockObjective:
         """``value_and_grad`` for the engine's loop: the gradient may be a :class:`SharedGradient`.
 
         When every entry of x lies in a whole copy of a variable, the
-        gradient is returned as ``gv / k`` held once (in the objective's
-        buffer, overwritten by the next call) instead of an n-vector with a
-        copy per block; ``g[block.slice]`` is then a view. The numbers are
-        those of :meth:`value_and_grad` (the same multiplication by 1/k).
+        gradient is returned as ``gv / k`` held once instead of an n-vector
+        with a copy per block; ``g[block.slice]`` is then a view. It is valid
+        until the next call of this method. With one variable, ``sign / k``
+        is the seed of the reverse pass, and where the gradient is one of the
+        expression's own arrays (``sum_squares(X - C)``: 2 (X - C)) that
+        array is lent instead of copied (``SmoothFunction.value_and_grad``,
+        ``lend``): for k = 2 copies the numbers are exactly those of
+        :meth:`value_and_grad`, 2 (X - C) / 2; otherwise they may differ in
+        the last bit (one multiplication by 2 sign / k instead of two).
         """
         if self._linear is not None or not self.copy_map.all_whole_copies:
             return self.value_and_grad(x)
         v = self.copy_map.to_variables(x, out=self._v)
-        f, gv = self.smooth.value_and_grad(v, out=self._gv)
+        variables = self.copy_map.variables
+        if len(variables) == 1:
+            k = len(self.copy_map.copies[variables[0].id])
+            # the gradient buffer is made only if lending failed once (then it is used from now on)
+            lend = self._lends is not False
+            f, gv = self.smooth.value_and_grad(v, out=None if lend else self._gradient_buffer(),
+                                               scale=self.sign / k, lend=lend)
+            if lend and self._lends is None:
+                self._lends = bool(self.smooth.lent_last)
+            return self.sign * f, SharedGradient(self.copy_map, gv)
+        gv = self._gradient_buffer()
+        f, gv = self.smooth.value_and_grad(v, out=gv)
         if self.sign != 1.0:
             np.multiply(gv, self.sign, out=gv)
-        for var in self.copy_map.variables:  # W' gv: each copy's share, gv / k (as in CopyMap.to_blocks)
+        for var in variables:  # W' gv: each copy's share, gv / k (as in CopyMap.to_blocks)
             off, _ = self.copy_map.var_layout[var.id]
             k = len(self.copy_map.copies[var.id])
             if k != 1:
                 seg = gv[off:off + var.size]
                 np.multiply(seg, 1.0 / k, out=seg)
         return self.sign * f, SharedGradient(self.copy_map, gv)
+
+    def _gradient_buffer(self):
+        """The reused v-size gradient array (made on first use: a lent gradient needs none)."""
+        if self._gv is None:
+            self._gv = np.empty(self.copy_map.n_v)
+        return self._gv
 
     def curvature(self, x, d):
         if self._linear is not None:
