@@ -558,18 +558,28 @@ def test_a_solve_without_a_seed_is_reproducible():
     assert runs[1] == runs[0] and runs[2] == runs[0]
 
 
-def test_copy_structured_steps_match_the_matrix_path():
-    """Two tied copies: the steps computed from M's structure (signed identity columns, fused g + M' r)
-    give the same iterates as the generic sparse-matrix path."""
+@pytest.mark.parametrize("two_variables", [False, True])
+def test_copy_structured_steps_match_the_matrix_path(two_variables):
+    """Two tied copies: the steps computed from M's structure (signed identity columns, fused g + M' r,
+    the gradient of L per block, the objective's gradient kept once and lent by the expression) give the
+    same iterates as the generic sparse-matrix path with full-size gradients. With two variables the
+    shared gradient is scaled per variable (no lent array)."""
     from fwmodel.compiler.consistency import ConsistencyOperator
+    from fwmodel.compiler.objective import BlockObjective
 
     rng = np.random.default_rng(7)
     C = rng.standard_normal((12, 12))
+    D = rng.standard_normal(5)
 
     def solve():
         X = fm.Variable((12, 12), name="X")
-        prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)),
-                          [fm.L1Ball(X, 0.5 * np.abs(C).sum()), fm.TraceNormBall(X, 0.5 * np.linalg.norm(C, "nuc"))])
+        objective = fm.sum_squares(X - C)
+        sets = [fm.L1Ball(X, 0.5 * np.abs(C).sum()), fm.TraceNormBall(X, 0.5 * np.linalg.norm(C, "nuc"))]
+        if two_variables:
+            z = fm.Variable(5, name="z")
+            objective = objective + fm.sum_squares(z - D)
+            sets += [fm.L1Ball(z, 1.0), fm.Box(z, -0.4, 0.4)]
+        prob = fm.Problem(fm.Minimize(objective), sets)
         prob.solve(max_iter=60, tol=1e-12, feas_tol=1e-12, projection=False, inface=False)
         return prob, X.value
 
@@ -579,6 +589,7 @@ def test_copy_structured_steps_match_the_matrix_path():
         mp.setattr(ConsistencyOperator, "signed_rows", lambda self, start, stop: None)
         mp.setattr(ConsistencyOperator, "add_rmatvec",
                    lambda self, r, g, out=None: np.add(g, self.rmatvec(r), out=out))
+        mp.setattr(BlockObjective, "value_and_grad_shared", lambda self, x: self.value_and_grad(x))
         generic, x_generic = solve()
     finally:
         mp.undo()
