@@ -506,13 +506,15 @@ def checkpoint_time(traj, key, reached):
 
 
 def summarize(trajectories, f_star, f0, targets=(1e-2, 1e-3), infeas_tol=1e-3, support_times=(),
-              error_target=None, f1_target=None):
+              error_target=None, f1_target=None, floor_target=None):
     """One dict per method: times to targets, final metrics, support, error and F1 at given times.
 
     ``f_star`` may be None (no reference): the suboptimality entries are NaN.
     ``error_target`` / ``f1_target``: also the first (checkpoint) time with
     estimate error at most / support F1 at least that value, as
-    ``t(error)`` and ``t(f1)``.
+    ``t(error)`` and ``t(f1)``. ``floor_target``: the first (checkpoint) time
+    with estimate error at most that value, as ``t(floor)`` (the issue's race:
+    1.1 x the statistical floor, the lowest error GFB reaches in its budget).
     """
     rows = []
     for traj in trajectories:
@@ -534,6 +536,8 @@ def summarize(trajectories, f_star, f0, targets=(1e-2, 1e-3), infeas_tol=1e-3, s
             row["best_error"] = (best["error"], best["time"])
         if error_target is not None:
             row["t(error)"] = checkpoint_time(traj, "error", lambda e: e <= error_target)
+        if floor_target is not None:
+            row["t(floor)"] = checkpoint_time(traj, "error", lambda e: e <= floor_target)
         if f1_target is not None:
             row["t(f1)"] = checkpoint_time(traj, "f1", lambda v: v >= f1_target)
         for when in support_times:

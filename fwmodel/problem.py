@@ -48,6 +48,7 @@ SOLVE_DEFAULTS = dict(
     inface="auto",
     projection="auto",
     sweep="gauss-seidel",
+    rank_k=False,
     threads=DEFAULT_THREADS,
 )
 
@@ -265,8 +266,11 @@ class Problem:
         - max_iter, time_limit (seconds).
         - tol, feas_tol (default 1e-4 each): the solve is "optimal" at the
           first iterate whose FW gap of the augmented Lagrangian is at most
-          ``tol * stats.objective_scale`` and whose ||Mx - b|| is at most
-          ``feas_tol * stats.feasibility_scale``. The objective scale is the
+          ``tol * stats.objective_scale``, whose ||Mx - b|| is at most
+          ``feas_tol * stats.feasibility_scale``, and where the objective
+          error that the remaining infeasibility can hide, measured with the
+          multipliers, is at most ``tol`` relative to |objective| (or to
+          1 % of the objective scale, where |objective| is smaller). The objective scale is the
           FW gap of the objective at the cold starting point (its range over
           the sets seen from there), the feasibility scale the largest norm
           of b, the points and the vertices seen; so ``tol`` is the same
@@ -289,6 +293,8 @@ class Problem:
           projection costs at most five iterations, measured (a
           trace-norm ball's up to d of about 2000 on one core; see
           ``fwmodel.engine.projection_choice``).
+        - rank_k (True, False): BlockFW rank-k steps on trace-norm blocks
+          that take FW steps (``fwmodel.engine.rank_k``); off by default.
         - threads: BLAS threads during the solve (a positive integer, default
           1, or None to leave the BLAS as configured; see
           ``fwmodel.engine.threads``).
@@ -329,7 +335,7 @@ class Problem:
         compiled.refresh_parameters()
         for p in self._parameters():
             p.check_value_at_solve()  # a value is set and still has its declared sign
-        violated = compiled.violated_fixed_constraints()
+        violated = compiled.empty_sets() + compiled.violated_fixed_constraints()
         if violated:
             return self._end_infeasible_by_data(violated)
         warm = self._state if opts.pop("warm_start") and self._state is not None else None
@@ -452,10 +458,15 @@ class Problem:
             declared = getattr(s, "interval_bounds", None)
             return declared() if declared is not None else None
 
+        def batch_group_size(s):
+            # a batch of polytopes (many alignments) declares its groups: BPCG per group
+            declared = getattr(s, "batch_group_size", None)
+            return declared() if declared is not None else None
+
         return [Block(offset=b.offset, size=b.size, lmo=b.set.lmo_atom, initial_atom=b.set.initial_atom,
                       is_polytope=bool(b.set.is_polytope), name=b.name, face=face(b.set),
                       active_set_steps=not batched(b.set), groups=groups(b.set),
-                      intervals=intervals(b.set),
+                      intervals=intervals(b.set), batch_group_size=batch_group_size(b.set),
                       project=b.set.project_flat if has_projection(b.set) else None,
                       cheap_projection=bool(getattr(b.set, "has_cheap_projection", False)),
                       projection_estimate=getattr(b.set, "projection_time_estimate", None))

@@ -49,6 +49,8 @@ step = st.one_of(
     st.tuples(st.just("away"), st.integers(0, 50), st.floats(0.0, 1.0)),
     st.tuples(st.just("pairwise"), atom_spec, st.integers(0, 50), st.floats(0.0, 1.0)),
     st.tuples(st.just("local"), st.integers(0, 50), st.integers(0, 50), st.floats(0.0, 1.0)),
+    st.tuples(st.just("weights"), st.lists(st.floats(0.0, 1.0), min_size=1, max_size=8)),
+    st.tuples(st.just("gram")),
 )
 
 
@@ -79,6 +81,17 @@ def _apply(aset, x, move):
         atom.add_to(x, gamma)
         aset.atom(pos).add_to(x, -gamma)
         aset.pairwise_update(atom, pos, gamma)
+    elif kind == "weights":  # new weights for the active atoms (zeros drop their atoms)
+        raw = np.resize(np.asarray(move[1]), k)
+        if raw.sum() <= 1e-3:
+            return
+        w = raw / raw.sum()
+        x[:] = 0.0
+        for atom, wi in zip(aset.atoms, w):
+            atom.add_to(x, wi)
+        aset.set_weights(w)
+    elif kind == "gram":
+        aset.track_gram(SIZE)
     else:
         src, dst = move[1] % k, move[2] % k
         if src == dst:
@@ -104,6 +117,9 @@ def _check_invariants(aset, x):
     assert np.isclose(value, max(a.dot(g) for a in aset.atoms))
     a, a_val, s, s_val = aset.extreme_vertices(g)
     assert np.isclose(a_val, aset.atoms[a].dot(g)) and np.isclose(s_val, min(a.dot(g) for a in aset.atoms))
+    if aset.gram is not None:  # the tracked Gram matrix is A A' of the atoms, in position order
+        A = np.array([a.to_dense() for a in aset.atoms]).reshape(len(aset), SIZE)
+        assert np.allclose(aset.gram, A @ A.T, atol=1e-12)
 
 
 @settings(max_examples=300, deadline=None)

@@ -307,6 +307,10 @@ def test_demo_command(tmp_path):
     assert "Verdict: " in res.stdout and "certified" in res.stdout
     verdict = [line for line in res.stdout.splitlines() if line.startswith("Verdict: ")]
     assert len(verdict) == 1 and "first" in verdict[0]
+    # the Fig. 2 race: GFB reaches 1.1x its own lowest error (the floor) by definition
+    assert "statistical floor:" in res.stdout and "1.1x the statistical floor" in verdict[0]
+    gfb_row = next(line for line in res.stdout.splitlines() if line.startswith("| GFB |"))
+    assert gfb_row.split("|")[4].strip() not in ("", "-", "nan")
 
 
 def test_demo_without_reference_writes_plot_to_figures_dir(tmp_path):

@@ -309,6 +309,49 @@ def test_parameter_bounds_in_inequalities_and_variables():
         np.testing.assert_allclose(x.value, np.clip(c, lo_v, hi_v), atol=CON_TOL)
 
 
+@pytest.mark.parametrize("build", [
+    lambda m, x, p: [x >= p, x <= 2],  # bounds that cross
+    lambda m, x, p: [x >= p, m.norm1(x) <= 1] if m is fm else [x >= p, cp.norm1(x) <= 1],  # a bound past a set
+])
+def test_contradictory_bounds_are_infeasible_as_in_cvxpy(build):
+    """Crossing bounds (constants or Parameters) end "infeasible", as in CVXPY, never with an error."""
+    c = np.array([0.5, -1.0, 2.0])
+    for p_value in (3.0, -0.5, 3.0):  # infeasible, feasible again, infeasible with a Parameter
+        x, xc = fm.Variable(3, name="x"), cp.Variable(3)
+        p = fm.Parameter(name="p", value=p_value)
+        prob = fm.Problem(fm.Minimize(fm.sum_squares(x - c)), build(fm, x, p))
+        ref = cp.Problem(cp.Minimize(cp.sum_squares(xc - c)), build(cp, xc, p_value))
+        ref.solve(solver=cp.CLARABEL)
+        prob.solve(**TIGHT)
+        if ref.status == cp.INFEASIBLE:
+            assert prob.status == fm.INFEASIBLE and prob.value == np.inf
+            assert "the bounds on x" in prob.stats.message and "lower 3 > upper" in prob.stats.message
+            assert x.value is None
+        else:
+            assert prob.status == fm.OPTIMAL
+            assert_close(prob.value, ref.value)
+        constant = fm.Problem(fm.Minimize(fm.sum_squares(x - c)), build(fm, x, p_value))
+        constant.solve(**TIGHT)
+        assert constant.status == prob.status
+
+
+def test_a_parameter_that_empties_a_box_gives_infeasible_then_recovers():
+    c = np.array([0.5, -1.0, 2.0])
+    lo = fm.Parameter(name="lo", value=0.0)
+    x = fm.Variable(3, name="x")
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - c)), [fm.Box(x, lo, 1.0)])
+    for lo_value in (0.0, 1.5, 0.2):
+        lo.value = lo_value
+        prob.solve(warm_start=True, **TIGHT)
+        if lo_value > 1.0:
+            assert prob.status == fm.INFEASIBLE and "lower must be <= upper" in prob.stats.message
+        else:
+            assert prob.status == fm.OPTIMAL
+            np.testing.assert_allclose(x.value, np.clip(c, lo_value, 1.0), atol=CON_TOL)
+    with pytest.raises(fm.ModelError, match="lower must be <= upper"):  # constants: a malformed set
+        fm.Box(x, 1.5, 1.0)
+
+
 def test_sets_are_immutable():
     x = fm.Variable(3, name="x")
     ball = fm.L2Ball(x, 1.0)

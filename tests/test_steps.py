@@ -3,11 +3,15 @@ import cvxpy as cp
 import networkx as nx
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.optimize import linprog
 
 import fwmodel as fm
 from fwmodel.engine import Block, minimize_fwal
-from fwmodel.engine.steps import GroupPairwiseStep, IntervalStep, SimplexGroups
+from fwmodel.engine import ActiveSet
+from fwmodel.engine import steps as steps_module
+from fwmodel.engine.steps import BlendedPairwiseStep, GroupPairwiseStep, IntervalStep, SimplexGroups
 from fwmodel.sets.atoms import SparseAtom
 
 
@@ -267,3 +271,228 @@ def test_block_step_sizes_minimize_the_augmented_lagrangian_along_each_block():
                 True, "exact", Backtracking())
     assert np.allclose(rz, M @ z - b)
     assert L(z) < before
+
+
+class _WeightedSquares:
+    """f(x) = sum_i h_i (x_i - c_i)^2: isotropic curvature when every h_i is equal."""
+
+    is_quadratic = True
+
+    def __init__(self, c, h):
+        self.c, self.h = c, h
+
+    def value(self, x):
+        return float(np.sum(self.h * (x - self.c) ** 2))
+
+    def value_and_grad(self, x):
+        return self.value(x), 2 * self.h * (x - self.c)
+
+    def curvature(self, x, d):
+        return 2.0 * float(np.sum(self.h * d * d))
+
+
+def _simplex_block(n):
+    def lmo(g):
+        return SparseAtom([int(np.argmin(g))], 1.0, n)
+
+    return Block(offset=0, size=n, lmo=lmo, initial_atom=lambda: SparseAtom([0], 1.0, n), is_polytope=True)
+
+
+def _count_local_phases(monkeypatch):
+    calls = []
+    phase = BlendedPairwiseStep._local_phase
+
+    def counting(self, *args):
+        calls.append(1)
+        return phase(self, *args)
+
+    monkeypatch.setattr(BlendedPairwiseStep, "_local_phase", counting)
+    return calls
+
+
+def test_bpcg_local_phase_runs_on_isotropic_quadratics_and_finds_the_projection(monkeypatch):
+    """||x - c||^2 over a simplex block: the local phase is used and the closed form is reached."""
+    n = 40
+    c = np.random.default_rng(7).standard_normal(n) * 0.3
+    calls = _count_local_phases(monkeypatch)
+    res = minimize_fwal(_WeightedSquares(c, np.ones(n)), [_simplex_block(n)], tol=1e-10)
+    assert res.status == "optimal"
+    assert calls, "the local phase never ran on an isotropic quadratic"
+    assert np.allclose(res.x, _project_simplex(c), atol=1e-7)
+
+
+def test_bpcg_local_phase_is_off_for_other_curvatures_and_the_answer_matches_cvxpy(monkeypatch):
+    """A weighted least squares (curvature differs by direction): single local steps, CVXPY's answer."""
+    n = 25
+    rng = np.random.default_rng(8)
+    c, h = rng.standard_normal(n) * 0.3, rng.uniform(0.5, 3.0, n)
+    calls = _count_local_phases(monkeypatch)
+    res = minimize_fwal(_WeightedSquares(c, h), [_simplex_block(n)], tol=1e-10)
+    z = cp.Variable(n, nonneg=True)
+    ref = cp.Problem(cp.Minimize(cp.sum(cp.multiply(h, cp.square(z - c)))), [cp.sum(z) == 1])
+    ref.solve(solver=cp.CLARABEL)
+    assert res.status == "optimal" and not calls
+    assert np.allclose(res.x, z.value, atol=1e-5)
+
+
+def test_bpcg_local_phase_is_the_exact_model_minimizer_over_the_active_atoms(monkeypatch):
+    """With every vertex of the simplex active, the local phase solves the projection onto the simplex.
+
+    f(x) = ||x - c||^2 at x = the barycenter: the model in weight space is
+    exact, so x + d after enough local steps is the Euclidean projection of c
+    (closed form), and the weights stay a convex combination.
+    """
+    n = 8
+    c = np.random.default_rng(9).standard_normal(n) * 0.4
+    atoms = [SparseAtom([i], 1.0, n) for i in range(n)]
+    block = _simplex_block(n)
+    step = BlendedPairwiseStep(block, ActiveSet.from_atoms(atoms, np.ones(n)), coupled=False)
+    x = np.full(n, 1.0 / n)
+    for d in np.eye(n)[:3] - np.eye(n)[3:6]:  # three directions, same curvature ratio 2
+        step.observe_curvature(2.0 * float(d @ d), float(d @ d))
+    assert step.model_curvature == 2.0 and step.active.gram is not None
+    monkeypatch.setattr(steps_module, "MAX_LOCAL_STEPS", 10_000)
+    monkeypatch.setattr(steps_module, "LOCAL_PHASE_WORK", 10_000 * n)
+    g = 2 * (x - c)
+    p = step._local_phase(n, step.active.dots(g), 1e-13, None)
+    assert np.allclose(x + p.d, _project_simplex(c), atol=1e-9)
+    step.commit(p, 1.0)
+    w = step.active.weights
+    assert np.all(w > 0) and abs(w.sum() - 1) <= 1e-12
+    assert np.allclose(step.active.dense(n), _project_simplex(c), atol=1e-9)
+
+
+def _noncrossing_matchings(n, m):
+    """Every 0/1 non-crossing partial matching of an n x m grid (brute force: all subsets of cells)."""
+    cells = [(i, j) for i in range(n) for j in range(m)]
+    out = []
+    for mask in range(1 << len(cells)):
+        chosen = [cells[t] for t in range(len(cells)) if mask >> t & 1]
+        if all(a[0] < b[0] and a[1] < b[1] for a, b in zip(chosen, chosen[1:])):
+            V = np.zeros((n, m))
+            for i, j in chosen:
+                V[i, j] = 1.0
+            out.append(V.ravel())
+    return np.array(out)
+
+
+def _dtw_paths(n, m):
+    """Every monotone path from (0, 0) to (n-1, m-1) with right, down and diagonal moves (recursion)."""
+    out = []
+
+    def walk(i, j, cells):
+        if (i, j) == (n - 1, m - 1):
+            V = np.zeros((n, m))
+            for c in cells:
+                V[c] = 1.0
+            out.append(V.ravel())
+            return
+        for di, dj in ((0, 1), (1, 0), (1, 1)):
+            if i + di < n and j + dj < m:
+                walk(i + di, j + dj, cells + [(i + di, j + dj)])
+
+    walk(0, 0, [(0, 0)])
+    return np.array(out)
+
+
+@pytest.mark.parametrize("kind", ["matching", "path"])
+def test_batch_bpcg_solves_every_alignment_of_a_batch_against_the_vertex_hull_qp(kind):
+    """12 soft alignments (one batched AlignmentPolytope) against CVXPY over the convex hull of brute-forced vertices."""
+    B, n, m, mu = 12, 3, 3, 0.7
+    rng = np.random.default_rng(11)
+    C = rng.standard_normal((B, n, m))
+    X = fm.Variable((B, n, m))
+    prob = fm.Problem(fm.Minimize(fm.sum(fm.multiply(C, X)) + 0.5 * mu * fm.sum_squares(X)),
+                      [fm.AlignmentPolytope(X, kind=kind, axis=0)])
+    prob.solve(tol=1e-9, feas_tol=1e-9, max_iter=20000)
+    assert prob.status == "optimal"
+    V = _noncrossing_matchings(n, m) if kind == "matching" else _dtw_paths(n, m)
+    lam = cp.Variable((B, V.shape[0]), nonneg=True)
+    Xr = lam @ V
+    ref = cp.Problem(cp.Minimize(cp.sum(cp.multiply(C.reshape(B, -1), Xr)) + 0.5 * mu * cp.sum_squares(Xr)),
+                     [cp.sum(lam, axis=1) == 1])
+    ref.solve(solver=cp.CLARABEL)
+    assert prob.value == pytest.approx(ref.value, rel=1e-6, abs=1e-7)
+    assert np.allclose(X.value.reshape(B, -1), Xr.value, atol=1e-3)
+
+
+def test_batch_bpcg_is_the_default_step_for_batches_and_keeps_one_active_set_per_group(monkeypatch):
+    proposals = []
+    propose = steps_module.BatchBPCGStep.propose
+
+    def recording(self, *args):
+        p = propose(self, *args)
+        proposals.append((self, p))
+        return p
+
+    monkeypatch.setattr(steps_module.BatchBPCGStep, "propose", recording)
+    B, n, m = 10, 4, 5
+    C = np.random.default_rng(12).standard_normal((B, n, m))
+    X = fm.Variable((B, n, m))
+    prob = fm.Problem(fm.Minimize(fm.sum(fm.multiply(C, X)) + 0.5 * fm.sum_squares(X)),
+                      [fm.AlignmentPolytope(X, axis=0)])
+    prob.solve(tol=1e-8)
+    assert prob.status == "optimal" and proposals
+    step = proposals[-1][0]
+    sets = step.sets
+    w = np.where(sets.alive, sets.weight, 0.0)
+    assert np.all(w >= 0) and np.allclose(w.sum(axis=1), 1.0)
+    assert np.allclose(sets.dense(), X.value.ravel(), atol=1e-9)
+    # groups move by different amounts in one iteration (one step size per alignment)
+    amounts = proposals[len(proposals) // 2][1].data[3]
+    assert np.unique(np.round(amounts[amounts > 0], 12)).size > 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), moves=st.integers(1, 25))
+def test_batched_active_sets_stay_convex_combinations_under_random_steps(seed, moves):
+    """Random FW and local steps per group: weights >= 0 summing to one per group, x rebuilt from the atoms."""
+    rng = np.random.default_rng(seed)
+    B, S, nnz = 5, 9, 3
+
+    def random_vertex():
+        idx = np.concatenate([g * S + np.sort(rng.choice(S, size=nnz, replace=False)) for g in range(B)])
+        return SparseAtom(idx, 1.0, B * S)
+
+    first = random_vertex()
+    x = first.to_dense()
+    sets = steps_module.BatchedActiveSets(B, S, *steps_module._split_vertex(first, B, S))
+    pool = [random_vertex() for _ in range(3)]  # repeated vertices must merge
+    for _ in range(moves):
+        s_idx, s_val = steps_module._split_vertex(pool[rng.integers(len(pool))], B, S)
+        w = np.where(sets.alive, sets.weight, 0.0)
+        alive = [np.flatnonzero(sets.alive[g]) for g in range(B)]
+        local = rng.random(B) < 0.5
+        a = np.array([rng.choice(al) for al in alive])
+        lo = np.array([rng.choice(al) for al in alive])
+        local &= a != lo
+        amount = np.where(local, w[np.arange(B), a], 1.0) * rng.choice([0.0, 0.3, 1.0], size=B)
+        X = x.reshape(B, S)  # the reference: the same moves on the dense iterate
+        for g in range(B):
+            if amount[g] <= 0:
+                continue
+            if local[g]:
+                for slot, sign in ((lo[g], 1.0), (a[g], -1.0)):
+                    np.add.at(x, sets.idx[g, slot], sign * amount[g] * sets.val[g, slot])
+            else:
+                s_dense = np.zeros(B * S)
+                np.add.at(s_dense, s_idx[g], s_val[g])
+                X[g] += amount[g] * (s_dense.reshape(B, S)[g] - X[g])
+        sets.update(local, a, lo, amount, s_idx, s_val)
+        w = np.where(sets.alive, sets.weight, 0.0)
+        assert np.all(w >= 0) and np.allclose(w.sum(axis=1), 1.0, atol=1e-12)
+        assert np.all(sets.weight[sets.alive] > 0)
+        assert np.allclose(sets.dense(), x, atol=1e-9)
+
+
+def test_bpcg_local_phase_stops_above_the_gram_size_limit(monkeypatch):
+    """Past GRAM_MAX_ATOMS atoms the step drops its Gram matrix and takes single local steps (same answer)."""
+    n = 40
+    c = np.random.default_rng(13).standard_normal(n) * 0.3
+    monkeypatch.setattr(steps_module, "GRAM_MAX_ATOMS", 8)
+    calls = _count_local_phases(monkeypatch)
+    res = minimize_fwal(_WeightedSquares(c, np.ones(n)), [_simplex_block(n)], tol=1e-10)
+    assert res.status == "optimal"
+    assert np.allclose(res.x, _project_simplex(c), atol=1e-7)
+    assert res.state.active_sets[0].gram is None and len(res.state.active_sets[0]) > 8
+    assert calls  # the phase ran while the set was small

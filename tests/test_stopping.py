@@ -206,3 +206,79 @@ def test_feasibility_problem_with_a_constant_objective_stops_on_feasibility(scal
     x_unit = x.value / scale
     assert np.linalg.norm(A @ x_unit - t) <= 1e-3 * np.linalg.norm(t)
     assert np.abs(x_unit).sum() <= 2 * (1 + 1e-3) and np.abs(x_unit).max() <= 0.1 * (1 + 1e-3)
+
+
+@pytest.fixture(scope="module")
+def tv_denoiser():
+    """min ||x - y||^2 s.t. ||D x||_1 <= t, 0 <= x <= 1 (n = 100), and its CVXPY optimum.
+
+    f* = 1.2 is 1.6 % of the objective's range from the start (75): the case where the FW gap and
+    the feasibility tests alone stopped 0.5 % below f* (the model zoo's TV denoiser).
+    """
+    rng = np.random.default_rng(0)
+    n = 100
+    truth = np.repeat(rng.uniform(0, 1, 5), n // 5)
+    y = truth + 0.1 * rng.standard_normal(n)
+    D = np.diff(np.eye(n), axis=0)
+    t = 0.8 * np.abs(D @ truth).sum()
+    z = cp.Variable(n)
+    f_star = cp.Problem(cp.Minimize(cp.sum_squares(z - y)), [cp.norm1(D @ z) <= t, z >= 0, z <= 1]).solve(
+        solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    return y, D, t, f_star
+
+
+@pytest.mark.parametrize("s_obj, s_data", [(1.0, 1.0), (1e-3, 1e3), (1e3, 1e-3), (1e-6, 1e-6)])
+def test_small_optimum_next_to_a_large_range_is_reached_relative_to_itself(tv_denoiser, s_obj, s_data):
+    """f* << objective range: "optimal" must be within 1e-3 of f* relative to |f*| (measured: ~1e-4),
+    whatever the units, with the same iterations at every scale."""
+    y, D, t, f_star = tv_denoiser
+    x = fm.Variable(y.size, name="x")
+    prob = fm.Problem(fm.Minimize(s_obj * fm.sum_squares(x - s_data * y)),
+                      [fm.L1Ball(D @ x, s_data * t), fm.Box(x, 0.0, s_data)])
+    prob.solve()
+    unit = s_obj * s_data ** 2
+    assert prob.status == "optimal"
+    assert f_star < 0.05 * prob.stats.objective_scale / unit  # the regime this test is about
+    assert abs(prob.value - unit * f_star) <= 1e-3 * unit * f_star
+    # f* >= f(x) + <w, r> - gap (weak duality with w = y + lam r): the certified part of the claim
+    assert prob.value - unit * f_star <= prob.stats.fw_gap * (1 + 1e-9) + 1e-3 * unit * f_star
+    reference = _tv_iterations.setdefault("its", prob.stats.iterations)
+    assert prob.stats.iterations == reference
+
+
+_tv_iterations = {}
+
+
+@pytest.mark.parametrize("scale", [1e-3, 1.0, 1e3])
+def test_zero_optimum_with_equality_rows_stops_on_the_range(scale):
+    """f* = 0: min ||x - c||^2 over the simplex with A x = A c, c inside the simplex.
+
+    |f| has no relative accuracy at 0; the multiplier test falls back to 1 % of the range, so
+    the solve stops, and x is c (closed form: x* = c, y* = 0).
+    """
+    rng = np.random.default_rng(3)
+    n = 40
+    c = rng.dirichlet(np.ones(n))
+    A = rng.uniform(0, 1, (3, n))
+    x = fm.Variable(n, name="x")
+    prob = fm.Problem(fm.Minimize(scale * fm.sum_squares(x - c)), [fm.Simplex(x), A @ x == A @ c])
+    prob.solve()
+    assert prob.status == "optimal"
+    assert prob.value <= 1e-4 * prob.stats.objective_scale
+    assert np.linalg.norm(x.value - c) <= 1e-2 * np.linalg.norm(c)
+
+
+def test_rule_asks_the_multiplier_term_relative_to_the_value():
+    """StoppingRule alone: the accuracy scale is min(range, max(|f|, range / 100)), in f's units."""
+    from fwmodel.engine.stopping import StoppingRule
+
+    for unit in (1e-6, 1.0, 1e6):
+        rule = StoppingRule(1e-4, 1e-4, objective_scale=75.0 * unit, feasibility_scale=9.0)
+        rule.observe_value(1.2 * unit)  # |f| well inside the range: relative to |f|
+        assert rule.accuracy_scale == pytest.approx(1.2 * unit)
+        assert rule.met(gap=7e-3 * unit, feas=4e-4, dual_residual=1e-4 * unit)
+        assert not rule.met(gap=7e-3 * unit, feas=4e-4, dual_residual=6e-3 * unit)  # the TV denoiser's stop
+        rule.observe_value(0.0)  # f = 0: 1 % of the range
+        assert rule.accuracy_scale == pytest.approx(0.75 * unit)
+        rule.observe_value(-300.0 * unit)  # |f| above the range: the range
+        assert rule.accuracy_scale == pytest.approx(75.0 * unit)

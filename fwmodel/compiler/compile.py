@@ -246,6 +246,10 @@ class CompiledProblem:
                 return slice(int(lo), int(hi))
         return None
 
+    def empty_sets(self):
+        """Messages for the sets that the current data leave empty (see ``ConvexSet.empty_reason``)."""
+        return [blk.set.empty_reason for blk in self.blocks if blk.set.empty_reason is not None]
+
     def violated_fixed_constraints(self):
         """Messages for the fixed constraints that the current data violates (empty when all hold).
 

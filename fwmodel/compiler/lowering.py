@@ -74,6 +74,7 @@ import numpy as np
 from ..errors import ModelError
 from ..expressions import Equality, Inequality, Variable, linearize
 from ..expressions.core import short_repr
+from ..sets.box import box_of_bounds
 from ..sets import Box, L1Ball, L2Ball, LinfBall, Simplex, TraceNormBall
 from ..sets.base import ConvexSet, check_nonnegative
 
@@ -625,7 +626,7 @@ def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars):
     params = _dynamic_parameters(var, bounds, holders) if dynamic else []
     lower = _data_from(lambda: current()[0].reshape(shape), params, f"lower bound of {var.name}")
     upper = _data_from(lambda: current()[1].reshape(shape), params, f"upper bound of {var.name}")
-    return Box(expr, lower, upper)
+    return box_of_bounds(expr, lower, upper, var.name)
 
 
 def _dynamic_parameters(var, bounds, holders):

@@ -21,6 +21,14 @@ kind, whatever the mix of kinds:
 
 Atoms are identified by ``key`` so that a vertex returned twice by the LMO
 gets one weight.
+
+On request (:meth:`ActiveSet.track_gram`) the set also keeps the Gram matrix
+``<a_i, a_j>`` of its atoms, in the same positions: one column is computed
+when an atom enters (its inner products with the others, one vectorized pass)
+and a removal swaps a row and a column, so a step that works in weight space
+(several local pairwise steps on a quadratic model, see
+:class:`fwmodel.engine.steps.BlendedPairwiseStep`) costs O(k) per local step
+instead of a pass over the atoms.
 """
 from __future__ import annotations
 
@@ -220,6 +228,8 @@ class ActiveSet:
         self._store_of = []  # position -> (store, row)
         self._stores = {}  # store class -> store
         self._index = {}  # atom key -> position
+        self._gram = None  # position x position inner products <a_i, a_j>, when tracked
+        self._gram_size = 0  # the block size (atoms are expanded to dense vectors of this size)
         if atom is not None:
             self._append(atom, 1.0)
 
@@ -254,6 +264,31 @@ class ActiveSet:
     def weight_of(self, atom):
         i = self._index.get(atom.key)
         return 0.0 if i is None else float(self._w[i])
+
+    def track_gram(self, size):
+        """Keep the Gram matrix of the atoms (``size``: the length of an atom as a vector) from now on."""
+        if self._gram is not None:
+            return
+        self._gram_size = int(size)
+        k = len(self)
+        cap = self._w.shape[0]
+        self._gram = np.zeros((cap, cap))
+        for i, atom in enumerate(self._atoms):
+            v = np.zeros(self._gram_size)
+            atom.add_to(v, 1.0)
+            self._gram[i, :k] = self.dots(v)
+
+    def stop_gram(self):
+        """Stop keeping the Gram matrix (and free it)."""
+        self._gram, self._gram_size = None, 0
+
+    @property
+    def gram(self):
+        """The Gram matrix ``<a_i, a_j>`` of the active atoms (a view; None unless tracked)."""
+        if self._gram is None:
+            return None
+        k = len(self)
+        return self._gram[:k, :k]
 
     # ----------------------------------------------------------- queries
     def dots(self, g):
@@ -310,6 +345,20 @@ class ActiveSet:
         self._add(atom, gamma)
         self._drop_small(self._index.get(atom.key), position)
 
+    def set_weights(self, weights):
+        """Replace the weights of the active atoms (position order; nonnegative, summing to one).
+
+        Atoms whose new weight is (rounding) zero are dropped.
+        """
+        k = len(self)
+        w = np.asarray(weights, dtype=float)
+        if w.shape != (k,):
+            raise ValueError(f"set_weights: expected {k} weights, got shape {w.shape}")
+        self._w[:k] = np.maximum(w, 0.0)
+        self._drop_small()
+        k = len(self)
+        self._w[:k] /= self._w[:k].sum()
+
     def move_weight(self, source, target, gamma):
         """x <- x + gamma (a_target - a_source), both atoms active (a local pairwise step)."""
         self._w[source] -= gamma
@@ -321,6 +370,12 @@ class ActiveSet:
         pos = len(self._atoms)
         if pos == self._w.shape[0]:
             self._w = _grow_rows(self._w, 2 * pos)
+        if self._gram is not None:
+            if pos == self._gram.shape[0]:
+                grown = np.zeros((2 * pos, 2 * pos))
+                grown[:pos, :pos] = self._gram[:pos, :pos]
+                self._gram = grown
+            self._gram_column(pos, atom)
         store_cls = next(c for c in _STORE_KINDS if c.accepts(atom))
         store = self._stores.get(store_cls)
         if store is None:
@@ -338,6 +393,15 @@ class ActiveSet:
         else:
             self._w[i] += weight
 
+    def _gram_column(self, pos, atom):
+        """Fill row and column ``pos`` of the Gram matrix (the atoms before ``pos`` are in the stores)."""
+        v = np.zeros(self._gram_size)
+        atom.add_to(v, 1.0)
+        col = self.dots(v)[:pos] if pos else np.zeros(0)
+        self._gram[pos, :pos] = col
+        self._gram[:pos, pos] = col
+        self._gram[pos, pos] = atom.dot(v)
+
     def _remove(self, pos):
         """Swap-remove the atom at ``pos``: the last atom takes its position."""
         store, row = self._store_of[pos]
@@ -354,6 +418,11 @@ class ActiveSet:
             st, r = self._store_of[pos]
             st.slots[r] = pos
             self._index[atom.key] = pos
+            if self._gram is not None:  # the last atom's row and column move to pos
+                G = self._gram
+                G[pos, :last + 1] = G[last, :last + 1]
+                G[:last + 1, pos] = G[:last + 1, last]
+                G[pos, pos] = G[last, last]
         self._atoms.pop()
         self._store_of.pop()
         self._w[last] = 0.0
@@ -361,6 +430,8 @@ class ActiveSet:
     def _clear(self):
         self._atoms, self._store_of, self._stores, self._index = [], [], {}, {}
         self._w[:] = 0.0
+        if self._gram is not None:
+            self._gram[:] = 0.0
 
     def _drop_small(self, *candidates):
         """Remove atoms whose weight fell to (rounding) zero; renormalize.

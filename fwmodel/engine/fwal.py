@@ -47,6 +47,7 @@ import scipy.sparse as sp
 from .active_set import ActiveSet
 from .block_search import BlockColumns, BlockLagrangianGradient, gauss_seidel_sweep, jacobi_step
 from .steps import LAZY_CHECK_EVERY, make_step
+from .rank_k import RANK_K_CHOICES
 from .line_search import Backtracking, bounded_scalar_step, exact_quadratic_step
 from .projection_choice import AutoProjection
 from .result import FWALResult, History, SolverState
@@ -104,6 +105,9 @@ class Block:
     groups: object = None
     #: optional (lower, upper) flat bounds: the block is a box (per-coordinate FW steps)
     intervals: object = None
+    #: optional int S: the block is a batch of polytopes over consecutive runs of S
+    #: entries whose joint LMO vertex splits into the groups' vertices (BPCG per group)
+    batch_group_size: int = None
 
     @property
     def slice(self):
@@ -235,6 +239,7 @@ def minimize_fwal(
     inface="auto",
     projection="auto",
     sweep="gauss-seidel",
+    rank_k=False,
     **unknown,
 ):
     """Minimize f over the blocks subject to Mx = b with FW-AL.
@@ -247,8 +252,10 @@ def minimize_fwal(
     M, b : the consistency constraint Mx = b (scipy.sparse, dense, or an
         object with matvec/rmatvec); None for no constraint.
     tol, feas_tol : stop ("optimal") at the first iterate with
-        FW gap of L(., y) <= tol * objective_scale and
-        ||Mx - b|| <= feas_tol * feasibility_scale, two scales measured on
+        FW gap of L(., y) <= tol * objective_scale,
+        |<y + lam r, r>| <= tol * min(objective_scale, max(|f|, objective_scale / 100))
+        (the objective error an infeasible point can hide) and
+        ||Mx - b|| <= feas_tol * feasibility_scale, scales measured on
         the problem itself (:mod:`fwmodel.engine.stopping`): the FW gap of f
         at the cold starting point (the objective's range from there) and
         the largest norm of b, the points and the vertices seen. Scaling the
@@ -282,6 +289,10 @@ def minimize_fwal(
         "auto": after a few FW iterations, the blocks whose projection costs
         at most a few iterations, measured (see
         :mod:`fwmodel.engine.projection_choice`).
+    rank_k : True: blocks with a low-rank face (trace-norm balls) that do not
+        take projection steps take BlockFW rank-k steps instead of FW steps
+        (:mod:`fwmodel.engine.rank_k`; no in-face steps on them); False (the
+        default): FW steps (measured in benchmarks/RESULTS.md, "Rank-k steps").
     threads : BLAS threads during the solve (a positive integer, default 1,
         or None to leave the BLAS as configured); see :mod:`fwmodel.engine.threads`.
 
@@ -298,6 +309,7 @@ def minimize_fwal(
     if eta is not None and (isinstance(eta, (bool, np.bool_))):
         raise ValueError(f"option eta={eta!r} is not a number, a callable, or one of 'adaptive', 'theorem2', 'theorem3'")
     _check_option("sweep", sweep, ("gauss-seidel", "jacobi"))
+    _check_option("rank_k", rank_k, RANK_K_CHOICES)
 
     start = time.perf_counter()
     n = sum(blk.size for blk in blocks)
@@ -353,6 +365,8 @@ def minimize_fwal(
         if blk.groups is not None and pairwise:  # per-group pairwise steps: the atoms are implicit
             return False
         if blk.intervals is not None and step == "auto":  # per-coordinate steps: no atoms
+            return False
+        if blk.batch_group_size is not None and step == "auto":  # the step keeps one active set per group
             return False
         return blk.is_polytope and (step != "auto" or blk.active_set_steps)
 
@@ -414,10 +428,16 @@ def minimize_fwal(
     else:
         lam_value = float(lam)
     schedule = make_dual_schedule(eta, lam_value, warm_state)
+    if proj_blocks and len(proj_blocks) == len(blocks) and hasattr(schedule, "primal_steps_are_projections"):
+        schedule.primal_steps_are_projections()  # every block projects from the start (or as the last solve chose)
     # ---- one step object per block (None: the block moves by projections)
     cols = BlockColumns(M, Mop, blocks)
-    steps = [None if k in proj_blocks else make_step(blk, step, active.get(k), lambda k=k: cols.norms2(k))
+    steps = [None if k in proj_blocks
+             else make_step(blk, step, active.get(k), lambda k=k: cols.norms2(k), coupled=m > 0, rank_k=rank_k)
              for k, blk in enumerate(blocks)]
+    for k, st in enumerate(steps):
+        if getattr(st, "replaces_inface", False):  # rank-k steps: no in-face steps on top
+            faces.pop(k, None)
     ctx = _StepContext(lam_value)
     # the active sets are the step objects' own (a warm-started set that no step uses is let go)
     active = {k: st.active for k, st in enumerate(steps) if getattr(st, "active", None) is not None}
@@ -433,6 +453,8 @@ def minimize_fwal(
         step_counts["projection"] = 0
     if faces:
         step_counts["inface"] = 0
+    if any(getattr(st, "replaces_inface", False) for st in steps):
+        step_counts["rank_k"] = 0
     status = "max_iter"
     drops_in_row = 0
     max_drops = max_drop_steps if max_drop_steps is not None else 10 * len(blocks) + 10
@@ -478,6 +500,9 @@ def minimize_fwal(
             x_norm = float(norm(x))
             feas_rel = feas / max(1.0, x_norm, b_norm)  # the documented stats value, not the stopping scale
             stopping.observe_point(x_norm)
+            stopping.observe_value(f)
+            # <y + lam r, r>: how far infeasibility can move f from f* (stopping.py, test (2))
+            dual_residual = dot(dual_term, r) if m else 0.0
             gap_f = None  # the FW gap of f alone, needed only while the objective scale is unknown
             if stopping.needs_objective_scale:  # rare: f's FW gap was 0 at the reference point
                 gap_f = objective_gap(blocks, x, g)
@@ -487,13 +512,13 @@ def minimize_fwal(
             history.append(iteration=t, time=elapsed, objective=f, fw_gap=gap, feasibility=feas,
                            feasibility_rel=feas_rel, lam=lam_value, eta=eta_now, step=_last_kind(step_counts))
             printer.row(t, f, gap, feas, stopping, lam_value, eta_now, elapsed, step_counts)
-            merit = stopping.merit(gap, feas, gap_f)
+            merit = stopping.merit(gap, feas, gap_f, dual_residual)
             if keep_best and (best is None or merit < 0.5 * best[0]):
                 best = (merit, x.copy(), y.copy(), f, gap)
             if not np.isfinite(gap):
                 status, message = "diverged", "the Frank-Wolfe gap is not finite"
                 break
-            if gap_known and stopping.met(gap, feas, gap_f):
+            if gap_known and stopping.met(gap, feas, gap_f, dual_residual):
                 status, message = "optimal", "FW gap and feasibility below tolerance"
                 break
             if callback is not None:
@@ -555,7 +580,9 @@ def minimize_fwal(
             drops_in_row = 0
             if m:
                 eta_t = schedule.step(t, feas=float(norm(r)), lam=lam_value, gap=gap,
-                                      gap_target=stopping.gap_target())
+                                      gap_target=stopping.gap_target(),
+                                      feas_target=stopping.feasibility_target(), dual_residual=dual_residual,
+                                      dual_target=stopping.tol * stopping.accuracy_scale)
                 buffers.add_scaled(y, eta_t, r)
                 new_lam = schedule.penalty(lam_value)
                 if new_lam != lam_value:
@@ -606,8 +633,10 @@ def _finish(status, message, objective, blocks, Mop, b, b_norm, stopping, x, y, 
         gap_f = objective_gap(blocks, x, objective.value_and_grad(x)[1])
 
     # ---- return the best point found when the last one is not acceptable
-    final_merit = stopping.merit(gap, feas, gap_f) if np.isfinite(gap) and np.isfinite(f) and np.isfinite(feas) \
-        else np.inf
+    stopping.observe_value(f)
+    dual_residual = dot(y + lam_value * r, r) if r.size else 0.0  # test (2) of stopping.py
+    final_merit = stopping.merit(gap, feas, gap_f, dual_residual) \
+        if np.isfinite(gap) and np.isfinite(f) and np.isfinite(feas) else np.inf
     if status != "optimal" and best is not None and best[0] < final_merit:
         x, y, f, gap = best[1].copy(), best[2].copy(), best[3], best[4]
         r = Mop.matvec(x) - b
@@ -940,7 +969,7 @@ def _commit(proposals, moved, steps, faces, step_counts):
     for k, p in enumerate(proposals):
         if p is None:
             continue
-        step_counts[p.kind] += 1
+        step_counts[p.kind] = step_counts.get(p.kind, 0) + 1
         gm = moved.get(k, 0.0)
         steps[k].commit(p, gm)
         if p.kind in ("away", "pairwise") and not p.prescaled and gm >= p.gamma_max * (1 - 1e-12):

@@ -31,11 +31,18 @@ Step kinds and the algorithms they implement:
   gives a local gap of at least ``phi / lazy_factor``, ``phi`` the last FW
   gap measured (lazified conditional gradients, Braun, Pokutta & Zink 2017).
   The active set only grows on FW steps, and local steps are cheap (no LMO).
+  Where the block's quadratic model is exact (no consistency rows, the
+  objective's curvature a multiple of ``||d||^2``, as in a projection), a
+  local phase takes up to ``MAX_LOCAL_STEPS`` local steps per iteration in
+  weight space with the active set's Gram matrix.
 * :class:`GroupPairwiseStep`: for a block that is a product of many small
   simplices (a batched Simplex, the node and edge tables of a MAP LP): a
   pairwise step *in every group at once*, each group with its own step size
   (a Jacobi sweep over the groups). On a simplex the active set is implicit
   (the atoms are the coordinates in the support), so no atom is stored.
+* :class:`BatchBPCGStep`: for a batch of polytopes in one block (many
+  alignments): BPCG in every group at once, each group with its own active
+  set (:class:`BatchedActiveSets`) and its own step size.
 """
 from __future__ import annotations
 
@@ -51,6 +58,21 @@ from .vector_ops import dot
 LAZY_FACTOR = 2.0
 #: every this many iterations all blocks call their LMO (the driver's ``lazy_allowed``)
 LAZY_CHECK_EVERY = 20
+#: BPCG's local phase stops once the local gap is below this fraction of the last FW gap
+LOCAL_PHASE_REDUCTION = 0.1
+#: at most this many local steps per local phase (each O(k), k active atoms)
+MAX_LOCAL_STEPS = 20
+#: and at most this many atom-steps (steps x k) per phase: with many atoms the
+#: phase takes fewer steps, so an iteration's cost does not grow with the active set
+LOCAL_PHASE_WORK = 4000
+#: a local gap below this fraction of max |<g, a>| is rounding: the local phase stops there
+LOCAL_GAP_ROUNDING = 1e-12
+#: above this many atoms the local phase stops (its Gram matrix is k x k: 32 MB at 2000)
+GRAM_MAX_ATOMS = 2000
+#: directions whose curvature ratios c_f / ||d||^2 must agree before the local phase starts
+CURVATURE_CHECKS = 3
+#: relative agreement of those ratios
+CURVATURE_MATCH = 1e-8
 
 
 @dataclass
@@ -164,12 +186,51 @@ class PairwiseStep(_ActiveSetStep):
 
 
 class BlendedPairwiseStep(_ActiveSetStep):
-    """BPCG (Tsuji, Tanaka & Pokutta 2022, Alg. 1), optionally with a lazified LMO."""
+    """BPCG (Tsuji, Tanaka & Pokutta 2022, Alg. 1), optionally with a lazified LMO.
 
-    def __init__(self, block, active=None, lazy=True):
+    Several local steps per iteration where the block's quadratic model is
+    exact. When the block has no consistency rows (``coupled`` False) and the
+    objective's curvature along every direction measured so far is the same
+    multiple of ``||d||^2`` (f restricted to the block is ``L/2 ||x||^2`` plus
+    a linear term, as in a projection ``||X - C||_F^2``), then along
+    ``d = A (w' - w)`` (A the active atoms, w their weights)
+
+        f(x + d) = f(x) + <A' g, w' - w> + L/2 (w' - w)' A'A (w' - w)
+
+    holds exactly. A local phase then runs BPCG's local pairwise steps (line 7
+    of Alg. 1, each with its exact step size) on this model in weight space,
+    O(k) each with the Gram matrix ``A'A`` that the active set keeps, until
+    the local gap falls below ``LOCAL_PHASE_REDUCTION`` times the last FW gap
+    (at most ``MAX_LOCAL_STEPS`` steps, fewer with many atoms: see
+    ``LOCAL_PHASE_WORK``). The driver receives the combined
+    move ``d`` (gamma = 1 intended; its line search is exact for a quadratic).
+    An LMO call (an assignment problem on a Birkhoff block) costs far more
+    than these steps, and each LMO call now finds the active set near its
+    own optimum, as fully-corrective FW would (Lacoste-Julien & Jaggi 2015).
+    """
+
+    def __init__(self, block, active=None, lazy=True, coupled=True):
         super().__init__(block, active)
         self.lazy = lazy
         self.phi = np.inf  # the last FW gap measured (the lazy oracle's threshold)
+        self.coupled = coupled  # the block has consistency rows: the penalty term is not isotropic
+        self._curvature_ratios = []  # c_f / ||d||^2 along the directions measured so far
+        self.model_curvature = None  # L once the block's curvature is known to be L ||d||^2
+
+    def observe_curvature(self, c_f, d_norm2):
+        """Record the objective's curvature along the last direction (decides the local phase)."""
+        ratios = self._curvature_ratios
+        if self.coupled or ratios is None or d_norm2 <= 0:
+            return
+        if c_f is None or not np.isfinite(c_f) or c_f <= 0 or (
+                ratios and abs(c_f / d_norm2 - ratios[0]) > CURVATURE_MATCH * ratios[0]):
+            self._curvature_ratios, self.model_curvature = None, None  # not isotropic: never again
+            return
+        ratios.append(float(c_f) / d_norm2)
+        if len(ratios) >= CURVATURE_CHECKS and self.model_curvature is None \
+                and _sparse_atoms(self.active):
+            self.model_curvature = ratios[0]
+            self.active.track_gram(self.block.size)
 
     def propose(self, x_k, g_k, ctx=None):
         aset = self.active
@@ -183,25 +244,71 @@ class BlendedPairwiseStep(_ActiveSetStep):
         # False, every LAZY_CHECK_EVERY iterations: a measured gap of all blocks at once).
         if (self.lazy and ctx.lazy_allowed and a != s_loc
                 and local_gap >= max(self.phi / LAZY_FACTOR, ctx.gap_target)):
-            return self._local(x_k.size, a, s_loc, None, ctx)
+            return self._local(x_k.size, dots, a, s_loc, None, ctx)
         s = self.block.lmo(g_k)
         gap = dot(x_k, g_k) - s.dot(g_k)
         self.phi = max(gap, 0.0)
         if a != s_loc and local_gap >= gap:  # line 7 of BPCG: the local step is at least as good
-            return self._local(x_k.size, a, s_loc, gap, ctx)
+            return self._local(x_k.size, dots, a, s_loc, gap, ctx)
         return self._fw(x_k, s, gap, ctx)
 
-    def _local(self, size, a, s_loc, gap, ctx=None):
+    def _local(self, size, dots, a, s_loc, gap, ctx):
         aset = self.active
+        if self.model_curvature is not None and len(aset) > GRAM_MAX_ATOMS:  # the Gram matrix would be too big
+            aset.stop_gram()
+            self.model_curvature, self._curvature_ratios = None, None
+        if self.model_curvature is not None and aset.gram is not None and len(aset) > 2:
+            target = max(LOCAL_PHASE_REDUCTION * self.phi, getattr(ctx, "gap_target", 0.0))
+            return self._local_phase(size, dots, target, gap)
         d = _pair_direction(size, aset.atom(s_loc), aset.atom(a), _direction_out(ctx, self.block))
         return Proposal(d, aset.weight(a), "pairwise", gap, None, (a, s_loc))
 
+    def _local_phase(self, size, dots, target, gap):
+        """Local pairwise steps on the exact quadratic model in weight space (see the class docstring)."""
+        aset = self.active
+        G = aset.gram
+        L = self.model_curvature
+        w0 = aset.weights
+        w = w0.copy()
+        q = dots.copy()  # the model's gradient in weight space: A'g + L G (w - w0)
+        # below this the local gap is rounding in q (a converged active set: no step is worth taking)
+        target = max(target, LOCAL_GAP_ROUNDING * float(np.abs(q).max()))
+        for _ in range(min(MAX_LOCAL_STEPS, max(2, LOCAL_PHASE_WORK // w.size))):
+            q_active = np.where(w > 0, q, -np.inf)
+            a, s = int(np.argmax(q_active)), int(np.argmin(q))
+            local_gap = q_active[a] - q[s]
+            if a == s or not local_gap > target:
+                break
+            curv = L * (G[a, a] + G[s, s] - 2.0 * G[a, s])
+            if curv <= 0 or local_gap >= curv * w[a]:  # a drop step: a leaves the active set
+                amount, w[a] = w[a], 0.0
+            else:
+                amount = local_gap / curv
+                w[a] -= amount
+            w[s] += amount
+            q += (L * amount) * (G[s] - G[a])
+        dw = w - w0
+        moved = np.flatnonzero(dw)
+        d = np.zeros(size)
+        for i in moved:
+            aset.atom(int(i)).add_to(d, float(dw[i]))
+        return Proposal(d, 1.0, "pairwise", gap, None, (w0, w), prescaled=True)
+
     def commit(self, p, gamma):
-        if p.kind == "pairwise":
+        if p.kind == "pairwise" and p.prescaled:  # a local phase: w0 + gamma (w - w0)
+            if gamma > 0:
+                w0, w = p.data
+                self.active.set_weights(w0 + min(gamma, 1.0) * (w - w0))
+        elif p.kind == "pairwise":
             if gamma > 0:
                 self.active.move_weight(p.data[0], p.data[1], min(gamma, p.gamma_max))
         else:
             super().commit(p, gamma)
+
+
+def _sparse_atoms(aset):
+    """Whether the active set holds sparse atoms only (their Gram columns cost O(k nnz))."""
+    return len(aset) > 0 and all(hasattr(a, "indices") for a in aset.atoms)
 
 
 class GroupPairwiseStep:
@@ -247,23 +354,32 @@ class GroupPairwiseStep:
         rows = self.rows
         s = np.argmin(G, axis=1)
         g_s = G[rows, s]
-        gap = float(np.einsum("ij,ij->", X, G) - self.total * g_s.sum())
         cols_s = idx[rows, s]
+        # Only support entries (x_i > 0) can give mass: after t iterations a group
+        # holds at most t + 1 of them, so the model below is formed on the support
+        # alone (on a MAP LP's edge tables, K^2 entries per group, a small fraction).
+        r, c = np.nonzero(X > 0)
+        xs, gs = X[r, c], G[r, c]
+        gap = float(np.dot(xs, gs) - self.total * g_s.sum())  # <x, g> - <s, g>; zeros of x add nothing
         # for every support entry i: the model's best amount moved from i to s and its decrease
-        slope = G - g_s[:, None]  # g_i - g_s >= 0
-        c = ctx.lam * (self.norms2_grouped + self.col_norms2[cols_s][:, None]) + 2.0 * self.curvature_f
+        slope = gs - g_s[r]  # g_i - g_s >= 0
+        curv = ctx.lam * (self.norms2_grouped[r, c] + self.col_norms2[cols_s][r]) + 2.0 * self.curvature_f
         with np.errstate(divide="ignore", invalid="ignore"):
-            amount = np.where(c > 0, np.minimum(X, slope / c), X)
-        amount[~((X > 0) & (slope > 0))] = 0.0
-        decrease = amount * (slope - 0.5 * c * amount)
-        # v: the entry whose pair with s decreases the model most (the largest
-        # gradient alone can hold a vanishing mass and stall the group)
-        v = np.argmax(decrease, axis=1)
-        amount = amount[rows, v]
-        cols_v = idx[rows, v]
+            amount = np.where(curv > 0, np.minimum(xs, slope / curv), xs)
+        amount[~(slope > 0)] = 0.0
+        decrease = amount * (slope - 0.5 * curv * amount)
+        # v: in every group, the entry whose pair with s decreases the model most (the
+        # largest gradient alone can hold a vanishing mass and stall the group)
+        best = np.zeros(rows.size)
+        np.maximum.at(best, r, decrease)
+        winners = np.flatnonzero((decrease > 0) & (decrease == best[r]))
+        first = np.unique(r[winners], return_index=True)[1]  # one winner per group (the first on ties)
+        chosen = winners[first]
+        groups_moving = r[chosen]
+        moved = amount[chosen]
         d = np.zeros(x_k.size)
-        d[cols_s] = amount  # one s per group, groups disjoint; s != v wherever amount > 0
-        d[cols_v] -= amount
+        d[cols_s[groups_moving]] = moved  # one s per group, groups disjoint; s != v where the amount is > 0
+        d[idx[groups_moving, c[chosen]]] -= moved
         return Proposal(d, 1.0, "pairwise", gap, None, prescaled=True)
 
     def commit(self, p, gamma):
@@ -273,6 +389,213 @@ class GroupPairwiseStep:
         """Record the objective's curvature along this block's last direction (for the next c_g)."""
         if d_norm2 > 0 and c_f is not None and np.isfinite(c_f):
             self.curvature_f = max(float(c_f), 0.0) / d_norm2
+
+
+class BatchBPCGStep:
+    """BPCG (Tsuji, Tanaka & Pokutta 2022, Alg. 1) in every polytope of a batch, each with its own step size.
+
+    A batched set (``fm.AlignmentPolytope`` with ``axis=0``: B alignments in
+    one block) is a product of B polytopes. Its vertices are joint vertices;
+    an active set of joint vertices would tie the groups together, and one
+    step size for all of them is throttled by the worst group (the smallest
+    away weight). Here every group g (entries ``g*S .. (g+1)*S - 1``) keeps
+    its own active set of *group* vertices (:class:`BatchedActiveSets`). Each
+    iteration calls the batched LMO once and splits its vertex into the
+    groups' vertices s_g; in group g
+
+    * a local pairwise step ``d_g = a_min - a_max`` between two active atoms
+      (smallest and largest gradient product) when its gap is at least the
+      group's FW gap ``<x_g - s_g, g_g>`` (BPCG line 7), at most the weight of
+      a_max;
+    * a FW step ``d_g = s_g - x_g`` otherwise, at most 1.
+
+    The amount of each group's step minimizes the separable second-order
+    model of the augmented Lagrangian along d_g alone,
+    ``gamma_g = min(cap_g, <-g_g, d_g> / c_g)``, ``c_g = lam sum_i ||M e_i||^2
+    d_gi^2 + L_f ||d_g||^2`` (``L_f`` the objective's curvature per unit squared
+    step along the block's previous direction), as :class:`GroupPairwiseStep`
+    does for simplices; the driver's line search then scales the joint move,
+    which keeps the iteration a descent step where groups interact. All
+    groups are handled at once by array operations (no loop over groups).
+    """
+
+    def __init__(self, block, group_size, col_norms2):
+        self.block = block
+        self.S = int(group_size)
+        self.B = block.size // self.S
+        self.col_norms2 = col_norms2
+        self.curvature_f = 0.0
+        self.sets = None  # the groups' active sets, built from the starting vertex
+        self.fallback = None  # FW steps when the starting point is not a known vertex (a warm start)
+
+    def _start(self, x_k):
+        atom = self.block.initial_atom()
+        x0 = np.zeros(self.block.size)
+        atom.add_to(x0, 1.0)
+        if not (hasattr(atom, "indices") and np.array_equal(x0, x_k)):
+            self.fallback = FWStep(self.block)
+            return
+        self.sets = BatchedActiveSets(self.B, self.S, *_split_vertex(atom, self.B, self.S))
+
+    def propose(self, x_k, g_k, ctx):
+        if self.sets is None and self.fallback is None:
+            self._start(x_k)
+        if self.fallback is not None:
+            return self.fallback.propose(x_k, g_k, ctx)
+        B, S, sets = self.B, self.S, self.sets
+        s_idx, s_val = _split_vertex(self.block.lmo(g_k), B, S)
+        X, G = x_k.reshape(B, S), g_k.reshape(B, S)
+        rows = np.arange(B)
+        fw_gap = np.einsum("ij,ij->i", X, G) - np.einsum("ij,ij->i", g_k[s_idx], s_val)
+        dots = sets.dots(g_k)  # (B, capacity); empty slots are masked by ``alive`` below
+        a = np.argmax(np.where(sets.alive, dots, -np.inf), axis=1)
+        lo = np.argmin(np.where(sets.alive, dots, np.inf), axis=1)
+        local_gap = dots[rows, a] - dots[rows, lo]
+        local = (a != lo) & (local_gap >= fw_gap)  # BPCG line 7, per group
+        # unscaled directions, every group at once: s_g - x_g or a_lo - a_a
+        D = np.where(local[:, None], 0.0, -X)
+        flat = D.reshape(-1)
+        fw = ~local
+        flat += np.bincount(s_idx[fw].ravel(), s_val[fw].ravel(), minlength=flat.size)
+        flat += np.bincount(sets.idx[rows[local], lo[local]].ravel(), sets.val[rows[local], lo[local]].ravel(),
+                            minlength=flat.size)
+        flat -= np.bincount(sets.idx[rows[local], a[local]].ravel(), sets.val[rows[local], a[local]].ravel(),
+                            minlength=flat.size)
+        slope = -np.where(local, local_gap, fw_gap)
+        cap = np.where(local, sets.weight[rows, a], 1.0)
+        c = ctx.lam * np.einsum("ij,ij->i", self.col_norms2.reshape(B, S), D * D) \
+            + self.curvature_f * np.einsum("ij,ij->i", D, D)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            amount = np.where(c > 0, np.minimum(cap, -slope / c), cap)
+        amount[~(slope < 0)] = 0.0
+        D *= amount[:, None]
+        return Proposal(flat, 1.0, "fw", float(fw_gap.sum()), None, (local, a, lo, amount, s_idx, s_val),
+                        prescaled=True)
+
+    def commit(self, p, gamma):
+        if self.fallback is not None:
+            return self.fallback.commit(p, gamma)
+        if gamma <= 0:
+            return
+        local, a, lo, amount, s_idx, s_val = p.data
+        self.sets.update(local, a, lo, min(gamma, 1.0) * amount, s_idx, s_val)
+
+    def observe_curvature(self, c_f, d_norm2):
+        if d_norm2 > 0 and c_f is not None and np.isfinite(c_f):
+            self.curvature_f = max(float(c_f), 0.0) / d_norm2
+
+
+def _split_vertex(atom, B, S):
+    """A joint sparse vertex of a batch as padded per-group rows: (B, w) flat indices and values.
+
+    Padding entries point at the group's first entry with value 0.
+    """
+    idx = np.asarray(atom.indices)
+    vals = np.broadcast_to(np.asarray(atom.values, dtype=float), idx.shape)
+    order = np.argsort(idx, kind="stable")
+    idx, vals = idx[order], vals[order]
+    group = idx // S
+    counts = np.bincount(group, minlength=B)
+    width = max(1, int(counts.max()) if counts.size else 1)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    col = np.arange(idx.size) - starts[group]
+    out_idx = np.repeat((np.arange(B) * S)[:, None], width, axis=1)
+    out_val = np.zeros((B, width))
+    out_idx[group, col] = idx
+    out_val[group, col] = vals
+    return out_idx, out_val
+
+
+class BatchedActiveSets:
+    """One active set per group of a batch, stored together: (B, capacity, width) atoms and (B, capacity) weights.
+
+    Slot ``[g, j]`` holds an atom of group g (flat indices into the block,
+    padded with the group's first entry and value 0) when ``alive[g, j]``;
+    each group's weights are nonnegative and sum to one (paper eq.
+    active_set_decomposition, per group). Inner products with every atom of
+    every group are one gather; updates are array operations over the
+    groups; atoms whose weight falls to zero free their slot.
+    """
+
+    def __init__(self, B, S, first_idx, first_val):
+        self.B, self.S = B, S
+        self.idx = first_idx[:, None, :].copy()
+        self.val = first_val[:, None, :].copy()
+        self.weight = np.ones((B, 1))
+        self.alive = np.ones((B, 1), dtype=bool)
+
+    def __len__(self):
+        return int(self.alive.sum())
+
+    def dots(self, g):
+        return np.einsum("gkw,gkw->gk", g[self.idx], self.val)
+
+    def _widen(self, width):
+        if width > self.idx.shape[2]:
+            extra = width - self.idx.shape[2]
+            pad = np.repeat(self.idx[:, :, :1], extra, axis=2)  # the padding convention: a group entry, value 0
+            pad[...] = (np.arange(self.B) * self.S)[:, None, None]
+            self.idx = np.concatenate([self.idx, pad], axis=2)
+            self.val = np.concatenate([self.val, np.zeros(self.val.shape[:2] + (extra,))], axis=2)
+
+    def _grow(self):
+        B, cap, w = self.idx.shape
+        self.idx = np.concatenate([self.idx, np.repeat((np.arange(B) * self.S)[:, None, None], cap, 1)
+                                   .repeat(w, 2)], axis=1)
+        self.val = np.concatenate([self.val, np.zeros((B, cap, w))], axis=1)
+        self.weight = np.concatenate([self.weight, np.zeros((B, cap))], axis=1)
+        self.alive = np.concatenate([self.alive, np.zeros((B, cap), dtype=bool)], axis=1)
+
+    def update(self, local, a, lo, amount, s_idx, s_val):
+        """Local steps (weight ``amount`` from slot a to slot lo) and FW steps toward (s_idx, s_val)."""
+        moving = amount > 0
+        lg = np.flatnonzero(local & moving)
+        held = self.weight[lg, a[lg]]
+        take = np.minimum(amount[lg], held)
+        self.weight[lg, a[lg]] = np.where(take >= held, 0.0, held - take)  # a drop step empties the slot exactly
+        self.weight[lg, lo[lg]] += take
+        fg = np.flatnonzero(~local & moving)
+        if fg.size:
+            self._widen(s_idx.shape[1])
+            w = self.idx.shape[2]
+            new_idx = np.repeat((np.arange(self.B) * self.S)[:, None], w, axis=1)
+            new_val = np.zeros((self.B, w))
+            new_idx[:, : s_idx.shape[1]] = s_idx
+            new_val[:, : s_val.shape[1]] = s_val
+            gam = np.minimum(amount[fg], 1.0)
+            self.weight[fg] *= (1.0 - gam)[:, None]
+            # the vertex may already be active in its group (same cells and values)
+            same = self.alive[fg] & np.all(self.idx[fg] == new_idx[fg][:, None, :], axis=2) \
+                & np.all(self.val[fg] == new_val[fg][:, None, :], axis=2)
+            found = same.any(axis=1)
+            hit = fg[found]
+            self.weight[hit, np.argmax(same[found], axis=1)] += gam[found]
+            miss, gam_miss = fg[~found], gam[~found]
+            if miss.size:
+                if np.any(self.alive[miss].all(axis=1)):
+                    self._grow()
+                slot = np.argmin(self.alive[miss], axis=1)  # the first free slot
+                self.idx[miss, slot] = new_idx[miss]
+                self.val[miss, slot] = new_val[miss]
+                self.weight[miss, slot] = gam_miss
+                self.alive[miss, slot] = True
+        dead = self.alive & (self.weight <= _GROUP_DROP_TOL)
+        if dead.any():
+            self.alive &= ~dead
+            self.weight[dead] = 0.0
+        touched = np.flatnonzero(moving)
+        self.weight[touched] /= self.weight[touched].sum(axis=1, keepdims=True)
+
+    def dense(self):
+        """The block's iterate rebuilt from the groups' atoms."""
+        x = np.zeros(self.B * self.S)
+        w = np.where(self.alive, self.weight, 0.0)
+        np.add.at(x, self.idx.ravel(), (self.val * w[:, :, None]).ravel())
+        return x
+
+
+#: a group's weight at or below this is rounding: its atom leaves the group's active set
+_GROUP_DROP_TOL = 1e-13
 
 
 class IntervalStep:
@@ -326,20 +649,33 @@ class SimplexGroups:
 _ACTIVE_SET_STEPS = {"auto": BlendedPairwiseStep, "pairwise": PairwiseStep, "away": AwayStep}
 
 
-def make_step(block, step, active, col_norms2):
-    """The step object for a block under the ``step`` option.
+def make_step(block, step, active, col_norms2, coupled=True, rank_k=False):
+    """The step object for a block under the ``step`` and ``rank_k`` options.
 
     "auto": BPCG on polytope blocks that keep an active set, per-group
-    pairwise steps on products of simplices, FW elsewhere; "pairwise" and
+    pairwise steps on products of simplices, BPCG per group on batches of
+    polytopes (``block.batch_group_size``), FW elsewhere; "pairwise" and
     "away": those steps on polytope blocks (pairwise per group on products of
     simplices); "fw": FW everywhere. Boxes take per-coordinate FW steps under "auto".
     ``col_norms2()`` gives ||M e_i||^2 for the block's entries (called only by
-    the steps that need it: building it costs a pass over M).
+    the steps that need it: building it costs a pass over M). ``coupled``:
+    whether the problem has consistency rows (BPCG's local phase needs a
+    block whose model is the objective alone).
+    ``rank_k=True``: blocks with a low-rank face (trace-norm balls) take
+    BlockFW rank-k steps (:class:`fwmodel.engine.rank_k.RankKStep`).
     """
+    if rank_k is True and block.face is not None:
+        from .rank_k import RankKStep  # rank_k imports this module
+
+        return RankKStep(block, block.face, col_norms2())
     if step in ("auto", "pairwise") and block.groups is not None:
         return GroupPairwiseStep(block, block.groups, col_norms2())
     if step == "auto" and block.intervals is not None:
         return IntervalStep(block, block.intervals, col_norms2())
+    if step == "auto" and getattr(block, "batch_group_size", None) is not None:
+        return BatchBPCGStep(block, block.batch_group_size, col_norms2())
+    if active is not None and step == "auto":
+        return BlendedPairwiseStep(block, active, coupled=coupled)
     if active is not None and step in _ACTIVE_SET_STEPS:
         return _ACTIVE_SET_STEPS[step](block, active)
     return FWStep(block)

@@ -16,9 +16,9 @@ import sys
 import time
 
 #: the step kinds counted in the last column, in order (projection: projected-gradient block steps)
-STEP_COLUMNS = ("fw", "away", "pairwise", "drop", "projection", "inface")
+STEP_COLUMNS = ("fw", "away", "pairwise", "drop", "projection", "inface", "rank_k")
 _STEP_TITLES = {"fw": "fw", "away": "away", "pairwise": "pair", "drop": "drop", "projection": "proj",
-                "inface": "inface"}
+                "inface": "inface", "rank_k": "rank-k"}
 
 
 class VerbosePrinter:
@@ -47,6 +47,7 @@ class VerbosePrinter:
         self._print(f"step={step}  line_search={line_search}  lam0={lam:.3g}")
         self._print(f"stop when FW gap <= tol * S_f = {stopping.tol:.1e} * {stopping.objective_scale:.3e}"
                     f"  and  ||Mx-b|| <= feas_tol * S_x = {stopping.feas_tol:.1e} * {stopping.feasibility_scale:.3e}")
+        self._print("  and |<y + lam r, r>| <= tol * min(S_f, max(|f|, S_f / 100)) (the error infeasibility can hide)")
         self._print("  S_f: FW gap of f at the starting point (the objective's range); "
                     "S_x: largest norm of b, points and vertices seen")
         self._print("-" * 112)

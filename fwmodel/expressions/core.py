@@ -802,6 +802,13 @@ def _check_variable_bounds(var, bounds):
             raise ModelError(f"{var._describe()}: the {side} bound of shape {b.shape} does not broadcast "
                              f"to the variable's shape {var.shape}") from None
         out.append(b)
+    lo, hi = out
+    if isinstance(lo, np.ndarray) and isinstance(hi, np.ndarray):  # constants: checked now, as CVXPY does
+        crossed = np.broadcast_to(lo > hi, var.shape)
+        if np.any(crossed):
+            j = int(np.flatnonzero(crossed)[0])
+            raise ModelError(f"{var._describe()}: bounds=[lower, upper] with lower > upper at flat entry {j}; "
+                             "no value satisfies them")
     return tuple(out)
 
 

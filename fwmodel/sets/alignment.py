@@ -737,6 +737,16 @@ class AlignmentPolytope(ConvexSet):
     def reset(self):
         self._work = _Workspace()  # release the DP buffers
 
+    def batch_group_size(self):
+        """For a batch (``axis=0``, B > 1): the entries per alignment, ``n * m``.
+
+        The batch is a product of B alignment polytopes over consecutive runs of
+        ``n * m`` entries, and the batched LMO's vertex is the B alignments'
+        vertices side by side: the engine keeps one active set and one step
+        size per alignment (BPCG per group). None for a single alignment.
+        """
+        return self.n * self.m if self.batch > 1 else None
+
     # ---------------------------------------------------------- optional hooks
     def coordinate_bounds(self):
         """Every entry of a 0/1 alignment matrix (and of their hull) lies in [0, 1]."""

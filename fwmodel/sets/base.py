@@ -92,6 +92,10 @@ class ConvexSet:
     #: engine then measures the projection against an iteration and takes
     #: projected-gradient steps on the block when they cost little more.
     has_projection = False
+    #: None, or why the set's current data leave it empty (a box whose bounds,
+    #: from Parameters or from the user's constraints, cross): the solve then
+    #: ends with status "infeasible" and this message
+    empty_reason = None
 
     def project_flat(self, flat_point):
         """Euclidean projection of a flat point onto the set (where ``has_projection`` or ``has_cheap_projection``)."""

@@ -5,7 +5,7 @@ import functools
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import EmptySetError, ModelError
 from ._common import as_direction, as_flat_direction, as_point, check_number_array
 from .atoms import DenseAtom
 from .base import ConvexSet, nonnegative_data
@@ -19,6 +19,18 @@ def _bound(name, value, shape):
     to the expression's shape).
     """
     return check_number_array("Box", name, value, shape)
+
+
+def box_of_bounds(expr, lower, upper, origin):
+    """The Box the compiler builds from bounds the user wrote as constraints (``x >= lo``, ``x <= hi``).
+
+    Contradictory bounds do not raise: they make the solve end "infeasible",
+    naming ``origin`` (the constrained variable).
+    """
+    box = Box.__new__(Box)
+    object.__setattr__(box, "_bounds_origin", origin)
+    box.__init__(expr, lower, upper)
+    return box
 
 
 class Box(ConvexSet):
@@ -51,10 +63,25 @@ class Box(ConvexSet):
         self._lo = self.lower if isinstance(self.lower, float) else self.lower.ravel()
         self._hi = self.upper if isinstance(self.upper, float) else self.upper.ravel()
         gap = np.asarray(self._hi) - np.asarray(self._lo)
+        object.__setattr__(self, "empty_reason", None)
         if np.any(gap < 0):
             first = int(np.flatnonzero(np.broadcast_to(gap < 0, (self.size,)))[0])
-            raise ModelError(f"{type(self).__name__}: lower must be <= upper in every entry, but lower > upper "
-                             f"at flat index {first} (for {self.expr!r})")
+            lo = float(np.broadcast_to(self._lo, (self.size,))[first])
+            hi = float(np.broadcast_to(self._hi, (self.size,))[first])
+            origin = self.__dict__.get("_bounds_origin")
+            if origin is not None:  # built by the compiler from the user's bounds
+                reason = (f"the bounds on {origin} (with those its other sets imply) contradict each other: "
+                          f"lower {lo:.6g} > upper {hi:.6g} at flat entry {first}")
+            else:
+                reason = (f"{type(self).__name__}: lower must be <= upper in every entry, but lower {lo:.6g} > "
+                          f"upper {hi:.6g} at flat index {first} (for {self.expr!r})")
+            if origin is None and not self.__dict__.get("_sources"):
+                raise EmptySetError(reason)  # constant data given to the set itself: a malformed set
+            # data from Parameters or from constraints: the model is infeasible for
+            # these values, which the solve reports as its status (as CVXPY does)
+            object.__setattr__(self, "empty_reason", reason)
+            self._free = None
+            return
         # Coordinates with lower == upper take the same value either way; mask
         # them out of the key so that equal vertices get equal keys.
         self._free = None if np.all(gap > 0) else np.broadcast_to(gap > 0, (self.size,)).copy()

@@ -1,0 +1,313 @@
+"""Rank-k steps on trace-norm blocks (BlockFW: Allen-Zhu, Hazan, Hu & Li 2017).
+
+A Frank-Wolfe step on the ball ``{||X||_* <= r}`` adds one rank-one atom;
+a solution of rank k needs at least k such steps, and usually many more
+(the other atoms are only shrunk uniformly). Block Frank-Wolfe replaces the
+linear oracle by a rank-k *proximal* oracle: with ``L`` the curvature of the
+objective on the block,
+
+    V = argmin_{||V||_* <= r, rank V <= k}  <G, V> + (L/2) ||V - X||_F^2
+      = argmin_{||V||_* <= r, rank V <= k}  ||V - Y||_F^2,   Y = X - G / L,
+
+and the step goes along ``V - X`` (feasible for gamma in [0, 1]: V and X are
+in the ball). The minimizer is explicit (Allen-Zhu et al. 2017, Lemma 3.1,
+a consequence of von Neumann's trace inequality): with the top-k singular
+triplets ``(u_i, sigma_i, v_i)`` of Y,
+
+    V = sum_i s_i u_i v_i',   s = projection of (sigma_1..sigma_k) onto {s >= 0, sum s <= r}.
+
+On the PSD trace ball ``{X psd, tr X <= r}`` the same holds with the top-k
+eigenpairs of sym(Y) (largest eigenvalues, negative ones projected to 0);
+on the symmetric nuclear ball with the k eigenvalues of largest magnitude,
+their signs kept and magnitudes projected.
+
+When fewer than k of the projected values are positive, the threshold of the
+projection lies above sigma_{k+1}, so V is also the projection of Y onto the
+whole ball: the step is then an exact projected-gradient step, computed
+from k pairs instead of a full SVD. The pairs come from a block Krylov
+method (Rayleigh-Ritz on span[Q, A Q] or span[Q, A'A Q]) warm-started from
+the previous step's pairs and the LMO vector: consecutive Y differ little,
+so one or two rounds of BLAS-3 products suffice.
+
+k adapts to what the step needs and gains: doubled while all k projected
+values are positive (the prox wants a higher rank), shrunk to the rank the
+prox kept plus a margin otherwise; and the step is compared every iteration
+with the plain FW step (whose LMO also gives the block's FW gap for the
+stopping rule) on the quadratic model of L(., y) along each direction; the
+better one is proposed. When the rank-k step's model decrease per second
+(its block Krylov work added to an iteration's time) falls below the FW
+step's ``PATIENCE`` times in a row, it pauses for 2, 4, ... iterations
+(its products are then saved).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .inface import project_capped_simplex
+from .steps import Proposal, _fw_direction
+from .vector_ops import dot
+
+#: the values of the ``rank_k`` solve option
+RANK_K_CHOICES = (True, False)
+#: first k, and the extra Krylov vectors kept beyond k (oversampling)
+INITIAL_RANK = 4
+OVERSAMPLING = 4
+#: block Krylov rounds at most per step, and the relative change of the k values that stops them
+MAX_ROUNDS = 4
+RITZ_RTOL = 1e-4
+#: from this fraction of the smaller side on, a dense factorization of Y is cheaper than Krylov
+DENSE_FRACTION = 0.3
+#: the rank-k step, when it loses to FW this many times in a row, pauses for 2, 4, 8, ... iterations
+PATIENCE = 3
+MAX_PAUSE = 64
+
+
+def _orth(A):
+    """An orthonormal basis of the columns of A (QR; dependent columns dropped)."""
+    Q, R = np.linalg.qr(A)
+    diag = np.abs(np.diag(R))
+    keep = diag > 1e-12 * max(float(diag.max(initial=0.0)), 1e-300)
+    return Q[:, keep]
+
+
+def _pick(values, k, which):
+    """Indices of the k extreme values: "LA" largest, "LM" largest magnitude."""
+    key = values if which == "LA" else np.abs(values)
+    return np.argsort(key)[::-1][:k]
+
+
+def top_eigenpairs(A, k, which="LA", start=None, rng=None, max_rounds=MAX_ROUNDS, rtol=RITZ_RTOL):
+    """The k extreme eigenpairs of a symmetric matrix A by a warm-started block Krylov method.
+
+    Each round is a Rayleigh-Ritz step on ``span[Q, A Q]`` (``Q``: the
+    current ``k + OVERSAMPLING`` Ritz vectors, first the ``start`` columns
+    completed by Gaussian vectors); it stops when the k Ritz values change
+    by at most ``rtol`` relative to the largest. ``which``: "LA" (largest)
+    or "LM" (largest magnitude). Returns ``(values, vectors)`` (n x k, orthonormal).
+    """
+    n = A.shape[0]
+    b = min(n, k + OVERSAMPLING)
+    if b >= DENSE_FRACTION * n:
+        w, V = np.linalg.eigh(A)
+        idx = _pick(w, k, which)
+        return w[idx], V[:, idx]
+    rng = rng if rng is not None else np.random.default_rng(0)
+    cols = [] if start is None else [np.asarray(start, dtype=float).reshape(n, -1)]
+    have = sum(c.shape[1] for c in cols)
+    if have < b:
+        cols.append(rng.standard_normal((n, b - have)))
+    Q = _orth(np.hstack(cols))[:, :b]
+    previous = None
+    for _ in range(max_rounds):
+        K = _orth(np.hstack([Q, A @ Q]))
+        AK = A @ K
+        H = K.T @ AK
+        w, C = np.linalg.eigh(0.5 * (H + H.T))
+        idx = _pick(w, b, which)
+        Q = K @ C[:, idx]
+        values = w[idx[:k]]
+        scale = max(float(np.max(np.abs(values), initial=0.0)), 1e-300)
+        if previous is not None and np.max(np.abs(values - previous)) <= rtol * scale:
+            break
+        previous = values
+    return values, Q[:, :k]
+
+
+def top_singular_triplets(A, k, start=None, rng=None, max_rounds=MAX_ROUNDS, rtol=RITZ_RTOL):
+    """The k largest singular triplets of A (m x n) by a warm-started block Krylov method.
+
+    Rayleigh-Ritz for singular values on the right subspace
+    ``span[Q, A' A Q]``: the SVD of ``A K`` (m x 2b) gives the Ritz triplets.
+    ``start``: right vectors (n x j) to start from. Returns ``(U, s, V)``
+    with U (m x k) and V (n x k) orthonormal.
+    """
+    m, n = A.shape
+    b = min(m, n, k + OVERSAMPLING)
+    if b >= DENSE_FRACTION * min(m, n):
+        U, s, Vt = np.linalg.svd(A, full_matrices=False)
+        return U[:, :k], s[:k], Vt[:k].T
+    rng = rng if rng is not None else np.random.default_rng(0)
+    cols = [] if start is None else [np.asarray(start, dtype=float).reshape(n, -1)]
+    have = sum(c.shape[1] for c in cols)
+    if have < b:
+        cols.append(rng.standard_normal((n, b - have)))
+    Q = _orth(np.hstack(cols))[:, :b]
+    previous = None
+    for _ in range(max_rounds):
+        K = _orth(np.hstack([Q, A.T @ (A @ Q)]))
+        AK = A @ K
+        P, s, Wt = np.linalg.svd(AK, full_matrices=False)
+        U, Q = P[:, :b], K @ Wt[:b].T
+        values = s[:k]
+        if previous is not None and np.max(np.abs(values - previous)) <= rtol * max(float(s[0]), 1e-300):
+            break
+        previous = values
+    return U[:, :k], s[:k], Q[:, :k]
+
+
+def rank_k_prox(Y, radius, k, psd=False, symmetric=False, start=None, rng=None):
+    """The nearest point to Y of rank at most k in the trace-norm ball (Allen-Zhu et al. 2017, Lemma 3.1).
+
+    ``psd``: over the PSD trace ball (Y's symmetric part is used);
+    ``symmetric``: over symmetric matrices of the nuclear ball. Returns
+    ``(U, s, V)``: the point is ``U diag(s) V'``, with ``s >= 0`` (signs of
+    a symmetric point folded into V = U * sign), and the k-th and later
+    values of s zero when the result is the projection onto the whole ball.
+    """
+    if psd or symmetric:
+        S = Y if np.array_equal(Y, Y.T) else 0.5 * (Y + Y.T)
+        values, U = top_eigenpairs(S, k, "LA" if psd else "LM", start, rng)
+        if psd:
+            s = project_capped_simplex(values, radius)
+            return U, s, U
+        s = project_capped_simplex(np.abs(values), radius)
+        return U, s, U * np.where(values < 0, -1.0, 1.0)
+    U, sigma, V = top_singular_triplets(Y, k, start, rng)
+    return U, project_capped_simplex(sigma, radius), V
+
+
+def _model_decrease(slope, curvature):
+    """Decrease of the model slope * g + curvature g^2 / 2 over g in [0, 1] (positive is better)."""
+    if not slope < 0:
+        return 0.0
+    if curvature <= 0 or -slope >= curvature:
+        return -slope - 0.5 * max(curvature, 0.0)
+    return 0.5 * slope * slope / curvature
+
+
+class RankKStep:
+    """A step object (see :mod:`fwmodel.engine.steps`) taking BlockFW rank-k steps on a trace-norm block.
+
+    Each proposal calls the block's LMO (the FW gap, and the FW direction),
+    forms ``Y = X - G / L`` with ``L = lam * mean ||M e_i||^2 + L_f`` (the
+    curvature of L(., y) on the block per unit squared step: the penalty's
+    from M's columns, the objective's measured along the last direction),
+    computes the rank-k point V (:func:`rank_k_prox`) and proposes
+    ``V - X`` when its model decrease beats the FW step's.
+
+    The first proposal is a FW step (no curvature known yet); an objective
+    that gives no curvature ``d' H d`` (``curvature`` absent or None) keeps FW
+    steps throughout, as does a block with ``L = 0``. ``face``: the
+    block's :class:`~fwmodel.engine.inface.LowRankFace` (radius, psd, shape).
+    """
+
+    replaces_inface = True  # the driver takes no in-face steps on this block
+
+    def __init__(self, block, face, col_norms2, initial_rank=INITIAL_RANK, max_rank=None):
+        self.block = block
+        self.active = None
+        self.radius, self.psd, self.shape = face.radius, face.psd, tuple(face.shape)
+        norms2 = np.asarray(col_norms2, dtype=float)
+        self.penalty_scale = float(norms2.mean()) if norms2.size else 0.0
+        self.curvature_f = None  # L_f, unknown until the driver measured one direction
+        self.k = int(initial_rank)
+        self.max_rank = int(max_rank) if max_rank is not None else min(self.shape)
+        self.start = None  # the last step's vectors: the Krylov warm start
+        self.losses = 0
+        self.pause = 0  # iterations left without trying the rank-k step
+        self.pause_length = 1
+        self.rng = np.random.default_rng(0)
+        self._Y = None
+        self.iteration_time = None  # seconds of an iteration outside the rank-k work (a running mean)
+        self._last_start = None
+        self._last_rank_time = 0.0
+        #: what the last proposals did, for benchmarks: k and the prox rank of the last rank-k step
+        self.last_rank = 0
+        self.rank_k_steps = 0
+
+    def _curvature(self, lam):
+        if self.curvature_f is None:
+            return None
+        L = lam * self.penalty_scale + self.curvature_f
+        return L if L > 0 and np.isfinite(L) else None
+
+    def propose(self, x_k, g_k, ctx):
+        now = time.perf_counter()
+        if self._last_start is not None:  # an iteration without the rank-k work: the FW step's cost
+            spent = max(now - self._last_start - self._last_rank_time, 1e-9)
+            self.iteration_time = spent if self.iteration_time is None else 0.5 * (self.iteration_time + spent)
+        self._last_start, self._last_rank_time = now, 0.0
+        s = self.block.lmo(g_k)
+        gap = dot(x_k, g_k) - s.dot(g_k)
+        d_fw = _fw_direction(x_k, s)
+        fw = Proposal(d_fw, 1.0, "fw", gap, s)
+        L = self._curvature(ctx.lam)
+        if L is None or gap <= 0:
+            return fw
+        if self.pause > 0:
+            self.pause -= 1
+            return fw
+        t0 = time.perf_counter()
+        d_rank = self._rank_k_direction(x_k, g_k, L, s)
+        self._last_rank_time = time.perf_counter() - t0
+        if d_rank is None:
+            return fw
+        gain_rank = _model_decrease(dot(g_k, d_rank), L * dot(d_rank, d_rank))
+        gain_fw = _model_decrease(-gap, L * dot(d_fw, d_fw))
+        # the rank-k work pays when it gains more per second than FW steps do
+        t_fw = self.iteration_time if self.iteration_time is not None else self._last_rank_time
+        pays = gain_rank * t_fw > gain_fw * (t_fw + self._last_rank_time)
+        if pays:
+            self.losses = 0
+            self.pause_length = 1
+        else:
+            self.losses += 1
+            if self.losses >= PATIENCE:  # back off: the Krylov products are not paying
+                self.pause_length = min(2 * self.pause_length, MAX_PAUSE)
+                self.pause = self.pause_length
+                self.losses = 0
+        if gain_rank > gain_fw:  # already computed: take the better of the two
+            self.rank_k_steps += 1
+            return Proposal(d_rank, 1.0, "rank_k", gap)
+        return fw
+
+    def _rank_k_direction(self, x_k, g_k, L, fw_atom):
+        shape = self.shape
+        if self._Y is None:
+            self._Y = np.empty(shape)
+        X = x_k.reshape(shape)
+        Y = self._Y
+        np.multiply(g_k.reshape(shape), -1.0 / L, out=Y)
+        Y += X
+        k = min(self.k, self.max_rank)
+        start = self._start_vectors(fw_atom)
+        # a symmetric LMO vertex (u is v) means a symmetric gradient, or a set of
+        # symmetric matrices: V is then taken symmetric too (sym(Y)'s eigenpairs)
+        symmetric = self.psd or (getattr(fw_atom, "u", None) is not None and fw_atom.u is fw_atom.v)
+        U, s, V = rank_k_prox(Y, self.radius, k, psd=self.psd, symmetric=symmetric, start=start, rng=self.rng)
+        kept = int(np.count_nonzero(s > 0))
+        self.last_rank = kept
+        # k follows the rank the prox wants: double while every value is kept, else keep a margin
+        if kept >= k:
+            self.k = min(2 * k, self.max_rank)
+        else:
+            self.k = max(INITIAL_RANK, min(self.max_rank, kept + OVERSAMPLING))
+        self.start = V if V is not None else U
+        if kept == 0:
+            D = np.negative(X)
+        else:
+            D = (U[:, :kept] * s[:kept]) @ V[:, :kept].T
+            if symmetric:  # exactly symmetric: rounding must not build up an asymmetry
+                D += D.T
+                D *= 0.5
+            D -= X
+        return D.ravel()
+
+    def _start_vectors(self, fw_atom):
+        cols = []
+        if self.start is not None:
+            cols.append(self.start)
+        v = getattr(fw_atom, "v", None)
+        if v is not None and np.ndim(v) == 1:
+            cols.append(np.asarray(v, dtype=float)[:, None])
+        return np.hstack(cols) if cols else None
+
+    def commit(self, p, gamma):
+        pass
+
+    def observe_curvature(self, c_f, d_norm2):
+        """Record the objective's curvature per unit squared step along the block's last direction."""
+        if d_norm2 > 0 and c_f is not None and np.isfinite(c_f):
+            self.curvature_f = max(float(c_f), 0.0) / d_norm2

@@ -1,0 +1,151 @@
+"""Rank-k steps on trace-norm blocks (fwmodel.engine.rank_k) against independent answers.
+
+The block Krylov pairs against a full eigendecomposition / SVD; the rank-k
+point against its closed form (top-k singular values of Y from a full SVD,
+projected onto the capped simplex) and, when the projection of Y has rank
+below k, against the projection onto the whole ball (full SVD); solves with
+``rank_k=True`` against the projection of C (a closed form) and against
+CVXPY + Clarabel.
+"""
+import numpy as np
+import pytest
+
+import fwmodel as fm
+from fwmodel.engine.inface import project_capped_simplex
+from fwmodel.engine.rank_k import rank_k_prox, top_eigenpairs, top_singular_triplets
+
+
+def low_rank_plus_noise(m, n, rank, seed, noise=0.05, symmetric=False):
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((m, rank)) * np.linspace(10.0, 3.0, rank) @ rng.standard_normal((rank, n)) / np.sqrt(n)
+    A = A + noise * rng.standard_normal((m, n))
+    return 0.5 * (A + A.T) if symmetric else A
+
+
+@pytest.mark.parametrize("which, k", [("LA", 4), ("LM", 6)])
+def test_block_krylov_eigenpairs_match_a_full_eigendecomposition(which, k):
+    n = 120
+    rng = np.random.default_rng(1)
+    Q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    spectrum = np.concatenate([[9.0, -8.0, 7.0, -6.0, 5.0, 4.5], rng.uniform(-1.0, 1.0, n - 6)])
+    A = (Q * spectrum) @ Q.T
+    values, vectors = top_eigenpairs(A, k, which, max_rounds=100, rtol=1e-12)
+    w, V = np.linalg.eigh(A)
+    order = np.argsort(w if which == "LA" else np.abs(w))[::-1][:k]
+    assert np.allclose(np.sort(values), np.sort(w[order]), rtol=1e-6)
+    # the same invariant subspace: projector distance
+    P_est, P_ref = vectors @ vectors.T, V[:, order] @ V[:, order].T
+    assert np.linalg.norm(P_est - P_ref) < 1e-4
+    assert np.allclose(vectors.T @ vectors, np.eye(k), atol=1e-10)
+
+
+def test_block_krylov_singular_triplets_match_a_full_svd():
+    A = low_rank_plus_noise(90, 130, 6, seed=2)
+    U, s, V = top_singular_triplets(A, 4, max_rounds=100, rtol=1e-12)
+    s_ref = np.linalg.svd(A, compute_uv=False)[:4]
+    assert np.allclose(s, s_ref, rtol=1e-6)
+    assert np.allclose(A @ V, U * s, atol=1e-4 * s_ref[0])
+    assert np.allclose(U.T @ U, np.eye(4), atol=1e-10) and np.allclose(V.T @ V, np.eye(4), atol=1e-10)
+
+
+def closed_form_rank_k(Y, radius, k):
+    """argmin over rank <= k, ||V||_* <= r of ||V - Y||_F: the top-k SVD with projected values (full SVD)."""
+    U, s, Vt = np.linalg.svd(Y)
+    t = project_capped_simplex(s[:k], radius)
+    return (U[:, :k] * t) @ Vt[:k]
+
+
+@pytest.mark.parametrize("radius, k", [(6.0, 3), (60.0, 3), (6.0, 30)])
+def test_rank_k_point_matches_its_closed_form(radius, k):
+    Y = low_rank_plus_noise(100, 110, 8, seed=3)
+    U, s, V = rank_k_prox(Y, radius, k)
+    P = (U * s) @ V.T
+    assert np.allclose(P, closed_form_rank_k(Y, radius, k), atol=1e-6 * np.abs(Y).max())
+    assert s.sum() <= radius * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("variant", [{}, {"symmetric": True}, {"psd": True}])
+def test_rank_k_point_is_the_projection_onto_the_ball_when_its_rank_is_below_k(variant):
+    """Fewer than k positive values after thresholding: the rank-k point is the projection (full SVD)."""
+    symmetric = bool(variant)
+    Y = low_rank_plus_noise(100, 100, 4, seed=4, symmetric=symmetric)
+    radius, k = 3.0, 10
+    U, s, V = rank_k_prox(Y, radius, k, **variant)
+    assert np.count_nonzero(s) < k
+    P = (U * s) @ V.T
+    X = fm.Variable((100, 100))
+    ref = fm.TraceNormBall(X, radius, **variant).project(Y)
+    assert np.allclose(P, ref, atol=1e-6 * np.abs(Y).max())
+
+
+def test_one_rank_k_step_on_a_quadratic_reaches_the_projection():
+    """min ||X - C||^2 over the ball: its solution is the projection of C (full SVD, a closed form).
+
+    With L the exact curvature, Y = X - G / L = C and one rank-k step lands on the
+    projection when its rank is at most k; FW steps alone need many iterations.
+    """
+    C = low_rank_plus_noise(80, 90, 3, seed=5)
+    radius = 0.5 * np.linalg.svd(C, compute_uv=False).sum()
+    X = fm.Variable(C.shape)
+    ball = fm.TraceNormBall(X, radius)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [ball])
+    prob.solve(rank_k=True, tol=1e-9)
+    assert prob.status == "optimal"
+    assert prob.stats.iterations <= 5 and prob.stats.step_counts["rank_k"] >= 1
+    P = ball.project(C)
+    assert np.allclose(X.value, P, atol=1e-6 * np.abs(C).max())
+
+
+@pytest.mark.parametrize("psd", [False, True])
+def test_masked_least_squares_on_the_ball_matches_cvxpy(psd):
+    """Matrix completion on the (PSD) trace ball, no closed form: against CVXPY + Clarabel."""
+    cp = pytest.importorskip("cvxpy")
+    d = 30
+    C = low_rank_plus_noise(d, d, 3, seed=6, symmetric=psd)
+    mask = (np.random.default_rng(7).random((d, d)) < 0.5).astype(float)
+    if psd:
+        mask = np.maximum(mask, mask.T)
+    radius = 0.6 * np.linalg.svd(C, compute_uv=False).sum()
+    X = fm.Variable((d, d))
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(fm.multiply(mask, X - C))), [fm.TraceNormBall(X, radius, psd=psd)])
+    prob.solve(rank_k=True, tol=1e-6, max_iter=5000)
+    Z = cp.Variable((d, d), PSD=True) if psd else cp.Variable((d, d))
+    constraint = cp.trace(Z) <= radius if psd else cp.normNuc(Z) <= radius
+    ref = cp.Problem(cp.Minimize(cp.sum_squares(cp.multiply(mask, Z - C))), [constraint])
+    ref.solve(solver=cp.CLARABEL)
+    assert prob.status == "optimal"
+    assert prob.value <= ref.value + 1e-4 * abs(ref.value) + 1e-8
+    assert prob.value >= ref.value - 1e-3 * abs(ref.value)
+    if psd:
+        assert np.linalg.eigvalsh(0.5 * (X.value + X.value.T)).min() >= -1e-9 * radius
+        assert np.trace(X.value) <= radius * (1 + 1e-9)
+    else:
+        assert np.linalg.svd(X.value, compute_uv=False).sum() <= radius * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("projection", [True, False])
+def test_l1_and_trace_intersection_with_rank_k_matches_cvxpy(projection):
+    cp = pytest.importorskip("cvxpy")
+    d = 20
+    rng = np.random.default_rng(8)
+    C = rng.standard_normal((d, 3)) @ rng.standard_normal((3, d))
+    support = rng.random((d, d)) < 0.05
+    C[support] += 3.0 * rng.standard_normal(int(support.sum()))
+    r1, r2 = 0.5 * np.abs(C).sum(), 0.5 * np.linalg.svd(C, compute_uv=False).sum()
+    X = fm.Variable((d, d))
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.L1Ball(X, r1), fm.TraceNormBall(X, r2)])
+    prob.solve(rank_k=True, projection=projection, max_iter=20000)
+    Z = cp.Variable((d, d))
+    ref = cp.Problem(cp.Minimize(cp.sum_squares(Z - C)), [cp.sum(cp.abs(Z)) <= r1, cp.normNuc(Z) <= r2])
+    ref.solve(solver=cp.CLARABEL)
+    assert prob.status == "optimal"
+    assert abs(prob.value - ref.value) <= 1e-3 * abs(ref.value)
+    assert prob.stats.step_counts["rank_k"] > 0
+
+
+@pytest.mark.parametrize("bad", ["yes", 1, None, "auto"])
+def test_rank_k_option_is_checked_by_name(bad):
+    X = fm.Variable((4, 4))
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - np.eye(4))), [fm.TraceNormBall(X, 1.0)])
+    with pytest.raises(ValueError, match="rank_k"):
+        prob.solve(rank_k=bad)
