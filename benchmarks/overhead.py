@@ -215,7 +215,7 @@ def main():
                 print(f"  own {1e3 * tottime / args.iters:8.3f}  cum {1e3 * cumtime / args.iters:8.3f}  "
                       f"{ncalls:6d} calls  {where(key)}")
             print(f"fwmodel profile, d = {d}: ms per iteration inside the main steps (cumulative)")
-            steps = ("lmo_atom", "value_and_grad", "curvature", "matvec", "rmatvec", "_infeasibility_bound",
+            steps = ("lmo_atom", "value_and_grad", "curvature", "matvec", "rmatvec", "infeasibility_bound",
                      "append", "to_variables", "to_blocks", "dot", "add_to", "variable_values")
             for key, (_cc, ncalls, tottime, cumtime, _callers) in sorted(stats.stats.items(), key=lambda kv: -kv[1][3]):
                 if key[2] in steps and "fwmodel" in key[0] and cumtime / args.iters > 5e-5:

@@ -427,50 +427,39 @@ class Problem:
 
     @staticmethod
     def _engine_blocks(compiled):
+        """One engine Block per compiled block, built from what its set declares it offers.
+
+        A set declares its structure (:mod:`fwmodel.sets.base`): a low-rank
+        face (in-face steps), simplex groups (a pairwise step per group),
+        interval bounds (a FW step per coordinate), a batch of polytopes
+        (BPCG per group), a projection (projected-gradient steps), how many
+        independent groups it is a product of. No set's type is tested here.
+        """
         from .engine import Block
-        from .engine.steps import SimplexGroups
         from .engine.inface import LowRankFace
+        from .engine.steps import SimplexGroups
 
-        def face(s):
-            # sets with low-rank faces (trace-norm balls) declare them: in-face steps
-            declared = getattr(s, "low_rank_face", None)
-            found = declared() if declared is not None else None
-            return None if found is None else LowRankFace(*found)
+        def declared(found, wrap):
+            return None if found is None else wrap(*found)
 
-        def batched(s):
-            # a product of many small polytopes (Simplex(axis=...) over a factor
-            # graph, many alignments): pairwise steps there move every group along
-            # one stored joint vertex, which measured slower than FW on the MAP LP
-            # (20 x 20 grid: 28 vs 0.9 ms per iteration, less accurate after 3000)
-            return getattr(s, "n_groups", 1) > 8 or getattr(s, "batch", 1) > 8
+        def block(b):
+            s = b.set
+            return Block(
+                offset=b.offset, size=b.size, lmo=s.lmo_atom, initial_atom=s.initial_atom,
+                is_polytope=bool(s.is_polytope), name=b.name,
+                face=declared(s.low_rank_face(), LowRankFace),
+                # a product of many small polytopes (Simplex(axis=...) over a factor
+                # graph, many alignments): pairwise steps there move every group along
+                # one stored joint vertex, which measured slower than FW on the MAP LP
+                # (20 x 20 grid: 28 vs 0.9 ms per iteration, less accurate after 3000)
+                active_set_steps=s.group_count() <= 8,
+                groups=declared(s.simplex_groups(), SimplexGroups),
+                intervals=s.interval_bounds(), batch_group_size=s.batch_group_size(),
+                project=s.project_flat if (s.has_cheap_projection or s.has_projection) else None,
+                cheap_projection=bool(s.has_cheap_projection),
+                projection_estimate=s.projection_time_estimate)
 
-        def has_projection(s):
-            return bool(getattr(s, "has_cheap_projection", False) or getattr(s, "has_projection", False))
-
-        def groups(s):
-            # a product of simplices declares its groups: per-group pairwise steps
-            declared = getattr(s, "simplex_groups", None)
-            found = declared() if declared is not None else None
-            return None if found is None else SimplexGroups(*found)
-
-        def intervals(s):
-            # a box declares its intervals: a Frank-Wolfe step in every coordinate
-            declared = getattr(s, "interval_bounds", None)
-            return declared() if declared is not None else None
-
-        def batch_group_size(s):
-            # a batch of polytopes (many alignments) declares its groups: BPCG per group
-            declared = getattr(s, "batch_group_size", None)
-            return declared() if declared is not None else None
-
-        return [Block(offset=b.offset, size=b.size, lmo=b.set.lmo_atom, initial_atom=b.set.initial_atom,
-                      is_polytope=bool(b.set.is_polytope), name=b.name, face=face(b.set),
-                      active_set_steps=not batched(b.set), groups=groups(b.set),
-                      intervals=intervals(b.set), batch_group_size=batch_group_size(b.set),
-                      project=b.set.project_flat if has_projection(b.set) else None,
-                      cheap_projection=bool(getattr(b.set, "has_cheap_projection", False)),
-                      projection_estimate=getattr(b.set, "projection_time_estimate", None))
-                for b in compiled.blocks]
+        return [block(b) for b in compiled.blocks]
 
     # ------------------------------------------------------------ pickling
     def __getstate__(self):

@@ -74,7 +74,8 @@ def test_auto_projection_rule_weighs_a_projection_against_an_iteration():
     """projection="auto" times each block's projection against the measured time of an iteration."""
     import time
 
-    from fwmodel.engine.fwal import Block, _projection_blocks
+    from fwmodel.engine.fwal import Block
+    from fwmodel.engine.projection_step import initial_projection_blocks
     from fwmodel.engine.projection_choice import AutoProjection, candidates, choose
 
     def slow(seconds):
@@ -115,9 +116,9 @@ def test_auto_projection_rule_weighs_a_projection_against_an_iteration():
     assert decisions == {3: [0], 5: [], 9: [1]}
     assert auto.chosen == [0, 1]
     # True: the cheap projections from the start; False and "auto": none from the start
-    assert _projection_blocks([cheap, quick], True) == [0]
-    assert _projection_blocks([cheap, quick], False) == []
-    assert _projection_blocks([cheap, quick], "auto") == []
+    assert initial_projection_blocks([cheap, quick], True) == [0]
+    assert initial_projection_blocks([cheap, quick], False) == []
+    assert initial_projection_blocks([cheap, quick], "auto") == []
 
 
 def test_auto_projection_choice_survives_a_warm_start():

@@ -14,6 +14,7 @@ else. After each interrupt:
 * a warm re-solve reaches the CVXPY + Clarabel optimum at a point of both sets.
 """
 import gc
+import inspect
 import signal
 import sys
 
@@ -66,7 +67,9 @@ def _timer_trigger(delay):
 def _call_count_trigger(calls):
     """Raise KeyboardInterrupt at the ``calls``-th profile event (call, return, C call) inside fwmodel,
     counted from the first history row, History.append in engine/result.py (the iterations, not the setup
-    before them)."""
+    before them). Not at a generator's "return" event: that event also comes when a finished generator
+    (``next(c for c in ...)``) is closed while being freed, and CPython drops an exception raised there
+    (as from ``__del__``), so the solve would go on as if no interrupt had come; the next event raises it."""
     count = [0]
     started = [False]
 
@@ -81,7 +84,7 @@ def _call_count_trigger(calls):
         if not started[0]:
             return
         count[0] += 1
-        if count[0] >= calls:
+        if count[0] >= calls and not (event == "return" and frame.f_code.co_flags & inspect.CO_GENERATOR):
             sys.setprofile(None)
             raise KeyboardInterrupt
 

@@ -411,7 +411,7 @@ def lower_constraints(objective_expr, constraints):
     # 4b. PSD variables without a PSD trace ball: close with the diagonal's upper bounds
     #     (trace X = sum_i X_ii <= sum_i hi_ii), from the bounds and the other sets
     for var in variables:
-        if var.PSD and not any(isinstance(s, TraceNormBall) and s.psd and s.expr is var for s in sets):
+        if var.PSD and not any(s.implies_psd and s.expr is var for s in sets):
             holders = _holders(var, sets, slots, offsets, n_v)
             n, off = var.shape[0], offsets[var.id]
             diagonal = np.arange(n) * (n + 1)
@@ -464,7 +464,7 @@ def lower_constraints(objective_expr, constraints):
 
     # 6b. symmetric variables that no symmetric set holds whole: explicit rows
     for var in variables:
-        if var.symmetric and not any(s.expr is var and _is_symmetric_set(s) for s in sets):
+        if var.symmetric and not any(s.expr is var and s.keeps_symmetric for s in sets):
             iu = np.triu_indices(var.shape[0], 1)
             if iu[0].size:
                 equalities.append(Equality(var[iu], var.T[iu]))
@@ -673,20 +673,9 @@ def _slack_upper(ineq, rows, touched, holders, offsets, n_v):
 
 def _symmetric(s):
     """The symmetric variant of a set holding a whole symmetric variable (else the set)."""
-    if isinstance(s.expr, Variable) and s.expr.symmetric and not _is_symmetric_set(s):
+    if isinstance(s.expr, Variable) and s.expr.symmetric and not s.keeps_symmetric:
         variant = s.symmetric_variant()
         if variant is not None:
             return variant
     return s
 
-
-def _is_symmetric_set(s):
-    from ..sets.symmetric import SymmetricPart
-
-    if isinstance(s, SymmetricPart):
-        return True
-    if isinstance(s, TraceNormBall):
-        return s.symmetric
-    if isinstance(s, L1Ball):
-        return s.symmetric is True
-    return False

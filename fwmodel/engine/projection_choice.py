@@ -1,7 +1,7 @@
 """projection="auto": which blocks take projected-gradient steps, chosen by measured cost.
 
 A block whose set has a Euclidean projection (``Block.project``) can move by
-a projected-gradient step on L(., y) (:func:`fwmodel.engine.fwal._projection_step`)
+a projected-gradient step on L(., y) (:class:`fwmodel.engine.projection_step.ProjectionStep`)
 instead of a Frank-Wolfe step. A FW step adds one atom (one entry pair of an
 L1 ball, one rank-one matrix of a trace-norm ball); a projection step moves
 every entry or singular value at once. Which one pays depends on the

@@ -722,7 +722,12 @@ class AlignmentPolytope(ConvexSet):
         self.backend = _check_backend(backend, "AlignmentPolytope")
         self._work = _Workspace()
 
+    def group_count(self):
+        """One alignment polytope per pair of the batch."""
+        return self.batch
+
     # -------------------------------------------------------------- the oracle
+
     def lmo_atom(self, flat_direction):
         d = as_flat_direction(self, flat_direction)
         cells, _ = _solve(

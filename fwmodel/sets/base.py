@@ -51,7 +51,21 @@ caller tests the set's type):
   low-rank matrices: in-face steps
   (:class:`~fwmodel.sets.trace_norm.TraceNormBall`).
 - ``has_cheap_projection`` and ``project_flat(point)``: projected-gradient
-  steps (option ``projection``).
+  steps (option ``projection``); ``has_projection`` (any cost) with an
+  optional ``projection_time_estimate()``: measured by ``projection="auto"``.
+- ``batch_group_size()``: S when the set is a batch of polytopes over
+  consecutive runs of S entries whose joint vertex splits into the groups'
+  vertices: BPCG per group (:class:`~fwmodel.sets.alignment.AlignmentPolytope`).
+- ``group_count()``: how many independent sets of one kind the set is a
+  product of (the groups of a batched Simplex, a batch of alignments);
+  above a few, step="auto" takes no active-set steps on the whole block.
+- ``keeps_symmetric``: every point and every LMO vertex is a symmetric
+  matrix, so a symmetric variable held by the set needs no symmetry rows.
+- ``implies_psd``: the set holds its expression symmetric PSD (a PSD trace
+  ball), so a ``PSD=True`` variable needs no trace bound of its own.
+
+Every declaration has a default here (nothing offered); the compiler and
+:class:`~fwmodel.problem.Problem` read only these.
 """
 from __future__ import annotations
 
@@ -96,6 +110,32 @@ class ConvexSet:
     #: from Parameters or from the user's constraints, cross): the solve then
     #: ends with status "infeasible" and this message
     empty_reason = None
+    #: optional () -> seconds: a guess of :meth:`project_flat`'s cost (``projection="auto"``)
+    projection_time_estimate = None
+    #: True when every point of the set, and every vertex its LMO returns, is a symmetric matrix
+    keeps_symmetric = False
+    #: True when the set holds its expression symmetric positive semidefinite
+    implies_psd = False
+
+    def simplex_groups(self):
+        """``(index, total)`` when the set is a product of simplices (``index[g]``: the flat entries of group g)."""
+        return None
+
+    def interval_bounds(self):
+        """Flat ``(lower, upper)`` when the set is a box (a product of intervals), else None."""
+        return None
+
+    def low_rank_face(self):
+        """``(radius, psd, shape)`` when the set's faces are low-rank matrices (in-face steps), else None."""
+        return None
+
+    def batch_group_size(self):
+        """S when the set is a batch of polytopes over consecutive runs of S entries (BPCG per group), else None."""
+        return None
+
+    def group_count(self):
+        """How many independent sets of one kind this set is a product of (1: one set)."""
+        return 1
 
     def project_flat(self, flat_point):
         """Euclidean projection of a flat point onto the set (where ``has_projection`` or ``has_cheap_projection``)."""

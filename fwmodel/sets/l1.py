@@ -153,6 +153,10 @@ class L1Ball(ConvexSet):
 
     is_polytope = True
 
+    @property
+    def keeps_symmetric(self):
+        return self.symmetric is True
+
     def __init__(self, expr, radius=1.0, symmetric=None):
         super().__init__(expr)
         self._store_data("radius", radius, nonnegative_data("radius", "L1Ball"))

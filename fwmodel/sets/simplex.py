@@ -117,6 +117,10 @@ class Simplex(ConvexSet):
         d = as_direction(self, direction)
         return dense_vertex(self, self.lmo_atom(d.ravel()))
 
+    def group_count(self):
+        """One simplex per index of the kept axes."""
+        return self.n_groups
+
     def simplex_groups(self):
         """The flat indices of every group, as a ``(groups, group_size)`` array, and the total.
 

@@ -70,6 +70,11 @@ class SymmetricPart(InnerData, ConvexSet):
     def low_rank_face(self):
         return None
 
+    keeps_symmetric = True
+
+    def group_count(self):
+        return self.inner.group_count()
+
     def __getattr__(self, name):
         # data fields (radius, lower, upper) read through to the inner set
         if name.startswith("_") or name == "inner":

@@ -216,6 +216,14 @@ class TraceNormBall(ConvexSet):
 
     is_polytope = False
 
+    @property
+    def keeps_symmetric(self):
+        return self.symmetric
+
+    @property
+    def implies_psd(self):
+        return self.psd
+
     def __init__(self, expr, radius=1.0, psd=False, lmo_tol=1e-6, dense_threshold=150, symmetric=False):
         super().__init__(expr)
         shape = tuple(self.shape)

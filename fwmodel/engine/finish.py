@@ -1,0 +1,84 @@
+"""The end of a solve: the returned point, its value and the warm-start state, also after an interrupt.
+
+An interrupt (KeyboardInterrupt) may land anywhere in an iteration: after
+x moved but before its active sets, r or f followed. :func:`finish` then
+rebuilds everything from x (:func:`~fwmodel.engine.warm_start.make_active_sets_consistent`:
+each block's point is its active set's, paper eq. active_set_decomposition)
+and never changes the loop's variables, so the driver can call it again if
+another interrupt lands while it runs (:data:`MAX_FINISH_ATTEMPTS`). A solve
+that ends without meeting its tolerances returns the best point seen when
+it is better than the last one.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .result import FWALResult, SolverState
+from .stopping import objective_gap
+from .vector_ops import dot, norm
+from .warm_start import make_active_sets_consistent
+
+INTERRUPT_MESSAGE = "interrupted by the user (KeyboardInterrupt)"
+#: how many interrupts in a row the result assembly absorbs before letting one through
+MAX_FINISH_ATTEMPTS = 3
+
+
+def value_and_gap(objective, blocks, Mop, x, y, r, lam):
+    """f(x) and the FW gap of L(., y) at x (paper OPT2), computed from scratch."""
+    f, g = objective.value_and_grad(x)
+    grad = g + Mop.rmatvec(y + lam * r) if Mop.shape[0] else g
+    gap = dot(x, grad)
+    for blk in blocks:
+        gap -= blk.lmo(grad[blk.slice]).dot(grad[blk.slice])
+    return float(f), float(gap)
+
+
+def finish(status, message, lagrangian, stopping, it, gap, t, active, faces, progress, schedule, backtracking):
+    """Assemble the :class:`FWALResult` without changing the loop's variables (so it can be retried)."""
+    objective, blocks, Mop, b = lagrangian.objective, lagrangian.blocks, lagrangian.Mop, lagrangian.b
+    x, y, r, f, lam_value = it.x, it.y, it.r, it.f, it.lam
+    b_norm = float(norm(b))
+    interrupted = status == "interrupted" and message.startswith(INTERRUPT_MESSAGE)
+    if interrupted:  # x is rebuilt below: work on copies (the loop's x stays as it was, for a retry)
+        x, y = x.copy(), y.copy()
+    # otherwise x and y are only read here, and the loop no longer writes them: the
+    # result takes them as they are (no second pair of full-size copies)
+    active, faces = dict(active), dict(faces)
+    if interrupted:
+        make_active_sets_consistent(blocks, x, active, faces)
+        r = Mop.matvec(x) - b
+        f, gap = value_and_gap(objective, blocks, Mop, x, y, r, lam_value)
+    feas = float(norm(r))
+    gap_f = None  # as in the loop: the FW gap of f, while the objective scale is unknown
+    if stopping.needs_objective_scale and np.isfinite(f):
+        gap_f = objective_gap(blocks, x, objective.value_and_grad(x)[1])
+
+    # ---- return the best point found when the last one is not acceptable
+    stopping.observe_value(f)
+    dual_residual = dot(y + lam_value * r, r) if r.size else 0.0  # test (2) of stopping.py
+    final_merit = stopping.merit(gap, feas, gap_f, dual_residual) \
+        if np.isfinite(gap) and np.isfinite(f) and np.isfinite(feas) else np.inf
+    best = progress.best
+    if status != "optimal" and best is not None and best[0] < final_merit:
+        x, y, f, gap = best[1].copy(), best[2].copy(), best[3], best[4]
+        r = Mop.matvec(x) - b
+        feas = float(norm(r))
+        if status != "diverged":
+            message += "; returning the best point found"
+        # restored point: active sets no longer describe it
+        active, faces = {}, {}
+    feas_rel = feas / max(1.0, float(norm(x)), b_norm)
+    solve_time = time.perf_counter() - progress.start
+    step_counts = progress.step_counts
+    progress.printer.footer(status, message, t, f, gap, feas, stopping, solve_time, step_counts)
+    active.update({("face", k): aset for k, aset in faces.items()})
+    state = SolverState(x.copy(), y.copy(), active, lam_value, schedule.current, backtracking.lipschitz)
+    return FWALResult(
+        x=x, y=y, status=status, message=message, objective=float(f), fw_gap=float(gap),
+        feasibility=float(feas), feasibility_rel=float(feas_rel), iterations=int(t),
+        solve_time=solve_time, lam=float(lam_value), eta=float(schedule.current), history=progress.history,
+        state=state, step_counts=dict(step_counts), objective_scale=stopping.objective_scale,
+        feasibility_scale=stopping.feasibility_scale, tol=stopping.tol, feas_tol=stopping.feas_tol,
+    )

@@ -1,0 +1,142 @@
+"""What the FW-AL engine works on: the blocks, the operator M, the augmented Lagrangian and its iterate.
+
+Problem (OPT2 of the paper, with a right-hand side b)::
+
+    min_x max_y  L(x, y) = f(x) + <y, Mx - b> + lam/2 ||Mx - b||^2
+    s.t.         x = (x^(1), ..., x^(K)),  x^(k) in X_k.
+
+:class:`Block` describes one factor X_k and what its set offers (an LMO,
+and optionally a low-rank face, a projection, simplex groups, intervals);
+:class:`AugmentedLagrangian` holds the fixed data of L (f, the blocks, M, b);
+:class:`Iterate` the moving point (x, y, the residual r = Mx - b, f(x) and
+its gradient, the penalty lam), which every step updates in place.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+
+@dataclass
+class Block:
+    """One factor X_k of the product space: x[offset:offset+size] lies in it.
+
+    ``lmo(g)`` takes the block's slice of the gradient (flat) and returns an
+    Atom minimizing <g, s> over X_k; ``initial_atom()`` gives a starting
+    vertex. Away/pairwise steps are used only where ``is_polytope``.
+    """
+
+    offset: int
+    size: int
+    lmo: Callable
+    initial_atom: Callable
+    is_polytope: bool = False
+    name: str = ""
+    #: False for a product of many small polytopes (a batched simplex): there the
+    #: active set would hold joint vertices, so step="auto" takes FW steps
+    active_set_steps: bool = True
+    #: optional :class:`~fwmodel.engine.inface.LowRankFace` (trace-norm blocks):
+    #: enables in-face corrective steps on this block
+    face: object = None
+    #: optional Euclidean projection onto X_k (flat -> flat): enables
+    #: projected-gradient steps on this block (option ``projection``)
+    project: Callable = None
+    #: True when ``project`` costs about an LMO (L1, L2 balls, boxes): taken with
+    #: projection=True; other projections only when "auto" measures them cheap enough
+    cheap_projection: bool = True
+    #: optional () -> seconds: a guess of ``project``'s cost, so that "auto" does not
+    #: time a projection far too slow to be taken
+    projection_estimate: Callable = None
+    #: optional :class:`~fwmodel.engine.steps.SimplexGroups`: the block is a
+    #: product of simplices (enables per-group pairwise steps)
+    groups: object = None
+    #: optional (lower, upper) flat bounds: the block is a box (per-coordinate FW steps)
+    intervals: object = None
+    #: optional int S: the block is a batch of polytopes over consecutive runs of S
+    #: entries whose joint LMO vertex splits into the groups' vertices (BPCG per group)
+    batch_group_size: int = None
+
+    @property
+    def slice(self):
+        return slice(self.offset, self.offset + self.size)
+
+
+class _Operator:
+    """M as two fast callables (CSR products, or a user LinearOperator)."""
+
+    def __init__(self, M, n):
+        if M is None:
+            M = sp.csr_matrix((0, n))
+        if sp.issparse(M):
+            M = M.tocsr()
+            MT = M.T.tocsr()
+            self.matvec, self.rmatvec = M.dot, MT.dot
+        elif hasattr(M, "matvec") and hasattr(M, "rmatvec"):
+            self.matvec, self.rmatvec = M.matvec, M.rmatvec
+        else:
+            M = np.asarray(M, dtype=float)
+            self.matvec, self.rmatvec = M.dot, M.T.dot
+        self.shape = M.shape
+        if self.shape[1] != n:
+            raise ValueError(f"M has {self.shape[1]} columns but the blocks have {n} entries in all")
+        # the compiler's operator fuses g + M' r and describes copy columns (see consistency.py)
+        self._add_rmatvec = getattr(M, "add_rmatvec", None)
+        self.signed_rows = getattr(M, "signed_rows", lambda start, stop: None)
+
+    def add_rmatvec(self, r, g, out=None):
+        """``g + M' r``, into ``out`` when given (a buffer reused from one iteration to the next)."""
+        if self._add_rmatvec is not None:
+            return self._add_rmatvec(r, g, out)
+        if out is None:
+            out = self.rmatvec(r)
+            out += g
+            return out
+        np.add(g, self.rmatvec(r), out=out)
+        return out
+
+
+class AugmentedLagrangian:
+    """The fixed data of L(x, y) (paper OPT2) that the steps read.
+
+    ``objective`` has ``value``, ``value_and_grad`` and optionally
+    ``curvature(x, d)`` (d' Hf d, or None) and ``is_quadratic``; ``Mop`` is M
+    (an :class:`_Operator`) with ``m`` rows; ``buffers`` the driver's reused
+    full-size work arrays.
+    """
+
+    def __init__(self, objective, blocks, Mop, b, buffers):
+        self.objective = objective
+        self.blocks = blocks
+        self.Mop = Mop
+        self.m = Mop.shape[0]
+        self.b = b
+        self.quadratic = bool(getattr(objective, "is_quadratic", False))
+        self.curvature = getattr(objective, "curvature", None)
+        self.buffers = buffers
+
+
+class Iterate:
+    """The point of the solve: x, y, r = Mx - b, f = f(x), g = grad f(x) and the penalty lam.
+
+    Steps move ``x`` and ``r`` in place and refresh ``f`` and ``g``; the dual
+    step moves ``y`` (and the schedule may change ``lam``).
+    """
+
+    __slots__ = ("x", "y", "r", "f", "g", "lam")
+
+    def __init__(self, x, y, r, f, g, lam):
+        self.x, self.y, self.r, self.f, self.g, self.lam = x, y, r, f, g, lam
+
+
+class IterationState:
+    """What a callback sees each iteration (read-only by convention)."""
+
+    __slots__ = ("iteration", "time", "objective", "fw_gap", "feasibility", "feasibility_rel", "lam", "eta", "x", "y")
+    # x: the product-space iterate (all blocks), y: the dual variable of M x = b
+
+    def __init__(self, **kw):
+        for k, v in kw.items():
+            setattr(self, k, v)

@@ -1,0 +1,150 @@
+"""Projected-gradient steps on the blocks whose set has a cheap Euclidean projection.
+
+A linearized augmented-Lagrangian block step: on the blocks K_P chosen by
+the option ``projection`` (all at once, one step size),
+
+    d_k = P_k(x_k - grad_k L(x, y) / L_c) - x_k,      x <- x + gamma d,
+
+with ``L_c`` the curvature of L(., y) along the gradient restricted to K_P
+and gamma in [0, 1] from a line search on L(., y). When the Hessian of
+L(., y) on K_P is a multiple of the identity (the star-tied copies of
+sum_squares(X - C), as in the covariance problem) ``x + d`` is the exact
+minimizer over them. The FW-AL structure is unchanged (one primal pass on
+L(., y_t), then the dual step of eq. fwal): the step is a corrective primal
+step taken after the Frank-Wolfe sweep, and blocks without a cheap
+projection still move by LMOs only.
+
+Two objects, both behind the step interfaces of the driver:
+
+* :class:`ProjectedBlock`: the block's entry in the FW sweep (the block
+  step interface of :mod:`fwmodel.engine.steps`): it proposes no direction
+  and reports the block's FW gap, which the stopping rule still needs;
+* :class:`ProjectionStep`: the corrective step (``kind``, ``blocks``,
+  ``take(lagrangian, iterate) -> moves``; see :mod:`fwmodel.engine.fwal`)
+  that moves all projected blocks together.
+
+Which blocks: :func:`initial_projection_blocks` for ``projection=True``;
+``projection="auto"`` adds blocks during the solve by measured cost
+(:mod:`fwmodel.engine.projection_choice`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .line_search import Backtracking, exact_quadratic_step
+from .steps import Proposal
+from .vector_ops import dot
+
+
+def initial_projection_blocks(blocks, projection):
+    """Indices of the blocks that take projected-gradient steps from the start.
+
+    True: the blocks with a cheap projection; False and "auto": none ("auto"
+    adds blocks after a few iterations, :mod:`fwmodel.engine.projection_choice`).
+    """
+    if projection is True:
+        return [k for k, blk in enumerate(blocks) if blk.project is not None and blk.cheap_projection]
+    return []
+
+
+class ProjectedBlock:
+    """A block that moves by :class:`ProjectionStep`: in the FW sweep it proposes nothing and reports its FW gap."""
+
+    def __init__(self, block):
+        self.block = block
+
+    def propose(self, x_k, g_k, ctx=None):
+        gap = dot(x_k, g_k) - self.block.lmo(g_k).dot(g_k)
+        return Proposal(None, 0.0, "projection", gap)
+
+    def commit(self, p, gamma):
+        pass
+
+
+class ProjectionStep:
+    """One projected-gradient step on L(., y) over the blocks with a cheap projection (module docstring)."""
+
+    kind = "projection"
+
+    def __init__(self, blocks, projected):
+        self.all_blocks = blocks
+        self.blocks = list(projected)  # indices of the projected blocks (grows under projection="auto")
+        # the curvature estimate L_c carried from one step to the next, and the
+        # backtracking state of these steps (the FW step's directions have another curvature)
+        self.memory = {}
+
+    def take(self, lagrangian, it):
+        """Move the projected blocks of ``it`` (x and r in place, f and g refreshed); returns 1 if they moved, else 0.
+
+        ``d_k = P_k(x_k - grad_k / L_c) - x_k``; ``x + gamma d`` stays in the
+        sets for gamma in [0, 1]; gamma comes from an exact line search
+        (quadratic objectives) or from backtracking with its own Lipschitz
+        estimate. L_c: for quadratic objectives, the curvature measured along
+        the previous projection direction (free: the exact line search
+        computes it); at the start, after lam changed, after a shortened step,
+        and for other objectives, the curvature along the gradient (a
+        curvature pass and an M product), else the backtracking estimate.
+        """
+        if not self.blocks:
+            return 0
+        blocks, memory = self.all_blocks, self.memory
+        objective, Mop, m = lagrangian.objective, lagrangian.Mop, lagrangian.m
+        curvature_fn, quadratic, buffers = lagrangian.curvature, lagrangian.quadratic, lagrangian.buffers
+        x, r, y, lam, f = it.x, it.r, it.y, it.lam, it.f
+        n = x.size
+        dual_term = buffers.dual_term(r, y, lam)
+        grad = buffers.lagrangian_grad(Mop, it.g, dual_term)
+        slices = [blocks[k].slice for k in self.blocks]
+
+        def block_dot(a, b):  # <a, b> over the projection blocks (d is 0 elsewhere)
+            return sum(dot(a[sl], b[sl]) for sl in slices)
+
+        d = np.zeros(n)
+        for sl in slices:
+            np.negative(grad[sl], out=d[sl])
+        gnorm2 = block_dot(d, d)
+        if gnorm2 == 0.0:
+            return 0
+        backtracking = memory.setdefault("backtracking", Backtracking())
+        L = memory.get("L") if memory.get("lam") == lam else None
+        if L is None:
+            Md = Mop.matvec(d) if m else np.zeros(0)
+            curv = curvature_fn(x, d) if curvature_fn is not None else None
+            if curv is not None and float(curv) + lam * dot(Md, Md) > 0:
+                L = (float(curv) + lam * dot(Md, Md)) / gnorm2
+            else:
+                L = backtracking.lipschitz or 1.0
+        for k, sl in zip(self.blocks, slices):
+            target = d[sl]  # d = -grad here: target = x - grad / L, in place
+            target *= 1.0 / L
+            target += x[sl]
+            d[sl] = blocks[k].project(target)
+            d[sl] -= x[sl]
+        Md = Mop.matvec(d) if m else np.zeros(0)
+        slope = block_dot(grad, d)
+        if not slope < 0:
+            return 0
+        pen_lin = dot(dual_term, Md) if m else 0.0
+        pen_quad = lam * dot(Md, Md) if m else 0.0
+        grad = dual_term = None  # not needed below: free them before the curvature pass
+        if quadratic and curvature_fn is not None:
+            c = curvature_fn(x, d)
+            gamma = exact_quadratic_step(slope, float(c) + pen_quad, 1.0)
+            if float(c) + pen_quad > 0 and gamma >= 1.0:
+                memory["L"], memory["lam"] = (float(c) + pen_quad) / block_dot(d, d), lam
+            else:  # a shortened step: L was too small for this direction, measure it again
+                memory.clear()
+        else:
+            def phi(gm):
+                return objective.value(x + gm * d) + gm * pen_lin + 0.5 * gm * gm * pen_quad
+
+            gamma, _ = backtracking.step(phi, f, slope, block_dot(d, d), 1.0, None)
+        if gamma <= 0:
+            return 0
+        for sl in slices:
+            x[sl] += gamma * d[sl]
+        if m:
+            Md *= gamma
+            r += Md
+        it.f, it.g = getattr(objective, "value_and_grad_shared", objective.value_and_grad)(x)
+        return 1

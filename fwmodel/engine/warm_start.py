@@ -1,0 +1,144 @@
+"""The first iterate of a solve: a cold start at the sets' initial vertices, or a warm start from a saved state.
+
+Every block's iterate is a point of its set. Blocks whose steps keep an
+active set (away, pairwise, BPCG: paper eq. active_set_decomposition,
+x = sum_v alpha_v v with alpha in the simplex) start from one vertex with
+weight 1; low-rank blocks with in-face steps also track their atoms.
+
+A warm start (:class:`~fwmodel.engine.result.SolverState`) trusts an
+incoming active set only if it is a valid decomposition, and makes it the
+source of truth for its block (x[block] = its point): a state saved by an
+interrupted solve must not let away or pairwise steps leave the set. Sound
+sets are copied (rebuilt), so the solve never modifies the state it was
+given and an interrupt cannot leave that state half-updated. The same
+soundness test repairs the active sets after an interrupt
+(:func:`make_active_sets_consistent`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .active_set import ActiveSet
+
+
+def is_sound(aset):
+    """True when an active set is a valid decomposition: as many weights as atoms, positive, summing to one.
+
+    Paper eq. (active_set_decomposition): x = sum_v alpha_v v with alpha in
+    the simplex. An update cut short (an interrupt between changing the
+    weights and the atoms) breaks this.
+    """
+    try:
+        atoms = list(aset.atoms)
+        weights = np.asarray(aset.weights, dtype=float)
+    except Exception:  # a half-built object: not usable whatever went wrong
+        return False
+    return (len(atoms) == weights.size == len(aset) > 0 and bool(np.all(np.isfinite(weights)))
+            and bool(np.all(weights > 0)) and abs(float(weights.sum()) - 1.0) <= 1e-8)
+
+
+def rebuilt_active_set(aset):
+    """A fresh ActiveSet with the same atoms and weights (its internal indexes rebuilt from scratch)."""
+    atoms, weights = list(aset.atoms), [float(w) for w in aset.weights]
+    from_atoms = getattr(ActiveSet, "from_atoms", None)
+    if from_atoms is not None:
+        return from_atoms(atoms, weights)
+    fresh = ActiveSet(atoms[0])
+    total = weights[0]
+    for atom, w in zip(atoms[1:], weights[1:]):
+        # adding atom with step w / (total + w) scales the earlier weights by total / (total + w)
+        total += w
+        fresh.fw_update(atom, w / total)
+    return fresh
+
+
+def make_active_sets_consistent(blocks, x, active, faces):
+    """After an interrupt: every kept active set is rebuilt and x[block] set to its point.
+
+    An interrupt between ``x += gamma d`` and the active-set update leaves the
+    set describing the previous point; one inside an update can leave its
+    internal index stale. A sound set is rebuilt (fresh internals) and its
+    point, a point of the block's set, becomes x[block]; an unsound one is
+    dropped (x[block], which only moves by convex combinations, stays; a warm
+    start then restarts that block).
+    """
+    for table in (active, faces):
+        for k, aset in list(table.items()):
+            if not is_sound(aset):
+                del table[k]
+                continue
+            fresh = rebuilt_active_set(aset)
+            x[blocks[k].slice] = fresh.dense(blocks[k].size)
+            table[k] = fresh
+
+
+def _wants_active_set(blk, step):
+    """Whether the block's step under option ``step`` keeps an explicit active set."""
+    if blk.groups is not None and step in ("pairwise", "auto"):  # per-group pairwise steps: the atoms are implicit
+        return False
+    if blk.intervals is not None and step == "auto":  # per-coordinate steps: no atoms
+        return False
+    if blk.batch_group_size is not None and step == "auto":  # the step keeps one active set per group
+        return False
+    return blk.is_polytope and (step != "auto" or blk.active_set_steps)
+
+
+def initial_point(blocks, n, m, warm_state, step, proj_blocks, face_blocks):
+    """The first iterate: (x, y, active sets by block, low-rank faces by block).
+
+    ``proj_blocks`` move by projections (no vertex bookkeeping);
+    ``face_blocks`` take in-face steps (their atoms are tracked, while their
+    main step stays a plain FW step, Alg. 2). Without a warm state every block
+    starts at its set's initial vertex and y = 0; with one, x and y are copied
+    from it and a block without a usable active set restarts from its initial vertex.
+    """
+    use_active = step in ("auto", "away", "pairwise")
+    if warm_state is not None:
+        x = np.array(warm_state.x, dtype=float).ravel()
+        if x.shape != (n,):
+            raise ValueError(f"warm_state.x has {x.size} entries but the blocks have {n}")
+        y = warm_state.y.copy() if warm_state.y.shape == (m,) else np.zeros(m)
+        active = {}
+        for k, aset in warm_state.active_sets.items():
+            if isinstance(k, tuple) or not 0 <= k < len(blocks) or not is_sound(aset):
+                continue
+            active[k] = rebuilt_active_set(aset)
+            x[blocks[k].slice] = active[k].dense(blocks[k].size)
+    else:
+        x = np.zeros(n)
+        y = np.zeros(m)
+        active = {}
+    for k in proj_blocks:  # these blocks move by projections: no vertex bookkeeping
+        active.pop(k, None)
+    for k, blk in enumerate(blocks):
+        if use_active and _wants_active_set(blk, step) and k not in active and k not in proj_blocks:
+            if warm_state is None:
+                atom = blk.initial_atom()
+                active[k] = ActiveSet(atom)
+            else:
+                # Warm start without an active set for this block: restart it.
+                atom = blk.initial_atom()
+                active[k] = ActiveSet(atom)
+                x[blk.slice] = 0.0
+                atom.add_to(x[blk.slice], 1.0)
+                continue
+            atom.add_to(x[blk.slice], 1.0)
+        elif warm_state is None:
+            blk.initial_atom().add_to(x[blk.slice], 1.0)
+    if not use_active:
+        active = {}
+    faces = {}
+    for k in face_blocks:
+        blk = blocks[k]
+        aset = warm_state.active_sets.get(("face", k)) if warm_state is not None else None
+        if aset is not None and is_sound(aset):
+            aset = rebuilt_active_set(aset)
+            x[blk.slice] = aset.dense(blk.size)
+        else:
+            atom = blk.initial_atom()
+            aset = ActiveSet(atom)
+            if warm_state is not None:  # restart this block from its initial point
+                x[blk.slice] = 0.0
+                atom.add_to(x[blk.slice], 1.0)
+        faces[k] = aset
+    return x, y, active, faces
