@@ -376,7 +376,7 @@ class ActiveSet:
                 grown[:pos, :pos] = self._gram[:pos, :pos]
                 self._gram = grown
             self._gram_column(pos, atom)
-        store_cls = next(c for c in _STORE_KINDS if c.accepts(atom))
+        store_cls = _store_kind(atom)
         store = self._stores.get(store_cls)
         if store is None:
             store = self._stores[store_cls] = store_cls(atom)
@@ -456,3 +456,16 @@ class ActiveSet:
             self._remove(pos)
         k = len(self)
         self._w[:k] /= self._w[:k].sum()
+
+
+def _store_kind(atom):
+    """The first store kind that accepts ``atom`` (every atom fits the last, dense, kind).
+
+    A plain loop, not ``next(generator)``: an exception raised while Python
+    closes a finished generator is dropped silently, so a Ctrl-C landing there
+    would be lost.
+    """
+    for kind in _STORE_KINDS:
+        if kind.accepts(atom):
+            return kind
+    raise TypeError(f"no active-set storage accepts {type(atom).__name__}")
