@@ -565,18 +565,28 @@ def test_a_solve_without_a_seed_is_reproducible():
     assert runs[1] == runs[0] and runs[2] == runs[0]
 
 
-def test_copy_structured_steps_match_the_matrix_path():
-    """Two tied copies: the steps computed from M's structure (signed identity columns, fused g + M' r)
-    give the same iterates as the generic sparse-matrix path."""
+@pytest.mark.parametrize("two_variables", [False, True])
+def test_copy_structured_steps_match_the_matrix_path(two_variables):
+    """Two tied copies: the steps computed from M's structure (signed identity columns, fused g + M' r,
+    the gradient of L per block, the objective's gradient kept once and lent by the expression) give the
+    same iterates as the generic sparse-matrix path with full-size gradients. With two variables the
+    shared gradient is scaled per variable (no lent array)."""
     from fwmodel.compiler.consistency import ConsistencyOperator
+    from fwmodel.compiler.objective import BlockObjective
 
     rng = np.random.default_rng(7)
     C = rng.standard_normal((12, 12))
+    D = rng.standard_normal(5)
 
     def solve():
         X = fm.Variable((12, 12), name="X")
-        prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)),
-                          [fm.L1Ball(X, 0.5 * np.abs(C).sum()), fm.TraceNormBall(X, 0.5 * np.linalg.norm(C, "nuc"))])
+        objective = fm.sum_squares(X - C)
+        sets = [fm.L1Ball(X, 0.5 * np.abs(C).sum()), fm.TraceNormBall(X, 0.5 * np.linalg.norm(C, "nuc"))]
+        if two_variables:
+            z = fm.Variable(5, name="z")
+            objective = objective + fm.sum_squares(z - D)
+            sets += [fm.L1Ball(z, 1.0), fm.Box(z, -0.4, 0.4)]
+        prob = fm.Problem(fm.Minimize(objective), sets)
         prob.solve(max_iter=60, tol=1e-12, feas_tol=1e-12, projection=False, inface=False)
         return prob, X.value
 
@@ -586,6 +596,7 @@ def test_copy_structured_steps_match_the_matrix_path():
         mp.setattr(ConsistencyOperator, "signed_rows", lambda self, start, stop: None)
         mp.setattr(ConsistencyOperator, "add_rmatvec",
                    lambda self, r, g, out=None: np.add(g, self.rmatvec(r), out=out))
+        mp.setattr(BlockObjective, "value_and_grad_shared", lambda self, x: self.value_and_grad(x))
         generic, x_generic = solve()
     finally:
         mp.undo()
@@ -612,3 +623,89 @@ def test_signed_identity_columns_match_the_matrix():
         np.testing.assert_array_equal(cols.norms2(k), (M[:, blk.slice] ** 2).sum(axis=0))
     r, g = rng.standard_normal(4), rng.standard_normal(10)
     np.testing.assert_allclose(op.add_rmatvec(r, g), g + M.T @ r, rtol=0, atol=1e-15)
+
+
+def _tied_copies_problem(d=9, seed=3):
+    rng = np.random.default_rng(seed)
+    C = rng.standard_normal((d, d))
+    X = fm.Variable((d, d), name="X")
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)),
+                      [fm.L1Ball(X, 0.5 * np.abs(C).sum()), fm.TraceNormBall(X, 0.5 * np.linalg.norm(C, "nuc"))])
+    return prob, C
+
+
+def test_shared_gradient_matches_the_spread_gradient():
+    """The gradient kept once for tied copies (SharedGradient) reads as W' gv: every block slice, a strided
+    sample and the full vector equal value_and_grad's n-vector, and the closed form 2 (X - C) / 2 per copy."""
+    from fwmodel.compiler.objective import SharedGradient
+
+    prob, C = _tied_copies_problem()
+    compiled = prob.compile()
+    objective = compiled.objective
+    x = np.random.default_rng(0).standard_normal(compiled.n)
+    f_full, g_full = objective.value_and_grad(x)
+    f_shared, g_shared = objective.value_and_grad_shared(x)
+    assert isinstance(g_shared, SharedGradient) and isinstance(g_full, np.ndarray)
+    assert f_shared == f_full
+    d2 = C.size
+    closed_form = (x[:d2] + x[d2:]) / 2 - C.ravel()  # grad of ||V - C||^2 is 2 (V - C), split in two
+    for blk in compiled.blocks:
+        np.testing.assert_array_equal(g_shared[blk.slice], g_full[blk.slice])
+        np.testing.assert_allclose(g_shared[blk.slice], closed_form, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(np.asarray(g_shared), g_full)
+    np.testing.assert_array_equal(g_shared[::7], g_full[::7])
+    np.testing.assert_array_equal(g_shared[3:20], g_full[3:20])
+    # a later plain gradient call does not overwrite the shared one (a warm start calls both)
+    objective.value_and_grad(np.zeros(compiled.n))
+    np.testing.assert_array_equal(np.asarray(g_shared), g_full)
+
+
+def test_block_curvature_matches_the_full_direction():
+    """curvature_block along one copy (computed from d itself, scaled by 1/k^2) equals the curvature along
+    the zero-padded direction, and the closed form 2 ||d / 2||^2 of ||(x1 + x2)/2 - C||^2."""
+    prob, C = _tied_copies_problem()
+    compiled = prob.compile()
+    objective = compiled.objective
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(compiled.n)
+    objective.value_and_grad_shared(x)
+    for blk in compiled.blocks:
+        d_block = rng.standard_normal(blk.size)
+        full = np.zeros(compiled.n)
+        full[blk.slice] = d_block
+        c_block = objective.curvature_block(x, blk.slice, d_block)
+        assert c_block == objective.curvature(x, full)
+        assert c_block == pytest.approx(2 * np.sum((d_block / 2) ** 2), rel=1e-12)
+
+
+def test_block_lagrangian_gradient_matches_the_full_one():
+    """g + M' w formed one block at a time into a shared buffer equals the n-vector g + M' w (CSR of M)."""
+    from fwmodel.engine.block_search import BlockColumns, BlockLagrangianGradient
+    from fwmodel.engine.fwal import Block, _Buffers, _Operator
+
+    prob, C = _tied_copies_problem()
+    compiled = prob.compile()
+    op = compiled.operator
+    n = compiled.n
+    blocks = [Block(blk.offset, blk.size, None, None) for blk in compiled.blocks]
+    Mop = _Operator(op, n)
+    cols = BlockColumns(op, Mop, blocks)
+    rng = np.random.default_rng(2)
+    x, w = rng.standard_normal(n), rng.standard_normal(op.shape[0])
+    _, g = compiled.objective.value_and_grad_shared(x)
+    expected = np.asarray(g) + op.csr().T @ w
+    grad = _Buffers().lagrangian_grad(Mop, g, w, cols)
+    assert isinstance(grad, BlockLagrangianGradient)
+    for blk in blocks + blocks[::-1]:  # any order: the buffer is refilled when another block is read
+        np.testing.assert_allclose(grad[blk.slice], expected[blk.slice], rtol=0, atol=1e-14)
+    with pytest.raises(IndexError, match="per block"):
+        grad[0:5]
+
+
+def test_copy_rows_right_hand_side_takes_no_memory():
+    """Copy rows have b = 0: a read-only broadcast view (no m-size array), equal to zeros of M's rows."""
+    prob, C = _tied_copies_problem()
+    compiled = prob.compile()
+    b = compiled.b
+    assert b.shape == (compiled.operator.shape[0],) and not np.any(b)
+    assert b.strides == (0,) and not b.flags.writeable

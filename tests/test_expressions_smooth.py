@@ -326,3 +326,56 @@ def test_random_compositions(ops, atom, seed):
     h = 1e-4
     second = (f.value(v + h * dv) - 2 * value + f.value(v - h * dv)) / h**2
     assert f.curvature(v, dv) == pytest.approx(second, rel=1e-4, abs=1e-4)
+
+
+def test_quadratic_curvature_without_the_forward_pass_matches_closed_form():
+    """A quadratic of sum_squares / square / quad_form atoms gets its curvature from the tangents alone
+    (no forward pass over the variables): it equals the closed form d' H d, parameters included,
+    and does not depend on the point."""
+    rng = np.random.default_rng(5)
+    A = rng.standard_normal((7, 4))
+    B = rng.standard_normal((4, 4))
+    P = B @ B.T
+    x = fm.Variable(4, name="x")
+    p = fm.Parameter(7, name="p", value=rng.standard_normal(7))
+    expr = fm.sum_squares(A @ x - p) + 3.0 * fm.quad_form(x, P) + fm.sum(fm.square(2.0 * x - 1.0))
+    f = SmoothFunction(expr, {x.id: (0, (4,))})
+    assert f._curvature_from_tangents
+    dv = rng.standard_normal(4)
+    expected = 2 * np.sum((A @ dv) ** 2) + 6.0 * dv @ P @ dv + 2 * np.sum((2.0 * dv) ** 2)
+    for v in (np.zeros(4), rng.standard_normal(4)):
+        assert f.curvature(v, dv) == pytest.approx(expected, rel=1e-12)
+    p.value = rng.standard_normal(7)  # a parameter outside the atoms' tangents: same curvature
+    assert f.curvature(rng.standard_normal(4), dv) == pytest.approx(expected, rel=1e-12)
+    # a non-quadratic objective still evaluates the point
+    g = SmoothFunction(fm.sum(fm.logistic(A @ x)), {x.id: (0, (4,))})
+    assert not g._curvature_from_tangents
+
+
+def test_lent_gradient_is_the_gradient_and_is_taken_back():
+    """value_and_grad(lend=True) of sum_squares(X - C) returns 2 (X - C) scaled, in an array of the
+    function's own (no copy); a plain call meanwhile does not write into it; the next lend=True call
+    takes it back. An objective whose gradient is not such an array is copied into out as usual."""
+    rng = np.random.default_rng(8)
+    C = rng.standard_normal((5, 5))
+    X = fm.Variable((5, 5), name="X")
+    f = SmoothFunction(fm.sum_squares(X - C), {X.id: (0, (5, 5))})
+    v1, v2 = rng.standard_normal(25), rng.standard_normal(25)
+    value, g1 = f.value_and_grad(v1, scale=0.5, lend=True)
+    assert f.lent_last and value == pytest.approx(np.sum((v1 - C.ravel()) ** 2), rel=1e-12)
+    np.testing.assert_allclose(g1, v1 - C.ravel(), rtol=1e-14, atol=1e-14)  # 0.5 * 2 (X - C)
+    kept = g1.copy()
+    _, plain = f.value_and_grad(v2)  # a plain call while g1 is lent: g1 untouched
+    np.testing.assert_array_equal(g1, kept)
+    np.testing.assert_allclose(plain, 2 * (v2 - C.ravel()), rtol=1e-14, atol=1e-14)
+    _, g2 = f.value_and_grad(v2, scale=0.5, lend=True)
+    np.testing.assert_allclose(g2, v2 - C.ravel(), rtol=1e-14, atol=1e-14)
+    _, g3 = f.value_and_grad(v1, scale=0.5, lend=True)
+    assert np.shares_memory(g2, g3)  # the lent array came back and was reused
+    np.testing.assert_allclose(g3, v1 - C.ravel(), rtol=1e-14, atol=1e-14)
+    A = rng.standard_normal((5, 5))
+    h = SmoothFunction(fm.sum_squares(A @ X - C), {X.id: (0, (5, 5))})
+    out = np.empty(25)
+    _, g = h.value_and_grad(v1, out=out, lend=True)
+    assert g is out and not h.lent_last
+    np.testing.assert_allclose(g.reshape(5, 5), 2 * A.T @ (A @ v1.reshape(5, 5) - C), rtol=1e-12, atol=1e-12)

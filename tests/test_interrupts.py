@@ -13,6 +13,7 @@ else. After each interrupt:
 * every copy of x in the saved state lies in its own set;
 * a warm re-solve reaches the CVXPY + Clarabel optimum at a point of both sets.
 """
+import gc
 import inspect
 import signal
 import sys
@@ -24,6 +25,19 @@ import pytest
 import fwmodel as fm
 
 N, RADIUS, BOUND = 16, 0.6, 0.1
+
+
+@pytest.fixture(autouse=True)
+def no_foreign_gc_callbacks():
+    """Python ignores an exception raised inside a gc callback: a timer interrupt landing in one
+    (hypothesis installs one once its tests have run) would be lost, and the solve would not
+    stop. The trials run without such callbacks."""
+    saved = list(gc.callbacks)
+    gc.callbacks.clear()
+    try:
+        yield
+    finally:
+        gc.callbacks[:] = saved
 
 
 @pytest.fixture(scope="module")

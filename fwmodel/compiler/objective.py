@@ -32,35 +32,49 @@ class CopyMap:
         self.copies[var.id].append((entries, block_slice))
 
     def finalize(self):
-        self.counts = np.zeros(self.n_v)
-        self._full = {}
-        for var in self.variables:
-            off, _ = self.var_layout[var.id]
-            copies = self.copies[var.id]
-            for entries, _sl in copies:
-                if entries is None:
-                    self.counts[off:off + var.size] += 1
-                else:
-                    self.counts[off + entries] += 1
-            self._full[var.id] = all(e is None for e, _ in copies)
-        self.inv_counts = 1.0 / np.maximum(self.counts, 1)
+        self._counts = self._inv_counts = None
+        self._full = {var.id: all(e is None for e, _ in self.copies[var.id]) for var in self.variables}
         # when copies fill every block (no expression blocks), W' gv writes every entry of x
         covered = sum(sl.stop - sl.start for copies in self.copies.values() for _, sl in copies)
         self._covers_all = covered == self.n
+        # (block slice start, stop) -> (offset in v, size, copy count), for whole copies
+        self._whole = {}
+        for var in self.variables:
+            if self._full[var.id]:
+                for _, sl in self.copies[var.id]:
+                    self._whole[(sl.start, sl.stop)] = (self.var_layout[var.id][0], var.size,
+                                                        len(self.copies[var.id]))
+        #: every entry of x is in a whole copy of a variable: W' gv is gv / k on every copy
+        #: (:class:`SharedGradient` keeps it once instead of once per copy)
+        self.all_whole_copies = self._covers_all and all(self._full.values())
+
+    @property
+    def counts(self):
+        """How many copies hold each entry of v (built on first use: for whole copies
+        the count is per variable, and a v-size array would cost memory for nothing)."""
+        if self._counts is None:
+            counts = np.zeros(self.n_v)
+            for var in self.variables:
+                off, _ = self.var_layout[var.id]
+                for entries, _sl in self.copies[var.id]:
+                    if entries is None:
+                        counts[off:off + var.size] += 1
+                    else:
+                        counts[off + entries] += 1
+            self._counts = counts
+        return self._counts
+
+    @property
+    def inv_counts(self):
+        if self._inv_counts is None:
+            self._inv_counts = 1.0 / np.maximum(self.counts, 1)
+        return self._inv_counts
 
     def whole_copy(self, block_slice):
         """(offset in v, size, copy count) when ``block_slice`` is a whole copy of one variable, else None."""
-        key = (block_slice.start, block_slice.stop)
-        for var in self.variables:
-            if not self._full[var.id]:
-                continue
-            copies = self.copies[var.id]
-            # a plain loop, not any(generator): an interrupt raised while a generator
-            # is closed early is swallowed by Python ("Exception ignored"), and Ctrl-C must stop a solve
-            for _, sl in copies:
-                if (sl.start, sl.stop) == key:
-                    return self.var_layout[var.id][0], var.size, len(copies)
-        return None
+        if block_slice.step not in (None, 1):
+            return None
+        return self._whole.get((block_slice.start, block_slice.stop))
 
     def to_variables(self, x, out=None):
         """v = W x (each variable entry the average of its copies)."""
@@ -130,6 +144,55 @@ class CopyMap:
                              shape=(self.n_v, self.n))
 
 
+class SharedGradient:
+    """W' gv for variables copied whole, kept once: each copy's slice is a view of one array.
+
+    With star-tied copies (a variable in two sets) the copies' gradients are
+    equal: W' spreads gv / k to each of the k copies. Forming that n-vector
+    costs k arrays of the variable's size and a pass writing them; this
+    object holds ``gv / k`` once (``values``, the objective's reused buffer)
+    and answers ``g[block_slice]`` for a whole copy with a view of it.
+    Any other use (another slice, arithmetic, ``np.asarray(g)``) reads the
+    full vector, formed on demand. Valid until the objective's next gradient
+    call (it shares the objective's buffer).
+    """
+
+    ndim = 1
+    dtype = np.dtype(float)
+
+    def __init__(self, copy_map, values):
+        self.copy_map = copy_map
+        self.values = values  # gv / k, in the variables' layout (v)
+        self.size = copy_map.n
+        self.shape = (copy_map.n,)
+
+    def __len__(self):
+        return self.size
+
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            whole = self.copy_map.whole_copy(key)
+            if whole is not None:
+                off, size, _ = whole
+                return self.values[off:off + size]
+            if key.step not in (None, 1):  # a strided sample (the driver's finiteness check): no full vector
+                return self._take(np.arange(*key.indices(self.size)))
+        return np.asarray(self)[key]
+
+    def _take(self, positions):
+        out = np.empty(positions.size)
+        for (start, stop), (off, _, _) in self.copy_map._whole.items():
+            inside = (positions >= start) & (positions < stop)
+            out[inside] = self.values[off + positions[inside] - start]
+        return out
+
+    def __array__(self, dtype=None, copy=None):
+        g = np.empty(self.size)
+        for (start, stop), (off, size, _) in self.copy_map._whole.items():
+            np.copyto(g[start:stop], self.values[off:off + size])
+        return g if dtype is None else g.astype(dtype, copy=False)
+
+
 class BlockObjective:
     """sign * f(W x) with value, gradient and curvature for the engine.
 
@@ -145,8 +208,9 @@ class BlockObjective:
         self.copy_map = copy_map
         self.is_quadratic = bool(smooth.is_quadratic)
         self._v = np.zeros(copy_map.n_v)  # finite from the start: curvature() may read it first
-        self._dv = np.empty(copy_map.n_v)
-        self._gv = np.empty(copy_map.n_v)  # reused gradient buffer: no fresh memory per call
+        self._dv = None  # the tangent of a block direction, made when first needed (see curvature_block)
+        self._gv = None  # reused gradient buffer (see _gradient_buffer): no fresh memory per call
+        self._lends = None  # whether the expression lends its gradient array (known after the first call)
         self._linear = None  # (f(0), constant gradient in x) for affine objectives
         if smooth.expr.is_affine() and not smooth.expr.parameters():
             f0, gv = smooth.value_and_grad(np.zeros(copy_map.n_v))
@@ -165,10 +229,57 @@ class BlockObjective:
         if self._linear is not None:
             return self.value(x), self._linear[1]
         v = self.copy_map.to_variables(x, out=self._v)
-        f, gv = self.smooth.value_and_grad(v, out=self._gv)
+        # where value_and_grad_shared applies, its gradient lives in self._gv and
+        # may still be in use: this call must not overwrite it
+        f, gv = self.smooth.value_and_grad(v, out=None if self.copy_map.all_whole_copies else self._gradient_buffer())
         if self.sign != 1.0:
             gv = gv * self.sign
         return self.sign * f, self.copy_map.to_blocks(gv)
+
+    def value_and_grad_shared(self, x):
+        """``value_and_grad`` for the engine's loop: the gradient may be a :class:`SharedGradient`.
+
+        When every entry of x lies in a whole copy of a variable, the
+        gradient is returned as ``gv / k`` held once instead of an n-vector
+        with a copy per block; ``g[block.slice]`` is then a view. It is valid
+        until the next call of this method. With one variable, ``sign / k``
+        is the seed of the reverse pass, and where the gradient is one of the
+        expression's own arrays (``sum_squares(X - C)``: 2 (X - C)) that
+        array is lent instead of copied (``SmoothFunction.value_and_grad``,
+        ``lend``): for k = 2 copies the numbers are exactly those of
+        :meth:`value_and_grad`, 2 (X - C) / 2; otherwise they may differ in
+        the last bit (one multiplication by 2 sign / k instead of two).
+        """
+        if self._linear is not None or not self.copy_map.all_whole_copies:
+            return self.value_and_grad(x)
+        v = self.copy_map.to_variables(x, out=self._v)
+        variables = self.copy_map.variables
+        if len(variables) == 1:
+            k = len(self.copy_map.copies[variables[0].id])
+            # the gradient buffer is made only if lending failed once (then it is used from now on)
+            lend = self._lends is not False
+            f, gv = self.smooth.value_and_grad(v, out=None if lend else self._gradient_buffer(),
+                                               scale=self.sign / k, lend=lend)
+            if lend and self._lends is None:
+                self._lends = bool(self.smooth.lent_last)
+            return self.sign * f, SharedGradient(self.copy_map, gv)
+        gv = self._gradient_buffer()
+        f, gv = self.smooth.value_and_grad(v, out=gv)
+        if self.sign != 1.0:
+            np.multiply(gv, self.sign, out=gv)
+        for var in variables:  # W' gv: each copy's share, gv / k (as in CopyMap.to_blocks)
+            off, _ = self.copy_map.var_layout[var.id]
+            k = len(self.copy_map.copies[var.id])
+            if k != 1:
+                seg = gv[off:off + var.size]
+                np.multiply(seg, 1.0 / k, out=seg)
+        return self.sign * f, SharedGradient(self.copy_map, gv)
+
+    def _gradient_buffer(self):
+        """The reused v-size gradient array (made on first use: a lent gradient needs none)."""
+        if self._gv is None:
+            self._gv = np.empty(self.copy_map.n_v)
+        return self._gv
 
     def curvature(self, x, d):
         if self._linear is not None:
@@ -176,8 +287,9 @@ class BlockObjective:
         # A quadratic has the same curvature everywhere: evaluate it at the
         # last point (no pass to average x's copies again).
         v = self._v if self.is_quadratic else self.copy_map.to_variables(x, out=self._v)
-        dv = self.copy_map.to_variables(d, out=self._dv)
-        c = self.smooth.curvature(v, dv)
+        # W d in a temporary: the engine's loop uses curvature_block (no v-size array);
+        # this full-direction form is for the first penalty and other callers
+        c = self.smooth.curvature(v, self.copy_map.to_variables(d))
         return None if c is None else self.sign * c
 
     def has_block_curvature(self, block_slice):
@@ -196,6 +308,15 @@ class BlockObjective:
             return 0.0
         off, size, k = self.copy_map.whole_copy(block_slice)
         v = self._v if self.is_quadratic else self.copy_map.to_variables(x, out=self._v)
+        if size == v.size:
+            # the block's variable is all of v: W d = d_block / k, and a second
+            # derivative scales as the square of the direction, so the curvature
+            # along d_block itself times 1/k^2 (no v-size tangent buffer; for
+            # k = 2 the same number as along d_block / 2)
+            c = self.smooth.curvature(v, d_block)
+            return None if c is None else self.sign * c * (1.0 / k) ** 2
+        if self._dv is None:
+            self._dv = np.empty(self.copy_map.n_v)
         dv = self._dv
         dv[:off].fill(0.0)
         dv[off + size:].fill(0.0)

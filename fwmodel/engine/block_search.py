@@ -101,6 +101,58 @@ class BlockColumns:
         return self.col_norms2[self.blocks[k].slice]
 
 
+class BlockLagrangianGradient:
+    """The gradient of L(., y), g + M' w (w = y + lam r), formed one block at a time.
+
+    For blocks whose columns of M are a signed identity (two tied copies,
+    :attr:`BlockColumns.signed`) block k's slice is ``g[k] + sign_k w[rows_k]``:
+    ``grad[block.slice]`` writes it into one block-size buffer, reused for
+    every block (the same numbers as ``ConsistencyOperator.add_rmatvec``).
+    An n-size gradient would hold every block at once, although each is read
+    by its own step only. A slice read stays valid until the next block's is
+    read (its buffer is shared); the last block read is kept, not recomputed.
+    """
+
+    def __init__(self, g, dual_term, cols, workspace):
+        self.g = g
+        self.dual_term = dual_term
+        self.signed = cols.signed
+        self._block_of = {(blk.offset, blk.offset + blk.size): k for k, blk in enumerate(cols.blocks)}
+        self._workspace = workspace  # size -> a reused array (the driver's buffers)
+        self._current = None  # the block whose slice is in the buffer
+
+    @staticmethod
+    def applies(cols):
+        """Every block's columns of M are a signed identity (or absent)."""
+        return cols.m > 0 and all(sg is not None for sg in cols.signed)
+
+    def block_buffer(self, size):
+        """The shared buffer, for a caller that writes a block's gradient itself (its content is dropped)."""
+        self._current = None
+        return self._workspace(size)
+
+    def __getitem__(self, key):
+        k = self._block_of.get((key.start, key.stop)) if isinstance(key, slice) and key.step in (None, 1) else None
+        if k is None:
+            raise IndexError(f"the gradient of L(., y) is formed per block; {key!r} is not a block's slice")
+        out = self._workspace(key.stop - key.start)
+        if self._current != k:
+            signed_block_gradient(self.g[key], self.dual_term, self.signed[k], out)
+            self._current = k
+        return out
+
+
+def signed_block_gradient(g_k, dual_term, signed, out):
+    """``g_k + sign * w[lo:hi]`` into ``out``: block k's slice of g + M' w when M_k = sign * I on rows lo:hi."""
+    lo, hi, sign = signed
+    if sign > 0:
+        return np.add(g_k, dual_term[lo:hi], out=out)
+    if sign < 0:
+        return np.subtract(g_k, dual_term[lo:hi], out=out)
+    np.copyto(out, g_k)
+    return out
+
+
 def block_step_sizes(proposals, steps, blocks, x, grad, dual_term, lam, cols, curvature_fn, backtracking):
     """gamma_k for every block (0 for blocks that do not move) and each block's M_k d_k.
 
@@ -225,6 +277,8 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
     reads_block = getattr(objective, "reads_block", None)
     if start is not None and reads_block is None:
         start.g = None
+    # the objective's gradient kept once for tied copies, where it offers that (see compiler/objective.py)
+    value_and_grad = getattr(objective, "value_and_grad_shared", objective.value_and_grad)
     for k, p in enumerate(proposals):
         if p is None:
             continue
@@ -234,12 +288,14 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
             if start is not None and start.g is not None:  # f has not changed (only blocks it does not read moved)
                 f, g = start.f, start.g
             else:
-                f, g = objective.value_and_grad(x)
+                f, g = value_and_grad(x)
             if not m:
                 grad_k = g[sl]
             elif signed is not None:
-                lo, hi, sign = signed
-                grad_k = g[sl].copy() if sign == 0 else (np.add if sign > 0 else np.subtract)(g[sl], dual_term[lo:hi])
+                # into the shared block buffer when the driver's gradient is per block
+                out = grad.block_buffer(p.d.size) if isinstance(grad, BlockLagrangianGradient) \
+                    else np.empty(p.d.size)
+                grad_k = signed_block_gradient(g[sl], dual_term, signed, out)
             else:
                 grad_k = Mop.add_rmatvec(dual_term, g)[sl]
             g = None

@@ -146,5 +146,5 @@ class ProjectionStep:
         if m:
             Md *= gamma
             r += Md
-        it.f, it.g = objective.value_and_grad(x)
+        it.f, it.g = getattr(objective, "value_and_grad_shared", objective.value_and_grad)(x)
         return 1

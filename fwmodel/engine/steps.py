@@ -89,14 +89,29 @@ class Proposal:
     prescaled: bool = False
 
 
-def _fw_direction(x_k, atom):
-    d = np.negative(x_k)
+def _direction_out(ctx, block):
+    """The array the driver lends for this block's direction (``ctx.directions``), or None.
+
+    Reused from one iteration to the next: a fresh block-size array per step
+    costs page faults (measured at d = 4000: 0.3 s for a 128 MB direction on a
+    busy machine, against 13 ms for writing a reused one).
+    """
+    lender = getattr(ctx, "directions", None)
+    return None if lender is None else lender.direction(block)
+
+
+def _fw_direction(x_k, atom, out=None):
+    d = np.negative(x_k, out=out)
     atom.add_to(d, 1.0)
     return d
 
 
-def _pair_direction(size, plus, minus):
-    d = np.zeros(size)
+def _pair_direction(size, plus, minus, out=None):
+    if out is None:
+        d = np.zeros(size)
+    else:
+        d = out
+        d.fill(0.0)
     plus.add_to(d, 1.0)
     minus.add_to(d, -1.0)
     return d
@@ -112,7 +127,7 @@ class FWStep:
     def propose(self, x_k, g_k, ctx=None):
         s = self.block.lmo(g_k)
         gap = dot(x_k, g_k) - s.dot(g_k)
-        return Proposal(_fw_direction(x_k, s), 1.0, "fw", gap, s)
+        return Proposal(_fw_direction(x_k, s, _direction_out(ctx, self.block)), 1.0, "fw", gap, s)
 
     def commit(self, p, gamma):
         if self.active is not None:
@@ -126,8 +141,8 @@ class _ActiveSetStep:
         self.block = block
         self.active = active if active is not None else ActiveSet(block.initial_atom())
 
-    def _fw(self, x_k, s, gap):
-        return Proposal(_fw_direction(x_k, s), 1.0, "fw", gap, s)
+    def _fw(self, x_k, s, gap, ctx=None):
+        return Proposal(_fw_direction(x_k, s, _direction_out(ctx, self.block)), 1.0, "fw", gap, s)
 
     def commit(self, p, gamma):
         if gamma <= 0:
@@ -154,7 +169,7 @@ class AwayStep(_ActiveSetStep):
             d = x_k.copy()
             v.add_to(d, -1.0)
             return Proposal(d, alpha / (1.0 - alpha), "away", gap, s, (pos,))
-        return self._fw(x_k, s, gap)
+        return self._fw(x_k, s, gap, ctx)
 
 
 class PairwiseStep(_ActiveSetStep):
@@ -165,8 +180,9 @@ class PairwiseStep(_ActiveSetStep):
         gap = dot(x_k, g_k) - s.dot(g_k)
         pos, v, alpha, _ = self.active.away_vertex(g_k)
         if s.key == v.key:
-            return self._fw(x_k, s, gap)
-        return Proposal(_pair_direction(x_k.size, s, v), alpha, "pairwise", gap, s, (pos,))
+            return self._fw(x_k, s, gap, ctx)
+        return Proposal(_pair_direction(x_k.size, s, v, _direction_out(ctx, self.block)), alpha, "pairwise",
+                        gap, s, (pos,))
 
 
 class BlendedPairwiseStep(_ActiveSetStep):
@@ -234,7 +250,7 @@ class BlendedPairwiseStep(_ActiveSetStep):
         self.phi = max(gap, 0.0)
         if a != s_loc and local_gap >= gap:  # line 7 of BPCG: the local step is at least as good
             return self._local(x_k.size, dots, a, s_loc, gap, ctx)
-        return self._fw(x_k, s, gap)
+        return self._fw(x_k, s, gap, ctx)
 
     def _local(self, size, dots, a, s_loc, gap, ctx):
         aset = self.active
@@ -244,7 +260,7 @@ class BlendedPairwiseStep(_ActiveSetStep):
         if self.model_curvature is not None and aset.gram is not None and len(aset) > 2:
             target = max(LOCAL_PHASE_REDUCTION * self.phi, getattr(ctx, "gap_target", 0.0))
             return self._local_phase(size, dots, target, gap)
-        d = _pair_direction(size, aset.atom(s_loc), aset.atom(a))
+        d = _pair_direction(size, aset.atom(s_loc), aset.atom(a), _direction_out(ctx, self.block))
         return Proposal(d, aset.weight(a), "pairwise", gap, None, (a, s_loc))
 
     def _local_phase(self, size, dots, target, gap):

@@ -99,7 +99,11 @@ def objective_gap(blocks, x, grad_f, with_vertex=False):
     With ``with_vertex``, also the product vertex s of the LMOs (a flat vector).
     """
     s = np.zeros_like(x) if with_vertex else None
-    gap = dot(x, grad_f)
+    # block by block: grad_f may be the engine's gradient kept once for tied copies,
+    # whose block slices are views (a full-vector read would form it)
+    gap = 0.0 if blocks else dot(x, grad_f)
+    for blk in blocks:  # a plain loop: an interrupt inside a generator closed early is swallowed
+        gap += dot(x[blk.slice], grad_f[blk.slice])
     for blk in blocks:
         atom = blk.lmo(grad_f[blk.slice])
         gap -= atom.dot(grad_f[blk.slice])
