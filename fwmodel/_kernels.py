@@ -19,30 +19,37 @@ except ImportError:  # pragma: no cover (older NumPy layouts)
     except ImportError:
         _c_einsum = None
 
-try:  # what scipy.sparse's CSR @ vector calls
-    from scipy.sparse._sparsetools import csr_matvec as _csr_matvec
+try:  # what scipy.sparse's CSR @ vector and CSR @ (C-order) matrix call
+    from scipy.sparse._sparsetools import csr_matvec as _csr_matvec, csr_matvecs as _csr_matvecs
 except ImportError:  # pragma: no cover (other SciPy layouts)
-    _csr_matvec = None
+    _csr_matvec = _csr_matvecs = None
 
 
-def einsum_plain(subscripts, *operands):
-    """``np.einsum(subscripts, *operands, optimize=False)``."""
-    if _c_einsum is None:  # pragma: no cover
-        return np.einsum(subscripts, *operands, optimize=False)
-    return _c_einsum(subscripts, *operands)
+def _einsum_unoptimized(subscripts, *operands):  # pragma: no cover (used only without the C kernel)
+    return np.einsum(subscripts, *operands, optimize=False)
+
+
+#: ``einsum_plain(subscripts, *operands)`` is ``np.einsum(subscripts, *operands, optimize=False)``
+#: (the C function itself where NumPy exposes it: no Python frame at all)
+einsum_plain = _c_einsum if _c_einsum is not None else _einsum_unoptimized
 
 
 _CSR_TYPES = (sp.csr_matrix, sp.csr_array)
 
 
 def csr_times(A, v):
-    """``A @ v`` for a scipy.sparse CSR matrix A of float64 and a float64 vector v (the same numbers).
+    """``A @ v`` for a scipy.sparse CSR matrix A of float64 and a float64 vector or C-order matrix v (the same numbers).
 
-    Anything else (another format or dtype, a vector of another shape) goes to ``A @ v``.
+    Anything else (another format or dtype, another shape) goes to ``A @ v``.
     """
-    if (_csr_matvec is not None and type(A) in _CSR_TYPES and A.dtype == np.float64
-            and v.dtype == np.float64 and v.shape == (A.shape[1],)):
-        out = np.zeros(A.shape[0])
-        _csr_matvec(A.shape[0], A.shape[1], A.indptr, A.indices, A.data, v, out)
-        return out
+    if _csr_matvec is not None and type(A) in _CSR_TYPES and A.dtype == np.float64 and v.dtype == np.float64:
+        rows, cols = A.shape
+        if v.shape == (cols,):
+            out = np.zeros(rows)
+            _csr_matvec(rows, cols, A.indptr, A.indices, A.data, v, out)
+            return out
+        if v.ndim == 2 and v.shape[0] == cols and v.flags.c_contiguous:
+            out = np.zeros((rows, v.shape[1]))
+            _csr_matvecs(rows, cols, v.shape[1], A.indptr, A.indices, A.data, v.ravel(), out.ravel())
+            return out
     return A @ v

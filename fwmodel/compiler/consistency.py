@@ -166,7 +166,7 @@ class MarginalizationRows:
         tables = out[self.edges].reshape(self.n_edges, K, K)
         # row (e, s) has coefficient +1 on every entry of table e summed into s
         tables += R[:, :, None] if self.axis == 2 else R[:, None, :]
-        out[self.nodes].reshape(self.n_nodes, K)[...] -= self._incidence @ R
+        out[self.nodes].reshape(self.n_nodes, K)[...] -= csr_times(self._incidence, R)
 
     def csr(self, n):
         K, E = self.n_states, self.n_edges

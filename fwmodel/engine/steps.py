@@ -364,17 +364,21 @@ class GroupPairwiseStep:
         # for every support entry i: the model's best amount moved from i to s and its decrease
         slope = gs - g_s[r]  # g_i - g_s >= 0
         curv = ctx.lam * (self.norms2_grouped[r, c] + self.col_norms2[cols_s][r]) + 2.0 * self.curvature_f
-        with np.errstate(divide="ignore", invalid="ignore"):
-            amount = np.where(curv > 0, np.minimum(xs, slope / curv), xs)
+        # min(x_i, slope / curv), and x_i where curv <= 0 (no curvature: the whole mass)
+        amount = np.minimum(xs, np.divide(slope, curv, out=np.full(slope.shape, np.inf), where=curv > 0))
         amount[~(slope > 0)] = 0.0
         decrease = amount * (slope - 0.5 * curv * amount)
         # v: in every group, the entry whose pair with s decreases the model most (the
-        # largest gradient alone can hold a vanishing mass and stall the group)
+        # largest gradient alone can hold a vanishing mass and stall the group).
+        # np.nonzero lists the support row by row, so each group's entries are one run
+        # of r: per-run maxima (reduceat) and first winners (where r changes) need no
+        # scatter and no sort (np.maximum.at, np.unique: most of this step's time on small groups)
         best = np.zeros(rows.size)
-        np.maximum.at(best, r, decrease)
-        winners = np.flatnonzero((decrease > 0) & (decrease == best[r]))
-        first = np.unique(r[winners], return_index=True)[1]  # one winner per group (the first on ties)
-        chosen = winners[first]
+        if r.size:
+            runs = _run_starts(r)
+            best[r[runs]] = np.maximum(np.maximum.reduceat(decrease, runs), 0.0)
+        winners = ((decrease > 0) & (decrease == best[r])).nonzero()[0]
+        chosen = winners[_run_starts(r[winners])]  # one winner per group (the first on ties)
         groups_moving = r[chosen]
         moved = amount[chosen]
         d = np.zeros(x_k.size)
@@ -389,6 +393,16 @@ class GroupPairwiseStep:
         """Record the objective's curvature along this block's last direction (for the next c_g)."""
         if d_norm2 > 0 and c_f is not None and np.isfinite(c_f):
             self.curvature_f = max(float(c_f), 0.0) / d_norm2
+
+
+def _run_starts(sorted_labels):
+    """Positions where a run of equal labels starts in a sorted 1-D array (the first of each label)."""
+    if sorted_labels.size == 0:
+        return np.zeros(0, dtype=np.intp)
+    starts = np.empty(sorted_labels.size, dtype=bool)
+    starts[0] = True
+    np.not_equal(sorted_labels[1:], sorted_labels[:-1], out=starts[1:])
+    return starts.nonzero()[0]
 
 
 class BatchBPCGStep:
@@ -624,9 +638,12 @@ class IntervalStep:
         s = np.where(g_k < 0, self.hi, self.lo)
         gap = dot(x_k - s, g_k)
         c = ctx.lam * self.col_norms2 + self.curvature_f
-        with np.errstate(divide="ignore", invalid="ignore"):
-            target = np.where(c > 0, x_k - g_k / c, s)
-        d = np.clip(target, self.lo, self.hi)
+        positive = c > 0
+        # x_k - g_k / c where c > 0, else s (no errstate context: it costs more than the arithmetic here)
+        d = np.divide(g_k, c, out=np.zeros(c.shape), where=positive)
+        np.subtract(x_k, d, out=d)
+        d = np.where(positive, d, s)
+        np.minimum(np.maximum(d, self.lo, out=d), self.hi, out=d)  # np.clip(target, lo, hi)
         d -= x_k
         return Proposal(d, 1.0, "fw", gap, None, prescaled=True)
 
