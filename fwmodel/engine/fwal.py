@@ -315,8 +315,13 @@ def minimize_fwal(
 
 def _is_finite(it):
     """f(x) finite and its gradient finite (on a sample of at most ~1000 entries: the test runs every iteration)."""
-    n = it.x.size
-    return bool(np.isfinite(it.f) and np.all(np.isfinite(it.g[:: max(1, n // 1000)])))
+    g = it.g
+    # the objective's gradient kept once for tied copies (compiler/objective.py) holds every
+    # entry in ``values``: sampled there, the full vector is not formed
+    values = getattr(g, "values", None)
+    sample = values if isinstance(values, np.ndarray) else g
+    n = sample.size
+    return bool(np.isfinite(it.f) and np.isfinite(sample[:: max(1, n // 1000)]).all())
 
 
 def _stop_reason(t, gap, gap_known, feas, feas_rel, gap_f, dual_residual, elapsed, eta, it, stopping, progress,

@@ -82,6 +82,11 @@ class SmoothFunction:
         # Nodes whose output array is reused from one call to the next.
         self._buffered = {i for i in dynamic if nodes[i]._writes_out and nodes[i].ndim > 0}
         self._buffers = {}
+        # the reverse pass's seed d f / d f = 1, made once (read-only: adjoints are never written in place)
+        self._seed_ones = np.ones(expr.shape)
+        self._seed_ones.setflags(write=False)
+        # nodes evaluated at every call that hold no variable (parameters and what depends on them)
+        self._without_vars = [i for i in dynamic if not nodes[i]._has_vars]
         # Variable blocks sorted by offset, to zero what lies between them in a given out=.
         self._blocks = sorted((start, stop) for start, stop, _ in self._slots.values())
         self._min_length = max((stop for _, stop, _ in self._slots.values()), default=0)
@@ -212,7 +217,7 @@ class SmoothFunction:
             self._write(grad, written, j, result)
 
         root = self._root
-        seed = (np.ones(self.expr.shape), float(scale))
+        seed = (self._seed_ones, float(scale))
         if root in self._slots:  # f is a variable itself
             write(root, seed)
         else:
@@ -324,7 +329,10 @@ class SmoothFunction:
         """
         v = self._check(v)
         dv = self._check(dv, "dv")
-        vals, auxs = self._evaluate(v, with_vars=not self._curvature_from_tangents)
+        if self._curvature_from_tangents and not self._without_vars:
+            vals, auxs = self._static, {}  # what the pass below would give: no parameter to read (vals is only read)
+        else:
+            vals, auxs = self._evaluate(v, with_vars=not self._curvature_from_tangents)
         nodes, args, slots = self._nodes, self._args, self._slots
         tangents = {}
         seconds = {}
