@@ -24,7 +24,11 @@ def as_direction(owner, direction):
 
 def as_flat_direction(owner, flat_direction):
     """``flat_direction`` as a flat float vector of the set's size."""
-    d = np.asarray(flat_direction, dtype=float).ravel()
+    if (type(flat_direction) is np.ndarray and flat_direction.ndim == 1 and flat_direction.dtype == np.float64
+            and flat_direction.flags.c_contiguous):
+        d = flat_direction  # already what the conversion below gives (the engine's case): no call to make
+    else:
+        d = np.asarray(flat_direction, dtype=float).ravel()
     if d.size != owner.size:
         raise ModelError(
             f"{type(owner).__name__}: direction has {d.size} entries, expected {owner.size}"

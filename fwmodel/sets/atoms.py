@@ -79,7 +79,10 @@ class SparseAtom(Atom):
 
     def __init__(self, indices, values, size):
         self.indices = np.asarray(indices, dtype=np.intp).ravel()
-        self.values = np.broadcast_to(np.asarray(values, dtype=float), self.indices.shape).copy()
+        values = np.asarray(values, dtype=float)
+        # one value for every entry (the usual LMO vertex): np.full, not a broadcast and its copy
+        self.values = np.full(self.indices.shape, values) if values.ndim == 0 \
+            else np.broadcast_to(values, self.indices.shape).copy()
         self.size = int(size)
         self.key = ("sparse", self.indices.tobytes(), self.values.tobytes())
 
@@ -87,6 +90,10 @@ class SparseAtom(Atom):
         return float(np.dot(g[self.indices], self.values))
 
     def add_to(self, x, weight):
+        if self.indices.size == 1:  # one entry (an L1 ball's vertex): the same sum as np.add.at, without its setup
+            i = int(self.indices[0])
+            x[i] = x[i] + weight * self.values[0]
+            return
         np.add.at(x, self.indices, weight * self.values)
 
 

@@ -27,7 +27,7 @@ def argmax_abs(d):
     """
     n = d.size
     if n <= _CHUNK:
-        return int(np.argmax(np.abs(d)))
+        return int(np.abs(d).argmax())
     best, start = -1.0, 0
     for a in range(0, n, _CHUNK):
         c = d[a:a + _CHUNK]
