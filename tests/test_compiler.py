@@ -123,7 +123,28 @@ def _layouts():
         "strided copy": [fm.L1Ball(x), fm.Box(x[::2], -1, 1), fm.Box(x[1::2], -1, 1)],
         "two variables": [fm.L1Ball(x), fm.Box(x, -1, 1), fm.L1Ball(y), fm.Box(y, 0, 1)],
         "expression": [fm.L1Ball(x), fm.Box(2 * x + 1, -1, 1)],
+        "partial copy first": [fm.Box(x[:2], -1, 1), fm.L1Ball(x), fm.L2Ball(x)],
+        "whole, partial, whole": [fm.L1Ball(x), fm.Box(x[1:3], -1, 1), fm.L2Ball(x)],
     }
+
+
+@pytest.mark.parametrize("layout", [k for k in _layouts() if k != "expression"])
+def test_copy_rows_vanish_exactly_on_consistent_copies(layout):
+    """M x = 0 when every copy holds its variable's values, and each row is (a copy) - (the first copy)."""
+    sets = _layouts()[layout]
+    variables = {v.id: v for s in sets for v in s.expr.variables()}
+    c = fm.Problem(fm.Minimize(sum(fm.sum_squares(v) for v in variables.values())), sets).compile()
+    rng = np.random.default_rng(1)
+    values = {vid: rng.standard_normal(v.size) for vid, v in variables.items()}
+    x = np.zeros(c.n)
+    for blk in c.blocks:
+        v = values[blk.variable.id]
+        x[blk.slice] = v if blk.entries is None else v[blk.entries]
+    np.testing.assert_array_equal(c.operator.matvec(x), 0.0)
+    M = c.M.toarray()
+    assert M.shape[0] == c.n - sum(v.size for v in variables.values())  # one row per extra copy entry
+    for row in M:
+        assert sorted(row[row != 0]) == [-1.0, 1.0] and np.flatnonzero(row == -1.0) < np.flatnonzero(row == 1.0)
 
 
 @pytest.mark.parametrize("layout", list(_layouts()))

@@ -409,11 +409,31 @@ def compile_problem(objective_expr, sign, constraints):
     copy_map = CopyMap(variables, var_layout, n_v, n)
     first = np.full(n_v, -1, dtype=np.intp)
     pieces_in_order = []
+    touched = set()  # variables some earlier copy covers (in part or whole)
+    whole_first = {}  # variable id -> the block whose whole copy is the first copy of every entry
     for blk in blocks:
         if blk.kind != "copy":
             continue
         var = blk.variable
         voff = var_layout[var.id][0]
+        if blk.entries is None and (var.id not in touched or var.id in whole_first):
+            # Fast path for whole copies (the common case: X in two sets). The first one is the
+            # hub of every entry; a later one is tied to it by two contiguous slices. No
+            # per-entry index arrays: at d = 8000 each would hold 64 million entries.
+            copy_map.add_copy(var, None, blk.slice)
+            graph.add_edge(("variable", var.id), ("block", blk.index), kind="copy", entries="all")
+            if var.id not in touched:
+                first[voff:voff + var.size] = np.arange(blk.offset, blk.offset + blk.size, dtype=np.intp)
+                touched.add(var.id)
+                whole_first[var.id] = blk
+                continue
+            hub = whole_first[var.id]
+            piece = CopyRows(blk.slice, hub.slice, label=f"{var.name}: {blk.name} = first copy")
+            graph.add_edge(("block", blk.index), ("block", hub.index), kind="consistency",
+                           rows=piece.rows, piece=piece)
+            pieces_in_order.append(piece)
+            continue
+        touched.add(var.id)  # (a first copy that was whole stays the hub of every entry)
         ent = np.arange(var.size, dtype=np.intp) if blk.entries is None else blk.entries
         positions = blk.offset + np.arange(blk.size, dtype=np.intp)
         slots = voff + ent
