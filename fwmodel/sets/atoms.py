@@ -79,10 +79,10 @@ class SparseAtom(Atom):
 
     def __init__(self, indices, values, size):
         self.indices = np.asarray(indices, dtype=np.intp).ravel()
-        values = np.asarray(values, dtype=float)
-        # one value for every entry (the usual LMO vertex): np.full, not a broadcast and its copy
-        self.values = np.full(self.indices.shape, values) if values.ndim == 0 \
-            else np.broadcast_to(values, self.indices.shape).copy()
+        values = np.array(values, dtype=float)  # a copy: the atom owns its values
+        if values.shape != self.indices.shape:  # one value for every entry (an array of the same
+            values = np.broadcast_to(values, self.indices.shape).copy()  # shape needs no broadcast)
+        self.values = values
         self.size = int(size)
         self.key = ("sparse", self.indices.tobytes(), self.values.tobytes())
 
