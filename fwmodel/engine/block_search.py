@@ -28,6 +28,7 @@ import scipy.sparse as sp
 
 from .._kernels import csr_times
 from .line_search import bounded_scalar_step, exact_quadratic_step
+from .steps import DeferredProposal
 from .vector_ops import dot
 
 
@@ -293,8 +294,8 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
                 grad_k = g[sl]
             elif signed is not None:
                 # into the shared block buffer when the driver's gradient is per block
-                out = grad.block_buffer(p.d.size) if isinstance(grad, BlockLagrangianGradient) \
-                    else np.empty(p.d.size)
+                out = grad.block_buffer(sl.stop - sl.start) if isinstance(grad, BlockLagrangianGradient) \
+                    else np.empty(sl.stop - sl.start)
                 grad_k = signed_block_gradient(g[sl], dual_term, signed, out)
             else:
                 grad_k = Mop.add_rmatvec(dual_term, g)[sl]
@@ -303,6 +304,8 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
                 p = steps[k].propose(x[sl], grad_k, ctx)
         else:
             grad_k = grad[sl]
+            if type(p) is DeferredProposal:  # formed now, from the gradient it would have been formed from
+                p = steps[k].propose(x[sl], grad_k, ctx)
         taken[k] = p
         slope = dot(grad_k, p.d)
         grad_k = None

@@ -62,7 +62,7 @@ from .projection_choice import AutoProjection
 from .projection_step import ProjectedBlock, ProjectionStep, initial_projection_blocks
 from .result import FWALResult, SolverState  # noqa: F401 (the result types of minimize_fwal)
 from .schedules import make_dual_schedule, default_penalty
-from .steps import LAZY_CHECK_EVERY, make_step
+from .steps import LAZY_CHECK_EVERY, DeferredProposal, make_step
 from .stopping import StoppingRule, objective_gap, reference_point
 from .threads import with_blas_threads
 from .vector_ops import dot, norm
@@ -247,7 +247,7 @@ def minimize_fwal(
             # ---- every block proposes a step (its LMO, unless a lazy step reuses an
             # active atom); their FW gaps sum to the FW gap of L(., y)
             ctx.start_iteration(t, it.lam, stopping.gap_target() / len(blocks))
-            proposals, gap, gap_known = _propose(steps, blocks, it.x, grad, ctx)
+            proposals, gap, gap_known = _propose(steps, blocks, it.x, grad, ctx, defer=sweep == "gauss-seidel")
             # ---- measurements, bookkeeping and stopping
             feas = float(norm(it.r))
             x_norm = float(norm(it.x))
@@ -383,18 +383,26 @@ def _move_blocks(sweep, proposals, steps, lagrangian, it, grad, dual_term, cols,
     return moved, [taken.get(k, p) for k, p in enumerate(proposals)]
 
 
-def _propose(steps, blocks, x, grad, ctx):
+def _propose(steps, blocks, x, grad, ctx, defer=False):
     """Every block's proposal at x, and the FW gap of L(., y) (paper OPT2) summed over the blocks.
 
     Returns (proposals, gap, gap_known): a block that moves by a corrective
     step (a proposal without a direction) contributes its FW gap and
     proposes nothing (None); a lazy step that skipped its LMO contributes its
     last measured gap, and then ``gap_known`` is False (the stopping rule
-    waits for a measured gap).
+    waits for a measured gap). ``defer`` (Gauss-Seidel sweeps): a cheap step
+    after a block that proposes a direction gives its FW gap only, and a
+    :class:`~fwmodel.engine.steps.DeferredProposal` for the sweep to form.
     """
     proposals, gap, gap_known = [], 0.0, True
     for k, blk in enumerate(blocks):
-        p = steps[k].propose(x[blk.slice], grad[blk.slice], ctx)
+        step = steps[k]
+        if defer and getattr(step, "cheap_proposal", False) and any(q is not None for q in proposals):
+            p = DeferredProposal(step.fw_gap(x[blk.slice], grad[blk.slice]))
+            proposals.append(p)
+            gap += p.gap
+            continue
+        p = step.propose(x[blk.slice], grad[blk.slice], ctx)
         proposals.append(p if p.d is not None else None)
         if p.gap is None:
             gap_known = False

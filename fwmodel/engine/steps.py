@@ -101,6 +101,24 @@ def _direction_out(ctx, block):
     return None if lender is None else lender.direction(block)
 
 
+class DeferredProposal:
+    """A cheap step's proposal left for the Gauss-Seidel sweep to form; only its FW gap is known.
+
+    In a Gauss-Seidel sweep a block with a cheap proposal (``cheap_proposal``)
+    proposes again once an earlier block has moved, so the direction it
+    would propose before the sweep is thrown away whenever an earlier block
+    moves. The driver then asks it for its FW gap alone (``fw_gap``) and
+    the sweep forms the proposal where it is used: from the fresh gradient,
+    or, when no earlier block moved, from the gradient it would have been
+    formed from before (the same numbers).
+    """
+
+    __slots__ = ("gap",)
+
+    def __init__(self, gap):
+        self.gap = gap
+
+
 def _fw_direction(x_k, atom, out=None):
     d = np.negative(x_k, out=out)
     atom.add_to(d, 1.0)
@@ -363,22 +381,31 @@ class GroupPairwiseStep:
         self.contiguous = bool(np.array_equal(self.index.ravel(), np.arange(self.index.size)))
         self.norms2_grouped = col_norms2[self.index]
 
-    def propose(self, x_k, g_k, ctx):
+    def _support(self, x_k, g_k):
+        """Each group's FW vertex s, the support entries (x_i > 0) and the block's FW gap."""
         idx = self.index
         if self.contiguous:  # groups are consecutive runs of the block: views, no gathers
             X, G = x_k.reshape(idx.shape), g_k.reshape(idx.shape)
         else:
             X, G = x_k[idx], g_k[idx]
-        rows = self.rows
         s = np.argmin(G, axis=1)
-        g_s = G[rows, s]
-        cols_s = idx[rows, s]
+        g_s = G[self.rows, s]
         # Only support entries (x_i > 0) can give mass: after t iterations a group
         # holds at most t + 1 of them, so the model below is formed on the support
         # alone (on a MAP LP's edge tables, K^2 entries per group, a small fraction).
         r, c = np.nonzero(X > 0)
         xs, gs = X[r, c], G[r, c]
         gap = float(np.dot(xs, gs) - self.total * g_s.sum())  # <x, g> - <s, g>; zeros of x add nothing
+        return s, g_s, r, c, xs, gs, gap
+
+    def fw_gap(self, x_k, g_k):
+        """The block's FW gap alone (the gap of :meth:`propose`, without forming its direction)."""
+        return self._support(x_k, g_k)[-1]
+
+    def propose(self, x_k, g_k, ctx):
+        idx, rows = self.index, self.rows
+        s, g_s, r, c, xs, gs, gap = self._support(x_k, g_k)
+        cols_s = idx[rows, s]
         # for every support entry i: the model's best amount moved from i to s and its decrease
         slope = gs - g_s[r]  # g_i - g_s >= 0
         curv = ctx.lam * (self.norms2_grouped[r, c] + self.col_norms2[cols_s][r]) + 2.0 * self.curvature_f
@@ -651,6 +678,10 @@ class IntervalStep:
         self.lo, self.hi = bounds
         self.col_norms2 = col_norms2
         self.curvature_f = 0.0
+
+    def fw_gap(self, x_k, g_k):
+        """The block's FW gap alone (the gap of :meth:`propose`, without forming its direction)."""
+        return dot(x_k - np.where(g_k < 0, self.hi, self.lo), g_k)
 
     def propose(self, x_k, g_k, ctx):
         s = np.where(g_k < 0, self.hi, self.lo)
