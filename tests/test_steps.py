@@ -23,9 +23,11 @@ def _project_simplex(c, total=1.0):
     return np.maximum(c - css[k] / (k + 1), 0.0)
 
 
-try:  # shared closed form; tests/ may or may not be a package
+try:  # shared closed form and brute-forced alignment vertices; tests/ may or may not be a package
+    from .test_alignment import vertices as alignment_vertices
     from .test_engine import _capped_simplex_projection
 except ImportError:
+    from test_alignment import vertices as alignment_vertices
     from test_engine import _capped_simplex_projection
 
 
@@ -362,39 +364,6 @@ def test_bpcg_local_phase_is_the_exact_model_minimizer_over_the_active_atoms(mon
     assert np.allclose(step.active.dense(n), _project_simplex(c), atol=1e-9)
 
 
-def _noncrossing_matchings(n, m):
-    """Every 0/1 non-crossing partial matching of an n x m grid (brute force: all subsets of cells)."""
-    cells = [(i, j) for i in range(n) for j in range(m)]
-    out = []
-    for mask in range(1 << len(cells)):
-        chosen = [cells[t] for t in range(len(cells)) if mask >> t & 1]
-        if all(a[0] < b[0] and a[1] < b[1] for a, b in zip(chosen, chosen[1:])):
-            V = np.zeros((n, m))
-            for i, j in chosen:
-                V[i, j] = 1.0
-            out.append(V.ravel())
-    return np.array(out)
-
-
-def _dtw_paths(n, m):
-    """Every monotone path from (0, 0) to (n-1, m-1) with right, down and diagonal moves (recursion)."""
-    out = []
-
-    def walk(i, j, cells):
-        if (i, j) == (n - 1, m - 1):
-            V = np.zeros((n, m))
-            for c in cells:
-                V[c] = 1.0
-            out.append(V.ravel())
-            return
-        for di, dj in ((0, 1), (1, 0), (1, 1)):
-            if i + di < n and j + dj < m:
-                walk(i + di, j + dj, cells + [(i + di, j + dj)])
-
-    walk(0, 0, [(0, 0)])
-    return np.array(out)
-
-
 @pytest.mark.parametrize("kind", ["matching", "path"])
 def test_batch_bpcg_solves_every_alignment_of_a_batch_against_the_vertex_hull_qp(kind):
     """12 soft alignments (one batched AlignmentPolytope) against CVXPY over the convex hull of brute-forced vertices."""
@@ -406,7 +375,7 @@ def test_batch_bpcg_solves_every_alignment_of_a_batch_against_the_vertex_hull_qp
                       [fm.AlignmentPolytope(X, kind=kind, axis=0)])
     prob.solve(tol=1e-9, feas_tol=1e-9, max_iter=20000)
     assert prob.status == "optimal"
-    V = _noncrossing_matchings(n, m) if kind == "matching" else _dtw_paths(n, m)
+    V = alignment_vertices(kind, n, m).reshape(-1, n * m)  # brute-forced vertices (test_alignment)
     lam = cp.Variable((B, V.shape[0]), nonneg=True)
     Xr = lam @ V
     ref = cp.Problem(cp.Minimize(cp.sum(cp.multiply(C.reshape(B, -1), Xr)) + 0.5 * mu * cp.sum_squares(Xr)),

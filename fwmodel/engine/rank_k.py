@@ -78,6 +78,17 @@ def _pick(values, k, which):
     return np.argsort(key)[::-1][:k]
 
 
+def _start_block(n, b, start, rng):
+    """An orthonormal n x b starting block: the ``start`` columns (the previous Ritz vectors),
+    completed by Gaussian vectors."""
+    rng = rng if rng is not None else np.random.default_rng(0)
+    cols = [] if start is None else [np.asarray(start, dtype=float).reshape(n, -1)]
+    have = sum(c.shape[1] for c in cols)
+    if have < b:
+        cols.append(rng.standard_normal((n, b - have)))
+    return _orth(np.hstack(cols))[:, :b]
+
+
 def top_eigenpairs(A, k, which="LA", start=None, rng=None, max_rounds=MAX_ROUNDS, rtol=RITZ_RTOL):
     """The k extreme eigenpairs of a symmetric matrix A by a warm-started block Krylov method.
 
@@ -93,12 +104,7 @@ def top_eigenpairs(A, k, which="LA", start=None, rng=None, max_rounds=MAX_ROUNDS
         w, V = np.linalg.eigh(A)
         idx = _pick(w, k, which)
         return w[idx], V[:, idx]
-    rng = rng if rng is not None else np.random.default_rng(0)
-    cols = [] if start is None else [np.asarray(start, dtype=float).reshape(n, -1)]
-    have = sum(c.shape[1] for c in cols)
-    if have < b:
-        cols.append(rng.standard_normal((n, b - have)))
-    Q = _orth(np.hstack(cols))[:, :b]
+    Q = _start_block(n, b, start, rng)
     previous = None
     for _ in range(max_rounds):
         K = _orth(np.hstack([Q, A @ Q]))
@@ -128,12 +134,7 @@ def top_singular_triplets(A, k, start=None, rng=None, max_rounds=MAX_ROUNDS, rto
     if b >= DENSE_FRACTION * min(m, n):
         U, s, Vt = np.linalg.svd(A, full_matrices=False)
         return U[:, :k], s[:k], Vt[:k].T
-    rng = rng if rng is not None else np.random.default_rng(0)
-    cols = [] if start is None else [np.asarray(start, dtype=float).reshape(n, -1)]
-    have = sum(c.shape[1] for c in cols)
-    if have < b:
-        cols.append(rng.standard_normal((n, b - have)))
-    Q = _orth(np.hstack(cols))[:, :b]
+    Q = _start_block(n, b, start, rng)
     previous = None
     for _ in range(max_rounds):
         K = _orth(np.hstack([Q, A.T @ (A @ Q)]))
