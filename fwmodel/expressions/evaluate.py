@@ -87,6 +87,12 @@ class SmoothFunction:
         self._seed_ones.setflags(write=False)
         # nodes evaluated at every call that hold no variable (parameters and what depends on them)
         self._without_vars = [i for i in dynamic if not nodes[i]._has_vars]
+        # nodes whose tangent curvature() reads: the atoms' arguments and, below them, what
+        # those are made of (the tangent of ``mu @ x`` in ``quad_form(x, S) - mu @ x`` is never read)
+        self._tangent_read = set()
+        for i in reversed(self._with_vars):
+            if nodes[i].is_atom or i in self._tangent_read:
+                self._tangent_read.update(self._args[i])
         # Variable blocks sorted by offset, to zero what lies between them in a given out=.
         self._blocks = sorted((start, stop) for start, stop, _ in self._slots.values())
         self._min_length = max((stop for _, stop, _ in self._slots.values()), default=0)
@@ -333,7 +339,7 @@ class SmoothFunction:
             vals, auxs = self._static, {}  # what the pass below would give: no parameter to read (vals is only read)
         else:
             vals, auxs = self._evaluate(v, with_vars=not self._curvature_from_tangents)
-        nodes, args, slots = self._nodes, self._args, self._slots
+        nodes, args, slots, tangent_read = self._nodes, self._args, self._slots, self._tangent_read
         tangents = {}
         seconds = {}
         for i in self._with_vars:
@@ -354,7 +360,7 @@ class SmoothFunction:
                     return None
                 seconds[i] = second
             else:
-                if node._affine:
+                if node._affine and i in tangent_read:
                     tangents[i] = node._tangent(arg_vals, [tangents.get(j) for j in args[i]])
                 if nonlinear_args:
                     seconds[i] = node._tangent(arg_vals, arg_seconds)
