@@ -418,12 +418,15 @@ class GroupPairwiseStep:
         # np.nonzero lists the support row by row, so each group's entries are one run
         # of r: per-run maxima (reduceat) and first winners (where r changes) need no
         # scatter and no sort (np.maximum.at, np.unique: most of this step's time on small groups)
-        best = np.zeros(rows.size)
-        if r.size:
-            runs = _run_starts(r)
-            best[r[runs]] = np.maximum(np.maximum.reduceat(decrease, runs), 0.0)
-        winners = ((decrease > 0) & (decrease == best[r])).nonzero()[0]
-        chosen = winners[_run_starts(r[winners])]  # one winner per group (the first on ties)
+        if rows.size == 1:  # one simplex: the first entry of largest decrease, if that is > 0 (the same choice)
+            chosen = np.array([decrease.argmax()]) if r.size and decrease.max() > 0 else np.zeros(0, dtype=np.intp)
+        else:
+            best = np.zeros(rows.size)
+            if r.size:
+                runs = _run_starts(r)
+                best[r[runs]] = np.maximum(np.maximum.reduceat(decrease, runs), 0.0)
+            winners = ((decrease > 0) & (decrease == best[r])).nonzero()[0]
+            chosen = winners[_run_starts(r[winners])]  # one winner per group (the first on ties)
         groups_moving = r[chosen]
         moved = amount[chosen]
         d = np.zeros(x_k.size)
