@@ -234,6 +234,23 @@ def test_symmetric_variable_keeps_iterates_symmetric():
     assert_close(value, reference(cp.Minimize(cp.sum_squares(Sc - C)), [cp.normNuc(Sc) <= 2.0, cp.abs(Sc) <= 0.4]))
 
 
+def test_symmetric_variable_in_the_birkhoff_polytope_is_exactly_symmetric():
+    """Symmetric doubly stochastic matrices: the symmetrized assignment vertex (P + P^T) / 2 keeps every
+    iterate symmetric (no consistency rows), and the optimum matches CVXPY's."""
+    rng = np.random.default_rng(7)
+    C = rng.uniform(0, 2.0 / 6, (6, 6))  # not symmetric: the gradients are not either
+    S = fm.Variable((6, 6), name="S", symmetric=True)
+    asym = []
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(S - C)), [fm.BirkhoffPolytope(S)])
+    value = prob.solve(callback=lambda st: asym.append(np.abs(st.value(S) - st.value(S).T).max()), **TIGHT)
+    assert prob.status == fm.OPTIMAL and prob.compile().M.shape[0] == 0
+    assert max(asym) == 0.0 and np.array_equal(S.value, S.value.T)
+    assert np.allclose(S.value.sum(axis=0), 1.0) and S.value.min() >= 0.0
+    Sc = cp.Variable((6, 6), symmetric=True)
+    assert_close(value, reference(cp.Minimize(cp.sum_squares(Sc - C)),
+                                  [Sc >= 0, cp.sum(Sc, axis=0) == 1, cp.sum(Sc, axis=1) == 1]))
+
+
 # ------------------------------------------------------ general inequalities
 def test_linear_inequalities_get_a_bounded_slack(data):
     A, b, _ = data

@@ -8,6 +8,7 @@ from ..errors import ModelError
 from ._common import as_direction, as_flat_direction, as_point, dense_vertex
 from .atoms import SparseAtom
 from .base import ConvexSet
+from .symmetric import SymmetricPart
 
 
 class BirkhoffPolytope(ConvexSet):
@@ -70,3 +71,25 @@ class BirkhoffPolytope(ConvexSet):
     def diameter(self):
         # two permutation matrices differ in at most 2n unit entries
         return float(np.sqrt(2.0 * self.n)) if self.n > 1 else 0.0
+
+    def symmetric_variant(self):
+        """The symmetric doubly stochastic matrices, for ``fm.Variable(..., symmetric=True)``.
+
+        Their vertices are the matrices ``(P + P^T) / 2`` of permutations P
+        (Katz 1970), and for a symmetric direction D, ``<D, P^T> = <D, P>``:
+        the assignment's permutation, symmetrized, minimizes ``<D, .>`` over
+        them. So the iterates stay exactly symmetric (instead of symmetric
+        up to the consistency tolerance through equality rows).
+        """
+        return SymmetricBirkhoff(self)
+
+
+class SymmetricBirkhoff(SymmetricPart):
+    """``BirkhoffPolytope ∩ {X = X^T}``: vertices ``(P + P^T) / 2`` (see ``BirkhoffPolytope.symmetric_variant``)."""
+
+    def lmo_atom(self, flat_direction):
+        atom = SymmetricPart.lmo_atom(self, flat_direction)  # the permutation P for the symmetrized direction
+        rows, cols = np.divmod(atom.indices, self._n)
+        both = np.concatenate([atom.indices, cols * self._n + rows])
+        indices, slot = np.unique(both, return_inverse=True)  # sorted and merged: one key per vertex
+        return SparseAtom(indices, 0.5 * np.bincount(slot, minlength=indices.size), self.size)
