@@ -234,21 +234,34 @@ def test_symmetric_variable_keeps_iterates_symmetric():
     assert_close(value, reference(cp.Minimize(cp.sum_squares(Sc - C)), [cp.normNuc(Sc) <= 2.0, cp.abs(Sc) <= 0.4]))
 
 
-def test_symmetric_variable_in_the_birkhoff_polytope_is_exactly_symmetric():
-    """Symmetric doubly stochastic matrices: the symmetrized assignment vertex (P + P^T) / 2 keeps every
-    iterate symmetric (no consistency rows), and the optimum matches CVXPY's."""
+SYMMETRIC_POLYTOPES = [
+    # (fwmodel set on S, CVXPY constraints on Sc, set the compiler uses)
+    (lambda S: fm.BirkhoffPolytope(S), lambda Sc: [Sc >= 0, cp.sum(Sc, axis=0) == 1, cp.sum(Sc, axis=1) == 1],
+     "SymmetrizedVertices"),
+    (lambda S: fm.Simplex(S, total=2.0, axis=1), lambda Sc: [Sc >= 0, cp.sum(Sc, axis=1) == 2.0],
+     "SymmetricStochastic"),
+    (lambda S: fm.Simplex(S, total=3.0), lambda Sc: [Sc >= 0, cp.sum(Sc) == 3.0], "SymmetrizedVertices"),
+]
+
+
+@pytest.mark.parametrize("make_set, make_cvx, variant", SYMMETRIC_POLYTOPES)
+def test_symmetric_variable_in_a_transpose_closed_polytope_is_exactly_symmetric(make_set, make_cvx, variant):
+    """Birkhoff polytope, row simplices, a simplex over all entries: with symmetric=True every vertex is a
+    symmetrized LMO vertex ((P + P^T) / 2 for the assignment), so every iterate is exactly symmetric and
+    no consistency rows are needed; the optimum matches CVXPY's."""
     rng = np.random.default_rng(7)
     C = rng.uniform(0, 2.0 / 6, (6, 6))  # not symmetric: the gradients are not either
     S = fm.Variable((6, 6), name="S", symmetric=True)
     asym = []
-    prob = fm.Problem(fm.Minimize(fm.sum_squares(S - C)), [fm.BirkhoffPolytope(S)])
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(S - C)), [make_set(S)])
     value = prob.solve(callback=lambda st: asym.append(np.abs(st.value(S) - st.value(S).T).max()), **TIGHT)
-    assert prob.status == fm.OPTIMAL and prob.compile().M.shape[0] == 0
-    assert max(asym) == 0.0 and np.array_equal(S.value, S.value.T)
-    assert np.allclose(S.value.sum(axis=0), 1.0) and S.value.min() >= 0.0
+    compiled = prob.compile()
+    assert prob.status == fm.OPTIMAL and compiled.M.shape[0] == 0
+    assert type(compiled.blocks[0].set).__name__ == variant
+    assert max(asym) == 0.0 and np.array_equal(S.value, S.value.T) and S.value.min() >= 0.0
+    assert compiled.blocks[0].set.contains(S.value, tol=1e-9)
     Sc = cp.Variable((6, 6), symmetric=True)
-    assert_close(value, reference(cp.Minimize(cp.sum_squares(Sc - C)),
-                                  [Sc >= 0, cp.sum(Sc, axis=0) == 1, cp.sum(Sc, axis=1) == 1]))
+    assert_close(value, reference(cp.Minimize(cp.sum_squares(Sc - C)), make_cvx(Sc)))
 
 
 # ------------------------------------------------------ general inequalities
@@ -488,15 +501,28 @@ def test_variable_attribute_checks():
         fm.Variable(3, bounds=[np.zeros(2), None])
 
 
+def test_symmetric_row_sums_written_as_constraints_keep_their_duals():
+    """``X >= 0, sum(X, axis=1) == 1`` with symmetric X: the simplex that replaces the equality keeps the
+    symmetry rows, so the equality's dual_value (recovered per row) matches CVXPY's."""
+    C = np.random.default_rng(0).uniform(0, 0.3, (5, 5))
+    X = fm.Variable((5, 5), name="X", symmetric=True, nonneg=True)
+    rows = fm.sum(X, axis=1) == 1
+    value = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [rows]).solve(**TIGHT)
+    Xc = cp.Variable((5, 5), symmetric=True)
+    rows_c = cp.sum(Xc, axis=1) == 1
+    assert_close(value, reference(cp.Minimize(cp.sum_squares(Xc - C)), [Xc >= 0, rows_c]))
+    np.testing.assert_allclose(rows.dual_value, rows_c.dual_value, rtol=DUAL_RTOL, atol=1e-4)
+
+
 def test_symmetric_variable_in_a_set_without_a_symmetric_lmo():
-    """A simplex has no symmetric LMO: the rows X[i, j] == X[j, i] are added instead."""
+    """A capped simplex (sum <= 1) declares no symmetric LMO: the rows X[i, j] == X[j, i] are added instead."""
     C = np.array([[0.5, 0.9, 0.0], [0.1, 0.2, 0.0], [0.0, 0.3, 0.1]])
     X = fm.Variable((3, 3), name="X", symmetric=True)
-    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.Simplex(X)])
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.Simplex(X, equality=False)])
     value = prob.solve(**TIGHT)
     assert prob.compile().M.shape[0] == 3  # one row per pair i < j
     Xc = cp.Variable((3, 3), symmetric=True)
-    assert_close(value, reference(cp.Minimize(cp.sum_squares(Xc - C)), [Xc >= 0, cp.sum(Xc) == 1]))
+    assert_close(value, reference(cp.Minimize(cp.sum_squares(Xc - C)), [Xc >= 0, cp.sum(Xc) <= 1]))
     assert np.abs(X.value - X.value.T).max() <= CON_TOL
 
 

@@ -405,8 +405,12 @@ def lower_constraints(objective_expr, constraints):
             remaining.append((ineq, np.asarray(left), A, c))
     general = remaining
 
-    # 6a. symmetric variables: symmetric variants of the sets that hold them whole
-    sets = [_symmetric(s) for s in sets]
+    # 6a. symmetric variables: symmetric variants of the sets that hold them whole. A simplex
+    #     that replaced the user's equality keeps its symmetry rows: its equality's dual is
+    #     recovered from the block's gradient per group (Compiled.write_duals), which the
+    #     symmetric variant's shared entries would break.
+    absorbing = {id(simplex) for simplex, _, _ in absorbed.values()}
+    sets = [s if id(s) in absorbing else _symmetric(s) for s in sets]
 
     # 4b. PSD variables without a PSD trace ball: close with the diagonal's upper bounds
     #     (trace X = sum_i X_ii <= sum_i hi_ii), from the bounds and the other sets

@@ -8,7 +8,19 @@ from ..errors import ModelError
 from ._common import as_direction, as_flat_direction, as_point, dense_vertex
 from .atoms import SparseAtom
 from .base import ConvexSet
-from .symmetric import SymmetricPart
+from .symmetric import SymmetricPart, SymmetrizedVertices, symmetrized_atom
+
+
+def assignment_indices(D):
+    """Flat indices ``i * n + col[i]`` of a permutation minimizing ``<D, P>`` (the linear assignment problem).
+
+    The cost matrix is reduced first (row minima, then column minima
+    subtracted): see :class:`BirkhoffPolytope`.
+    """
+    reduced = D - D.min(axis=1, keepdims=True)
+    reduced -= reduced.min(axis=0, keepdims=True)
+    rows, cols = linear_sum_assignment(reduced)
+    return rows * D.shape[0] + cols
 
 
 class BirkhoffPolytope(ConvexSet):
@@ -44,10 +56,7 @@ class BirkhoffPolytope(ConvexSet):
 
     def lmo_atom(self, flat_direction):
         D = as_flat_direction(self, flat_direction).reshape(self.n, self.n)
-        reduced = D - D.min(axis=1, keepdims=True)
-        reduced -= reduced.min(axis=0, keepdims=True)
-        rows, cols = linear_sum_assignment(reduced)
-        return SparseAtom(rows * self.n + cols, 1.0, self.size)
+        return SparseAtom(assignment_indices(D), 1.0, self.size)
 
     def lmo(self, direction):
         d = as_direction(self, direction)
@@ -81,15 +90,19 @@ class BirkhoffPolytope(ConvexSet):
         them. So the iterates stay exactly symmetric (instead of symmetric
         up to the consistency tolerance through equality rows).
         """
-        return SymmetricBirkhoff(self)
+        return SymmetrizedVertices(self)
 
 
-class SymmetricBirkhoff(SymmetricPart):
-    """``BirkhoffPolytope ∩ {X = X^T}``: vertices ``(P + P^T) / 2`` (see ``BirkhoffPolytope.symmetric_variant``)."""
+class SymmetricStochastic(SymmetricPart):
+    """``Simplex(X, total=t, axis=0 or 1) ∩ {X = X^T}``: symmetric nonnegative matrices whose rows sum to t.
+
+    A symmetric matrix with row sums t has column sums t too, so this is t
+    times the symmetric doubly stochastic matrices, with vertices
+    ``t (P + P^T) / 2`` (Katz 1970): its LMO is the assignment problem along
+    the symmetrized direction, symmetrized. Built by ``Simplex.symmetric_variant``.
+    """
 
     def lmo_atom(self, flat_direction):
-        atom = SymmetricPart.lmo_atom(self, flat_direction)  # the permutation P for the symmetrized direction
-        rows, cols = np.divmod(atom.indices, self._n)
-        both = np.concatenate([atom.indices, cols * self._n + rows])
-        indices, slot = np.unique(both, return_inverse=True)  # sorted and merged: one key per vertex
-        return SparseAtom(indices, 0.5 * np.bincount(slot, minlength=indices.size), self.size)
+        D = self._sym(as_flat_direction(self, flat_direction)).reshape(self._n, self._n)
+        permutation = SparseAtom(assignment_indices(D), 1.0, self.size)
+        return symmetrized_atom(permutation, self._n, self.size, scale=self.inner.total)

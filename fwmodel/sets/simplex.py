@@ -8,6 +8,8 @@ import numpy as np
 from ._common import as_direction, as_flat_direction, as_point, check_flag, dense_vertex
 from .atoms import SparseAtom
 from .base import ConvexSet, nonnegative_data
+from .birkhoff import SymmetricStochastic
+from .symmetric import SymmetrizedVertices
 
 
 def _normalize_axes(axis, ndim):
@@ -132,6 +134,24 @@ class Simplex(ConvexSet):
             return None
         index = self._grouped(np.arange(self.size))
         return np.ascontiguousarray(index), self.total
+
+    def symmetric_variant(self):
+        """This set restricted to symmetric matrices, with exactly symmetric vertices (``symmetric=True``).
+
+        One simplex over all the entries of a square matrix is closed under
+        transposition: its vertices symmetrized (``t (E_ij + E_ji) / 2``).
+        Rows (or columns) that each sum to t: with X symmetric this is t times
+        the symmetric doubly stochastic matrices (``SymmetricStochastic``).
+        Other layouts, and ``equality=False``, keep consistency rows (None).
+        """
+        shape = tuple(self.shape)
+        if len(shape) != 2 or shape[0] != shape[1] or not self.equality:
+            return None
+        if self.axis is None:
+            return SymmetrizedVertices(self)
+        if self.axis in (0, 1):
+            return SymmetricStochastic(self)
+        return None
 
     # ---------------------------------------------------------- optional hooks
     def contains(self, point, tol=1e-9):

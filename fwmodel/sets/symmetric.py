@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import InnerData, as_direction, as_flat_direction, as_point, dense_vertex
+from .atoms import SparseAtom
 from .base import ConvexSet
 
 
@@ -83,3 +84,29 @@ class SymmetricPart(InnerData, ConvexSet):
 
     def __repr__(self):
         return f"SymmetricPart({self.inner!r})"
+
+
+def symmetrized_atom(atom, n, size, scale=1.0):
+    """``scale * (V + V^T) / 2`` for a sparse vertex V of an n x n matrix set (sorted, merged indices)."""
+    indices = np.asarray(atom.indices)
+    values = np.broadcast_to(np.asarray(atom.values, dtype=float), indices.shape)
+    rows, cols = np.divmod(indices, n)
+    both = np.concatenate([indices, cols * n + rows])
+    merged, slot = np.unique(both, return_inverse=True)  # sorted and merged: one key per vertex
+    weights = np.bincount(slot, weights=np.concatenate([values, values]), minlength=merged.size)
+    return SparseAtom(merged, 0.5 * scale * weights, size)
+
+
+class SymmetrizedVertices(SymmetricPart):
+    """``inner ∩ {X = X^T}`` for a transpose-closed polytope whose LMO vertices are not symmetric.
+
+    For a symmetric direction D, ``<D, V^T> = <D, V>``, so with V the inner
+    LMO's vertex along ``sym(D)``, ``(V + V^T) / 2`` is as good, lies in
+    ``inner`` (closed under transposition and convex) and is symmetric: an
+    LMO over the intersection whose iterates are exactly symmetric. For the
+    Birkhoff polytope these are the vertices of the symmetric doubly
+    stochastic matrices, ``(P + P^T) / 2`` (Katz 1970).
+    """
+
+    def lmo_atom(self, flat_direction):
+        return symmetrized_atom(SymmetricPart.lmo_atom(self, flat_direction), self._n, self.size)
