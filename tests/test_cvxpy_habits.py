@@ -382,6 +382,27 @@ def test_a_parameter_that_empties_a_box_gives_infeasible_then_recovers():
         fm.Box(x, 1.5, 1.0)
 
 
+@pytest.mark.parametrize("wrapped", ["symmetric", "affine"])
+def test_a_parameter_that_empties_a_wrapped_box_gives_infeasible(wrapped):
+    """A box seen through a wrapper (the symmetric variant of a symmetric variable, the preimage of
+    2 x + 1) reports its emptiness too: "infeasible", then optimal again with valid bounds."""
+    lo = fm.Parameter(name="lo", value=0.0)
+    if wrapped == "symmetric":
+        x = fm.Variable((2, 2), name="X", symmetric=True)
+        constraints, optimum = [x >= lo, x <= 1.0], 16.0  # every entry at 1, the target 3
+    else:
+        x = fm.Variable(3, name="x")
+        constraints, optimum = [fm.Box(2 * x + 1, lo, 1.0)], 27.0  # x = 0
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - 3)), constraints)
+    for lo_value in (0.0, 2.0, 0.0):
+        lo.value = lo_value
+        prob.solve(warm_start=True, **TIGHT)
+        if lo_value > 1.0:
+            assert prob.status == fm.INFEASIBLE and prob.value == np.inf
+        else:
+            assert prob.status == fm.OPTIMAL and prob.value == pytest.approx(optimum, rel=1e-6)
+
+
 def test_sets_are_immutable():
     x = fm.Variable(3, name="x")
     ball = fm.L2Ball(x, 1.0)

@@ -190,5 +190,10 @@ class InnerData:
     def data_version(self):
         return self.inner.data_version
 
+    @property
+    def empty_reason(self):
+        """The inner set's (a Parameter can empty a wrapped box: the solve must see it)."""
+        return self.inner.empty_reason
+
     def reset(self):
         self.inner.reset()
