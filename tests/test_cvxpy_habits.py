@@ -403,6 +403,26 @@ def test_a_parameter_that_empties_a_wrapped_box_gives_infeasible(wrapped):
             assert prob.status == fm.OPTIMAL and prob.value == pytest.approx(optimum, rel=1e-6)
 
 
+def test_symmetric_variable_in_a_box_with_parameter_bounds():
+    """Scalar Parameter bounds (even without values when the Box is built) keep the symmetric LMO; an
+    array Parameter bound could turn asymmetric after compiling, so X = X^T is kept by rows instead."""
+    C = np.arange(9.0).reshape(3, 3) / 9
+    lo, hi = fm.Parameter(name="lo"), fm.Parameter(name="hi")
+    X = fm.Variable((3, 3), symmetric=True, name="X")
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.Box(X, lo, hi)])
+    lo.value, hi.value = 0.1, 0.5
+    prob.solve(**TIGHT)
+    assert isinstance(prob.compile().blocks[0].set, SymmetricPart) and np.array_equal(X.value, X.value.T)
+    np.testing.assert_allclose(X.value, np.clip((C + C.T) / 2, 0.1, 0.5), atol=CON_TOL)
+    H = fm.Parameter((3, 3), name="H", value=np.full((3, 3), 0.5))
+    Y = fm.Variable((3, 3), symmetric=True, name="Y")
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(Y - C)), [fm.Box(Y, 0.0, H)])
+    H.value = np.triu(np.full((3, 3), 0.8)) + 0.1  # asymmetric bounds: Y <= min(H, H^T) in effect
+    prob.solve(**TIGHT)
+    assert prob.compile().M.shape[0] == 3  # one row per pair i < j
+    np.testing.assert_allclose(Y.value, np.clip((C + C.T) / 2, 0.0, np.minimum(H.value, H.value.T)), atol=CON_TOL)
+
+
 def test_sets_are_immutable():
     x = fm.Variable(3, name="x")
     ball = fm.L2Ball(x, 1.0)

@@ -98,9 +98,17 @@ class Box(ConvexSet):
         shape = tuple(self.shape)
         if len(shape) != 2 or shape[0] != shape[1]:
             return None
-        for bound in (self._lo, self._hi):
+        sources = self.__dict__.get("_sources", {})
+        for name in ("lower", "upper"):
+            if name in sources:
+                # a Parameter's value can change after compiling: only a scalar bound stays
+                # symmetric whatever its value (else the consistency rows keep X = X^T)
+                if getattr(sources[name][0], "size", 1) != 1:
+                    return None
+                continue
+            bound = getattr(self, name)
             if not isinstance(bound, float):
-                B = np.asarray(bound).reshape(shape)
+                B = np.broadcast_to(np.asarray(bound, dtype=float), shape)
                 if not np.array_equal(B, B.T):
                     return None
         return SymmetricPart(self)
