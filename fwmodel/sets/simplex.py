@@ -147,11 +147,9 @@ class Simplex(ConvexSet):
         shape = tuple(self.shape)
         if len(shape) != 2 or shape[0] != shape[1] or not self.equality:
             return None
-        if self.axis is None:
+        if self._summed_axes == (0, 1):  # one simplex over all entries (axis None or (0, 1))
             return SymmetrizedVertices(self)
-        if self.axis in (0, 1):
-            return SymmetricStochastic(self)
-        return None
+        return SymmetricStochastic(self)  # rows or columns (axis 0, 1, (0,) or (1,))
 
     # ---------------------------------------------------------- optional hooks
     def contains(self, point, tol=1e-9):
