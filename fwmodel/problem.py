@@ -29,6 +29,7 @@ from .errors import ModelError
 from .expressions import as_expression
 from .expressions.core import short_repr
 from .expressions.nonsmooth import refuse_in_objective
+from .sets.base import distinct_parameters
 
 #: The options of Problem.solve and their defaults.
 SOLVE_DEFAULTS = dict(
@@ -413,17 +414,10 @@ class Problem:
 
     # ------------------------------------------------------------ helpers
     def _parameters(self):
-        seen, out = set(), []
         compiled = self.compile()
-        exprs = [self.objective.expr] + [b.set.expr for b in compiled.blocks] + \
-                [e.expr for e in compiled.equalities] + [c.expr for c in compiled.fixed_constraints] + \
-                [b.set for b in compiled.blocks]
-        for e in exprs:
-            for p in e.parameters():
-                if id(p) not in seen:
-                    seen.add(id(p))
-                    out.append(p)
-        return out
+        return distinct_parameters(
+            [self.objective.expr] + [b.set.expr for b in compiled.blocks] + [e.expr for e in compiled.equalities]
+            + [c.expr for c in compiled.fixed_constraints] + [b.set for b in compiled.blocks])
 
     @staticmethod
     def _engine_blocks(compiled):

@@ -87,6 +87,17 @@ class ReadOnlySetError(ModelError, AttributeError):
     """Raised when a set's data attribute is assigned after the set is built."""
 
 
+def distinct_parameters(holders):
+    """The fm.Parameters of ``holders`` (anything with ``parameters()``), each once, in first-seen order."""
+    seen, out = set(), []
+    for holder in holders:
+        for p in holder.parameters():
+            if id(p) not in seen:
+                seen.add(id(p))
+                out.append(p)
+    return out
+
+
 class ConvexSet:
     """A compact convex set over the values of ``expr``, given by its LMO.
 
@@ -210,13 +221,7 @@ class ConvexSet:
 
     def parameters(self):
         """The fm.Parameters the set's data depends on (not those of its expression)."""
-        seen, out = set(), []
-        for source, _ in self.__dict__.get("_sources", {}).values():
-            for p in source.parameters():
-                if id(p) not in seen:
-                    seen.add(id(p))
-                    out.append(p)
-        return out
+        return distinct_parameters(source for source, _ in self.__dict__.get("_sources", {}).values())
 
     @property
     def data_version(self):
