@@ -115,10 +115,33 @@ def test_auto_projection_rule_weighs_a_projection_against_an_iteration():
     # the cheap block at once; the costly one (3 budgets) once an iteration costs 10x more
     assert decisions == {3: [0], 5: [], 9: [1]}
     assert auto.chosen == [0, 1]
-    # True: the cheap projections from the start; False and "auto": none from the start
+    # True: the cheap projections from the start; False: none; "auto": the declared-cheap
+    # ones among its candidates (none on a product of polytopes), and those are not timed again
     assert initial_projection_blocks([cheap, quick], True) == [0]
     assert initial_projection_blocks([cheap, quick], False) == []
-    assert initial_projection_blocks([cheap, quick], "auto") == []
+    assert initial_projection_blocks([cheap, quick], "auto") == [0]
+    assert initial_projection_blocks([cheap, block(5, polytope=True, project=np.copy)], "auto") == []
+    assert AutoProjection([cheap, quick], projected=[0]).ks == [1]
+
+
+def test_auto_projects_a_declared_cheap_set_from_the_first_iteration():
+    """projection="auto": the L1 copy (soft-thresholding, declared as cheap as its LMO) projects at
+    iteration 0, not after the probe iterations; the trace-norm copy takes FW steps meanwhile."""
+    from fwmodel.engine.projection_choice import PROBE_ITERATIONS
+
+    rng = np.random.default_rng(3)
+    C = rng.standard_normal((30, 30))
+    C = C + C.T
+    X = fm.Variable((30, 30))
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.L1Ball(X, 40.0), fm.TraceNormBall(X, 20.0)])
+    counts = []
+    prob.solve(max_iter=PROBE_ITERATIONS - 1, callback=lambda s: counts.append(s.iteration) or True)
+    # one projection step per iteration before the probe ends: the L1 block from the start
+    assert prob.stats.step_counts.get("projection", 0) == PROBE_ITERATIONS - 1
+    assert prob.stats.step_counts.get("fw", 0) == PROBE_ITERATIONS - 1
+    # the L1 copy lies in its ball (checked by the set itself) after the projection steps
+    block = prob.compile().blocks[0]
+    assert block.set.contains(prob._state.x[block.slice].reshape(30, 30), 1e-9)
 
 
 def test_auto_projection_choice_survives_a_warm_start():

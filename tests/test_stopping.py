@@ -175,7 +175,9 @@ def test_objective_scale_when_the_start_minimizes_f_over_the_sets(scale):
 
 def test_inface_steps_without_curvature_follow_the_scale():
     """A non-quadratic objective (huber) over L1 ∩ trace-norm ball: the in-face trial step has no curvature
-    and is as long as the ball's radius, so the trajectory is the same in any units."""
+    and is as long as the ball's radius, so the trajectory is the same in any units. FW-type steps only
+    (projection=False): with "auto" the L1 copy takes projection steps from the first iteration, and the
+    trace-norm copy after a few, which leaves the in-face steps few iterations to be tested on."""
     rng = np.random.default_rng(0)
     C = rng.standard_normal((8, 8))
     normalized = []
@@ -183,7 +185,7 @@ def test_inface_steps_without_curvature_follow_the_scale():
         X = fm.Variable((8, 8), name="X")
         prob = fm.Problem(fm.Minimize(s * fm.sum(fm.huber(X - s * C, s * 1.0))),
                           [fm.TraceNormBall(X, s * 3.0), fm.L1Ball(X, 10 * s)])
-        prob.solve(max_iter=150)
+        prob.solve(max_iter=150, projection=False)
         assert prob.stats.step_counts["inface"] > 0
         normalized.append(prob.value / s ** 3)  # huber(s z, s M) = s^2 huber(z, M)
     assert normalized == pytest.approx([normalized[1]] * 3, rel=1e-6)
@@ -282,3 +284,35 @@ def test_rule_asks_the_multiplier_term_relative_to_the_value():
         assert rule.accuracy_scale == pytest.approx(0.75 * unit)
         rule.observe_value(-300.0 * unit)  # |f| above the range: the range
         assert rule.accuracy_scale == pytest.approx(75.0 * unit)
+
+
+def test_setup_scales_and_penalty_match_a_hand_computation():
+    """The stopping scales and the default penalty of a cold start (one set of LMOs shared by both since
+    the setup was cut) against numpy: G_ref = <g, x_ref> - sum_k min_{s in X_k} <g_k, s> with the L1
+    ball's arg-max and the trace-norm ball's top singular pair from a full SVD, the feasibility scale the
+    largest of ||x_ref||, ||s_ref||, ||M x_ref||, ||M s_ref||, and lam = c_f / ||M d|| ^ 2 along d = s_ref - x_ref."""
+    rng = np.random.default_rng(11)
+    C = rng.standard_normal((9, 7))
+    X = fm.Variable((9, 7))
+    r1, r2 = 6.0, 4.0
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.L1Ball(X, r1), fm.TraceNormBall(X, r2)])
+    prob.solve(max_iter=0)  # no step: the state is the cold starting point x_ref
+    l1, trace = prob.compile().blocks
+    x = prob._state.x
+    x1, x2 = x[l1.slice].reshape(9, 7), x[trace.slice].reshape(9, 7)
+    g = (0.5 * (x1 + x2) - C)  # the gradient of ||(x1 + x2) / 2 - C||^2 on each copy
+    i = np.unravel_index(np.argmax(np.abs(g)), g.shape)
+    s1 = np.zeros_like(g)
+    s1[i] = -r1 * np.sign(g[i])
+    U, sv, Vt = np.linalg.svd(g)
+    s2 = -r2 * np.outer(U[:, 0], Vt[0])
+    gap = np.vdot(g, x1) + np.vdot(g, x2) - np.vdot(g, s1) - np.vdot(g, s2)
+    assert prob.stats.objective_scale == pytest.approx(gap, rel=1e-9)
+    norms = [np.linalg.norm(np.concatenate([x1.ravel(), x2.ravel()])),
+             np.linalg.norm(np.concatenate([s1.ravel(), s2.ravel()])), np.linalg.norm(x1 - x2),
+             np.linalg.norm(s1 - s2)]
+    assert prob.stats.feasibility_scale == pytest.approx(max(norms), rel=1e-9)
+    d1, d2 = s1 - x1, s2 - x2
+    lam = 2 * np.vdot(0.5 * (d1 + d2), 0.5 * (d1 + d2)) / np.vdot(d1 - d2, d1 - d2)
+    prob.solve(max_iter=0)
+    assert prob.stats.lam == pytest.approx(lam, rel=1e-9)

@@ -407,7 +407,9 @@ def compile_problem(objective_expr, sign, constraints):
 
     # 3. copies: every variable entry covered, the first copy is the hub
     copy_map = CopyMap(variables, var_layout, n_v, n)
-    first = np.full(n_v, -1, dtype=np.intp)
+    # first[var.id]: the x position of the first copy of each of var's entries (-1: none yet),
+    # made only for variables with partial copies (a whole first copy covers every entry)
+    first = {}
     pieces_in_order = []
     touched = set()  # variables some earlier copy covers (in part or whole)
     whole_first = {}  # variable id -> the block whose whole copy is the first copy of every entry
@@ -415,7 +417,6 @@ def compile_problem(objective_expr, sign, constraints):
         if blk.kind != "copy":
             continue
         var = blk.variable
-        voff = var_layout[var.id][0]
         if blk.entries is None and (var.id not in touched or var.id in whole_first):
             # Fast path for whole copies (the common case: X in two sets). The first one is the
             # hub of every entry; a later one is tied to it by two contiguous slices. No
@@ -423,7 +424,6 @@ def compile_problem(objective_expr, sign, constraints):
             copy_map.add_copy(var, None, blk.slice)
             graph.add_edge(("variable", var.id), ("block", blk.index), kind="copy", entries="all")
             if var.id not in touched:
-                first[voff:voff + var.size] = np.arange(blk.offset, blk.offset + blk.size, dtype=np.intp)
                 touched.add(var.id)
                 whole_first[var.id] = blk
                 continue
@@ -434,15 +434,19 @@ def compile_problem(objective_expr, sign, constraints):
             pieces_in_order.append(piece)
             continue
         touched.add(var.id)  # (a first copy that was whole stays the hub of every entry)
+        if var.id not in first:
+            whole = whole_first.get(var.id)
+            first[var.id] = (np.full(var.size, -1, dtype=np.intp) if whole is None
+                             else np.arange(whole.offset, whole.offset + whole.size, dtype=np.intp))
+        var_first = first[var.id]
         ent = np.arange(var.size, dtype=np.intp) if blk.entries is None else blk.entries
         positions = blk.offset + np.arange(blk.size, dtype=np.intp)
-        slots = voff + ent
         copy_map.add_copy(var, blk.entries, blk.slice)
         graph.add_edge(("variable", var.id), ("block", blk.index), kind="copy",
                        entries="all" if blk.entries is None else blk.entries.size)
-        hub = first[slots]
+        hub = var_first[ent]
         fresh = hub < 0
-        first[slots[fresh]] = positions[fresh]
+        var_first[ent[fresh]] = positions[fresh]
         tied = ~fresh
         if np.any(tied):
             hub_blocks = np.unique(np.searchsorted([b.offset for b in blocks], hub[tied], side="right") - 1)
@@ -452,8 +456,9 @@ def compile_problem(objective_expr, sign, constraints):
                                rows=piece.rows, piece=piece)
             pieces_in_order.append(piece)
     for var in variables:
-        voff = var_layout[var.id][0]
-        missing = first[voff:voff + var.size] < 0
+        if var.id in whole_first and var.id not in first:
+            continue  # a whole copy covers every entry
+        missing = first[var.id] < 0 if var.id in first else np.ones(var.size, dtype=bool)
         if np.any(missing):
             if np.all(missing):
                 through = [s for s in sets if any(v.id == var.id for v in s.expr.variables())]

@@ -172,7 +172,7 @@ def minimize_fwal(
         raise ValueError(f"b has shape {b.shape}, expected ({m},) to match the rows of M")
     b_norm = float(norm(b))
     proj_blocks = initial_projection_blocks(blocks, projection)
-    auto_projection = AutoProjection(blocks) if projection == "auto" else None
+    auto_projection = AutoProjection(blocks, projected=proj_blocks) if projection == "auto" else None
     warm_choice = warm_state.active_sets.get(("projection",)) if warm_state is not None else None
     if auto_projection is not None and warm_choice is not None:
         proj_blocks, auto_projection = list(warm_choice), None  # the last solve's choice
@@ -194,12 +194,20 @@ def minimize_fwal(
     loop_value_and_grad = getattr(objective, "value_and_grad_shared", objective.value_and_grad)
     f, g = loop_value_and_grad(x)
     cold = warm_state is None  # the scales of the stopping rule: at the cold starting point (stopping.py)
-    stopping = StoppingRule.from_reference(tol, feas_tol, objective, blocks, Mop, b,
-                                           x if cold else reference_point(blocks, n), g if cold else None)
+    # a cold start begins at the reference point: its gradient, M x (= r + b) and the
+    # LMOs there serve both the stopping scales and the default penalty, and the LMOs'
+    # vertex is written into the directions' array (its memory is the loop's anyway)
+    setup = {} if cold and lam is None else None
+    Mx_ref = (r if b_norm == 0 else r + b) if cold else None
+    stopping = StoppingRule.from_reference(
+        tol, feas_tol, objective, blocks, Mop, b, x if cold else reference_point(blocks, n), g if cold else None,
+        Mx_ref=Mx_ref, keep=setup, out=buffers.flat_directions(blocks, n) if cold else None)
     if lam is None:
         lam = warm_state.lam if warm_state is not None else default_penalty(
             objective, blocks, Mop, x, g, rng,
-            fallback=_fallback_penalty(stopping.objective_scale, stopping.feasibility_scale))
+            fallback=_fallback_penalty(stopping.objective_scale, stopping.feasibility_scale),
+            vertex=(setup["s_ref"], setup["Ms_ref"], Mx_ref))
+    setup = Mx_ref = None
     it = Iterate(x, y, r, f, g, float(lam))
     schedule = make_dual_schedule(eta, it.lam, warm_state)
     if proj_blocks and len(proj_blocks) == len(blocks) and hasattr(schedule, "primal_steps_are_projections"):
@@ -501,6 +509,13 @@ class _Buffers:
             return
         np.multiply(r, eta, out=self._dual)  # the same roundings as y += eta * r
         y += self._dual
+
+    def flat_directions(self, blocks, n):
+        """One n-size array whose block slices are the blocks' direction arrays (the setup's work array)."""
+        flat = np.empty(n)
+        for blk in blocks:
+            self._directions[blk.offset] = flat[blk.slice]
+        return flat
 
     def direction(self, block):
         """The array lent to ``block``'s step for its direction (``ctx.directions``, see engine/steps.py)."""

@@ -10,7 +10,11 @@ atoms) and on the costs: an L1 soft-thresholding costs about an LMO, while a
 trace-norm projection is a full eigendecomposition, O(d^3) against the
 O(d^2) Lanczos products of the LMO (paper Sec. 5, Fig. 3).
 
-The rule. The solve starts with FW steps everywhere; after ``PROBE_ITERATIONS``
+The rule. A block whose set declares its projection about as cheap as its
+LMO (``cheap_projection``: L1 and L2 balls, boxes) takes projection steps
+from the first iteration: there is nothing to measure (paper Sec. 5: the
+L1 ball's soft-thresholding and its LMO are both one pass over the
+entries, up to a sort). The other blocks start with FW steps; after ``PROBE_ITERATIONS``
 iterations :class:`AutoProjection` knows what an iteration costs on this
 problem and this machine (Lanczos LMOs, line searches, vector passes: at
 d = 200 an iteration took 20x the time of one gradient and one LMO at the
@@ -125,9 +129,10 @@ class AutoProjection:
     stays switched.
     """
 
-    def __init__(self, blocks, probe=PROBE_ITERATIONS, max_iterations=MAX_ITERATIONS):
+    def __init__(self, blocks, probe=PROBE_ITERATIONS, max_iterations=MAX_ITERATIONS, projected=()):
         self.blocks = blocks
-        self.ks = candidates(blocks)
+        # ``projected``: blocks that project from the start (declared cheap), not measured
+        self.ks = [k for k in candidates(blocks) if k not in projected]
         self.probe = probe
         self.max_iterations = max_iterations
         self._window = None  # (iteration, clock) where the current timing window began

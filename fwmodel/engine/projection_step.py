@@ -39,11 +39,21 @@ from .vector_ops import dot
 def initial_projection_blocks(blocks, projection):
     """Indices of the blocks that take projected-gradient steps from the start.
 
-    True: the blocks with a cheap projection; False and "auto": none ("auto"
-    adds blocks after a few iterations, :mod:`fwmodel.engine.projection_choice`).
+    True: the blocks with a cheap projection. "auto": the blocks whose set
+    declares its projection about as cheap as its LMO (``cheap_projection``:
+    L1 and L2 balls, boxes; soft-thresholding onto the L1 ball is O(n log n),
+    its LMO O(n)) among the candidates of
+    :func:`fwmodel.engine.projection_choice.candidates` (none on products of
+    polytopes): nothing is left to measure for them, so they project from
+    the first iteration; "auto" adds the other blocks later by measured cost
+    (:mod:`fwmodel.engine.projection_choice`). False: none.
     """
     if projection is True:
         return [k for k, blk in enumerate(blocks) if blk.project is not None and blk.cheap_projection]
+    if projection == "auto":
+        from .projection_choice import candidates
+
+        return [k for k in candidates(blocks) if blocks[k].cheap_projection]
     return []
 
 

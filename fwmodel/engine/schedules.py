@@ -283,7 +283,7 @@ def make_dual_schedule(eta, lam, warm_state=None):
     return ConstantSchedule(value)
 
 
-def default_penalty(objective, blocks, Mop, x, g, rng, fallback=1.0):
+def default_penalty(objective, blocks, Mop, x, g, rng, fallback=1.0, vertex=None):
     """A penalty lam matched to the problem's scale.
 
     Along the first Frank-Wolfe direction d (from the objective's gradient),
@@ -297,16 +297,31 @@ def default_penalty(objective, blocks, Mop, x, g, rng, fallback=1.0):
     When M d = 0 along that direction (or f is flat along it) it returns
     ``fallback``: the engine passes objective scale / feasibility scale^2 of
     its stopping rule (:mod:`fwmodel.engine.stopping`), in the same units.
+
+    ``vertex``: ``(s, Ms, Mx)`` when the caller already has the product
+    vertex s of the LMOs at ``g`` (the stopping rule's reference takes the
+    same LMOs at the cold start), ``M s`` and ``M x``: then d = s - x is
+    formed in s's array and M d = M s - M x in M s's (no LMO, no product
+    with M and no fresh full-size array here); both arrays are overwritten.
     """
     n = x.size
-    d = np.empty(n)
-    for blk in blocks:
-        sl = blk.slice
-        np.negative(x[sl], out=d[sl])
-        blk.lmo(g[sl]).add_to(d[sl], 1.0)
+    if vertex is not None:
+        d, Ms, Mx = vertex
+        d -= x
+        Md = None
+        if Ms is not None and Mx is not None:
+            Md = Ms
+            Md -= Mx
+    else:
+        d, Md = np.empty(n), None
+        for blk in blocks:
+            sl = blk.slice
+            np.negative(x[sl], out=d[sl])
+            blk.lmo(g[sl]).add_to(d[sl], 1.0)
     if not np.any(d):
-        d = rng.standard_normal(n)
-    Md = Mop.matvec(d)
+        d, Md = rng.standard_normal(n), None
+    if Md is None:
+        Md = Mop.matvec(d)
     c_m = float(np.dot(Md, Md))
     if c_m <= 0 or not np.isfinite(c_m):
         return fallback

@@ -93,12 +93,18 @@ def reference_point(blocks, n):
     return x_ref
 
 
-def objective_gap(blocks, x, grad_f, with_vertex=False):
+def objective_gap(blocks, x, grad_f, with_vertex=False, out=None):
     """The FW gap of f over the product of the sets: <grad f, x> - sum_k min_{s in X_k} <grad_k f, s>.
 
-    With ``with_vertex``, also the product vertex s of the LMOs (a flat vector).
+    With ``with_vertex``, also the product vertex s of the LMOs (a flat
+    vector, written into ``out`` when given: at d = 4000 a fresh 256 MB
+    vector costs more in page faults than the LMOs).
     """
-    s = np.zeros_like(x) if with_vertex else None
+    s = None
+    if with_vertex:
+        s = np.zeros_like(x) if out is None else out
+        if out is not None:
+            s.fill(0.0)
     # block by block: grad_f may be the engine's gradient kept once for tied copies,
     # whose block slices are views (a full-vector read would form it)
     gap = 0.0 if blocks else dot(x, grad_f)
@@ -134,20 +140,29 @@ class StoppingRule:
         self._value = math.inf  # |f| at the last observed iterate (inf: none yet, A_t = the range)
 
     @classmethod
-    def from_reference(cls, tol, feas_tol, objective, blocks, Mop, b, x_ref, grad_ref=None):
+    def from_reference(cls, tol, feas_tol, objective, blocks, Mop, b, x_ref, grad_ref=None, Mx_ref=None,
+                       keep=None, out=None):
         """Measure G_ref and the set norms at ``x_ref`` (one gradient and one LMO per block).
 
-        ``grad_ref`` is grad f(x_ref) when the caller already has it (a cold
-        start begins at x_ref).
+        ``grad_ref`` is grad f(x_ref) and ``Mx_ref`` is M x_ref when the
+        caller already has them (a cold start begins at x_ref: its residual
+        r = M x_ref - b is formed anyway). ``keep``: a dict that receives
+        what the default penalty needs from the same LMOs (the vertex
+        ``s_ref`` and ``M s_ref``, see :func:`fwmodel.engine.schedules.default_penalty`),
+        so the setup calls each LMO once; ``out``: an n-size array for s_ref.
         """
         if grad_ref is None:
             _, grad_ref = objective.value_and_grad(x_ref)
-        gap, s_ref = objective_gap(blocks, x_ref, grad_ref, with_vertex=True)
+        gap, s_ref = objective_gap(blocks, x_ref, grad_ref, with_vertex=True, out=out)
         objective_scale = float(gap) if math.isfinite(gap) and gap > 0 else 0.0
         norms = [norm(b), norm(x_ref), norm(s_ref)]
+        Ms_ref = None
         if Mop.shape[0]:
-            norms += [norm(Mop.matvec(x_ref)), norm(Mop.matvec(s_ref))]
+            Ms_ref = Mop.matvec(s_ref)
+            norms += [norm(Mop.matvec(x_ref) if Mx_ref is None else Mx_ref), norm(Ms_ref)]
         feasibility_scale = max(float(v) for v in norms if math.isfinite(v)) if norms else 0.0
+        if keep is not None:
+            keep.update(s_ref=s_ref, Ms_ref=Ms_ref)
         return cls(tol, feas_tol, objective_scale, feasibility_scale)
 
     # ------------------------------------------------------------ updates
