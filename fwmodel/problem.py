@@ -152,7 +152,8 @@ class CallbackState:
     Attributes: iteration, time, objective, fw_gap, feasibility,
     feasibility_rel, lam, eta, y (the dual variable, one entry per row of M),
     x (the product-space iterate, read-only by convention); ``value(var)`` gives a variable's current value
-    (the average of its copies).
+    (the average of its copies), ``point_in(set)`` the copy held in one of the problem's sets
+    (see :meth:`Problem.point_in`).
     """
 
     def __init__(self, engine_state, compiled, sign):
@@ -172,6 +173,28 @@ class CallbackState:
 
     def value(self, var):
         return self._compiled.variable_values(self._s.x)[var]
+
+    def point_in(self, constraint):
+        """The current copy held in ``constraint``'s set (see :meth:`Problem.point_in`)."""
+        return _point_in(self._compiled, self._s.x, constraint)
+
+
+def _block_of(compiled, constraint):
+    """The compiled block whose set is ``constraint`` (or its symmetric variant: same type, same expression)."""
+    found = [blk for blk in compiled.blocks if blk.set is constraint]
+    if not found:
+        found = [blk for blk in compiled.blocks
+                 if type(blk.set) is type(constraint) and blk.set.expr is getattr(constraint, "expr", None)]
+    if len(found) != 1:
+        raise ValueError(f"point_in: {constraint!r} is not one of this problem's sets with a block of its own "
+                         "(pass a set object given to fm.Problem, such as fm.L1Ball(X, r); constraints written "
+                         "as inequalities are rewritten by the compiler)")
+    return found[0]
+
+
+def _point_in(compiled, x, constraint):
+    blk = _block_of(compiled, constraint)
+    return x[blk.slice].reshape(constraint.expr.shape).copy()
 
 
 class Problem:
@@ -411,6 +434,28 @@ class Problem:
         self.stats = SolveStats(iterations=0, solve_time=0.0, compile_time=self._compile_time, status=self.status,
                                 message="; ".join(violated), step_counts={})
         return self.value
+
+    def point_in(self, constraint):
+        """The value of ``constraint``'s expression held by its own copy, after a solve (None before).
+
+        FW-AL copies a variable once per set that constrains it (paper Sec. 2.2)
+        and keeps each copy in its set: the L1 ball's copy is a combination of
+        sparse atoms (or a soft-thresholding), the trace-norm ball's of
+        low-rank ones. ``var.value`` is their average, which lies in the sets
+        only up to ``prob.stats.feasibility``; ``prob.point_in(s)`` is the copy
+        in set ``s``, exactly in ``s`` (up to rounding): for
+        ``l1 = fm.L1Ball(X, r)``, ``prob.point_in(l1)`` is a sparse estimate of
+        X with ``||.||_1 <= r``. ``constraint`` is one of the set objects given
+        to the Problem (a constraint written as an inequality, such as
+        ``fm.norm1(X) <= r``, is rewritten by the compiler: give the set
+        itself); ValueError otherwise. The same is available during a solve
+        as ``state.point_in(s)`` in a callback.
+        """
+        compiled = self.compile()
+        block = _block_of(compiled, constraint)
+        if self._state is None:
+            return None
+        return self._state.x[block.slice].reshape(constraint.expr.shape).copy()
 
     # ------------------------------------------------------------ helpers
     def _parameters(self):

@@ -327,3 +327,43 @@ def test_tutorial_defaults_to_full_size():
     text = (TUTORIALS / "01_first_model.py").read_text()
     assert 'os.environ.get("FWMODEL_TUTORIAL_SIZE", "full")' in text
     assert text.count("# %%") >= 5
+
+
+# ----------------------------------------------------------- point_in: the copy held in a set
+def test_point_in_gives_each_sets_copy_inside_that_set():
+    """prob.point_in(s): the copy in set s, in s by the set's own membership test; X.value their average."""
+    rng = np.random.default_rng(7)
+    C = rng.standard_normal((15, 15))
+    C = C + C.T
+    X = fm.Variable((15, 15))
+    l1, trace = fm.L1Ball(X, 25.0), fm.TraceNormBall(X, 12.0)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [l1, trace])
+    assert prob.point_in(l1) is None  # before a solve
+    seen = []
+
+    def callback(state):
+        seen.append((state.point_in(l1), state.point_in(trace), state.value(X)))
+        return len(seen) < 6
+
+    prob.solve(callback=callback)
+    for a, b, avg in seen:
+        assert l1.contains(a, 1e-9) and trace.contains(b, 1e-9)
+        np.testing.assert_allclose(avg, 0.5 * (a + b), rtol=0, atol=1e-12)
+    prob.solve(max_iter=300)
+    a, b = prob.point_in(l1), prob.point_in(trace)
+    assert a.shape == b.shape == (15, 15)
+    assert l1.contains(a, 1e-9) and trace.contains(b, 1e-9)
+    # independent checks of the two norms (not the sets' own code)
+    assert np.abs(a).sum() <= 25.0 * (1 + 1e-9)
+    assert np.linalg.svd(b, compute_uv=False).sum() <= 12.0 * (1 + 1e-9)
+    np.testing.assert_allclose(X.value, 0.5 * (a + b), rtol=0, atol=1e-12)
+    # the copies are returned, not views of the solver's state
+    a[:] = 0.0
+    assert np.abs(prob.point_in(l1)).sum() > 0
+
+
+def test_point_in_names_a_set_that_is_not_the_problems():
+    X = fm.Variable((4, 4))
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X)), [fm.L1Ball(X, 1.0), fm.TraceNormBall(X, 1.0)])
+    with pytest.raises(ValueError, match="point_in"):
+        prob.point_in(fm.L1Ball(fm.Variable((4, 4)), 1.0))
