@@ -49,7 +49,7 @@ SOLVE_DEFAULTS = dict(
     inface="auto",
     projection="auto",
     sweep="gauss-seidel",
-    rank_k=False,
+    rank_k="auto",
     threads=DEFAULT_THREADS,
 )
 
@@ -317,8 +317,10 @@ class Problem:
           projection costs at most five iterations, measured (a
           trace-norm ball's up to d of about 2000 on one core; see
           ``fwmodel.engine.projection_choice``).
-        - rank_k (True, False): BlockFW rank-k steps on trace-norm blocks
-          that take FW steps (``fwmodel.engine.rank_k``); off by default.
+        - rank_k ("auto", True, False): BlockFW rank-k steps on trace-norm
+          blocks that take FW steps (``fwmodel.engine.rank_k``); "auto" (the
+          default): on those of at least 1000 rows and columns, with the
+          rank k capped by its measured cost.
         - threads: BLAS threads during the solve (a positive integer, default
           1, or None to leave the BLAS as configured; see
           ``fwmodel.engine.threads``).

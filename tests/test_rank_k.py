@@ -143,9 +143,60 @@ def test_l1_and_trace_intersection_with_rank_k_matches_cvxpy(projection):
     assert prob.stats.step_counts["rank_k"] > 0
 
 
-@pytest.mark.parametrize("bad", ["yes", 1, None, "auto"])
+@pytest.mark.parametrize("bad", ["yes", 1, None, "Auto"])
 def test_rank_k_option_is_checked_by_name(bad):
     X = fm.Variable((4, 4))
     prob = fm.Problem(fm.Minimize(fm.sum_squares(X - np.eye(4))), [fm.TraceNormBall(X, 1.0)])
     with pytest.raises(ValueError, match="rank_k"):
         prob.solve(rank_k=bad)
+
+
+def test_auto_takes_rank_k_steps_on_large_trace_norm_blocks_only():
+    """rank_k="auto": a trace-norm block of at least AUTO_MIN_DIM rows and columns gets a cost-capped
+    rank-k step; a smaller one keeps the FW step; a block without a low-rank face is untouched."""
+    from fwmodel.engine.fwal import Block
+    from fwmodel.engine.inface import LowRankFace
+    from fwmodel.engine.rank_k import AUTO_COST_CAP, AUTO_MIN_DIM, RankKStep
+    from fwmodel.engine.steps import FWStep, make_step
+
+    def block(shape, face=True):
+        size = int(np.prod(shape))
+        return Block(offset=0, size=size, lmo=None, initial_atom=None,
+                     face=LowRankFace(1.0, False, shape) if face else None)
+
+    norms = lambda: np.ones(1)  # noqa: E731
+    big = make_step(block((AUTO_MIN_DIM, AUTO_MIN_DIM)), "auto", None, norms, rank_k="auto")
+    assert isinstance(big, RankKStep) and big.cost_cap == AUTO_COST_CAP
+    assert isinstance(make_step(block((AUTO_MIN_DIM - 1, AUTO_MIN_DIM)), "auto", None, norms, rank_k="auto"), FWStep)
+    assert isinstance(make_step(block((AUTO_MIN_DIM, AUTO_MIN_DIM), face=False), "auto", None, norms,
+                                rank_k="auto"), FWStep)
+    # True keeps the uncapped rank-k steps on every size
+    assert make_step(block((10, 10)), "auto", None, norms, rank_k=True).cost_cap is None
+
+
+def test_auto_cost_cap_shrinks_k_to_what_the_iteration_affords():
+    """The next k's Krylov work, predicted linearly in k + OVERSAMPLING from the last step, fits the cap."""
+    from fwmodel.engine.fwal import Block
+    from fwmodel.engine.inface import LowRankFace
+    from fwmodel.engine.rank_k import INITIAL_RANK, OVERSAMPLING, RankKStep
+
+    n = 2000
+    blk = Block(offset=0, size=n * n, lmo=None, initial_atom=None, face=LowRankFace(1.0, False, (n, n)))
+    step = RankKStep(blk, blk.face, np.ones(1), cost_cap=1.0)
+    step.iteration_time = 1.0
+    # the last step used k = 28 (32 columns) in 0.5 s; the prox asked for k = 56 (60 columns: 0.94 s) -> kept
+    step.k, step._last_rank_time = 56, 0.5
+    step._cap_rank(28)
+    assert step.k == 56 and 0.5 / (28 + OVERSAMPLING) * (step.k + OVERSAMPLING) <= 1.0
+    # the same request after a step of 1.0 s: 60 columns would take 1.9 s -> halved to 28 (1.0 s)
+    step.k, step._last_rank_time = 56, 1.0
+    step._cap_rank(28)
+    assert step.k == 28
+    # never below the initial rank, and no cap without a measured iteration
+    step.k, step._last_rank_time = 56, 100.0
+    step._cap_rank(28)
+    assert step.k == INITIAL_RANK
+    uncapped = RankKStep(blk, blk.face, np.ones(1))
+    uncapped.k, uncapped._last_rank_time, uncapped.iteration_time = 56, 100.0, 1.0
+    uncapped._cap_rank(28)
+    assert uncapped.k == 56

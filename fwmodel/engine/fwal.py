@@ -94,7 +94,7 @@ def minimize_fwal(
     inface="auto",
     projection="auto",
     sweep="gauss-seidel",
-    rank_k=False,
+    rank_k="auto",
     **unknown,
 ):
     """Minimize f over the blocks subject to Mx = b with FW-AL.
@@ -146,8 +146,10 @@ def minimize_fwal(
         :mod:`fwmodel.engine.projection_choice`).
     rank_k : True: blocks with a low-rank face (trace-norm balls) that do not
         take projection steps take BlockFW rank-k steps instead of FW steps
-        (:mod:`fwmodel.engine.rank_k`; no in-face steps on them); False (the
-        default): FW steps (measured in benchmarks/RESULTS.md, "Rank-k steps").
+        (:mod:`fwmodel.engine.rank_k`; no in-face steps on them); "auto" (the
+        default): those of at least ``rank_k.AUTO_MIN_DIM`` rows and columns,
+        with k capped by its measured cost; False: FW steps (measured in
+        benchmarks/RESULTS.md, "Rank-k steps" and "The Fig. 2 race").
     threads : BLAS threads during the solve (a positive integer, default 1,
         or None to leave the BLAS as configured); see :mod:`fwmodel.engine.threads`.
 

@@ -42,7 +42,7 @@ def _is_count(value):
 
 def check_options(max_iter, tol, feas_tol, time_limit, lam, eta, verbose, print_every, callback, seed,
                   infeasibility_check_every, max_drop_steps, step, line_search, inface, projection, sweep,
-                  rank_k=False):
+                  rank_k="auto"):
     """Refuse a bad option with a ValueError that names it (before any work is done)."""
     check_choice("step", step, STEP_KINDS)
     check_choice("line_search", line_search, LINE_SEARCHES)

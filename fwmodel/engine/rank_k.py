@@ -16,6 +16,15 @@ triplets ``(u_i, sigma_i, v_i)`` of Y,
 
     V = sum_i s_i u_i v_i',   s = projection of (sigma_1..sigma_k) onto {s >= 0, sum s <= r}.
 
+``rank_k="auto"`` (the default) takes these steps on trace-norm blocks of at
+least ``AUTO_MIN_DIM`` rows and columns that take FW steps, with k also
+capped by cost: the next step's Krylov work, predicted linearly in
+k + OVERSAMPLING from the last step's measured time, must stay within
+``AUTO_COST_CAP`` times the rest of an iteration (on the paper's covariance
+problem the prox rank grows towards d, and an uncapped k reached a dense
+eigendecomposition of 14 s per step at d = 4000; benchmarks/RESULTS.md,
+"The Fig. 2 race").
+
 On the PSD trace ball ``{X psd, tr X <= r}`` the same holds with the top-k
 eigenpairs of sym(Y) (largest eigenvalues, negative ones projected to 0);
 on the symmetric nuclear ball with the k eigenvalues of largest magnitude,
@@ -50,7 +59,15 @@ from .steps import Proposal, _fw_direction
 from .vector_ops import dot
 
 #: the values of the ``rank_k`` solve option
-RANK_K_CHOICES = (True, False)
+RANK_K_CHOICES = (True, False, "auto")
+#: rank_k="auto": rank-k steps on trace-norm blocks with at least this many rows and columns that
+#: take FW steps (below, projection="auto" projects the block after a few iterations anyway and a
+#: rank-one FW step costs little)
+AUTO_MIN_DIM = 1000
+#: rank_k="auto": k grows only while the predicted rank-k work of the next step (Krylov cost
+#: linear in the block size k + OVERSAMPLING, measured on the last step) costs at most this many
+#: times the rest of an iteration; otherwise k shrinks to what fits
+AUTO_COST_CAP = 1.0
 #: first k, and the extra Krylov vectors kept beyond k (oversampling)
 INITIAL_RANK = 4
 OVERSAMPLING = 4
@@ -196,7 +213,7 @@ class RankKStep:
 
     replaces_inface = True  # the driver takes no in-face steps on this block
 
-    def __init__(self, block, face, col_norms2, initial_rank=INITIAL_RANK, max_rank=None):
+    def __init__(self, block, face, col_norms2, initial_rank=INITIAL_RANK, max_rank=None, cost_cap=None):
         self.block = block
         self.active = None
         self.radius, self.psd, self.shape = face.radius, face.psd, tuple(face.shape)
@@ -205,6 +222,9 @@ class RankKStep:
         self.curvature_f = None  # L_f, unknown until the driver measured one direction
         self.k = int(initial_rank)
         self.max_rank = int(max_rank) if max_rank is not None else min(self.shape)
+        #: None, or the most the rank-k work may cost against the rest of an iteration (rank_k="auto")
+        self.cost_cap = cost_cap
+        self._D = None  # the rank-k direction's array, reused (a fresh d x d array costs its page faults)
         self.start = None  # the last step's vectors: the Krylov warm start
         self.losses = 0
         self.pause = 0  # iterations left without trying the rank-k step
@@ -232,7 +252,8 @@ class RankKStep:
         self._last_start, self._last_rank_time = now, 0.0
         s = self.block.lmo(g_k)
         gap = dot(x_k, g_k) - s.dot(g_k)
-        d_fw = _fw_direction(x_k, s)
+        lend = getattr(ctx, "directions", None)
+        d_fw = _fw_direction(x_k, s, out=lend.direction(self.block) if lend is not None else None)
         fw = Proposal(d_fw, 1.0, "fw", gap, s)
         L = self._curvature(ctx.lam)
         if L is None or gap <= 0:
@@ -241,8 +262,10 @@ class RankKStep:
             self.pause -= 1
             return fw
         t0 = time.perf_counter()
+        k_used = min(self.k, self.max_rank)
         d_rank = self._rank_k_direction(x_k, g_k, L, s)
         self._last_rank_time = time.perf_counter() - t0
+        self._cap_rank(k_used)
         if d_rank is None:
             return fw
         gain_rank = _model_decrease(dot(g_k, d_rank), L * dot(d_rank, d_rank))
@@ -263,6 +286,21 @@ class RankKStep:
             self.rank_k_steps += 1
             return Proposal(d_rank, 1.0, "rank_k", gap)
         return fw
+
+    def _cap_rank(self, k_used):
+        """rank_k="auto": the next k so that its predicted Krylov work fits ``cost_cap`` iterations."""
+        if self.cost_cap is None or self.iteration_time is None:
+            return
+        n = min(self.shape)
+        per_column = self._last_rank_time / max(min(n, k_used + OVERSAMPLING), 1)
+        budget = self.cost_cap * self.iteration_time
+
+        def predicted(k):
+            b = min(n, k + OVERSAMPLING)
+            return per_column * (n if b >= DENSE_FRACTION * n else b)  # dense: at least a full-width block
+
+        while self.k > INITIAL_RANK and predicted(self.k) > budget:
+            self.k = max(INITIAL_RANK, self.k // 2)
 
     def _rank_k_direction(self, x_k, g_k, L, fw_atom):
         shape = self.shape
@@ -286,10 +324,13 @@ class RankKStep:
         else:
             self.k = max(INITIAL_RANK, min(self.max_rank, kept + OVERSAMPLING))
         self.start = V if V is not None else U
+        if self._D is None:
+            self._D = np.empty(shape)
+        D = self._D
         if kept == 0:
-            D = np.negative(X)
+            np.negative(X, out=D)
         else:
-            D = (U[:, :kept] * s[:kept]) @ V[:, :kept].T
+            np.matmul(U[:, :kept] * s[:kept], V[:, :kept].T, out=D)
             if symmetric:  # exactly symmetric: rounding must not build up an asymmetry
                 D += D.T
                 D *= 0.5

@@ -731,12 +731,19 @@ def make_step(block, step, active, col_norms2, coupled=True, rank_k=False):
     whether the problem has consistency rows (BPCG's local phase needs a
     block whose model is the objective alone).
     ``rank_k=True``: blocks with a low-rank face (trace-norm balls) take
-    BlockFW rank-k steps (:class:`fwmodel.engine.rank_k.RankKStep`).
+    BlockFW rank-k steps (:class:`fwmodel.engine.rank_k.RankKStep`);
+    ``"auto"``: those of at least ``AUTO_MIN_DIM`` rows and columns, with k
+    capped by cost (see :mod:`fwmodel.engine.rank_k`).
     """
     if rank_k is True and block.face is not None:
         from .rank_k import RankKStep  # rank_k imports this module
 
         return RankKStep(block, block.face, col_norms2())
+    if isinstance(rank_k, str) and rank_k == "auto" and block.face is not None:
+        from .rank_k import AUTO_COST_CAP, AUTO_MIN_DIM, RankKStep
+
+        if min(block.face.shape) >= AUTO_MIN_DIM:
+            return RankKStep(block, block.face, col_norms2(), cost_cap=AUTO_COST_CAP)
     if step in ("auto", "pairwise") and block.groups is not None:
         return GroupPairwiseStep(block, block.groups, col_norms2())
     if step == "auto" and block.intervals is not None:
