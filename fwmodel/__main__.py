@@ -35,12 +35,14 @@ rank from a noisy empirical covariance Sigma_hat,
 
     min ||S - Sigma_hat||_F^2   s.t.  ||S||_1 <= beta_1,  ||S||_* <= beta_2,
 
-racing fwmodel (FW-AL, default options: FW steps -- a Lanczos eigenpair for
-the trace-norm ball, an arg-max for the L1 ball -- then, after a few
-iterations, projected-gradient steps on each copy whose projection measured
-at most five iterations: the L1 copy always, the trace-norm copy up to d
-of about 2000 on one core) against projection splitting (GFB: a full O(d^3)
-eigendecomposition per iteration), each for --seconds on its own clock.
+racing fwmodel (FW-AL, default options: projected-gradient steps on the L1
+copy from the first iteration -- soft-thresholding costs about its LMO --
+and FW steps on the trace-norm copy, a Lanczos eigenpair each, or at
+d >= 1000 BlockFW rank-k steps with k capped by cost; after a few
+iterations the trace-norm copy is projected too if its eigendecomposition
+measured at most five iterations, up to d of about 2000 on one core)
+against projection splitting (GFB: a full O(d^3) eigendecomposition per
+iteration), each for --seconds on its own clock.
 
 Steps: (1) a reference optimum S*, GFB run until a dual bound certifies its
 objective to --reference-gap (printed); (2) the race, with progress every
@@ -48,8 +50,12 @@ second; (3) a table: time to 1e-2 / 1e-3 normalized suboptimality (with 1e-3
 relative infeasibility), time to an estimate error ||S_t - Sigma||_F /
 ||Sigma||_F within 5% of S*'s, time to a support F1 (entries above 1e-2
 against Sigma's support) within 90% of S*'s, and these metrics at a tenth of
-the budget and at its end; (4) a one-line verdict; (5) a plot, when
-matplotlib is installed.
+the budget and at its end; (4) a one-line verdict; (5) the race under each
+estimate rule, the same for both methods: the average of the two points
+(fwmodel's S.value, GFB's iterate; the table above), the point in the L1
+ball (fwmodel's prob.point_in(l1), GFB's projection p1) and the point in the
+trace-norm ball, each with its own floor (GFB's lowest error under that
+rule); (6) a plot, when matplotlib is installed.
 
 Run time: at most 2 x --seconds (3 x with --fw-only) plus the reference
 (defaults: under a minute on a busy 2-core machine). Memory: about 18 d x d
@@ -125,6 +131,10 @@ def build_parser():
                    help="also race fwmodel with Frank-Wolfe-type steps only on both sets (projection=False: FW, "
                         "pairwise and in-face steps, no projection), the paper's algorithm: sparser iterates, "
                         "slower objective")
+    p.add_argument("--rank-k", choices=("auto", "on", "off"), default="auto",
+                   help="fwmodel's rank_k option: BlockFW rank-k steps on the trace-norm copy while it takes FW "
+                        "steps; auto (the solver's default: at d >= 1000, k capped by cost), on (rank_k=True), "
+                        "off (rank_k=False, rank-one FW steps)")
     p.add_argument("--threshold", type=_float_in(0, 1, low_open=False), default=0.9,
                    help="sparsity threshold of Sigma, in [0, 1) (paper: 0.9, the default)")
     p.add_argument("--masked", action="store_true",
@@ -224,7 +234,9 @@ def _race(data, args, S_ref, stream):
 
     progress = _progress(stream)
     print(f"running fwmodel (FW-AL, default options) for {args.seconds:g} s ...", file=stream, flush=True)
-    runs = [run_fwmodel(data, time_limit=args.seconds, reference=S_ref, progress=progress)]
+    rank_k = {"auto": "auto", "on": True, "off": False}[getattr(args, "rank_k", "auto")]
+    options = {} if rank_k == "auto" else dict(rank_k=rank_k)
+    runs = [run_fwmodel(data, time_limit=args.seconds, reference=S_ref, progress=progress, **options)]
     print(f"  fwmodel's steps (per block): {_steps(runs[-1])}", file=stream)
     if args.fw_only:
         print(f"running fwmodel with Frank-Wolfe-type steps only (projection=False) for {args.seconds:g} s ...",
@@ -251,11 +263,41 @@ def _targets(data, ref, runs):
     return 1.05 * error, 0.9 * f1, basis
 
 
-def _statistical_floor(runs):
+def _statistical_floor(runs, estimate=None):
     """The lowest estimate error GFB (the last run) reaches in its budget: past it, more optimization
     does not improve the estimate. The race's target is 1.1x this floor."""
-    checkpoints = runs[-1].checkpoints
-    return min(c["error"] for c in checkpoints) if checkpoints else None
+    from .experiments import statistical_floor
+
+    return statistical_floor(runs[-1], estimate)
+
+
+def _race_by_estimate(runs, times, f0, stream):
+    """The race under each estimate rule, the same for both methods (table and one verdict line per rule)."""
+    from .experiments import ESTIMATES, markdown_table, summarize
+
+    rows, lines = [], []
+    for rule in ESTIMATES:
+        floor = _statistical_floor(runs, rule)
+        if floor is None:
+            continue
+        for row in summarize(runs, None, f0, support_times=times, floor_target=1.1 * floor, estimate=rule):
+            row["rule"], row["floor"] = rule, floor
+            rows.append(row)
+        fw, gfb = rows[-len(runs)]["t(floor)"], rows[-1]["t(floor)"]
+        ratio = gfb / fw if fw > 0 and not math.isnan(fw) and not math.isnan(gfb) else float("nan")
+        lines.append(f"  {rule}: floor {floor:.4g}; " + _first(rows[-len(runs):], "t(floor)", "1.1x the floor")
+                     + (f"; GFB / fwmodel = {ratio:.2f}" if not math.isnan(ratio) else ""))
+    columns = ["rule", "method", "floor", "t(floor)", "best_error"]
+    headers = ["estimate", "method", "floor (GFB's lowest error)", "t(error <= 1.1 x floor) s", "lowest error / at s"]
+    for t in times:
+        columns += [f"error@{t:g}s", f"f1@{t:g}s"]
+        headers += [f"error @{t:g}s", f"F1 @{t:g}s"]
+    print("\nThe race under each estimate rule (the same rule for both methods: the average of the two points, "
+          "the point in the L1 ball -- fwmodel's prob.point_in(l1), GFB's projection p1 -- and the point in "
+          "the trace-norm ball):\n", file=stream)
+    print(markdown_table(rows, columns, headers), file=stream)
+    print("\n".join(lines), file=stream)
+    return rows
 
 
 def _columns(with_reference, error_target, f1_target, times, floor_target=None):
@@ -321,6 +363,7 @@ def demo(args, stream=sys.stdout):
     print("", file=stream)
     print(markdown_table(rows, columns, headers), file=stream)
     print("\n" + verdict(rows, error_target, f1_target, ref is not None, floor_target), file=stream)
+    _race_by_estimate(runs, times, f0, stream)
     if args.output:
         fig = plot_comparison(runs, f_star, f0, path=args.output, title=f"fwmodel vs GFB, d = {d}, {variant}")
         if fig is None:

@@ -21,8 +21,12 @@ excluded):
   (2012): one projection onto each set per iteration; the projection onto
   the trace-norm ball needs a full eigendecomposition, O(d^3).
 
-Both methods produce two points, one in each set (FW-AL: the copies of S;
-GFB: the two projections); the reported estimate ``S`` is their average, its
+Both methods produce two points, one in each set (FW-AL: the copies of S,
+read with ``prob.point_in(set)``; GFB: the two projections). Each method's
+estimate is measured under the same three rules (:data:`ESTIMATES`): the
+average of the two points (fwmodel's ``S.value``), the point in the L1 ball
+(sparse) and the point in the trace-norm ball (low rank). The default
+estimate ``S`` is the average, its
 *relative infeasibility* is ``||a - b||_F / scale`` (scale: the Frobenius
 norm of the reference solution) and its *support* is ``|S_ij| > 1e-2`` (as
 in the paper's Fig. 2), scored against the support of the true Sigma
@@ -56,6 +60,9 @@ __all__ = [
     "dual_lower_bound",
     "feasible_point",
     "estimate_error",
+    "estimate_checkpoints",
+    "statistical_floor",
+    "ESTIMATES",
     "f1_score",
     "support_scores",
     "summarize",
@@ -70,6 +77,11 @@ FW_ONLY = "fwmodel (projection=False)"
 
 #: entries with |S_ij| above this count as the estimated support (paper, Fig. 2)
 SUPPORT_THRESHOLD = 1e-2
+
+#: the estimate rules, the same for both methods: the average of the two points (fwmodel's
+#: ``S.value``; GFB's iterate), the point in the L1 ball (fwmodel's ``prob.point_in(l1)``; GFB's
+#: projection p1), the point in the trace-norm ball (``prob.point_in(trace)``; GFB's p2)
+ESTIMATES = ("average", "L1-ball point", "trace-ball point")
 
 
 # ----------------------------------------------------------------- metrics
@@ -142,19 +154,27 @@ class _Recorder:
     def now(self):
         return time.perf_counter() - self.t0 - self.paused
 
-    def checkpoint(self, t, f, infeas, S):
+    def _scores(self, S):
         recall, precision, size = support_scores(S, self.data.support)
+        return dict(error=estimate_error(S, self.data.sigma), f1=f1_score(recall, precision), recall=recall,
+                    precision=precision, nnz=size)
+
+    def checkpoint(self, t, f, infeas, S, points=None):
         dist = float(np.linalg.norm(S - self.reference)) / max(self.ref_norm, 1e-300) \
             if self.reference is not None else float("nan")
-        self.traj.checkpoints.append(dict(time=t, objective=f, infeasibility=infeas, distance=dist,
-                                          error=estimate_error(S, self.data.sigma),
-                                          f1=f1_score(recall, precision), recall=recall, precision=precision,
-                                          nnz=size))
+        entry = dict(time=t, objective=f, infeasibility=infeas, distance=dist, **self._scores(S))
+        # every rule of ESTIMATES: the average (S itself) and each point in one set
+        entry["estimates"] = {ESTIMATES[0]: {k: entry[k] for k in ("error", "f1", "recall", "precision", "nnz")}}
+        for name, P in (points or {}).items():
+            entry["estimates"][name] = self._scores(P)
+        self.traj.checkpoints.append(entry)
 
-    def record(self, f, infeas_abs, point, force=False):
+    def record(self, f, infeas_abs, point, force=False, points=None):
         """Record one iteration; ``point()`` gives S (called only at checkpoints).
 
-        Returns False when the time limit is reached.
+        ``points()``, when given, returns {rule: point} for the other rules of
+        :data:`ESTIMATES` (called only at checkpoints). Returns False when the
+        time limit is reached.
         """
         t = self.now()
         enter = time.perf_counter()
@@ -164,7 +184,7 @@ class _Recorder:
         self.traj.infeasibility.append(infeas)
         done = self.time_limit is not None and t >= self.time_limit
         if force or done or t >= self.next_checkpoint:
-            self.checkpoint(t, float(f), infeas, point())
+            self.checkpoint(t, float(f), infeas, point(), points() if points is not None else None)
             while self.next_checkpoint <= t:
                 self.next_checkpoint *= self.growth
         if self.progress is not None:
@@ -193,15 +213,23 @@ def build_problem(data, variable=None):
     return problem, X
 
 
+def _copies(problem):
+    """{rule: set} for the point rules of :data:`ESTIMATES`: the L1 ball and the trace-norm ball of the model."""
+    l1, trace = problem.constraints
+    return {ESTIMATES[1]: l1, ESTIMATES[2]: trace}
+
+
 def run_fwmodel(data, time_limit=10.0, max_iter=10**7, reference=None, scale=None, progress=None, name="fwmodel",
                 **options):
     """Solve with fwmodel (FW-AL, default options unless given) and record the trajectory under ``name``."""
     rec = _Recorder(name, data, reference, scale, time_limit, progress=progress)
     t_build = time.perf_counter()
     problem, X = build_problem(data)
+    copies = _copies(problem)
 
     def callback(state):
-        return rec.record(state.objective, state.feasibility, lambda: state.value(X))
+        return rec.record(state.objective, state.feasibility, lambda: state.value(X),
+                          points=lambda: {name: state.point_in(s) for name, s in copies.items()})
 
     rec.start()
     rec.paused -= time.perf_counter() - t_build  # the modeling time counts too
@@ -210,7 +238,8 @@ def run_fwmodel(data, time_limit=10.0, max_iter=10**7, reference=None, scale=Non
     traj = rec.traj
     traj.final = S
     if not traj.checkpoints or traj.checkpoints[-1]["time"] < traj.time[-1]:
-        rec.checkpoint(traj.time[-1], traj.objective[-1], traj.infeasibility[-1], S)
+        rec.checkpoint(traj.time[-1], traj.objective[-1], traj.infeasibility[-1], S,
+                       {name: problem.point_in(s) for name, s in copies.items()})
     traj.info = dict(iterations=problem.stats.iterations, status=problem.status,
                      step_counts=problem.stats.step_counts, lam=problem.stats.lam)
     return traj
@@ -300,12 +329,15 @@ def run_gfb(data, time_limit=10.0, max_iter=10**6, reference=None, scale=None, p
     state = None
     for state in _gfb_iterates(data, step=step, max_iter=max_iter):
         S = state.S
-        if not rec.record(data.loss(S), float(np.linalg.norm(state.p1 - state.p2)), lambda: S):
+        points = {ESTIMATES[1]: state.p1, ESTIMATES[2]: state.p2}
+        if not rec.record(data.loss(S), float(np.linalg.norm(state.p1 - state.p2)), lambda: S,
+                          points=lambda: points):
             break
     traj = rec.traj
     traj.final = state.S
     if not traj.checkpoints or traj.checkpoints[-1]["time"] < traj.time[-1]:
-        rec.checkpoint(traj.time[-1], traj.objective[-1], traj.infeasibility[-1], state.S)
+        rec.checkpoint(traj.time[-1], traj.objective[-1], traj.infeasibility[-1], state.S,
+                       {ESTIMATES[1]: state.p1, ESTIMATES[2]: state.p2})
     traj.info = dict(iterations=state.iteration, step=step)
     return traj
 
@@ -505,8 +537,26 @@ def checkpoint_time(traj, key, reached):
     return float("nan")
 
 
+def estimate_checkpoints(traj, estimate=None):
+    """The checkpoints of ``traj`` with error, F1, recall, precision of the rule ``estimate`` (None: the average)."""
+    if estimate is None or estimate == ESTIMATES[0]:
+        return traj.checkpoints
+    out = []
+    for c in traj.checkpoints:
+        scores = c.get("estimates", {}).get(estimate)
+        if scores is not None:
+            out.append(dict(c, **scores))
+    return out
+
+
+def statistical_floor(traj, estimate=None):
+    """The lowest estimate error of ``traj`` (GFB's: the statistical floor) under the rule ``estimate``."""
+    checkpoints = estimate_checkpoints(traj, estimate)
+    return min(c["error"] for c in checkpoints) if checkpoints else None
+
+
 def summarize(trajectories, f_star, f0, targets=(1e-2, 1e-3), infeas_tol=1e-3, support_times=(),
-              error_target=None, f1_target=None, floor_target=None):
+              error_target=None, f1_target=None, floor_target=None, estimate=None):
     """One dict per method: times to targets, final metrics, support, error and F1 at given times.
 
     ``f_star`` may be None (no reference): the suboptimality entries are NaN.
@@ -515,10 +565,15 @@ def summarize(trajectories, f_star, f0, targets=(1e-2, 1e-3), infeas_tol=1e-3, s
     ``t(error)`` and ``t(f1)``. ``floor_target``: the first (checkpoint) time
     with estimate error at most that value, as ``t(floor)`` (the issue's race:
     1.1 x the statistical floor, the lowest error GFB reaches in its budget).
+    ``estimate``: the rule of :data:`ESTIMATES` the error and F1 columns use
+    (None: the average of the two points).
     """
     rows = []
     for traj in trajectories:
         t, f, infeas = traj.arrays()
+        checkpoints = estimate_checkpoints(traj, estimate)
+        traj = Trajectory(traj.method, traj.time, traj.objective, traj.infeasibility, checkpoints, traj.final,
+                          traj.info)
         last = traj.checkpoints[-1] if traj.checkpoints else {}
         known = f_star is not None and f.size
         row = dict(method=traj.method, iterations=traj.info.get("iterations", len(t)),

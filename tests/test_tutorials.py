@@ -181,7 +181,14 @@ def check_07(r):
             assert value == pytest.approx(ref, rel=2e-3)
 
 
-SPECIFIC_CHECKS = {"05": check_05, "06": check_06, "07": check_07}
+def check_02(r):
+    """The covariance tutorial: the L1 ball's copy (prob.point_in) lies in the ball and keeps Sigma's support."""
+    assert r["l1_copy_l1_norm_ratio"] <= 1 + 1e-9
+    recall, precision = r["l1_copy_support"]
+    assert 0 < recall <= 1 and 0 < precision <= 1
+
+
+SPECIFIC_CHECKS = {"02": check_02, "05": check_05, "06": check_06, "07": check_07}
 
 
 def test_figures_and_results_folders(monkeypatch, tmp_path):
