@@ -200,3 +200,19 @@ def test_auto_cost_cap_shrinks_k_to_what_the_iteration_affords():
     uncapped.k, uncapped._last_rank_time, uncapped.iteration_time = 56, 100.0, 1.0
     uncapped._cap_rank(28)
     assert uncapped.k == 56
+
+
+def test_block_krylov_reads_a_nearly_symmetric_matrix_as_its_symmetric_part():
+    """rank_k_prox passes Y = X - G / L as it is (no d x d symmetrization): the pairs are those of sym(Y)."""
+    n = 150
+    rng = np.random.default_rng(4)
+    Q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    S = (Q * np.concatenate([[9.0, 7.0, 5.0, 4.0], rng.uniform(-1.0, 1.0, n - 4)])) @ Q.T
+    E = 1e-9 * rng.standard_normal((n, n))
+    A = S + (E - E.T)  # symmetric part S, a rounding-size antisymmetric part
+    w, V = np.linalg.eigh(0.5 * (A + A.T))
+    for k in (3, 120):  # the Krylov and the dense branch
+        values, vectors = top_eigenpairs(A, k, "LA", max_rounds=100, rtol=1e-13)
+        assert np.allclose(np.sort(values)[::-1][:3], w[::-1][:3], rtol=1e-8)
+        top = vectors[:, np.argsort(values)[::-1][:3]]
+        assert np.linalg.norm(top @ top.T - V[:, -3:] @ V[:, -3:].T) < 1e-6

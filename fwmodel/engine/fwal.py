@@ -228,7 +228,7 @@ def minimize_fwal(
     active = {k: st.active for k, st in enumerate(steps) if getattr(st, "active", None) is not None}
     if warm_choice is not None and auto_projection is None and projection == "auto":
         active[("projection",)] = tuple(proj_blocks)  # still "auto"'s choice for the next warm start
-    projections, infaces = ProjectionStep(blocks, proj_blocks), InFaceStep(blocks, faces)
+    projections, infaces = ProjectionStep(blocks, proj_blocks, cols), InFaceStep(blocks, faces)
     correctives = (projections, infaces)
     backtracking = Backtracking(warm_state.lipschitz if warm_state is not None else None)
     certificate = InfeasibilityCheck(blocks, Mop, b, infeasibility_check_every)

@@ -76,8 +76,12 @@ class ProjectionStep:
 
     kind = "projection"
 
-    def __init__(self, blocks, projected):
+    def __init__(self, blocks, projected, cols=None):
         self.all_blocks = blocks
+        # the blocks' columns of M (:class:`~fwmodel.engine.block_search.BlockColumns`): where the one
+        # projected block's columns are a signed identity (a copy tied to another), M d is that block's
+        # d itself and the step needs no n- or m-size array (:meth:`_take_tied_copy`)
+        self.cols = cols
         self.blocks = list(projected)  # indices of the projected blocks (grows under projection="auto")
         # the curvature estimate L_c carried from one step to the next, and the
         # backtracking state of these steps (the FW step's directions have another curvature)
@@ -101,6 +105,9 @@ class ProjectionStep:
         """
         if not self.blocks:
             return 0
+        tied = self._tied_copy(lagrangian)
+        if tied is not None:
+            return self._take_tied_copy(lagrangian, it, *tied)
         blocks, memory = self.all_blocks, self.memory
         objective, Mop, m = lagrangian.objective, lagrangian.Mop, lagrangian.m
         curvature_fn, quadratic, buffers = lagrangian.curvature, lagrangian.quadratic, lagrangian.buffers
@@ -162,5 +169,83 @@ class ProjectionStep:
         if m:
             Md *= gamma
             r += Md
+        it.f, it.g = getattr(objective, "value_and_grad_shared", objective.value_and_grad)(x)
+        return 1
+
+    def _tied_copy(self, lagrangian):
+        """(block, (lo, hi, sign)) when one block projects, its columns of M are sign * I on rows lo:hi,
+        and the objective is a quadratic with a per-block curvature; else None."""
+        if len(self.blocks) != 1 or self.cols is None or not lagrangian.m or not lagrangian.quadratic:
+            return None
+        k = self.blocks[0]
+        signed, block = self.cols.signed[k], self.all_blocks[k]
+        objective = lagrangian.objective
+        if signed is None or not signed[2] or not getattr(objective, "has_block_curvature", lambda sl: False)(
+                block.slice):
+            return None
+        return block, signed
+
+    def _take_tied_copy(self, lagrangian, it, block, signed):
+        """:meth:`take` for one projected copy tied by M_k = sign * I on rows lo:hi (two tied copies).
+
+        The same step in block-size arrays: block k's gradient of L(., y) is
+        ``g_k + sign w[lo:hi]`` (w = y + lam r), M d = sign d_k on rows lo:hi,
+        so ||M d||^2 = sign^2 ||d_k||^2 and <w, M d> = sign <w[lo:hi], d_k>; the
+        curvature of f along d is the objective's per-block curvature. The
+        iterates agree with the general path up to rounding.
+        """
+        objective, buffers, memory = lagrangian.objective, lagrangian.buffers, self.memory
+        x, r, lam = it.x, it.r, it.lam
+        lo, hi, sign = signed
+        sl = block.slice
+        x_k = x[sl]
+        dual_term = buffers.dual_term(r, it.y, lam)
+        w_k = dual_term[lo:hi]
+        grad_k = buffers.block_gradient(block.size)
+        np.copyto(grad_k, it.g[sl])
+        if sign > 0:
+            grad_k += w_k
+        else:
+            grad_k -= w_k
+        if self._direction is None or self._direction.size != block.size:
+            self._direction = np.empty(block.size)
+        d = self._direction
+        np.negative(grad_k, out=d)
+        gnorm2 = dot(d, d)
+        if gnorm2 == 0.0:
+            return 0
+        sign2 = sign * sign
+        L = memory.get("L") if memory.get("lam") == lam else None
+        if L is None:
+            curv = objective.curvature_block(x, sl, d)
+            if curv is not None and float(curv) + lam * sign2 * gnorm2 > 0:
+                L = (float(curv) + lam * sign2 * gnorm2) / gnorm2
+            else:
+                L = memory.setdefault("backtracking", Backtracking()).lipschitz or lam or 1.0
+        d *= 1.0 / L  # d = -grad here: the target x - grad / L, in place
+        d += x_k
+        d[:] = block.project(d)
+        d -= x_k
+        slope = dot(grad_k, d)
+        if not slope < 0:
+            return 0
+        dd = dot(d, d)
+        pen_quad = lam * sign2 * dd
+        c = objective.curvature_block(x, sl, d)
+        if c is None:
+            return 0
+        gamma = exact_quadratic_step(slope, float(c) + pen_quad, 1.0)
+        if float(c) + pen_quad > 0 and gamma >= 1.0:
+            memory["L"], memory["lam"] = (float(c) + pen_quad) / dd, lam
+        else:  # a shortened step: L was too small for this direction, measure it again
+            memory.clear()
+        if gamma <= 0:
+            return 0
+        d *= gamma
+        x_k += d
+        if sign > 0:
+            r[lo:hi] += d
+        else:
+            r[lo:hi] -= d
         it.f, it.g = getattr(objective, "value_and_grad_shared", objective.value_and_grad)(x)
         return 1

@@ -114,11 +114,14 @@ def top_eigenpairs(A, k, which="LA", start=None, rng=None, max_rounds=MAX_ROUNDS
     completed by Gaussian vectors); it stops when the k Ritz values change
     by at most ``rtol`` relative to the largest. ``which``: "LA" (largest)
     or "LM" (largest magnitude). Returns ``(values, vectors)`` (n x k, orthonormal).
+    A nearly symmetric A (rounding) is read as its symmetric part: the
+    Rayleigh-Ritz matrix ``K' A K`` is symmetrized, and the dense branch
+    factorizes ``(A + A') / 2``.
     """
     n = A.shape[0]
     b = min(n, k + OVERSAMPLING)
     if b >= DENSE_FRACTION * n:
-        w, V = np.linalg.eigh(A)
+        w, V = np.linalg.eigh(0.5 * (A + A.T))
         idx = _pick(w, k, which)
         return w[idx], V[:, idx]
     Q = _start_block(n, b, start, rng)
@@ -175,8 +178,9 @@ def rank_k_prox(Y, radius, k, psd=False, symmetric=False, start=None, rng=None):
     values of s zero when the result is the projection onto the whole ball.
     """
     if psd or symmetric:
-        S = Y if np.array_equal(Y, Y.T) else 0.5 * (Y + Y.T)
-        values, U = top_eigenpairs(S, k, "LA" if psd else "LM", start, rng)
+        # top_eigenpairs reads sym(Y) from Y itself (its Rayleigh-Ritz matrices are symmetrized):
+        # no d x d pass to test or form the symmetric part
+        values, U = top_eigenpairs(Y, k, "LA" if psd else "LM", start, rng)
         if psd:
             s = project_capped_simplex(values, radius)
             return U, s, U
