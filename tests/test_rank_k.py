@@ -216,3 +216,13 @@ def test_block_krylov_reads_a_nearly_symmetric_matrix_as_its_symmetric_part():
         assert np.allclose(np.sort(values)[::-1][:3], w[::-1][:3], rtol=1e-8)
         top = vectors[:, np.argsort(values)[::-1][:3]]
         assert np.linalg.norm(top @ top.T - V[:, -3:] @ V[:, -3:].T) < 1e-6
+
+
+@pytest.mark.parametrize("n, tile", [(7, 512), (513, 256), (300, 64)])
+def test_tiled_symmetrization_gives_exactly_the_symmetric_part(n, tile):
+    from fwmodel.engine.rank_k import _symmetrize
+
+    A = np.random.default_rng(n).standard_normal((n, n))
+    expected = 0.5 * (A + A.T)
+    _symmetrize(A, tile=tile)
+    assert np.array_equal(A, expected) and np.array_equal(A, A.T)

@@ -89,6 +89,24 @@ def _orth(A):
     return Q[:, keep]
 
 
+#: the tile of :func:`_symmetrize` (two 512 x 512 tiles of float64 fit a few MB of cache)
+SYMMETRIZE_TILE = 512
+
+
+def _symmetrize(D, tile=SYMMETRIZE_TILE):
+    """D <- (D + D') / 2 in place, tile by tile: the transposed reads stay in cache (a whole-matrix
+    ``D += D.T`` makes a transposed copy first). Exactly symmetric: both triangles get the same numbers."""
+    n = D.shape[0]
+    for i in range(0, n, tile):
+        rows = slice(i, min(i + tile, n))
+        for j in range(i, n, tile):
+            cols = slice(j, min(j + tile, n))
+            S = D[rows, cols] + D[cols, rows].T
+            S *= 0.5
+            D[rows, cols] = S
+            D[cols, rows] = S.T
+
+
 def _pick(values, k, which):
     """Indices of the k extreme values: "LA" largest, "LM" largest magnitude."""
     key = values if which == "LA" else np.abs(values)
@@ -336,8 +354,7 @@ class RankKStep:
         else:
             np.matmul(U[:, :kept] * s[:kept], V[:, :kept].T, out=D)
             if symmetric:  # exactly symmetric: rounding must not build up an asymmetry
-                D += D.T
-                D *= 0.5
+                _symmetrize(D)
             D -= X
         return D.ravel()
 
