@@ -46,7 +46,7 @@ class WarmStartedAssignment:
     decide its answer, which SciPy computes exactly.
 
     Measured on the 371 assignment calls of a Birkhoff projection at
-    n = 200 (benchmarks/RESULTS.md): 1.18 ms per call against 2.5 ms with
+    n = 200 (benchmarks/RESULTS.md): 1.1 ms per call against 2.5 ms with
     the row and column reduction alone, the same optimal values.
     """
 
@@ -63,9 +63,13 @@ class WarmStartedAssignment:
         reduced = D - self.potentials if self.potentials is not None else D.copy()
         reduced -= reduced.min(axis=1, keepdims=True)
         reduced -= reduced.min(axis=0, keepdims=True)
-        rows, cols = linear_sum_assignment(reduced)
+        # SciPy solves the transposed problem (columns to rows) about 10 % faster after this
+        # row-then-column reduction (measured on the same 371 gradients); the same optimum
+        columns, rows_of_columns = linear_sum_assignment(reduced.T)
+        cols = np.empty(self.n, dtype=np.intp)
+        cols[rows_of_columns] = columns
         self._relax(D, cols)
-        return rows * self.n + cols
+        return self.rows * self.n + cols
 
     def _relax(self, D, cols):
         v = np.zeros(self.n) if self.potentials is None else self.potentials
