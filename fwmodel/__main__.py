@@ -21,10 +21,10 @@ import os
 import sys
 import time
 
-#: peak memory of the demo in d x d float64 arrays: 9.2 GB resident at d = 8000 (18 arrays), the
+#: peak memory of the demo in d x d float64 arrays: 10.8 GB resident at d = 8000 (21 arrays), the
 #: data, fwmodel (10-16 traced arrays) and GFB (its iterates, two projections, the
 #: eigendecomposition) included (benchmarks/RESULTS.md, "The Fig. 2 race")
-_ARRAYS_FWMODEL = 18
+_ARRAYS_FWMODEL = 21
 _ARRAYS_GFB = 12
 _MIN_SIZE = 5  # the data has 5 diagonal blocks
 
@@ -58,12 +58,12 @@ trace-norm ball, each with its own floor (GFB's lowest error under that
 rule); (6) a plot, when matplotlib is installed.
 
 Run time: at most 2 x --seconds (3 x with --fw-only) plus the reference
-(defaults: under a minute on a busy 2-core machine). Memory: about 18 d x d
-arrays at the peak, data and GFB included (9.2 GB measured at d = 8000). At
+(defaults: under a minute on a busy 2-core machine). Memory: about 21 d x d
+arrays at the peak, data and GFB included (10.8 GB measured at d = 8000). At
 --size 8000 making the data takes about a minute, fwmodel's first iteration
 12-18 s more, one GFB iteration 1.5-2 minutes (its first runs past any
 shorter budget) and a certified reference over an hour: use --no-reference
-and --seconds 200 there (8-9 minutes in all). Larger studies:
+and --seconds 200 there (9 minutes in all). Larger studies:
 benchmarks/covariance.py."""
 
 
