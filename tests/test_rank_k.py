@@ -226,3 +226,19 @@ def test_tiled_symmetrization_gives_exactly_the_symmetric_part(n, tile):
     expected = 0.5 * (A + A.T)
     _symmetrize(A, tile=tile)
     assert np.array_equal(A, expected) and np.array_equal(A, A.T)
+
+
+def test_the_first_step_is_already_a_rank_k_step():
+    """The objective's curvature is measured along the first FW direction (ctx.block_curvature), so
+    the very first step is a rank-k step: min ||X - C||^2 over the ball lands on the projection of C
+    (closed form by full SVD: the singular values projected onto the capped simplex) after one step."""
+    C = low_rank_plus_noise(60, 70, 2, seed=8, noise=0.0)
+    sigma = np.linalg.svd(C, compute_uv=False)
+    radius = 0.5 * sigma.sum()
+    X = fm.Variable(C.shape)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.TraceNormBall(X, radius)])
+    prob.solve(rank_k=True, max_iter=1)
+    assert prob.stats.step_counts["rank_k"] == 1 and prob.stats.step_counts["fw"] == 0
+    U, s, Vt = np.linalg.svd(C, full_matrices=False)
+    P = (U * project_capped_simplex(s, radius)) @ Vt
+    assert np.allclose(X.value, P, atol=1e-6 * np.abs(C).max())

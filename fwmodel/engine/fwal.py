@@ -224,6 +224,7 @@ def minimize_fwal(
             faces.pop(k, None)
     ctx = _StepContext(it.lam)
     ctx.directions = buffers  # the steps write their directions into the buffers' arrays
+    ctx.block_curvature = _block_curvature(objective, it)
     # the active sets are the step objects' own (a warm-started set that no step uses is let go)
     active = {k: st.active for k, st in enumerate(steps) if getattr(st, "active", None) is not None}
     if warm_choice is not None and auto_projection is None and projection == "auto":
@@ -452,11 +453,31 @@ class _StepContext:
         self.gap_target = 0.0  # a block FW gap below which lazy steps call the LMO
         self.lazy_allowed = False  # False: every block calls its LMO this iteration
         self.directions = None  # lends each block an array for its direction (the driver's _Buffers)
+        #: (block, d_k) -> d' Hf d for d = d_k on the block, 0 elsewhere; None where f gives no per-block curvature
+        self.block_curvature = None
 
     def start_iteration(self, t, lam, gap_target):
         self.lam = lam
         self.gap_target = gap_target
         self.lazy_allowed = t % LAZY_CHECK_EVERY != 0
+
+
+def _block_curvature(objective, it):
+    """``(block, d_k) -> curvature of f along d_k on that block`` at the current iterate, or None.
+
+    A step that needs the objective's curvature before its first line search
+    (a rank-k step's prox) measures it with this instead of waiting one
+    iteration; ``objective.curvature_block`` forms no full-size direction.
+    """
+    curvature_block = getattr(objective, "curvature_block", None)
+    has = getattr(objective, "has_block_curvature", None)
+    if curvature_block is None or has is None:
+        return None
+
+    def curvature(block, d_k):
+        return curvature_block(it.x, block.slice, d_k) if has(block.slice) else None
+
+    return curvature
 
 
 def _fallback_penalty(objective_scale, feasibility_scale):

@@ -227,9 +227,12 @@ class RankKStep:
     computes the rank-k point V (:func:`rank_k_prox`) and proposes
     ``V - X`` when its model decrease beats the FW step's.
 
-    The first proposal is a FW step (no curvature known yet); an objective
-    that gives no curvature ``d' H d`` (``curvature`` absent or None) keeps FW
-    steps throughout, as does a block with ``L = 0``. ``face``: the
+    The objective's curvature is measured along the first FW direction
+    when the driver offers ``ctx.block_curvature`` (so the first proposal
+    can be a rank-k step), else taken from the first line search (the first
+    proposal is then a FW step); an objective that gives no curvature
+    ``d' H d`` (``curvature`` absent or None) keeps FW steps throughout, as
+    does a block with ``L = 0``. ``face``: the
     block's :class:`~fwmodel.engine.inface.LowRankFace` (radius, psd, shape).
     """
 
@@ -277,6 +280,11 @@ class RankKStep:
         lend = getattr(ctx, "directions", None)
         d_fw = _fw_direction(x_k, s, out=lend.direction(self.block) if lend is not None else None)
         fw = Proposal(d_fw, 1.0, "fw", gap, s)
+        measure = getattr(ctx, "block_curvature", None)
+        if self.curvature_f is None and measure is not None and gap > 0:
+            # the objective's curvature along the FW direction, before any line search: the
+            # first step can then be a rank-k step already (one curvature pass on the block)
+            self.observe_curvature(measure(self.block, d_fw), dot(d_fw, d_fw))
         L = self._curvature(ctx.lam)
         if L is None or gap <= 0:
             return fw
