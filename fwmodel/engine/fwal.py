@@ -481,6 +481,8 @@ class _Buffers:
         """g + M' (y + lam r): per block when ``cols`` shows two tied copies, else into an n-size buffer."""
         if cols is not None and BlockLagrangianGradient.applies(cols):
             return BlockLagrangianGradient(g, dual_term, cols, self.block_gradient)
+        if not Mop.shape[0] and isinstance(g, np.ndarray):
+            return g  # no rows: f's gradient itself (the steps only read it), no copy
         if self._grad is None:
             self._grad = np.empty(g.size)
         if Mop.shape[0]:
