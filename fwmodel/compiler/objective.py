@@ -284,12 +284,15 @@ class BlockObjective:
     def curvature(self, x, d):
         if self._linear is not None:
             return 0.0
-        # A quadratic has the same curvature everywhere: evaluate it at the
-        # last point (no pass to average x's copies again).
-        v = self._v if self.is_quadratic else self.copy_map.to_variables(x, out=self._v)
-        # W d in a temporary: the engine's loop uses curvature_block (no v-size array);
-        # this full-direction form is for the first penalty and other callers
-        c = self.smooth.curvature(v, self.copy_map.to_variables(d))
+        if self.is_quadratic:
+            # the same curvature at every point: W d is formed in the buffer of v and
+            # serves as the point too (no v-size temporary: at d = 4000 this call, made
+            # for the first penalty, was at the peak memory of the setup)
+            dv = self.copy_map.to_variables(d, out=self._v)
+            c = self.smooth.curvature(dv, dv)
+        else:
+            v = self.copy_map.to_variables(x, out=self._v)
+            c = self.smooth.curvature(v, self.copy_map.to_variables(d))
         return None if c is None else self.sign * c
 
     def has_block_curvature(self, block_slice):

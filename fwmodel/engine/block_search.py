@@ -28,7 +28,7 @@ import scipy.sparse as sp
 
 from .._kernels import csr_times
 from .line_search import bounded_scalar_step, exact_quadratic_step
-from .steps import DeferredProposal
+from .steps import DeferredProposal, formed
 from .vector_ops import dot
 
 
@@ -152,6 +152,23 @@ def signed_block_gradient(g_k, dual_term, signed, out):
         return np.subtract(g_k, dual_term[lo:hi], out=out)
     np.copyto(out, g_k)
     return out
+
+
+def _fresh_block_gradient(g, sl, signed, dual_term, grad, Mop):
+    """Block k's slice of g + M' w from the objective's gradient g, in the sweep.
+
+    Into the driver's block buffer when its gradient is per block: that array
+    is also the one lazy directions are formed in (engine/steps.py), and no
+    lazy direction is alive here (the earlier blocks' are spent, the later
+    ones not formed yet; a cheap step forms its own direction).
+    """
+    if not Mop.shape[0]:
+        return g[sl]
+    if signed is not None:
+        size = sl.stop - sl.start
+        out = grad.block_buffer(size) if isinstance(grad, BlockLagrangianGradient) else np.empty(size)
+        return signed_block_gradient(g[sl], dual_term, signed, out)
+    return Mop.add_rmatvec(dual_term, g)[sl]
 
 
 def block_step_sizes(proposals, steps, blocks, x, grad, dual_term, lam, cols, curvature_fn, backtracking):
@@ -285,51 +302,58 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
             continue
         sl = blocks[k].slice
         signed = cols.signed[k] if m else None
-        if moved:  # an earlier block moved: fresh gradient (of this block's slice) and proposal
+        pen_lin = None  # <w, M_k d>, computed where needed
+        if moved:  # an earlier block moved: the slope from a fresh gradient (and a fresh cheap proposal)
             if start is not None and start.g is not None:  # f has not changed (only blocks it does not read moved)
                 f, g = start.f, start.g
             else:
                 f, g = value_and_grad(x)
-            if not m:
-                grad_k = g[sl]
-            elif signed is not None:
-                # into the shared block buffer when the driver's gradient is per block
-                out = grad.block_buffer(sl.stop - sl.start) if isinstance(grad, BlockLagrangianGradient) \
-                    else np.empty(sl.stop - sl.start)
-                grad_k = signed_block_gradient(g[sl], dual_term, signed, out)
-            else:
-                grad_k = Mop.add_rmatvec(dual_term, g)[sl]
-            g = None
             if getattr(steps[k], "cheap_proposal", False):
+                grad_k = _fresh_block_gradient(g, sl, signed, dual_term, grad, Mop)
                 p = steps[k].propose(x[sl], grad_k, ctx)
+                slope = dot(grad_k, p.d)
+            elif signed is not None and signed[2]:
+                # <g_k + sign w[rows], d> as <g_k, d> + <w, M_k d>: the block's gradient of L is not
+                # formed (its array is the one the lazy directions share, see engine/steps.py)
+                d = formed(p)
+                lo, hi, sign = signed
+                pen_lin = sign * dot(dual_term[lo:hi], d)
+                slope = dot(g[sl], d) + pen_lin
+            else:
+                grad_k = _fresh_block_gradient(g, sl, signed, dual_term, grad, Mop)
+                slope = dot(grad_k, formed(p))
+            g = grad_k = None
         else:
-            grad_k = grad[sl]
             if type(p) is DeferredProposal:  # formed now, from the gradient it would have been formed from
-                p = steps[k].propose(x[sl], grad_k, ctx)
+                p = steps[k].propose(x[sl], grad[sl], ctx)
+            if p.slope is not None and isinstance(grad, BlockLagrangianGradient):
+                # the gradient is the proposal's: its slope from the step's atom products (no
+                # pass; the block's gradient array now holds another block's, or a direction)
+                slope = p.slope
+            else:
+                slope = dot(grad[sl], formed(p))
         taken[k] = p
-        slope = dot(grad_k, p.d)
-        grad_k = None
         if not slope < 0:
             continue
-        d_norm2 = dot(p.d, p.d)
+        d = formed(p)
+        d_norm2 = dot(d, d)
         Md = None
         if not m:
             pen_lin = pen_quad = 0.0
-        elif signed is not None:
+        elif signed is not None:  # <w, M_k d> (pen_lin) is read only by phi below
             lo, hi, sign = signed
-            pen_lin = sign * dot(dual_term[lo:hi], p.d) if sign else 0.0
             pen_quad = lam * sign * sign * d_norm2
         else:
-            Md = cols.matvec(k, p.d)
+            Md = cols.matvec(k, d)
             pen_lin = dot(dual_term, Md)
             pen_quad = lam * dot(Md, Md)
         c_f = None
         if curvature_fn is not None and block_curvature(sl):  # from the block alone: no full-size direction
-            c_f = objective.curvature_block(x, sl, p.d)
+            c_f = objective.curvature_block(x, sl, d)
         elif curvature_fn is not None:
             if full is None:
                 full = np.zeros(x.size)
-            full[sl] = p.d
+            full[sl] = d
             c_f = curvature_fn(x, full)
         observe = getattr(steps[k], "observe_curvature", None)
         if observe is not None:
@@ -339,7 +363,9 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
         else:
             if full is None:
                 full = np.zeros(x.size)
-            full[sl] = p.d
+            full[sl] = d
+            if pen_lin is None:
+                pen_lin = signed[2] * dot(dual_term[signed[0]:signed[1]], d) if signed[2] else 0.0
 
             def phi(gm, _full=full):
                 return objective.value(x + gm * _full) + gm * pen_lin + 0.5 * gm * gm * pen_quad
@@ -357,7 +383,7 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
         # gamma d formed once, in the proposal's own array (its direction is not read
         # after the move): no block-size temporary. x and r get the same roundings
         # as x += gamma * d and r += gamma * M_k d.
-        step = p.d
+        step = d
         step *= gamma
         x[sl] += step
         if m:  # r and dual_term = y + lam r follow x (recomputed on the rows that moved)

@@ -200,7 +200,7 @@ def minimize_fwal(
         lam = warm_state.lam if warm_state is not None else default_penalty(
             objective, blocks, Mop, x, g, rng,
             fallback=_fallback_penalty(stopping.objective_scale, stopping.feasibility_scale))
-    it = Iterate(x, y, r, f, g, float(lam))
+    it = Iterate(x, np.zeros(m) if y is None else y, r, f, g, float(lam))  # y = 0 made after the setup
     schedule = make_dual_schedule(eta, it.lam, warm_state)
     if proj_blocks and len(proj_blocks) == len(blocks) and hasattr(schedule, "primal_steps_are_projections"):
         schedule.primal_steps_are_projections()  # every block projects from the start (or as the last solve chose)
@@ -212,8 +212,8 @@ def minimize_fwal(
     for k, st in enumerate(steps):
         if getattr(st, "replaces_inface", False):  # rank-k steps: no in-face steps on top
             faces.pop(k, None)
-    ctx = _StepContext(it.lam)
-    ctx.directions = buffers  # the steps write their directions into the buffers' arrays
+    # the steps write their directions into the buffers' arrays; a Gauss-Seidel sweep forms them at each block's turn
+    ctx = _StepContext(it.lam, buffers, lazy_directions=sweep == "gauss-seidel")
     # the active sets are the step objects' own (a warm-started set that no step uses is let go)
     active = {k: st.active for k, st in enumerate(steps) if getattr(st, "active", None) is not None}
     if warm_choice is not None and auto_projection is None and projection == "auto":
@@ -437,11 +437,13 @@ def _commit(proposals, moved, steps, infaces, step_counts):
 class _StepContext:
     """What step objects read from the driver: the current penalty and the lazy oracles' thresholds."""
 
-    def __init__(self, lam):
+    def __init__(self, lam, directions=None, lazy_directions=False):
         self.lam = lam
         self.gap_target = 0.0  # a block FW gap below which lazy steps call the LMO
         self.lazy_allowed = False  # False: every block calls its LMO this iteration
-        self.directions = None  # lends each block an array for its direction (the driver's _Buffers)
+        self.directions = directions  # lends each block an array for its direction (the driver's _Buffers)
+        #: directions formed when the Gauss-Seidel sweep reaches their block (engine/steps.py, LazyDirection)
+        self.lazy_directions = lazy_directions
 
     def start_iteration(self, t, lam, gap_target):
         self.lam = lam
@@ -501,6 +503,16 @@ class _Buffers:
             return
         np.multiply(r, eta, out=self._dual)  # the same roundings as y += eta * r
         y += self._dual
+
+    def shared_direction(self, block):
+        """The array the lazy directions of ``block``'s size are formed in (engine/steps.py, LazyDirection).
+
+        It is also the array of the per-block gradient of L (:meth:`block_gradient`): the
+        Gauss-Seidel sweep never needs the two at once (it takes the first block's slope from its
+        proposal and the later blocks' from f's gradient; block_search.py), so a solve on two tied
+        copies holds one block-size array for both instead of three.
+        """
+        return self.block_gradient(block.size)
 
     def direction(self, block):
         """The array lent to ``block``'s step for its direction (``ctx.directions``, see engine/steps.py)."""
