@@ -25,11 +25,19 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.linalg import blas
 
 from .._kernels import csr_times
 from .line_search import bounded_scalar_step, exact_quadratic_step
 from .steps import DeferredProposal, formed
 from .vector_ops import dot
+
+#: blocks of at least this many entries take the lean path of the Gauss-Seidel sweep where it applies:
+#: the slope from the proposal (the block's gradient of L shares its array with the directions, see
+#: fwal._Buffers.shared_direction), f and its gradient followed along the move (a quadratic f), and
+#: dual_term moved by one BLAS axpy. Each saves a pass over the block and changes the numbers by
+#: rounding; on smaller blocks a pass costs less than the Python around it, and they keep the plain path.
+LARGE_BLOCK = 1 << 14
 
 
 class BlockColumns:
@@ -261,29 +269,31 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
     """Move the blocks one after another, each by its own line search at the point the previous ones left.
 
     Every block after the first that moved gets a fresh gradient of L(., y)
-    (one more gradient evaluation per block) for its line search. Its
-    direction from ``proposals`` stays feasible (the block itself has not
-    moved yet); steps whose proposal is cheap (``cheap_proposal``: per-group
-    and per-coordinate steps, no LMO call) propose again from the fresh
-    gradient, the others keep theirs (a second LMO call per iteration would
-    cost, on a trace-norm block, a Lanczos run without its warm start).
+    for its line search. Its direction from ``proposals`` stays feasible (the
+    block itself has not moved yet; a lazy direction is formed now, see
+    engine/steps.py); steps whose proposal is cheap (``cheap_proposal``:
+    per-group and per-coordinate steps, no LMO call) propose again from the
+    fresh gradient, the others keep theirs (a second LMO call per iteration
+    would cost, on a trace-norm block, a Lanczos run without its warm start).
     Updates ``x`` and ``r`` in place; returns ({k: gamma}, {k: the proposal taken}).
 
     ``dual_term`` = y + lam r (the caller's, when it has it) is updated in place
     as r moves, instead of being recomputed per block. Where a block's columns of
     M are a signed identity (:attr:`BlockColumns.signed`, two tied copies) the
     penalty terms come from the direction itself: <w, M_k d> = sign <w[rows], d>,
-    ||M_k d||^2 = ||d||^2, and only the block's slice of the fresh gradient is
-    formed (no full-size M' w).
+    ||M_k d||^2 = ||d||^2, and the slope <g_k + sign w[rows], d> is taken as
+    <g_k, d> + <w, M_k d>: the block's gradient of L is not formed.
 
     ``start`` (the driver's :class:`~fwmodel.engine.lagrangian.Iterate`, optional):
     f and its gradient at the sweep's starting point, ``start.f`` and
-    ``start.g``. While every block moved so far is one that f does not read
-    (``objective.reads_block``: an expression block such as z = D x) they
-    are still f and its gradient, and a later block reuses them instead of
-    evaluating f again (the same numbers). ``start.g`` is set to None as soon
-    as f's gradient changes (or at once when the objective cannot tell which
-    blocks it reads), so that it never coexists with a fresh gradient.
+    ``start.g``, kept current as the blocks move: unchanged by a block that
+    f does not read (``objective.reads_block``: an expression block such as
+    z = D x); followed along the move where f is quadratic with a Hessian
+    that the objective knows (``objective.follow_step``: the gradient moves
+    by gamma H W d in one pass, and f by gamma <g_k, d> + gamma^2/2 d' H d,
+    paper eq. fwal's line search); otherwise set to None, before a fresh one
+    is evaluated (the two never coexist), and the fresh one is kept for the
+    next blocks. On return they are f and its gradient at the new x, or g None.
     """
     m = r.size
     moved, taken = {}, {}
@@ -293,7 +303,9 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
     full = None  # one zero-filled buffer for the curvature passes of all blocks
     block_curvature = getattr(objective, "has_block_curvature", lambda sl: False)
     reads_block = getattr(objective, "reads_block", None)
-    if start is not None and reads_block is None:
+    follow = getattr(objective, "follow_step", None)
+    if start is None or reads_block is None:
+        start = _NoStart() if start is None else start
         start.g = None
     # the objective's gradient kept once for tied copies, where it offers that (see compiler/objective.py)
     value_and_grad = getattr(objective, "value_and_grad_shared", objective.value_and_grad)
@@ -302,23 +314,23 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
             continue
         sl = blocks[k].slice
         signed = cols.signed[k] if m else None
-        pen_lin = None  # <w, M_k d>, computed where needed
-        if moved:  # an earlier block moved: the slope from a fresh gradient (and a fresh cheap proposal)
-            if start is not None and start.g is not None:  # f has not changed (only blocks it does not read moved)
-                f, g = start.f, start.g
-            else:
-                f, g = value_and_grad(x)
+        pen_lin = slope_f = None  # <w, M_k d> and <g_k, d>, computed where needed
+        if moved:  # an earlier block moved: the slope from the gradient at this point (and a fresh cheap proposal)
+            if start.g is None:
+                start.f, start.g = value_and_grad(x)
+            f, g = start.f, start.g
             if getattr(steps[k], "cheap_proposal", False):
                 grad_k = _fresh_block_gradient(g, sl, signed, dual_term, grad, Mop)
                 p = steps[k].propose(x[sl], grad_k, ctx)
                 slope = dot(grad_k, p.d)
-            elif signed is not None and signed[2]:
+            elif signed is not None and signed[2] and sl.stop - sl.start >= LARGE_BLOCK:
                 # <g_k + sign w[rows], d> as <g_k, d> + <w, M_k d>: the block's gradient of L is not
                 # formed (its array is the one the lazy directions share, see engine/steps.py)
                 d = formed(p)
                 lo, hi, sign = signed
                 pen_lin = sign * dot(dual_term[lo:hi], d)
-                slope = dot(g[sl], d) + pen_lin
+                slope_f = dot(g[sl], d)
+                slope = slope_f + pen_lin
             else:
                 grad_k = _fresh_block_gradient(g, sl, signed, dual_term, grad, Mop)
                 slope = dot(grad_k, formed(p))
@@ -326,7 +338,7 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
         else:
             if type(p) is DeferredProposal:  # formed now, from the gradient it would have been formed from
                 p = steps[k].propose(x[sl], grad[sl], ctx)
-            if p.slope is not None and isinstance(grad, BlockLagrangianGradient):
+            if p.slope is not None and isinstance(grad, BlockLagrangianGradient) and sl.stop - sl.start >= LARGE_BLOCK:
                 # the gradient is the proposal's: its slope from the step's atom products (no
                 # pass; the block's gradient array now holds another block's, or a direction)
                 slope = p.slope
@@ -349,7 +361,7 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
             pen_quad = lam * dot(Md, Md)
         c_f = None
         if curvature_fn is not None and block_curvature(sl):  # from the block alone: no full-size direction
-            c_f = objective.curvature_block(x, sl, d)
+            c_f = objective.curvature_block(x, sl, d, d_norm2=d_norm2)
         elif curvature_fn is not None:
             if full is None:
                 full = np.zeros(x.size)
@@ -380,29 +392,60 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
             full[sl] = 0.0  # the buffer is zero outside the next block's slice
         if gamma <= 0:
             continue
+        f_moves = start.g is not None and (reads_block is None or reads_block(sl))
+        follows = f_moves and follow is not None and c_f is not None and d.size >= LARGE_BLOCK
+        if follows and slope_f is None:
+            slope_f = dot(start.g[sl], d)  # f's slope along d, before x moves
         # gamma d formed once, in the proposal's own array (its direction is not read
         # after the move): no block-size temporary. x and r get the same roundings
         # as x += gamma * d and r += gamma * M_k d.
         step = d
         step *= gamma
         x[sl] += step
-        if m:  # r and dual_term = y + lam r follow x (recomputed on the rows that moved)
-            if signed is not None:
-                lo, hi, sign = signed
-                if sign:
-                    rows = r[lo:hi]
-                    if sign > 0:
-                        rows += step
-                    else:
-                        rows -= step
+        if m:  # r and dual_term = y + lam r follow x (on the rows that moved)
+            _move_residual(step, Md, gamma, signed, r, y, dual_term, lam,
+                           any(q is not None for q in proposals[k + 1:]))
+        moved[k] = gamma
+        if f_moves:  # f and its gradient follow the move, or are evaluated afresh when next needed
+            if follows and follow(start.g, sl, step):
+                start.f += gamma * slope_f + 0.5 * gamma * gamma * float(c_f)
             else:
-                lo, hi = 0, m
-                Md *= gamma
-                r += Md
-            if lo < hi and any(q is not None for q in proposals[k + 1:]):
+                start.g = None  # released before a fresh one is formed
+    return moved, taken
+
+
+class _NoStart:
+    """Where the caller keeps no f and gradient at the sweep's start (the sweep then evaluates them)."""
+
+    f = g = None
+
+
+def _move_residual(step, Md, gamma, signed, r, y, dual_term, lam, read_later):
+    """r += M_k (gamma d), and dual_term = y + lam r on the rows that moved when a later block reads it.
+
+    Two tied copies (``signed``: M_k = sign I on rows lo:hi): the rows move by
+    +-step itself, and dual_term by +-lam step in one BLAS axpy (for a long
+    block; rounding aside the same as recomputing y + lam r there, which
+    takes two passes).
+    """
+    if signed is not None:
+        lo, hi, sign = signed
+        if not sign:
+            return
+        rows = r[lo:hi]
+        if sign > 0:
+            rows += step
+        else:
+            rows -= step
+        if read_later:
+            if step.size >= LARGE_BLOCK:
+                blas.daxpy(step, dual_term[lo:hi], a=sign * lam)
+            else:
                 np.multiply(r[lo:hi], lam, out=dual_term[lo:hi])
                 dual_term[lo:hi] += y[lo:hi]
-        moved[k] = gamma
-        if start is not None and start.g is not None and reads_block(sl):
-            start.g = None  # f's gradient has changed: release it before a fresh one is formed
-    return moved, taken
+        return
+    Md *= gamma
+    r += Md
+    if read_later:
+        np.multiply(r, lam, out=dual_term)
+        dual_term += y

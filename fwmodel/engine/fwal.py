@@ -50,7 +50,7 @@ from typing import Optional
 
 import numpy as np
 
-from .block_search import BlockColumns, BlockLagrangianGradient, gauss_seidel_sweep, jacobi_step
+from .block_search import LARGE_BLOCK, BlockColumns, BlockLagrangianGradient, gauss_seidel_sweep, jacobi_step
 from .certificates import InfeasibilityCheck
 from .finish import INTERRUPT_MESSAGE, MAX_FINISH_ATTEMPTS, finish
 from .inface import InFaceStep, inface_blocks
@@ -267,15 +267,16 @@ def minimize_fwal(
                                            it, stopping, progress, certificate, max_iter, time_limit)
             if status is not None:
                 break
-            # ---- step sizes per block (line search on L(., y) restricted to each block); x and r move
+            # ---- step sizes per block (line search on L(., y) restricted to each block); x and r move,
+            # f and its gradient follow them where f is quadratic (else it.g is None: evaluated below)
             moved, proposals = _move_blocks(sweep, proposals, steps, lagrangian, it, grad, dual_term, cols,
                                             line_search, backtracking, ctx)
-            it.g = None  # the next gradient need not coexist with this one
             drop = _commit(proposals, moved, steps, infaces, step_counts)
             # release this step's full-size temporaries before the next gradient
             # (at d = 4000 each product-space vector is 256 MB)
             grad = dual_term = proposals = None
-            it.f, it.g = loop_value_and_grad(it.x)
+            if it.g is None:
+                it.f, it.g = loop_value_and_grad(it.x)
             # ---- corrective steps within the sets, still on L(., y_t)
             for corrective in correctives:
                 if corrective.blocks:
@@ -368,8 +369,9 @@ def _move_blocks(sweep, proposals, steps, lagrangian, it, grad, dual_term, cols,
 
     x and r move in place. A Gauss-Seidel sweep may replace a block's
     proposal by a fresh one (cheap per-group and per-coordinate steps), and
-    reuses ``it.g`` while only blocks that f does not read have moved; it.g
-    may be None on return.
+    keeps ``it.f`` and ``it.g`` current where it can (blocks that f does not
+    read, gradients that follow a quadratic f); it.g is None on return
+    otherwise (always after a Jacobi step).
     """
     objective, blocks = lagrangian.objective, lagrangian.blocks
     if sweep == "jacobi":
@@ -476,7 +478,7 @@ class _Buffers:
 
     def __init__(self):
         self._grad = self._dual = None
-        self._directions = {}  # block offset -> that block's direction array
+        self._directions = {}  # block offset -> that block's direction array; ("lazy", size) -> the lazy ones'
         self._block = {}  # size -> the per-block gradient's array
 
     def lagrangian_grad(self, Mop, g, dual_term, cols=None):
@@ -507,12 +509,18 @@ class _Buffers:
     def shared_direction(self, block):
         """The array the lazy directions of ``block``'s size are formed in (engine/steps.py, LazyDirection).
 
-        It is also the array of the per-block gradient of L (:meth:`block_gradient`): the
-        Gauss-Seidel sweep never needs the two at once (it takes the first block's slope from its
-        proposal and the later blocks' from f's gradient; block_search.py), so a solve on two tied
-        copies holds one block-size array for both instead of three.
+        For a large block (``LARGE_BLOCK`` entries) it is also the array of the per-block
+        gradient of L (:meth:`block_gradient`): the Gauss-Seidel sweep never needs the two at
+        once there (it takes the first block's slope from its proposal and the later blocks'
+        from f's gradient; block_search.py), so a solve on two tied copies holds one
+        block-size array for both instead of three.
         """
-        return self.block_gradient(block.size)
+        if block.size >= LARGE_BLOCK:
+            return self.block_gradient(block.size)
+        d = self._directions.get(("lazy", block.size))
+        if d is None:
+            d = self._directions[("lazy", block.size)] = np.empty(block.size)
+        return d
 
     def direction(self, block):
         """The array lent to ``block``'s step for its direction (``ctx.directions``, see engine/steps.py)."""
