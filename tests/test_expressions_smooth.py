@@ -427,9 +427,8 @@ def test_followed_shared_gradient_matches_a_fresh_one():
         sl = blocks[move % 2].slice
         d, gamma = rng.standard_normal(36), 0.3
         slope_f, c_f = float(np.dot(np.asarray(g)[sl], d)), objective.curvature_block(x, sl, d)
-        step = gamma * d
-        x[sl] += step
-        if not objective.follow_step(g, sl, step):
+        x[sl] += gamma * d
+        if not objective.follow_step(g, sl, d, gamma):
             assert move == FOLLOW_STEPS  # a fresh evaluation is asked for after FOLLOW_STEPS moves
             break
         f += gamma * slope_f + 0.5 * gamma * gamma * c_f

@@ -308,7 +308,7 @@ class BlockObjective:
         """Whether :meth:`curvature_block` applies: the slice is one whole copy of a variable."""
         return self._linear is not None or self.copy_map.whole_copy(block_slice) is not None
 
-    def _block_hessian(self, block_slice):
+    def block_hessian(self, block_slice):
         """c with d' H d = c ||d||^2 for every direction d on the block (H the Hessian of sign f(W x)), or None.
 
         Known where the last gradient was lent with its Hessian ``h I``
@@ -323,12 +323,14 @@ class BlockObjective:
             return None
         return self.sign * self._hessian * (1.0 / whole[2]) ** 2
 
-    def follow_step(self, g, block_slice, step):
-        """Move the gradient ``g`` of the last :meth:`value_and_grad_shared` to x + step (on the block) in place.
+    def follow_step(self, g, block_slice, d, gamma, indices=None):
+        """Move the gradient ``g`` of the last :meth:`value_and_grad_shared` to x + gamma d (on the block) in place.
 
-        f is quadratic with Hessian ``h I`` in the variable (see :meth:`_block_hessian`):
-        a move of the block by ``step`` moves the kept gradient gv / k by
-        ``sign h / k^2 step``, one pass (a BLAS axpy) instead of averaging the
+        ``indices``: d is sparse, ``d`` its values at these entries of the block (each once).
+
+        f is quadratic with Hessian ``h I`` in the variable (see :meth:`block_hessian`):
+        a move of the block by ``gamma d`` moves the kept gradient gv / k by
+        ``sign h / k^2 gamma d``, one pass (a BLAS axpy) instead of averaging the
         copies, evaluating the expression and its gradient again. True when
         done; False when the gradient is not of this kind, or after
         ``FOLLOW_STEPS`` moves (then the caller evaluates it afresh: the
@@ -336,11 +338,14 @@ class BlockObjective:
         from building up). f itself moves by ``gamma <g, d> + gamma^2 / 2 d' H d``,
         which the caller knows from its line search.
         """
-        c = self._block_hessian(block_slice)
+        c = self.block_hessian(block_slice)
         if c is None or self._follows_left <= 0 or not isinstance(g, SharedGradient):
             return False
         off, size, _ = self.copy_map.whole_copy(block_slice)
-        blas.daxpy(step, g.values[off:off + size], a=c)  # in place (contiguous float64)
+        if indices is not None:
+            g.values[off + indices] += (c * gamma) * d
+        else:
+            blas.daxpy(d, g.values[off:off + size], a=c * gamma)  # in place (contiguous float64)
         self._follows_left -= 1
         return True
 
@@ -352,7 +357,7 @@ class BlockObjective:
         averaging the full-size d), so the engine's line search needs no
         full-size zero-padded direction and no pass over the other blocks.
         ``d_norm2``: ||d_block||^2 when the caller has it; where the Hessian is
-        a multiple of the identity (:meth:`_block_hessian`) the curvature is
+        a multiple of the identity (:meth:`block_hessian`) the curvature is
         then that multiple of it, with no pass over the direction.
         """
         if self._linear is not None:

@@ -49,6 +49,7 @@ import time
 from typing import Optional
 
 import numpy as np
+from scipy.linalg import blas
 
 from .block_search import LARGE_BLOCK, BlockColumns, BlockLagrangianGradient, gauss_seidel_sweep, jacobi_step
 from .certificates import InfeasibilityCheck
@@ -232,6 +233,7 @@ def minimize_fwal(
     drops_in_row = 0
     max_drops = max_drop_steps if max_drop_steps is not None else 10 * len(blocks) + 10
     status, message, gap, t = "max_iter", "", np.inf, 0
+    r_norm = None  # ||r|| when measured since r last moved (the dual step's is the next iteration's)
 
     try:
         for t in range(max_iter + 1):
@@ -249,7 +251,7 @@ def minimize_fwal(
             ctx.start_iteration(t, it.lam, stopping.gap_target() / len(blocks))
             proposals, gap, gap_known = _propose(steps, blocks, it.x, grad, ctx, defer=sweep == "gauss-seidel")
             # ---- measurements, bookkeeping and stopping
-            feas = float(norm(it.r))
+            feas = float(norm(it.r)) if r_norm is None else r_norm
             x_norm = float(norm(it.x))
             feas_rel = feas / max(1.0, x_norm, b_norm)  # the documented stats value, not the stopping scale
             stopping.observe_point(x_norm)
@@ -274,7 +276,7 @@ def minimize_fwal(
             drop = _commit(proposals, moved, steps, infaces, step_counts)
             # release this step's full-size temporaries before the next gradient
             # (at d = 4000 each product-space vector is 256 MB)
-            grad = dual_term = proposals = None
+            grad = dual_term = proposals = r_norm = None
             if it.g is None:
                 it.f, it.g = loop_value_and_grad(it.x)
             # ---- corrective steps within the sets, still on L(., y_t)
@@ -287,7 +289,8 @@ def minimize_fwal(
                 continue
             drops_in_row = 0
             if m:
-                eta_t = schedule.step(t, feas=float(norm(it.r)), lam=it.lam, gap=gap,
+                r_norm = float(norm(it.r))
+                eta_t = schedule.step(t, feas=r_norm, lam=it.lam, gap=gap,
                                       gap_target=stopping.gap_target(), feas_target=stopping.feasibility_target(),
                                       dual_residual=dual_residual, dual_target=stopping.tol * stopping.accuracy_scale)
                 buffers.add_scaled(it.y, eta_t, it.r)
@@ -499,11 +502,15 @@ class _Buffers:
         return self._block[size]
 
     def add_scaled(self, y, eta, r):
-        """y += eta * r (the dual step), with eta * r formed in the dual term's array (free by then)."""
+        """y += eta * r (the dual step): one BLAS axpy on long vectors (``LARGE_BLOCK``), else with
+        eta * r formed in the dual term's array (free by then; the same roundings as y += eta * r)."""
+        if r.size >= LARGE_BLOCK:
+            blas.daxpy(r, y, a=eta)
+            return
         if self._dual is None or self._dual.size != r.size:
             y += eta * r
             return
-        np.multiply(r, eta, out=self._dual)  # the same roundings as y += eta * r
+        np.multiply(r, eta, out=self._dual)
         y += self._dual
 
     def shared_direction(self, block):

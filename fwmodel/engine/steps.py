@@ -124,6 +124,18 @@ class LazyDirection:
     def form(self):
         return self._form(*self._args, self._lender.shared_direction(self._block))
 
+    def sparse(self):
+        """(indices, values) of the direction when it is the difference of two sparse atoms (a pairwise
+        step on an L1 ball or a simplex: a few nonzeros), each index once; else None."""
+        if self._form is not _pair_direction:
+            return None
+        _, plus, minus = self._args
+        if type(plus) is not SparseAtom or type(minus) is not SparseAtom:
+            return None
+        indices, inverse = np.unique(np.concatenate([plus.indices, minus.indices]), return_inverse=True)
+        return indices, np.bincount(inverse, weights=np.concatenate([plus.values, -minus.values]),
+                                    minlength=indices.size)
+
 
 def formed(p):
     """``p.d`` as an array, forming a :class:`LazyDirection` now (in the array shared by the lazy directions)."""
