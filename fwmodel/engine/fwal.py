@@ -275,7 +275,7 @@ def minimize_fwal(
                                             line_search, backtracking, ctx)
             drop = _commit(proposals, moved, steps, infaces, step_counts)
             # release this step's full-size temporaries before the next gradient
-            # (at d = 4000 each product-space vector is 256 MB)
+            # (at d = 4000 each product-space vector is 256 MB); r moved: its norm is unknown
             grad = dual_term = proposals = r_norm = None
             if it.g is None:
                 it.f, it.g = loop_value_and_grad(it.x)
