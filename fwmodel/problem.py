@@ -439,7 +439,7 @@ class Problem:
         def block(b):
             s = b.set
             return Block(
-                offset=b.offset, size=b.size, lmo=s.lmo_atom, initial_atom=s.initial_atom,
+                offset=b.offset, size=b.size, lmo=s.lmo_for_solve(), initial_atom=s.initial_atom,
                 is_polytope=bool(s.is_polytope), name=b.name,
                 face=declared(s.low_rank_face(), LowRankFace),
                 # a product of many small polytopes (Simplex(axis=...) over a factor

@@ -121,6 +121,20 @@ class DisagreeingAtom(UnitBox):
         return fm.DenseAtom(np.zeros(self.size))
 
 
+class StaleSolveLMO(UnitBox):
+    """A per-solve LMO whose warm state goes wrong after its first call (it repeats the first vertex)."""
+
+    def lmo_for_solve(self):
+        first = []
+
+        def lmo_atom(flat_direction):
+            if not first:
+                first.append(self.lmo_atom(flat_direction))
+            return first[0]
+
+        return lmo_atom
+
+
 class NoLMO(fm.ConvexSet):
     pass
 
@@ -138,6 +152,7 @@ class NoLMO(fm.ConvexSet):
     (SmallDiameter, "diameter() = 0.5"),
     (LenientContains, "contains() accepts a point"),
     (DisagreeingAtom, "lmo_atom and lmo disagree"),
+    (StaleSolveLMO, "lmo_for_solve() and lmo disagree"),
     (NoLMO, "not implemented"),
 ])
 def test_broken_lmo_is_named(cls, phrase):

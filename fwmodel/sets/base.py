@@ -24,6 +24,8 @@ Optional hooks a subclass may override:
   (sparse, rank-one, ...) instead of a dense vertex, to keep active sets small.
 - ``contains(point, tol)``: membership test, used by ``fm.check_lmo``.
 - ``reset()``: forget warm-start state (e.g. a Lanczos start vector).
+- ``lmo_for_solve()``: the LMO one solve calls (default ``lmo_atom``); a
+  fresh callable with per-solve warm-start state where the set has one.
 - ``project_flat(flat_point)`` with ``has_cheap_projection`` (about the cost
   of the LMO) or ``has_projection`` (any cost): the Euclidean projection,
   for projected-gradient steps (``solve(projection=...)``).
@@ -342,6 +344,17 @@ class ConvexSet:
 
     def reset(self):
         """Forget any warm-start state."""
+
+    def lmo_for_solve(self):
+        """The LMO one solve calls, with :meth:`lmo_atom`'s signature and vertices (default: ``lmo_atom``).
+
+        A set whose LMO can reuse work from one call to the next within a
+        solve (the assignment problem's dual potentials on the Birkhoff
+        polytope) returns a fresh callable holding that state, so every
+        solve starts from the same state and its iterates do not depend on
+        earlier solves.
+        """
+        return self.lmo_atom
 
     def coordinate_bounds(self):
         """``(lower, upper)``: flat arrays bounding every entry over the set.

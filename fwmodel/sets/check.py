@@ -373,6 +373,24 @@ def _run_checks(inst, trials, rng, tol, report):
             if abs(float(np.dot(d.ravel(), dense)) - float(np.vdot(d, s))) > slack(d):
                 report.problem("atom", "lmo_atom and lmo disagree: <d, lmo_atom(d)> != <d, lmo(d)>")
         report.checked.append(f"lmo_atom against lmo on {checked} directions")
+    # 6b. a custom lmo_for_solve (an LMO with per-solve warm-start state) must agree with lmo,
+    # called as a solve calls it: one fresh callable, many directions in a row
+    if type(inst).lmo_for_solve is not ConvexSet.lmo_for_solve:
+        checked = 0
+        try:
+            solve_lmo = inst.lmo_for_solve()
+            for d, s in list(zip(directions, plus))[:trials]:
+                if s is None:
+                    continue
+                checked += 1
+                value = float(solve_lmo(d.ravel().copy()).dot(d.ravel()))
+                if abs(value - float(np.vdot(d, s))) > slack(d):
+                    report.problem("solve_lmo", "lmo_for_solve() and lmo disagree: <d, lmo_for_solve()(d)> != "
+                                                "<d, lmo(d)>")
+                    break
+        except Exception as exc:
+            report.problem("solve_lmo", f"lmo_for_solve() (or its atoms) raised {type(exc).__name__}: {exc}")
+        report.checked.append(f"lmo_for_solve against lmo on {checked} directions in a row")
     try:
         start = np.asarray(inst.initial_atom().to_dense(), dtype=float)
     except Exception as exc:
