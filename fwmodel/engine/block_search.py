@@ -52,6 +52,7 @@ class BlockColumns:
         self._built = False  # the column slices are built on first use (not before the first iterate)
         self.cols = None
         self.col_norms2 = None
+        self._constant_norms2 = None  # one ||M e_i||^2 per block, where it is the same for all its columns
         # (lo, hi, sign) where a block's columns of M are sign * I on rows lo:hi (a copy of
         # a variable tied to one other copy): M_k d_k is d_k itself, with no sparse
         # matrix built (at d = 1000 the CSR of M and its column slices cost several
@@ -63,14 +64,14 @@ class BlockColumns:
         self._built = True
         M = self._M
         if self.m and all(sg is not None for sg in self.signed):
-            self.col_norms2 = np.zeros(self.n)
-            for blk, (lo, hi, sign) in zip(self.blocks, self.signed):
-                self.col_norms2[blk.slice] = sign * sign
+            # sign * I columns: every norm of block k is sign^2 (no n-size array: at d = 4000
+            # two tied copies would hold 256 MB of ones)
+            self._constant_norms2 = [sign * sign for _, _, sign in self.signed]
             return
         if not sp.issparse(M) and hasattr(M, "csr"):  # a structured operator that can also give its matrix
             M = M.csr()
         if M is None or self.m == 0:
-            self.col_norms2 = np.zeros(self.n)
+            self._constant_norms2 = [0.0] * len(self.blocks)
             self.cols = [None] * len(self.blocks)
         elif sp.issparse(M):
             Mc = sp.csc_matrix(M)
@@ -102,9 +103,11 @@ class BlockColumns:
         return self.Mop.matvec(full)
 
     def norms2(self, k):
-        """||M e_i||^2 for the block's entries (zeros when M is an opaque operator)."""
+        """||M e_i||^2 for the block's entries (zeros when M is an opaque operator); read-only."""
         if not self._built:
             self._build()
+        if self._constant_norms2 is not None:
+            return np.broadcast_to(np.float64(self._constant_norms2[k]), (self.blocks[k].size,))
         if self.col_norms2 is None:
             return np.zeros(self.blocks[k].size)
         return self.col_norms2[self.blocks[k].slice]
