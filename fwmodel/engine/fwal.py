@@ -49,8 +49,9 @@ import time
 from typing import Optional
 
 import numpy as np
+from scipy.linalg import blas
 
-from .block_search import BlockColumns, BlockLagrangianGradient, gauss_seidel_sweep, jacobi_step
+from .block_search import LARGE_BLOCK, BlockColumns, BlockLagrangianGradient, gauss_seidel_sweep, jacobi_step
 from .certificates import InfeasibilityCheck
 from .finish import INTERRUPT_MESSAGE, MAX_FINISH_ATTEMPTS, finish
 from .inface import InFaceStep, inface_blocks
@@ -200,7 +201,7 @@ def minimize_fwal(
         lam = warm_state.lam if warm_state is not None else default_penalty(
             objective, blocks, Mop, x, g, rng,
             fallback=_fallback_penalty(stopping.objective_scale, stopping.feasibility_scale))
-    it = Iterate(x, y, r, f, g, float(lam))
+    it = Iterate(x, np.zeros(m) if y is None else y, r, f, g, float(lam))  # y = 0 made after the setup
     schedule = make_dual_schedule(eta, it.lam, warm_state)
     if proj_blocks and len(proj_blocks) == len(blocks) and hasattr(schedule, "primal_steps_are_projections"):
         schedule.primal_steps_are_projections()  # every block projects from the start (or as the last solve chose)
@@ -212,8 +213,8 @@ def minimize_fwal(
     for k, st in enumerate(steps):
         if getattr(st, "replaces_inface", False):  # rank-k steps: no in-face steps on top
             faces.pop(k, None)
-    ctx = _StepContext(it.lam)
-    ctx.directions = buffers  # the steps write their directions into the buffers' arrays
+    # the steps write their directions into the buffers' arrays; a Gauss-Seidel sweep forms them at each block's turn
+    ctx = _StepContext(it.lam, buffers, lazy_directions=sweep == "gauss-seidel")
     # the active sets are the step objects' own (a warm-started set that no step uses is let go)
     active = {k: st.active for k, st in enumerate(steps) if getattr(st, "active", None) is not None}
     if warm_choice is not None and auto_projection is None and projection == "auto":
@@ -232,6 +233,7 @@ def minimize_fwal(
     drops_in_row = 0
     max_drops = max_drop_steps if max_drop_steps is not None else 10 * len(blocks) + 10
     status, message, gap, t = "max_iter", "", np.inf, 0
+    r_norm = None  # ||r|| when measured since r last moved (the dual step's is the next iteration's)
 
     try:
         for t in range(max_iter + 1):
@@ -249,7 +251,7 @@ def minimize_fwal(
             ctx.start_iteration(t, it.lam, stopping.gap_target() / len(blocks))
             proposals, gap, gap_known = _propose(steps, blocks, it.x, grad, ctx, defer=sweep == "gauss-seidel")
             # ---- measurements, bookkeeping and stopping
-            feas = float(norm(it.r))
+            feas = float(norm(it.r)) if r_norm is None else r_norm
             x_norm = float(norm(it.x))
             feas_rel = feas / max(1.0, x_norm, b_norm)  # the documented stats value, not the stopping scale
             stopping.observe_point(x_norm)
@@ -267,15 +269,16 @@ def minimize_fwal(
                                            it, stopping, progress, certificate, max_iter, time_limit)
             if status is not None:
                 break
-            # ---- step sizes per block (line search on L(., y) restricted to each block); x and r move
+            # ---- step sizes per block (line search on L(., y) restricted to each block); x and r move,
+            # f and its gradient follow them where f is quadratic (else it.g is None: evaluated below)
             moved, proposals = _move_blocks(sweep, proposals, steps, lagrangian, it, grad, dual_term, cols,
                                             line_search, backtracking, ctx)
-            it.g = None  # the next gradient need not coexist with this one
             drop = _commit(proposals, moved, steps, infaces, step_counts)
             # release this step's full-size temporaries before the next gradient
-            # (at d = 4000 each product-space vector is 256 MB)
-            grad = dual_term = proposals = None
-            it.f, it.g = loop_value_and_grad(it.x)
+            # (at d = 4000 each product-space vector is 256 MB); r moved: its norm is unknown
+            grad = dual_term = proposals = r_norm = None
+            if it.g is None:
+                it.f, it.g = loop_value_and_grad(it.x)
             # ---- corrective steps within the sets, still on L(., y_t)
             for corrective in correctives:
                 if corrective.blocks:
@@ -286,7 +289,8 @@ def minimize_fwal(
                 continue
             drops_in_row = 0
             if m:
-                eta_t = schedule.step(t, feas=float(norm(it.r)), lam=it.lam, gap=gap,
+                r_norm = float(norm(it.r))
+                eta_t = schedule.step(t, feas=r_norm, lam=it.lam, gap=gap,
                                       gap_target=stopping.gap_target(), feas_target=stopping.feasibility_target(),
                                       dual_residual=dual_residual, dual_target=stopping.tol * stopping.accuracy_scale)
                 buffers.add_scaled(it.y, eta_t, it.r)
@@ -368,8 +372,9 @@ def _move_blocks(sweep, proposals, steps, lagrangian, it, grad, dual_term, cols,
 
     x and r move in place. A Gauss-Seidel sweep may replace a block's
     proposal by a fresh one (cheap per-group and per-coordinate steps), and
-    reuses ``it.g`` while only blocks that f does not read have moved; it.g
-    may be None on return.
+    keeps ``it.f`` and ``it.g`` current where it can (blocks that f does not
+    read, gradients that follow a quadratic f); it.g is None on return
+    otherwise (always after a Jacobi step).
     """
     objective, blocks = lagrangian.objective, lagrangian.blocks
     if sweep == "jacobi":
@@ -437,11 +442,13 @@ def _commit(proposals, moved, steps, infaces, step_counts):
 class _StepContext:
     """What step objects read from the driver: the current penalty and the lazy oracles' thresholds."""
 
-    def __init__(self, lam):
+    def __init__(self, lam, directions=None, lazy_directions=False):
         self.lam = lam
         self.gap_target = 0.0  # a block FW gap below which lazy steps call the LMO
         self.lazy_allowed = False  # False: every block calls its LMO this iteration
-        self.directions = None  # lends each block an array for its direction (the driver's _Buffers)
+        self.directions = directions  # lends each block an array for its direction (the driver's _Buffers)
+        #: directions formed when the Gauss-Seidel sweep reaches their block (engine/steps.py, LazyDirection)
+        self.lazy_directions = lazy_directions
 
     def start_iteration(self, t, lam, gap_target):
         self.lam = lam
@@ -474,7 +481,7 @@ class _Buffers:
 
     def __init__(self):
         self._grad = self._dual = None
-        self._directions = {}  # block offset -> that block's direction array
+        self._directions = {}  # block offset -> that block's direction array; ("lazy", size) -> the lazy ones'
         self._block = {}  # size -> the per-block gradient's array
 
     def lagrangian_grad(self, Mop, g, dual_term, cols=None):
@@ -497,12 +504,32 @@ class _Buffers:
         return self._block[size]
 
     def add_scaled(self, y, eta, r):
-        """y += eta * r (the dual step), with eta * r formed in the dual term's array (free by then)."""
+        """y += eta * r (the dual step): one BLAS axpy on long vectors (``LARGE_BLOCK``), else with
+        eta * r formed in the dual term's array (free by then; the same roundings as y += eta * r)."""
+        if r.size >= LARGE_BLOCK:
+            blas.daxpy(r, y, a=eta)
+            return
         if self._dual is None or self._dual.size != r.size:
             y += eta * r
             return
-        np.multiply(r, eta, out=self._dual)  # the same roundings as y += eta * r
+        np.multiply(r, eta, out=self._dual)
         y += self._dual
+
+    def shared_direction(self, block):
+        """The array the lazy directions of ``block``'s size are formed in (engine/steps.py, LazyDirection).
+
+        For a large block (``LARGE_BLOCK`` entries) it is also the array of the per-block
+        gradient of L (:meth:`block_gradient`): the Gauss-Seidel sweep never needs the two at
+        once there (it takes the first block's slope from its proposal and the later blocks'
+        from f's gradient; block_search.py), so a solve on two tied copies holds one
+        block-size array for both instead of three.
+        """
+        if block.size >= LARGE_BLOCK:
+            return self.block_gradient(block.size)
+        d = self._directions.get(("lazy", block.size))
+        if d is None:
+            d = self._directions[("lazy", block.size)] = np.empty(block.size)
+        return d
 
     def direction(self, block):
         """The array lent to ``block``'s step for its direction (``ctx.directions``, see engine/steps.py)."""
