@@ -10,6 +10,12 @@ Clarabel and SCS, and fwmodel's time over the faster of the two.
 
     python benchmarks/birkhoff.py --sizes 30 200
     python benchmarks/birkhoff.py --sizes 30 --tol 1e-14 --max-iter 5100 --no-cvxpy   # per-iteration windows
+    python benchmarks/birkhoff.py --sizes 200 --repeat 5   # medians of 5 interleaved repeats (a busy machine)
+
+With ``--repeat R`` the times are medians over R repeats, each repeat
+solving with fwmodel, Clarabel and SCS in turn, and the last column is the
+median over the repeats of fwmodel's time over the faster CVXPY solver of
+the same repeat.
 """
 import argparse
 import time
@@ -63,6 +69,9 @@ def main():
     ap.add_argument("--sizes", type=int, nargs="*", default=[30, 200])
     ap.add_argument("--max-iter", type=int, default=20000)
     ap.add_argument("--no-cvxpy", action="store_true")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="solve each size this many times (fwmodel, Clarabel, SCS in turn); report the median "
+                         "times and the median of the per-repeat ratios")
     ap.add_argument("--tol", type=float, default=None,
                     help="tol and feas_tol (tiny values keep the run going, for the per-iteration windows)")
     args = ap.parse_args()
@@ -72,16 +81,19 @@ def main():
     for n in args.sizes:
         rng = np.random.default_rng(0)
         C = (1.0 + rng.standard_normal((n, n))) / n
-        X = fm.Variable((n, n))
-        prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.BirkhoffPolytope(X)])
         tols = {} if args.tol is None else dict(tol=args.tol, feas_tol=args.tol)
-        with LMOTimer() as lmo:
-            t = time.perf_counter()
-            prob.solve(max_iter=args.max_iter, **tols)
-            t_fw = time.perf_counter() - t
-        h = prob.history.to_dict()
-        times = {}
-        if not args.no_cvxpy:
+        t_fw, lmo_seconds, times, ratios = [], [], {}, []
+        for _ in range(args.repeat):  # fwmodel, Clarabel, SCS, then again: each repeat sees the same load
+            X = fm.Variable((n, n))
+            prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.BirkhoffPolytope(X)])
+            with LMOTimer() as lmo:
+                t = time.perf_counter()
+                prob.solve(max_iter=args.max_iter, **tols)
+                t_fw.append(time.perf_counter() - t)
+            lmo_seconds.append(lmo.seconds)
+            if args.no_cvxpy:
+                continue
+            this_repeat = []
             for solver in ("CLARABEL", "SCS"):
                 Z = cp.Variable((n, n), nonneg=True)
                 ref = cp.Problem(cp.Minimize(cp.sum_squares(Z - C)), [cp.sum(Z, axis=0) == 1, cp.sum(Z, axis=1) == 1])
@@ -89,11 +101,17 @@ def main():
                     warnings.simplefilter("ignore")
                     t = time.perf_counter()
                     ref.solve(solver=solver)
-                    times[solver] = (time.perf_counter() - t, ref.status, ref.value)
-        fmt = lambda s: f"{times[s][0]:.3f} ({times[s][1]}, f = {times[s][2]:.6g})" if s in times else "-"  # noqa: E731
-        ratio = f"{t_fw / min(v[0] for v in times.values()):.2f}" if times else "-"
-        print(f"| {n} | {prob.status} (f = {prob.value:.6g}) | {prob.stats.iterations} | {t_fw:.3f} | "
-              f"{lmo.calls} | {lmo.seconds:.3f} | "
+                    elapsed = time.perf_counter() - t
+                times.setdefault(solver, []).append((elapsed, ref.status, ref.value))
+                this_repeat.append(elapsed)
+            ratios.append(t_fw[-1] / min(this_repeat))
+        h = prob.history.to_dict()
+        median = lambda values: float(np.median(values))  # noqa: E731
+        fmt = lambda s: (f"{median([v[0] for v in times[s]]):.3f} ({times[s][-1][1]}, f = {times[s][-1][2]:.6g})"  # noqa: E731
+                         if s in times else "-")
+        ratio = f"{median(ratios):.2f}" if ratios else "-"
+        print(f"| {n} | {prob.status} (f = {prob.value:.6g}) | {prob.stats.iterations} | {median(t_fw):.3f} | "
+              f"{lmo.calls} | {median(lmo_seconds):.3f} | "
               f"{per_iteration_ms(h, 100, 200):.3f} | {per_iteration_ms(h, 4900, 5000):.3f} | "
               f"{fmt('CLARABEL')} | {fmt('SCS')} | {ratio} |", flush=True)
 

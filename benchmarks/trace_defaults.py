@@ -20,10 +20,16 @@ Subcommands:
 ``iteration`` on the covariance problem at large d: time per iteration against
               the time spent in the two LMOs, and peak traced memory
               (tracemalloc), with the defaults and with ``projection=False``.
+``iterates``  the covariance problem at small d, a fixed number of iterations
+              under seven option sets (not rank_k=True: whether a rank-k step
+              pays is decided by measured times): objective, FW gap, feasibility and a
+              hash of X to all printed digits. Run before and after a change
+              that must not move the iterates (other than by rounding) and diff.
 
     python benchmarks/trace_defaults.py defaults --models lrs:60 lrs:200 cov:50
     python benchmarks/trace_defaults.py threads --models lrs:60 cov:200 cov:1000 --iters 50
     python benchmarks/trace_defaults.py iteration --sizes 1000 2000 4000 --iters 15
+    python benchmarks/trace_defaults.py iterates --size 150 --iters 150 > before.txt
 """
 import argparse
 import os
@@ -219,6 +225,26 @@ def cmd_iteration(args):
     print("\n".join(rows) + f"\n\n({machine()}; tracemalloc on: times include its overhead)")
 
 
+ITERATE_OPTIONS = ({"projection": False, "inface": False}, {"projection": False, "inface": False, "sweep": "jacobi"},
+                   {"projection": False}, {}, {"sweep": "jacobi", "projection": False}, {"sweep": "jacobi"},
+                   {"projection": True})
+
+
+def cmd_iterates(args):
+    """Objective, FW gap, feasibility and a hash of X after a fixed number of iterations, per option set."""
+    import hashlib
+
+    C, r1, r2 = cov_data(args.size)
+    for options in ITERATE_OPTIONS:
+        prob, X = fwmodel_problem(C, r1, r2)
+        prob.solve(max_iter=args.iters, tol=1e-12, feas_tol=1e-12, **options)
+        digest = hashlib.sha1(np.ascontiguousarray(X.value).tobytes()).hexdigest()[:10]
+        label = ",".join(f"{k}={v}" for k, v in options.items()) or "defaults"
+        print(f"{label:40s} {prob.status} it={prob.stats.iterations} objective={prob.value!r} "
+              f"gap={prob.stats.fw_gap!r} feasibility={prob.stats.feasibility!r} X={digest} "
+              f"steps={dict(prob.stats.step_counts)}", flush=True)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -236,8 +262,12 @@ def main(argv=None):
     q.add_argument("--iters", type=int, default=15)
     q.add_argument("--configs", nargs="+", choices=sorted(CONFIGS), default=["defaults", "projection=False"],
                    help="option sets to run at each size")
+    q = sub.add_parser("iterates")
+    q.add_argument("--size", type=int, default=150)
+    q.add_argument("--iters", type=int, default=150)
     args = p.parse_args(argv)
-    {"defaults": cmd_defaults, "threads": cmd_threads, "iteration": cmd_iteration}[args.cmd](args)
+    {"defaults": cmd_defaults, "threads": cmd_threads, "iteration": cmd_iteration,
+     "iterates": cmd_iterates}[args.cmd](args)
 
 
 if __name__ == "__main__":

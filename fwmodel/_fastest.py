@@ -8,20 +8,45 @@ load, so the first call of each size class (powers of two of the number of
 entries) times both, three times each, and the faster serves the rest of
 the process. Used by the trace-norm Lanczos products and the engine's inner
 products.
+
+While a solve holds the BLAS to one thread (the ``threads=1`` default,
+:mod:`fwmodel.engine.threads`), the BLAS routine is used without timing:
+single-threaded it is the faster one, and a choice made by a clock would
+make the rounding, hence the iterates, differ from one process to the next
+(einsum and the BLAS sum in different orders).
 """
 from __future__ import annotations
 
+import contextlib
 import time
+
+_single_threaded_blas = [False]
+
+
+@contextlib.contextmanager
+def single_threaded_blas():
+    """Within this block :class:`FasterOf` calls its BLAS routine (the second) without timing."""
+    previous = _single_threaded_blas[0]
+    _single_threaded_blas[0] = True
+    try:
+        yield
+    finally:
+        _single_threaded_blas[0] = previous
 
 
 class FasterOf:
-    """``FasterOf(a, b)(size, *args)`` calls whichever of ``a`` and ``b`` timed faster for that size class."""
+    """``FasterOf(einsum_routine, blas_routine)(size, *args)`` calls whichever timed faster for that size class.
+
+    Inside :func:`single_threaded_blas` it always calls ``blas_routine``.
+    """
 
     def __init__(self, first, second):
         self.candidates = (first, second)
         self.choice = {}  # size class -> routine
 
     def __call__(self, size, *args):
+        if _single_threaded_blas[0]:
+            return self.candidates[1](*args)
         key = int(size).bit_length()
         fn = self.choice.get(key)
         if fn is None:

@@ -588,14 +588,22 @@ def test_a_solve_without_a_seed_is_reproducible():
     assert runs[1] == runs[0] and runs[2] == runs[0]
 
 
-@pytest.mark.parametrize("two_variables", [False, True])
-def test_copy_structured_steps_match_the_matrix_path(two_variables):
+@pytest.mark.parametrize("two_variables,lean", [(False, False), (True, False), (False, True), (True, True)])
+def test_copy_structured_steps_match_the_matrix_path(two_variables, lean, monkeypatch):
     """Two tied copies: the steps computed from M's structure (signed identity columns, fused g + M' r,
     the gradient of L per block, the objective's gradient kept once and lent by the expression) give the
     same iterates as the generic sparse-matrix path with full-size gradients. With two variables the
-    shared gradient is scaled per variable (no lent array)."""
+    shared gradient is scaled per variable (no lent array). ``lean``: the path of large blocks
+    (block_search.LARGE_BLOCK) on this small problem: slopes from the proposals' atoms, the block's
+    gradient of L sharing its array with the lazy directions, f and its gradient followed along each
+    move (rounding aside, the same iterates)."""
     from fwmodel.compiler.consistency import ConsistencyOperator
     from fwmodel.compiler.objective import BlockObjective
+    from fwmodel.engine import block_search, fwal
+
+    if lean:
+        monkeypatch.setattr(block_search, "LARGE_BLOCK", 1)
+        monkeypatch.setattr(fwal, "LARGE_BLOCK", 1)
 
     rng = np.random.default_rng(7)
     C = rng.standard_normal((12, 12))

@@ -379,3 +379,61 @@ def test_lent_gradient_is_the_gradient_and_is_taken_back():
     _, g = h.value_and_grad(v1, out=out, lend=True)
     assert g is out and not h.lent_last
     np.testing.assert_allclose(g.reshape(5, 5), 2 * A.T @ (A @ v1.reshape(5, 5) - C), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("build, hessian", [
+    (lambda X, C: fm.sum_squares(X - C), 2.0),
+    (lambda X, C: fm.sum_squares(C - X), 2.0),
+    (lambda X, C: 3.0 * fm.sum_squares(2.0 * X - C) + 1.5, 24.0),
+    (lambda X, C: fm.sum_squares(X - C) / 4.0, 0.5),
+    (lambda X, C: -fm.sum_squares(X + C), -2.0),
+])
+def test_lent_hessian_is_the_hessian_of_the_lent_gradient(build, hessian):
+    """lent_hessian h (Hessian h I) of the quadratics whose gradient is lent, against the closed form,
+    the curvature along random directions and the gradient at a moved point (f quadratic: it moves by h dv)."""
+    rng = np.random.default_rng(9)
+    C = rng.standard_normal((4, 6))
+    X = fm.Variable((4, 6), name="X")
+    f = SmoothFunction(build(X, C), {X.id: (0, (4, 6))})
+    v, dv = rng.standard_normal(24), rng.standard_normal(24)
+    for scale in (1.0, 0.5, -0.5):
+        _, g = f.value_and_grad(v, scale=scale, lend=True)
+        assert f.lent_last
+        assert f.lent_hessian == pytest.approx(hessian, rel=1e-14)
+        assert f.curvature(v, dv) == pytest.approx(hessian * dv @ dv, rel=1e-12)
+        moved = (g / scale + hessian * dv).copy()  # the unscaled gradient at v + dv, followed
+        np.testing.assert_allclose(moved, f.value_and_grad(v + dv)[1], rtol=1e-12, atol=1e-12)
+    # not lent (a matrix in front of X): no Hessian claimed
+    A = rng.standard_normal((4, 4))
+    h = SmoothFunction(fm.sum_squares(A @ X - C), {X.id: (0, (4, 6))})
+    h.value_and_grad(v, out=np.empty(24), lend=True)
+    assert not h.lent_last and h.lent_hessian is None
+
+
+def test_followed_shared_gradient_matches_a_fresh_one():
+    """BlockObjective.follow_step on two tied copies of X (objective sum_squares(X - C) over the average):
+    after moves of either copy the followed gradient and the modeled f agree with fresh evaluations."""
+    from fwmodel.compiler.objective import FOLLOW_STEPS
+
+    rng = np.random.default_rng(10)
+    C = rng.standard_normal((6, 6))
+    X = fm.Variable((6, 6), name="X")
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.L1Ball(X, 5.0), fm.TraceNormBall(X, 5.0)])
+    compiled = prob.compile()
+    objective, blocks = compiled.objective, compiled.blocks
+    x = rng.standard_normal(72)
+    f, g = objective.value_and_grad_shared(x)
+    for move in range(FOLLOW_STEPS + 1):
+        sl = blocks[move % 2].slice
+        d, gamma = rng.standard_normal(36), 0.3
+        slope_f, c_f = float(np.dot(np.asarray(g)[sl], d)), objective.curvature_block(x, sl, d)
+        x[sl] += gamma * d
+        if not objective.follow_step(g, sl, d, gamma):
+            assert move == FOLLOW_STEPS  # a fresh evaluation is asked for after FOLLOW_STEPS moves
+            break
+        f += gamma * slope_f + 0.5 * gamma * gamma * c_f
+        fresh_f, fresh_g = objective.value_and_grad(x)
+        assert f == pytest.approx(fresh_f, rel=1e-12)
+        np.testing.assert_allclose(np.asarray(g), fresh_g, rtol=1e-12, atol=1e-12)
+    else:
+        raise AssertionError("follow_step never asked for a fresh evaluation")

@@ -465,3 +465,38 @@ def test_bpcg_local_phase_stops_above_the_gram_size_limit(monkeypatch):
     assert np.allclose(res.x, _project_simplex(c), atol=1e-7)
     assert res.state.active_sets[0].gram is None and len(res.state.active_sets[0]) > 8
     assert calls  # the phase ran while the set was small
+
+
+@pytest.mark.parametrize("kind", ["fw", "pairwise", "away", "bpcg"])
+def test_lazy_directions_are_the_eager_ones_and_the_proposal_slope_is_the_directional_derivative(kind):
+    """A Gauss-Seidel sweep forms a block's direction at its turn (LazyDirection, in an array shared by
+    all lazy directions): the same numbers as the direction formed at the proposal. A proposal's slope,
+    from its atoms' products, is <g, d> (brute force on the formed direction)."""
+    from fwmodel.engine.fwal import _Buffers, _StepContext
+    from fwmodel.engine.steps import formed
+
+    rng = np.random.default_rng(5)
+    ball = fm.L1Ball(fm.Variable(30), 2.0)
+    block = Block(0, 30, ball.lmo_atom, ball.initial_atom, is_polytope=True)
+    atoms = [ball.lmo_atom(rng.standard_normal(30)) for _ in range(4)]
+
+    def step():  # a step whose active set holds four vertices of the ball
+        aset = ActiveSet(atoms[0])
+        for atom, gamma in zip(atoms[1:], (0.4, 0.3, 0.2)):
+            aset.fw_update(atom, gamma)
+        return {"fw": lambda: steps_module.FWStep(block), "pairwise": lambda: steps_module.PairwiseStep(block, aset),
+                "away": lambda: steps_module.AwayStep(block, aset),
+                "bpcg": lambda: BlendedPairwiseStep(block, aset)}[kind]()
+
+    x = step().active.dense(30) if kind != "fw" else 0.5 * atoms[1].to_dense()
+    for trial in range(6):
+        g = rng.standard_normal(30)
+        eager_ctx, lazy_ctx = _StepContext(1.0, _Buffers()), _StepContext(1.0, _Buffers(), lazy_directions=True)
+        eager_ctx.lazy_allowed = lazy_ctx.lazy_allowed = trial % 2 == 1  # BPCG: local steps too
+        eager, lazy = step().propose(x, g, eager_ctx), step().propose(x, g, lazy_ctx)
+        assert lazy.kind == eager.kind
+        d = formed(lazy)
+        if lazy.kind != "away":  # away directions are formed in their own array
+            assert d is lazy_ctx.directions.shared_direction(block)
+        np.testing.assert_array_equal(d, eager.d)
+        np.testing.assert_allclose(eager.slope, np.dot(g, eager.d), rtol=1e-12, atol=1e-12)

@@ -52,3 +52,40 @@ def test_invalid_threads_are_named(bad):
     prob, _ = _problem()
     with pytest.raises(ValueError, match="threads"):
         prob.solve(threads=bad)
+
+
+def test_one_blas_thread_picks_the_blas_routine_without_a_clock():
+    """With threads=1 the einsum-or-BLAS choice is fixed (same rounding, same iterates in every process)."""
+    from fwmodel import _fastest
+
+    calls = []
+    chooser = _fastest.FasterOf(lambda: calls.append("einsum"), lambda: calls.append("blas"))
+    with _fastest.single_threaded_blas():
+        chooser(1 << 20)
+    assert calls == ["blas"] and chooser.choice == {}  # no timing runs, nothing cached
+    seen = []
+    prob, _ = _problem()
+    prob.solve(threads=1, callback=lambda state: seen.append(_fastest._single_threaded_blas[0]))
+    assert seen and all(seen)
+    assert _fastest._single_threaded_blas[0] is False  # restored after the solve
+    seen.clear()
+    prob.solve(threads=2, callback=lambda state: seen.append(_fastest._single_threaded_blas[0]))
+    assert seen and not any(seen)
+
+
+def test_iterates_are_the_same_in_two_processes():
+    """A model with long vectors (where einsum and BLAS could both serve) gives bit-identical histories."""
+    import subprocess
+    import sys
+
+    script = (
+        "import numpy as np, fwmodel as fm\n"
+        "rng = np.random.default_rng(3); C = rng.standard_normal((150, 150))\n"
+        "X = fm.Variable((150, 150))\n"
+        "p = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.L1Ball(X, 40.0), fm.TraceNormBall(X, 30.0)])\n"
+        "p.solve(max_iter=60, projection=False)\n"
+        "print(repr(p.history['objective'].tolist()))\n"
+    )
+    runs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+            for _ in range(2)]
+    assert runs[0] == runs[1] and len(runs[0]) > 100

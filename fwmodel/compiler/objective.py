@@ -10,8 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.linalg import blas
 
 from .._kernels import einsum_plain
+
+#: moves of x that :meth:`BlockObjective.follow_step` follows before it asks for a fresh evaluation
+#: (each adds a rounding error to the followed gradient; a fresh one starts again from exact values)
+FOLLOW_STEPS = 20
 
 
 class CopyMap:
@@ -211,6 +216,8 @@ class BlockObjective:
         self._dv = None  # the tangent of a block direction, made when first needed (see curvature_block)
         self._gv = None  # reused gradient buffer (see _gradient_buffer): no fresh memory per call
         self._lends = None  # whether the expression lends its gradient array (known after the first call)
+        self._hessian = None  # h with Hessian of f = h I in v, shown by the last lent gradient (see follow_step)
+        self._follows_left = 0  # moves follow_step may still follow before a fresh evaluation
         self._linear = None  # (f(0), constant gradient in x) for affine objectives
         if smooth.expr.is_affine() and not smooth.expr.parameters():
             f0, gv = smooth.value_and_grad(np.zeros(copy_map.n_v))
@@ -262,6 +269,8 @@ class BlockObjective:
                                                scale=self.sign / k, lend=lend)
             if lend and self._lends is None:
                 self._lends = bool(self.smooth.lent_last)
+            self._hessian = self.smooth.lent_hessian if lend else None
+            self._follows_left = FOLLOW_STEPS if self._hessian is not None else 0
             return self.sign * f, SharedGradient(self.copy_map, gv)
         gv = self._gradient_buffer()
         f, gv = self.smooth.value_and_grad(v, out=gv)
@@ -284,28 +293,80 @@ class BlockObjective:
     def curvature(self, x, d):
         if self._linear is not None:
             return 0.0
-        # A quadratic has the same curvature everywhere: evaluate it at the
-        # last point (no pass to average x's copies again).
-        v = self._v if self.is_quadratic else self.copy_map.to_variables(x, out=self._v)
-        # W d in a temporary: the engine's loop uses curvature_block (no v-size array);
-        # this full-direction form is for the first penalty and other callers
-        c = self.smooth.curvature(v, self.copy_map.to_variables(d))
+        if self.is_quadratic:
+            # the same curvature at every point: W d is formed in the buffer of v and
+            # serves as the point too (no v-size temporary: at d = 4000 this call, made
+            # for the first penalty, was at the peak memory of the setup)
+            dv = self.copy_map.to_variables(d, out=self._v)
+            c = self.smooth.curvature(dv, dv)
+        else:
+            v = self.copy_map.to_variables(x, out=self._v)
+            c = self.smooth.curvature(v, self.copy_map.to_variables(d))
         return None if c is None else self.sign * c
 
     def has_block_curvature(self, block_slice):
         """Whether :meth:`curvature_block` applies: the slice is one whole copy of a variable."""
         return self._linear is not None or self.copy_map.whole_copy(block_slice) is not None
 
-    def curvature_block(self, x, block_slice, d_block):
+    def block_hessian(self, block_slice):
+        """c with d' H d = c ||d||^2 for every direction d on the block (H the Hessian of sign f(W x)), or None.
+
+        Known where the last gradient was lent with its Hessian ``h I``
+        (:meth:`SmoothFunction._lend`: f = alpha ||a X + c||^2, X the only
+        variable) and the block is a whole copy of X, one of k: W d = d / k,
+        so c = sign h / k^2.
+        """
+        if self._hessian is None:
+            return None
+        whole = self.copy_map.whole_copy(block_slice)
+        if whole is None or whole[1] != self.copy_map.n_v:
+            return None
+        return self.sign * self._hessian * (1.0 / whole[2]) ** 2
+
+    def follow_step(self, g, block_slice, d, gamma, indices=None):
+        """Move the gradient ``g`` of the last :meth:`value_and_grad_shared` to x + gamma d (on the block) in place.
+
+        ``indices``: d is sparse, ``d`` its values at these entries of the block (each once).
+
+        f is quadratic with Hessian ``h I`` in the variable (see :meth:`block_hessian`):
+        a move of the block by ``gamma d`` moves the kept gradient gv / k by
+        ``sign h / k^2 gamma d``, one pass (a BLAS axpy) instead of averaging the
+        copies, evaluating the expression and its gradient again. True when
+        done; False when the gradient is not of this kind, or after
+        ``FOLLOW_STEPS`` moves (then the caller evaluates it afresh: the
+        followed gradient differs from a fresh one by rounding, which this keeps
+        from building up). f itself moves by ``gamma <g, d> + gamma^2 / 2 d' H d``,
+        which the caller knows from its line search.
+        """
+        c = self.block_hessian(block_slice)
+        if c is None or self._follows_left <= 0 or not isinstance(g, SharedGradient):
+            return False
+        off, size, _ = self.copy_map.whole_copy(block_slice)
+        if indices is not None:
+            g.values[off + indices] += (c * gamma) * d
+        else:
+            blas.daxpy(d, g.values[off:off + size], a=c * gamma)  # in place (contiguous float64)
+        self._follows_left -= 1
+        return True
+
+    def curvature_block(self, x, block_slice, d_block, d_norm2=None):
         """``curvature(x, d)`` for d equal to ``d_block`` on ``block_slice`` and 0 elsewhere.
 
         Forms W d from the block alone (its variable's segment is d_block
         divided by the copy count, every other entry 0: the same numbers as
         averaging the full-size d), so the engine's line search needs no
         full-size zero-padded direction and no pass over the other blocks.
+        ``d_norm2``: ||d_block||^2 when the caller has it; where the Hessian is
+        a multiple of the identity (:meth:`block_hessian`) the curvature is
+        then that multiple of it, with no pass over the direction.
         """
         if self._linear is not None:
             return 0.0
+        if d_norm2 is not None and self._hessian is not None:
+            whole = self.copy_map.whole_copy(block_slice)
+            if whole is not None and whole[1] == self.copy_map.n_v:
+                # the same operations as sign * (2 ||d||^2) / k^2 below for sum_squares (h = 2)
+                return self.sign * (self._hessian * d_norm2) * (1.0 / whole[2]) ** 2
         off, size, k = self.copy_map.whole_copy(block_slice)
         v = self._v if self.is_quadratic else self.copy_map.to_variables(x, out=self._v)
         if size == v.size:

@@ -25,11 +25,19 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.linalg import blas
 
 from .._kernels import csr_times
 from .line_search import bounded_scalar_step, exact_quadratic_step
-from .steps import DeferredProposal
+from .steps import DeferredProposal, LazyDirection, formed
 from .vector_ops import dot
+
+#: blocks of at least this many entries take the lean path of the Gauss-Seidel sweep where it applies:
+#: the slope from the proposal (the block's gradient of L shares its array with the directions, see
+#: fwal._Buffers.shared_direction), f and its gradient followed along the move (a quadratic f), and
+#: dual_term moved by one BLAS axpy. Each saves a pass over the block and changes the numbers by
+#: rounding; on smaller blocks a pass costs less than the Python around it, and they keep the plain path.
+LARGE_BLOCK = 1 << 14
 
 
 class BlockColumns:
@@ -44,6 +52,7 @@ class BlockColumns:
         self._built = False  # the column slices are built on first use (not before the first iterate)
         self.cols = None
         self.col_norms2 = None
+        self._constant_norms2 = None  # one ||M e_i||^2 per block, where it is the same for all its columns
         # (lo, hi, sign) where a block's columns of M are sign * I on rows lo:hi (a copy of
         # a variable tied to one other copy): M_k d_k is d_k itself, with no sparse
         # matrix built (at d = 1000 the CSR of M and its column slices cost several
@@ -55,14 +64,14 @@ class BlockColumns:
         self._built = True
         M = self._M
         if self.m and all(sg is not None for sg in self.signed):
-            self.col_norms2 = np.zeros(self.n)
-            for blk, (lo, hi, sign) in zip(self.blocks, self.signed):
-                self.col_norms2[blk.slice] = sign * sign
+            # sign * I columns: every norm of block k is sign^2 (no n-size array: at d = 4000
+            # two tied copies would hold 256 MB of ones)
+            self._constant_norms2 = [sign * sign for _, _, sign in self.signed]
             return
         if not sp.issparse(M) and hasattr(M, "csr"):  # a structured operator that can also give its matrix
             M = M.csr()
         if M is None or self.m == 0:
-            self.col_norms2 = np.zeros(self.n)
+            self._constant_norms2 = [0.0] * len(self.blocks)
             self.cols = [None] * len(self.blocks)
         elif sp.issparse(M):
             Mc = sp.csc_matrix(M)
@@ -94,9 +103,11 @@ class BlockColumns:
         return self.Mop.matvec(full)
 
     def norms2(self, k):
-        """||M e_i||^2 for the block's entries (zeros when M is an opaque operator)."""
+        """||M e_i||^2 for the block's entries (zeros when M is an opaque operator); read-only."""
         if not self._built:
             self._build()
+        if self._constant_norms2 is not None:
+            return np.broadcast_to(np.float64(self._constant_norms2[k]), (self.blocks[k].size,))
         if self.col_norms2 is None:
             return np.zeros(self.blocks[k].size)
         return self.col_norms2[self.blocks[k].slice]
@@ -152,6 +163,23 @@ def signed_block_gradient(g_k, dual_term, signed, out):
         return np.subtract(g_k, dual_term[lo:hi], out=out)
     np.copyto(out, g_k)
     return out
+
+
+def _fresh_block_gradient(g, sl, signed, dual_term, grad, Mop):
+    """Block k's slice of g + M' w from the objective's gradient g, in the sweep.
+
+    Into the driver's block buffer when its gradient is per block: that array
+    is also the one lazy directions are formed in (engine/steps.py), and no
+    lazy direction is alive here (the earlier blocks' are spent, the later
+    ones not formed yet; a cheap step forms its own direction).
+    """
+    if not Mop.shape[0]:
+        return g[sl]
+    if signed is not None:
+        size = sl.stop - sl.start
+        out = grad.block_buffer(size) if isinstance(grad, BlockLagrangianGradient) else np.empty(size)
+        return signed_block_gradient(g[sl], dual_term, signed, out)
+    return Mop.add_rmatvec(dual_term, g)[sl]
 
 
 def block_step_sizes(proposals, steps, blocks, x, grad, dual_term, lam, cols, curvature_fn, backtracking):
@@ -244,29 +272,31 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
     """Move the blocks one after another, each by its own line search at the point the previous ones left.
 
     Every block after the first that moved gets a fresh gradient of L(., y)
-    (one more gradient evaluation per block) for its line search. Its
-    direction from ``proposals`` stays feasible (the block itself has not
-    moved yet); steps whose proposal is cheap (``cheap_proposal``: per-group
-    and per-coordinate steps, no LMO call) propose again from the fresh
-    gradient, the others keep theirs (a second LMO call per iteration would
-    cost, on a trace-norm block, a Lanczos run without its warm start).
+    for its line search. Its direction from ``proposals`` stays feasible (the
+    block itself has not moved yet; a lazy direction is formed now, see
+    engine/steps.py); steps whose proposal is cheap (``cheap_proposal``:
+    per-group and per-coordinate steps, no LMO call) propose again from the
+    fresh gradient, the others keep theirs (a second LMO call per iteration
+    would cost, on a trace-norm block, a Lanczos run without its warm start).
     Updates ``x`` and ``r`` in place; returns ({k: gamma}, {k: the proposal taken}).
 
     ``dual_term`` = y + lam r (the caller's, when it has it) is updated in place
     as r moves, instead of being recomputed per block. Where a block's columns of
     M are a signed identity (:attr:`BlockColumns.signed`, two tied copies) the
     penalty terms come from the direction itself: <w, M_k d> = sign <w[rows], d>,
-    ||M_k d||^2 = ||d||^2, and only the block's slice of the fresh gradient is
-    formed (no full-size M' w).
+    ||M_k d||^2 = ||d||^2, and the slope <g_k + sign w[rows], d> is taken as
+    <g_k, d> + <w, M_k d>: the block's gradient of L is not formed.
 
     ``start`` (the driver's :class:`~fwmodel.engine.lagrangian.Iterate`, optional):
     f and its gradient at the sweep's starting point, ``start.f`` and
-    ``start.g``. While every block moved so far is one that f does not read
-    (``objective.reads_block``: an expression block such as z = D x) they
-    are still f and its gradient, and a later block reuses them instead of
-    evaluating f again (the same numbers). ``start.g`` is set to None as soon
-    as f's gradient changes (or at once when the objective cannot tell which
-    blocks it reads), so that it never coexists with a fresh gradient.
+    ``start.g``, kept current as the blocks move: unchanged by a block that
+    f does not read (``objective.reads_block``: an expression block such as
+    z = D x); followed along the move where f is quadratic with a Hessian
+    that the objective knows (``objective.follow_step``: the gradient moves
+    by gamma H W d in one pass, and f by gamma <g_k, d> + gamma^2/2 d' H d,
+    paper eq. fwal's line search); otherwise set to None, before a fresh one
+    is evaluated (the two never coexist), and the fresh one is kept for the
+    next blocks. On return they are f and its gradient at the new x, or g None.
     """
     m = r.size
     moved, taken = {}, {}
@@ -276,7 +306,9 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
     full = None  # one zero-filled buffer for the curvature passes of all blocks
     block_curvature = getattr(objective, "has_block_curvature", lambda sl: False)
     reads_block = getattr(objective, "reads_block", None)
-    if start is not None and reads_block is None:
+    follow = getattr(objective, "follow_step", None)
+    if start is None or reads_block is None:
+        start = _NoStart() if start is None else start
         start.g = None
     # the objective's gradient kept once for tied copies, where it offers that (see compiler/objective.py)
     value_and_grad = getattr(objective, "value_and_grad_shared", objective.value_and_grad)
@@ -285,51 +317,68 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
             continue
         sl = blocks[k].slice
         signed = cols.signed[k] if m else None
-        if moved:  # an earlier block moved: fresh gradient (of this block's slice) and proposal
-            if start is not None and start.g is not None:  # f has not changed (only blocks it does not read moved)
-                f, g = start.f, start.g
-            else:
-                f, g = value_and_grad(x)
-            if not m:
-                grad_k = g[sl]
-            elif signed is not None:
-                # into the shared block buffer when the driver's gradient is per block
-                out = grad.block_buffer(sl.stop - sl.start) if isinstance(grad, BlockLagrangianGradient) \
-                    else np.empty(sl.stop - sl.start)
-                grad_k = signed_block_gradient(g[sl], dual_term, signed, out)
-            else:
-                grad_k = Mop.add_rmatvec(dual_term, g)[sl]
-            g = None
+        sparse = _sparse_direction(p, sl, signed, start, bool(moved), objective, line_search == "exact" and quadratic)
+        if sparse is not None:  # a few nonzeros (a pairwise step on a large block): O(nonzeros) throughout
+            if moved and start.g is None:
+                start.f, start.g = value_and_grad(x)
+            taken[k] = p
+            gamma = _sparse_step(p, *sparse, sl, signed, steps[k], start, follow, x, r, dual_term, lam, bool(moved),
+                                 any(q is not None for q in proposals[k + 1:]))
+            if gamma > 0:
+                moved[k] = gamma
+            continue
+        pen_lin = slope_f = None  # <w, M_k d> and <g_k, d>, computed where needed
+        if moved:  # an earlier block moved: the slope from the gradient at this point (and a fresh cheap proposal)
+            if start.g is None:
+                start.f, start.g = value_and_grad(x)
+            f, g = start.f, start.g
             if getattr(steps[k], "cheap_proposal", False):
+                grad_k = _fresh_block_gradient(g, sl, signed, dual_term, grad, Mop)
                 p = steps[k].propose(x[sl], grad_k, ctx)
+                slope = dot(grad_k, p.d)
+            elif signed is not None and signed[2] and sl.stop - sl.start >= LARGE_BLOCK:
+                # <g_k + sign w[rows], d> as <g_k, d> + <w, M_k d>: the block's gradient of L is not
+                # formed (its array is the one the lazy directions share, see engine/steps.py)
+                d = formed(p)
+                lo, hi, sign = signed
+                pen_lin = sign * dot(dual_term[lo:hi], d)
+                slope_f = dot(g[sl], d)
+                slope = slope_f + pen_lin
+            else:
+                grad_k = _fresh_block_gradient(g, sl, signed, dual_term, grad, Mop)
+                slope = dot(grad_k, formed(p))
+            g = grad_k = None
         else:
-            grad_k = grad[sl]
             if type(p) is DeferredProposal:  # formed now, from the gradient it would have been formed from
-                p = steps[k].propose(x[sl], grad_k, ctx)
+                p = steps[k].propose(x[sl], grad[sl], ctx)
+            if p.slope is not None and isinstance(grad, BlockLagrangianGradient) and sl.stop - sl.start >= LARGE_BLOCK:
+                # the gradient is the proposal's: its slope from the step's atom products (no
+                # pass; the block's gradient array now holds another block's, or a direction)
+                slope = p.slope
+            else:
+                slope = dot(grad[sl], formed(p))
         taken[k] = p
-        slope = dot(grad_k, p.d)
-        grad_k = None
         if not slope < 0:
             continue
-        d_norm2 = dot(p.d, p.d)
+        d = formed(p)
+        d_norm2 = dot(d, d)
         Md = None
         if not m:
             pen_lin = pen_quad = 0.0
-        elif signed is not None:
+        elif signed is not None:  # <w, M_k d> (pen_lin) is read only by phi below
             lo, hi, sign = signed
-            pen_lin = sign * dot(dual_term[lo:hi], p.d) if sign else 0.0
             pen_quad = lam * sign * sign * d_norm2
         else:
-            Md = cols.matvec(k, p.d)
+            Md = cols.matvec(k, d)
             pen_lin = dot(dual_term, Md)
             pen_quad = lam * dot(Md, Md)
         c_f = None
         if curvature_fn is not None and block_curvature(sl):  # from the block alone: no full-size direction
-            c_f = objective.curvature_block(x, sl, p.d)
+            c_f = objective.curvature_block(x, sl, d, d_norm2=d_norm2)
         elif curvature_fn is not None:
             if full is None:
                 full = np.zeros(x.size)
-            full[sl] = p.d
+            full[sl] = d
             c_f = curvature_fn(x, full)
         observe = getattr(steps[k], "observe_curvature", None)
         if observe is not None:
@@ -339,7 +388,9 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
         else:
             if full is None:
                 full = np.zeros(x.size)
-            full[sl] = p.d
+            full[sl] = d
+            if pen_lin is None:
+                pen_lin = signed[2] * dot(dual_term[signed[0]:signed[1]], d) if signed[2] else 0.0
 
             def phi(gm, _full=full):
                 return objective.value(x + gm * _full) + gm * pen_lin + 0.5 * gm * gm * pen_quad
@@ -354,29 +405,121 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
             full[sl] = 0.0  # the buffer is zero outside the next block's slice
         if gamma <= 0:
             continue
-        # gamma d formed once, in the proposal's own array (its direction is not read
-        # after the move): no block-size temporary. x and r get the same roundings
-        # as x += gamma * d and r += gamma * M_k d.
-        step = p.d
-        step *= gamma
-        x[sl] += step
-        if m:  # r and dual_term = y + lam r follow x (recomputed on the rows that moved)
-            if signed is not None:
-                lo, hi, sign = signed
-                if sign:
-                    rows = r[lo:hi]
-                    if sign > 0:
-                        rows += step
-                    else:
-                        rows -= step
-            else:
-                lo, hi = 0, m
-                Md *= gamma
-                r += Md
-            if lo < hi and any(q is not None for q in proposals[k + 1:]):
-                np.multiply(r[lo:hi], lam, out=dual_term[lo:hi])
-                dual_term[lo:hi] += y[lo:hi]
+        f_moves = start.g is not None and (reads_block is None or reads_block(sl))
+        follows = f_moves and follow is not None and c_f is not None and d.size >= LARGE_BLOCK
+        if follows and slope_f is None:
+            slope_f = dot(start.g[sl], d)  # f's slope along d, before x moves
+        _move_block(x[sl], d, gamma, Md, signed, r, y, dual_term, lam, any(q is not None for q in proposals[k + 1:]))
         moved[k] = gamma
-        if start is not None and start.g is not None and reads_block(sl):
-            start.g = None  # f's gradient has changed: release it before a fresh one is formed
+        if f_moves:  # f and its gradient follow the move, or are evaluated afresh when next needed
+            if follows and follow(start.g, sl, d, gamma):
+                start.f += gamma * slope_f + 0.5 * gamma * gamma * float(c_f)
+            else:
+                start.g = None  # released before a fresh one is formed
     return moved, taken
+
+
+def _sparse_direction(p, sl, signed, start, fresh, objective, exact_quadratic):
+    """(indices, values, c) when block k's step can be taken in O(nonzeros) by :func:`_sparse_step`, else None.
+
+    That is: a large block (``LARGE_BLOCK`` entries) with a lazy direction of
+    a few nonzeros (:meth:`~fwmodel.engine.steps.LazyDirection.sparse`), on
+    two tied copies (``signed``), an exact line search on a quadratic f whose
+    block Hessian is ``c I`` (``objective.block_hessian``), and f's gradient at
+    hand (``start.g``; evaluated by the caller when ``fresh``).
+    """
+    if sl.stop - sl.start < LARGE_BLOCK or type(p) is DeferredProposal or type(p.d) is not LazyDirection \
+            or signed is None or not signed[2] or not exact_quadratic or (start.g is None and not fresh) \
+            or (p.slope is None and not fresh):
+        return None
+    block_hessian = getattr(objective, "block_hessian", None)
+    c = block_hessian(sl) if block_hessian is not None else None
+    sparse = p.d.sparse() if c is not None else None
+    return None if sparse is None else (*sparse, c)
+
+
+def _sparse_step(p, indices, values, c, sl, signed, step, start, follow, x, r, dual_term, lam, fresh, read_later):
+    """Block k's line search and move along a direction with a few nonzeros (values at ``indices``), all O(nonzeros).
+
+    The same quantities as the dense path: the slope (the proposal's, or
+    <g_k, d> + <w, M_k d> at a point earlier blocks moved, ``fresh``), ||d||^2,
+    the curvature c ||d||^2 + lam ||d||^2 and the exact step (paper eq. fwal,
+    the step size of block k); x, r, dual_term (when a later block reads it)
+    and f's gradient (``follow``) move on the nonzeros only. A pairwise step of
+    BPCG on an L1 copy moves two entries: at d = 4000 the dense path made
+    seven passes over 16 million entries for them. Returns gamma (0: no move).
+    """
+    lo, hi, sign = signed
+    slope_f = dot(start.g[sl][indices], values)
+    w_rows = dual_term[lo:hi]
+    slope = slope_f + sign * dot(w_rows[indices], values) if fresh else p.slope
+    if not slope < 0:
+        return 0.0
+    d_norm2 = dot(values, values)
+    c_f = c * d_norm2
+    observe = getattr(step, "observe_curvature", None)
+    if observe is not None:
+        observe(c_f, d_norm2)
+    gamma = exact_quadratic_step(slope, c_f + lam * sign * sign * d_norm2, p.gamma_max)
+    if gamma <= 0:
+        return 0.0
+    move = gamma * values
+    x_k, r_rows = x[sl], r[lo:hi]
+    x_k[indices] += move
+    r_rows[indices] += sign * move
+    if read_later:
+        w_rows[indices] += (sign * lam) * move
+    if follow is not None and follow(start.g, sl, values, gamma, indices=indices):
+        start.f += gamma * slope_f + 0.5 * gamma * gamma * c_f
+    else:
+        start.g = None
+    return gamma
+
+
+class _NoStart:
+    """Where the caller keeps no f and gradient at the sweep's start (the sweep then evaluates them)."""
+
+    f = g = None
+
+
+def _move_block(x_k, d, gamma, Md, signed, r, y, dual_term, lam, read_later):
+    """x_k += gamma d, r += gamma M_k d, and dual_term = y + lam r where it moved when a later block reads it.
+
+    A large block (``LARGE_BLOCK`` entries) moves by BLAS axpys from d itself,
+    one pass per vector (d is not changed; on two tied copies, ``signed``:
+    M_k = sign I on rows lo:hi, r and dual_term move by +-gamma d and
+    +-lam gamma d, rounding aside the same as recomputing y + lam r there).
+    A smaller block forms gamma d once in d's own array (its direction is
+    not read after the move) and moves x and r with the same roundings as
+    x += gamma * d and r += gamma * M_k d.
+    """
+    large = d.size >= LARGE_BLOCK
+    if large:
+        blas.daxpy(d, x_k, a=gamma)
+    else:
+        d *= gamma
+        x_k += d
+    if signed is not None:
+        lo, hi, sign = signed
+        if not sign:
+            return
+        if large:
+            blas.daxpy(d, r[lo:hi], a=sign * gamma)
+            if read_later:
+                blas.daxpy(d, dual_term[lo:hi], a=sign * lam * gamma)
+            return
+        rows = r[lo:hi]
+        if sign > 0:
+            rows += d
+        else:
+            rows -= d
+        if read_later:
+            np.multiply(r[lo:hi], lam, out=dual_term[lo:hi])
+            dual_term[lo:hi] += y[lo:hi]
+        return
+    if Md is not None:
+        Md *= gamma
+        r += Md
+        if read_later:
+            np.multiply(r, lam, out=dual_term)
+            dual_term += y

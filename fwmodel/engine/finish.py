@@ -74,7 +74,10 @@ def finish(status, message, lagrangian, stopping, it, gap, t, active, faces, pro
     step_counts = progress.step_counts
     progress.printer.footer(status, message, t, f, gap, feas, stopping, solve_time, step_counts)
     active.update({("face", k): aset for k, aset in faces.items()})
-    state = SolverState(x.copy(), y.copy(), active, lam_value, schedule.current, backtracking.lipschitz)
+    # the warm-start state shares the result's x and y (a warm start copies them, warm_start.py):
+    # copies here would be three more full-size arrays at d = 4000 (x has two copies of X), the
+    # largest memory of the whole solve
+    state = SolverState(x, y, active, lam_value, schedule.current, backtracking.lipschitz)
     return FWALResult(
         x=x, y=y, status=status, message=message, objective=float(f), fw_gap=float(gap),
         feasibility=float(feas), feasibility_rel=float(feas_rel), iterations=int(t),

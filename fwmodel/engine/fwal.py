@@ -49,8 +49,9 @@ import time
 from typing import Optional
 
 import numpy as np
+from scipy.linalg import blas
 
-from .block_search import BlockColumns, BlockLagrangianGradient, gauss_seidel_sweep, jacobi_step
+from .block_search import LARGE_BLOCK, BlockColumns, BlockLagrangianGradient, gauss_seidel_sweep, jacobi_step
 from .certificates import InfeasibilityCheck
 from .finish import INTERRUPT_MESSAGE, MAX_FINISH_ATTEMPTS, finish
 from .inface import InFaceStep, inface_blocks
@@ -197,20 +198,20 @@ def minimize_fwal(
     f, g = loop_value_and_grad(x)
     cold = warm_state is None  # the scales of the stopping rule: at the cold starting point (stopping.py)
     # a cold start begins at the reference point: its gradient, M x (= r + b) and the
-    # LMOs there serve both the stopping scales and the default penalty, and the LMOs'
-    # vertex is written into the directions' array (its memory is the loop's anyway)
+    # LMOs there serve both the stopping scales and the default penalty (the penalty's
+    # direction is formed in the LMOs' vertex array)
     setup = {} if cold and lam is None else None
     Mx_ref = (r if b_norm == 0 else r + b) if cold else None
     stopping = StoppingRule.from_reference(
         tol, feas_tol, objective, blocks, Mop, b, x if cold else reference_point(blocks, n), g if cold else None,
-        Mx_ref=Mx_ref, keep=setup, out=buffers.flat_directions(blocks, n) if cold else None)
+        Mx_ref=Mx_ref, keep=setup)
     if lam is None:
         lam = warm_state.lam if warm_state is not None else default_penalty(
             objective, blocks, Mop, x, g, rng,
             fallback=_fallback_penalty(stopping.objective_scale, stopping.feasibility_scale),
             vertex=(setup["s_ref"], setup["Ms_ref"], Mx_ref))
     setup = Mx_ref = None
-    it = Iterate(x, y, r, f, g, float(lam))
+    it = Iterate(x, np.zeros(m) if y is None else y, r, f, g, float(lam))  # y = 0 made after the setup
     schedule = make_dual_schedule(eta, it.lam, warm_state)
     if proj_blocks and len(proj_blocks) == len(blocks) and hasattr(schedule, "primal_steps_are_projections"):
         schedule.primal_steps_are_projections()  # every block projects from the start (or as the last solve chose)
@@ -222,8 +223,8 @@ def minimize_fwal(
     for k, st in enumerate(steps):
         if getattr(st, "replaces_inface", False):  # rank-k steps: no in-face steps on top
             faces.pop(k, None)
-    ctx = _StepContext(it.lam)
-    ctx.directions = buffers  # the steps write their directions into the buffers' arrays
+    # the steps write their directions into the buffers' arrays; a Gauss-Seidel sweep forms them at each block's turn
+    ctx = _StepContext(it.lam, buffers, lazy_directions=sweep == "gauss-seidel")
     ctx.block_curvature = _block_curvature(objective, it)
     # the active sets are the step objects' own (a warm-started set that no step uses is let go)
     active = {k: st.active for k, st in enumerate(steps) if getattr(st, "active", None) is not None}
@@ -243,6 +244,7 @@ def minimize_fwal(
     drops_in_row = 0
     max_drops = max_drop_steps if max_drop_steps is not None else 10 * len(blocks) + 10
     status, message, gap, t = "max_iter", "", np.inf, 0
+    r_norm = None  # ||r|| when measured since r last moved (the dual step's is the next iteration's)
 
     try:
         for t in range(max_iter + 1):
@@ -260,7 +262,7 @@ def minimize_fwal(
             ctx.start_iteration(t, it.lam, stopping.gap_target() / len(blocks))
             proposals, gap, gap_known = _propose(steps, blocks, it.x, grad, ctx, defer=sweep == "gauss-seidel")
             # ---- measurements, bookkeeping and stopping
-            feas = float(norm(it.r))
+            feas = float(norm(it.r)) if r_norm is None else r_norm
             x_norm = float(norm(it.x))
             feas_rel = feas / max(1.0, x_norm, b_norm)  # the documented stats value, not the stopping scale
             stopping.observe_point(x_norm)
@@ -278,15 +280,16 @@ def minimize_fwal(
                                            it, stopping, progress, certificate, max_iter, time_limit)
             if status is not None:
                 break
-            # ---- step sizes per block (line search on L(., y) restricted to each block); x and r move
+            # ---- step sizes per block (line search on L(., y) restricted to each block); x and r move,
+            # f and its gradient follow them where f is quadratic (else it.g is None: evaluated below)
             moved, proposals = _move_blocks(sweep, proposals, steps, lagrangian, it, grad, dual_term, cols,
                                             line_search, backtracking, ctx)
-            it.g = None  # the next gradient need not coexist with this one
             drop = _commit(proposals, moved, steps, infaces, step_counts)
             # release this step's full-size temporaries before the next gradient
-            # (at d = 4000 each product-space vector is 256 MB)
-            grad = dual_term = proposals = None
-            it.f, it.g = loop_value_and_grad(it.x)
+            # (at d = 4000 each product-space vector is 256 MB); r moved: its norm is unknown
+            grad = dual_term = proposals = r_norm = None
+            if it.g is None:
+                it.f, it.g = loop_value_and_grad(it.x)
             # ---- corrective steps within the sets, still on L(., y_t)
             for corrective in correctives:
                 if corrective.blocks:
@@ -297,7 +300,8 @@ def minimize_fwal(
                 continue
             drops_in_row = 0
             if m:
-                eta_t = schedule.step(t, feas=float(norm(it.r)), lam=it.lam, gap=gap,
+                r_norm = float(norm(it.r))
+                eta_t = schedule.step(t, feas=r_norm, lam=it.lam, gap=gap,
                                       gap_target=stopping.gap_target(), feas_target=stopping.feasibility_target(),
                                       dual_residual=dual_residual, dual_target=stopping.tol * stopping.accuracy_scale)
                 buffers.add_scaled(it.y, eta_t, it.r)
@@ -379,8 +383,9 @@ def _move_blocks(sweep, proposals, steps, lagrangian, it, grad, dual_term, cols,
 
     x and r move in place. A Gauss-Seidel sweep may replace a block's
     proposal by a fresh one (cheap per-group and per-coordinate steps), and
-    reuses ``it.g`` while only blocks that f does not read have moved; it.g
-    may be None on return.
+    keeps ``it.f`` and ``it.g`` current where it can (blocks that f does not
+    read, gradients that follow a quadratic f); it.g is None on return
+    otherwise (always after a Jacobi step).
     """
     objective, blocks = lagrangian.objective, lagrangian.blocks
     if sweep == "jacobi":
@@ -448,11 +453,13 @@ def _commit(proposals, moved, steps, infaces, step_counts):
 class _StepContext:
     """What step objects read from the driver: the current penalty and the lazy oracles' thresholds."""
 
-    def __init__(self, lam):
+    def __init__(self, lam, directions=None, lazy_directions=False):
         self.lam = lam
         self.gap_target = 0.0  # a block FW gap below which lazy steps call the LMO
         self.lazy_allowed = False  # False: every block calls its LMO this iteration
-        self.directions = None  # lends each block an array for its direction (the driver's _Buffers)
+        self.directions = directions  # lends each block an array for its direction (the driver's _Buffers)
+        #: directions formed when the Gauss-Seidel sweep reaches their block (engine/steps.py, LazyDirection)
+        self.lazy_directions = lazy_directions
         #: (block, d_k) -> d' Hf d for d = d_k on the block, 0 elsewhere; None where f gives no per-block curvature
         self.block_curvature = None
 
@@ -505,13 +512,15 @@ class _Buffers:
 
     def __init__(self):
         self._grad = self._dual = None
-        self._directions = {}  # block offset -> that block's direction array
+        self._directions = {}  # block offset -> that block's direction array; ("lazy", size) -> the lazy ones'
         self._block = {}  # size -> the per-block gradient's array
 
     def lagrangian_grad(self, Mop, g, dual_term, cols=None):
         """g + M' (y + lam r): per block when ``cols`` shows two tied copies, else into an n-size buffer."""
         if cols is not None and BlockLagrangianGradient.applies(cols):
             return BlockLagrangianGradient(g, dual_term, cols, self.block_gradient)
+        if not Mop.shape[0] and isinstance(g, np.ndarray):
+            return g  # no rows: f's gradient itself (the steps only read it), no copy
         if self._grad is None:
             self._grad = np.empty(g.size)
         if Mop.shape[0]:
@@ -526,19 +535,32 @@ class _Buffers:
         return self._block[size]
 
     def add_scaled(self, y, eta, r):
-        """y += eta * r (the dual step), with eta * r formed in the dual term's array (free by then)."""
+        """y += eta * r (the dual step): one BLAS axpy on long vectors (``LARGE_BLOCK``), else with
+        eta * r formed in the dual term's array (free by then; the same roundings as y += eta * r)."""
+        if r.size >= LARGE_BLOCK:
+            blas.daxpy(r, y, a=eta)
+            return
         if self._dual is None or self._dual.size != r.size:
             y += eta * r
             return
-        np.multiply(r, eta, out=self._dual)  # the same roundings as y += eta * r
+        np.multiply(r, eta, out=self._dual)
         y += self._dual
 
-    def flat_directions(self, blocks, n):
-        """One n-size array whose block slices are the blocks' direction arrays (the setup's work array)."""
-        flat = np.empty(n)
-        for blk in blocks:
-            self._directions[blk.offset] = flat[blk.slice]
-        return flat
+    def shared_direction(self, block):
+        """The array the lazy directions of ``block``'s size are formed in (engine/steps.py, LazyDirection).
+
+        For a large block (``LARGE_BLOCK`` entries) it is also the array of the per-block
+        gradient of L (:meth:`block_gradient`): the Gauss-Seidel sweep never needs the two at
+        once there (it takes the first block's slope from its proposal and the later blocks'
+        from f's gradient; block_search.py), so a solve on two tied copies holds one
+        block-size array for both instead of three.
+        """
+        if block.size >= LARGE_BLOCK:
+            return self.block_gradient(block.size)
+        d = self._directions.get(("lazy", block.size))
+        if d is None:
+            d = self._directions[("lazy", block.size)] = np.empty(block.size)
+        return d
 
     def direction(self, block):
         """The array lent to ``block``'s step for its direction (``ctx.directions``, see engine/steps.py)."""

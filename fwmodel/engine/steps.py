@@ -88,6 +88,9 @@ class Proposal:
     data: tuple = ()  # what commit() needs (positions in the active set)
     #: True when the step's size is already chosen per group inside ``d`` (gamma = 1 is the intended move)
     prescaled: bool = False
+    #: <g_k, d>, the slope of the step along d at the point it was proposed from, where the step
+    #: knows it from its atoms' products with g_k (FW: -gap; pairwise: <s - v, g_k>): no pass over d
+    slope: Optional[float] = None
 
 
 def _direction_out(ctx, block):
@@ -99,6 +102,54 @@ def _direction_out(ctx, block):
     """
     lender = getattr(ctx, "directions", None)
     return None if lender is None else lender.direction(block)
+
+
+class LazyDirection:
+    """A direction ``form(*args, out)`` left to be formed when the Gauss-Seidel sweep reaches its block.
+
+    In a Gauss-Seidel sweep (paper eq. fwal, the blocks in turn) block k
+    moves only at its turn, so its direction ``s - x_k`` (or ``s - v``) is
+    the same number formed at the proposal or at the turn, and the
+    directions of the blocks are never needed at the same time: formed at
+    the turn, they share one array (``ctx.directions.shared_direction``),
+    one full-size array instead of one per block. The sweep calls
+    :func:`formed`; the direction is valid until the next block's is formed.
+    """
+
+    __slots__ = ("_form", "_args", "_lender", "_block")
+
+    def __init__(self, form, args, lender, block):
+        self._form, self._args, self._lender, self._block = form, args, lender, block
+
+    def form(self):
+        return self._form(*self._args, self._lender.shared_direction(self._block))
+
+    def sparse(self):
+        """(indices, values) of the direction when it is the difference of two sparse atoms (a pairwise
+        step on an L1 ball or a simplex: a few nonzeros), each index once; else None."""
+        if self._form is not _pair_direction:
+            return None
+        _, plus, minus = self._args
+        if type(plus) is not SparseAtom or type(minus) is not SparseAtom:
+            return None
+        indices, inverse = np.unique(np.concatenate([plus.indices, minus.indices]), return_inverse=True)
+        return indices, np.bincount(inverse, weights=np.concatenate([plus.values, -minus.values]),
+                                    minlength=indices.size)
+
+
+def formed(p):
+    """``p.d`` as an array, forming a :class:`LazyDirection` now (in the array shared by the lazy directions)."""
+    if type(p.d) is LazyDirection:
+        p.d = p.d.form()
+    return p.d
+
+
+def _lent_direction(ctx, block, form, *args):
+    """``form(*args, out)``: the block's direction in the array the driver lends, now, or a
+    :class:`LazyDirection` when the driver forms directions at the sweep's turn (``ctx.lazy_directions``)."""
+    if getattr(ctx, "lazy_directions", False):
+        return LazyDirection(form, args, ctx.directions, block)
+    return form(*args, _direction_out(ctx, block))
 
 
 class DeferredProposal:
@@ -146,7 +197,7 @@ class FWStep:
     def propose(self, x_k, g_k, ctx=None):
         s = self.block.lmo(g_k)
         gap = dot(x_k, g_k) - s.dot(g_k)
-        return Proposal(_fw_direction(x_k, s, _direction_out(ctx, self.block)), 1.0, "fw", gap, s)
+        return Proposal(_lent_direction(ctx, self.block, _fw_direction, x_k, s), 1.0, "fw", gap, s, slope=-gap)
 
     def commit(self, p, gamma):
         if self.active is not None:
@@ -161,7 +212,7 @@ class _ActiveSetStep:
         self.active = active if active is not None else ActiveSet(block.initial_atom())
 
     def _fw(self, x_k, s, gap, ctx=None):
-        return Proposal(_fw_direction(x_k, s, _direction_out(ctx, self.block)), 1.0, "fw", gap, s)
+        return Proposal(_lent_direction(ctx, self.block, _fw_direction, x_k, s), 1.0, "fw", gap, s, slope=-gap)
 
     def commit(self, p, gamma):
         if gamma <= 0:
@@ -187,7 +238,7 @@ class AwayStep(_ActiveSetStep):
         if len(self.active) > 1 and v_dot - xg > gap and alpha < 1.0:  # away gap larger (line 6)
             d = x_k.copy()
             v.add_to(d, -1.0)
-            return Proposal(d, alpha / (1.0 - alpha), "away", gap, s, (pos,))
+            return Proposal(d, alpha / (1.0 - alpha), "away", gap, s, (pos,), slope=xg - v_dot)
         return self._fw(x_k, s, gap, ctx)
 
 
@@ -196,12 +247,13 @@ class PairwiseStep(_ActiveSetStep):
 
     def propose(self, x_k, g_k, ctx=None):
         s = self.block.lmo(g_k)
-        gap = dot(x_k, g_k) - s.dot(g_k)
-        pos, v, alpha, _ = self.active.away_vertex(g_k)
+        s_dot = s.dot(g_k)
+        gap = dot(x_k, g_k) - s_dot
+        pos, v, alpha, v_dot = self.active.away_vertex(g_k)
         if s.key == v.key:
             return self._fw(x_k, s, gap, ctx)
-        return Proposal(_pair_direction(x_k.size, s, v, _direction_out(ctx, self.block)), alpha, "pairwise",
-                        gap, s, (pos,))
+        return Proposal(_lent_direction(ctx, self.block, _pair_direction, x_k.size, s, v), alpha, "pairwise",
+                        gap, s, (pos,), slope=s_dot - v_dot)
 
 
 class BlendedPairwiseStep(_ActiveSetStep):
@@ -279,8 +331,8 @@ class BlendedPairwiseStep(_ActiveSetStep):
         if self.model_curvature is not None and aset.gram is not None and len(aset) > 2:
             target = max(LOCAL_PHASE_REDUCTION * self.phi, getattr(ctx, "gap_target", 0.0))
             return self._local_phase(size, dots, target, gap)
-        d = _pair_direction(size, aset.atom(s_loc), aset.atom(a), _direction_out(ctx, self.block))
-        return Proposal(d, aset.weight(a), "pairwise", gap, None, (a, s_loc))
+        d = _lent_direction(ctx, self.block, _pair_direction, size, aset.atom(s_loc), aset.atom(a))
+        return Proposal(d, aset.weight(a), "pairwise", gap, None, (a, s_loc), slope=float(dots[s_loc] - dots[a]))
 
     def _local_phase(self, size, dots, target, gap):
         """Local pairwise steps on the exact quadratic model in weight space (see the class docstring)."""
@@ -313,7 +365,8 @@ class BlendedPairwiseStep(_ActiveSetStep):
         moved = dw.nonzero()[0]
         d = np.zeros(size)
         _add_atoms(d, [aset.atom(int(i)) for i in moved], [float(dw[i]) for i in moved])
-        return Proposal(d, 1.0, "pairwise", gap, None, (w0, w), prescaled=True)
+        return Proposal(d, 1.0, "pairwise", gap, None, (w0, w), prescaled=True,
+                        slope=float(np.dot(dots[moved], dw[moved])))
 
     def commit(self, p, gamma):
         if p.kind == "pairwise" and p.prescaled:  # a local phase: w0 + gamma (w - w0)

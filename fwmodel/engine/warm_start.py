@@ -89,8 +89,11 @@ def initial_point(blocks, n, m, warm_state, step, proj_blocks, face_blocks):
     ``proj_blocks`` move by projections (no vertex bookkeeping);
     ``face_blocks`` take in-face steps (their atoms are tracked, while their
     main step stays a plain FW step, Alg. 2). Without a warm state every block
-    starts at its set's initial vertex and y = 0; with one, x and y are copied
-    from it and a block without a usable active set restarts from its initial vertex.
+    starts at its set's initial vertex and y = 0, returned as None (the driver
+    makes the zeros after its setup, which does not read y: at d = 4000 one
+    full-size array less at the setup's peak memory); with a warm state, x and
+    y are copied from it and a block without a usable active set restarts from
+    its initial vertex.
     """
     use_active = step in ("auto", "away", "pairwise")
     if warm_state is not None:
@@ -106,7 +109,7 @@ def initial_point(blocks, n, m, warm_state, step, proj_blocks, face_blocks):
             x[blocks[k].slice] = active[k].dense(blocks[k].size)
     else:
         x = np.zeros(n)
-        y = np.zeros(m)
+        y = None
         active = {}
     for k in proj_blocks:  # these blocks move by projections: no vertex bookkeeping
         active.pop(k, None)

@@ -204,6 +204,8 @@ class SmoothFunction:
         if lend:
             self._reclaim()
         self.lent_last = False  # True when this call's gradient is a lent array (see _lend)
+        self.lent_hessian = None  # h with Hessian h I, when the lent gradient shows it (see _lend)
+        adjoint_scales = {} if lend else None  # node -> the scale of its adjoint (see _lend)
         vals, auxs = self._evaluate(v)
         f = self._scalar(vals[self._root])
         grad = None
@@ -233,6 +235,8 @@ class SmoothFunction:
                 adj = adjoints.pop(i, None)  # drop it as soon as it is used
                 if adj is None:
                     continue
+                if adjoint_scales is not None:
+                    adjoint_scales[i] = adj[1]
                 node = nodes[i]
                 results = node._backward(adj, [vals[j] for j in args[i]], vals[i], auxs.get(i), needs[i])
                 for j, result, need in zip(args[i], results, needs[i]):
@@ -247,7 +251,7 @@ class SmoothFunction:
                         else:  # a shared subexpression: combine into a new array
                             adjoints[j] = (previous[0] * previous[1] + result[0] * result[1], 1.0)
         if pending:
-            lent = self._lend(*pending[0], v.size)
+            lent = self._lend(*pending[0], v.size, adjoint_scales, float(scale))
             if lent is not None:
                 return f, lent
             grad = self._gradient_array(v, out)
@@ -270,8 +274,21 @@ class SmoothFunction:
         self._zero_between_blocks(out)
         return out
 
-    def _lend(self, j, adj, size):
-        """The gradient ``adj`` of variable node ``j`` as a flat array of this function's own, or None."""
+    def _lend(self, j, adj, size, adjoint_scales, scale):
+        """The gradient ``adj`` of variable node ``j`` as a flat array of this function's own, or None.
+
+        Also sets ``lent_hessian``. The lent array is the value of one node N
+        (the kept array of ``X - C``), handed by an atom to N as its adjoint
+        with a scale s_N (``sum_squares``: 2 alpha) and passed down to the
+        variable unchanged, each node on the way multiplying the scale only
+        (a sign, a scalar factor, the addition of a constant): so N = a X + c
+        with a = s / s_N, s the scale that arrives. When f is quadratic the
+        gradient is then ``(s / scale) N`` (``scale`` the seed), and its
+        Hessian is ``h I`` with h = s a / scale = s^2 / (s_N scale): along
+        any dv the gradient moves by ``h dv`` and the curvature is
+        ``h ||dv||^2`` (used by :mod:`fwmodel.compiler.objective` to follow
+        the gradient along a step instead of evaluating it again).
+        """
         G, s = adj
         start, stop, _ = self._slots[j]
         if (start, stop) != (0, size) or not isinstance(G, np.ndarray) or G.size != size \
@@ -283,6 +300,9 @@ class SmoothFunction:
         del self._buffers[node]  # lent: the next forward passes write elsewhere
         self._lent = (node, G)
         self.lent_last = True
+        s_node = adjoint_scales.get(node)
+        if self.is_quadratic and s_node and scale:
+            self.lent_hessian = s * s / (s_node * scale)
         if s != 1.0:
             np.multiply(G, s, out=G)
         return G.reshape(-1)
