@@ -153,7 +153,8 @@ def cmd_threads(args):
     print(text)
 
 
-CONFIGS = {"defaults": {}, "projection=False": {"projection": False}}
+CONFIGS = {"defaults": {}, "projection=False": {"projection": False},
+           "projection=False,rank_k=False": {"projection": False, "rank_k": False}}  # the last: the paper's rank-one FW steps
 
 
 def cmd_iteration(args):

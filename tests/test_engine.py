@@ -740,3 +740,24 @@ def test_copy_rows_right_hand_side_takes_no_memory():
     b = compiled.b
     assert b.shape == (compiled.operator.shape[0],) and not np.any(b)
     assert b.strides == (0,) and not b.flags.writeable
+
+
+def test_inner_products_of_broadcast_views_need_no_copy():
+    """b = 0 is a read-only broadcast view (no memory); dot/norm on it must not copy it into a full array."""
+    import tracemalloc
+
+    from fwmodel.engine.vector_ops import dot, norm
+
+    n = 1 << 20
+    zero = np.broadcast_to(np.array(0.0), (n,))
+    twos = np.broadcast_to(np.array(2.0), (n,))
+    v = np.random.default_rng(0).standard_normal(n)
+    tracemalloc.start()
+    try:
+        values = (norm(zero), norm(twos), dot(twos, v), dot(v, twos), dot(twos, twos))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < n  # far below one n-vector of float64 (8 n bytes)
+    expected = (0.0, 2.0 * np.sqrt(n), 2.0 * v.sum(), 2.0 * v.sum(), 4.0 * n)
+    np.testing.assert_allclose(values, expected, rtol=1e-12)

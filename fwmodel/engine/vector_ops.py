@@ -31,8 +31,18 @@ def _blas_dot(a, b):
 _faster_dot = FasterOf(_einsum_dot, _blas_dot)
 
 
+def _is_broadcast(a):
+    """A read-only view repeating one value (``b = 0`` without memory, consistency.py): the BLAS would copy it."""
+    return a.ndim == 1 and a.size > 1 and a.strides[0] == 0
+
+
 def dot(a, b):
     """<a, b> for 1-D float arrays."""
+    if _is_broadcast(a) or _is_broadcast(b):
+        if _is_broadcast(a) and _is_broadcast(b):
+            return float(a[0]) * float(b[0]) * a.size
+        constant, other = (a, b) if _is_broadcast(a) else (b, a)
+        return float(constant[0]) * float(other.sum())
     if a.size < _TUNE_MIN_SIZE:
         return float(einsum_plain("i,i->", a, b))  # _einsum_dot, inlined: called ~15 times per iteration
     return _faster_dot(a.size, a, b)
@@ -40,6 +50,8 @@ def dot(a, b):
 
 def norm(a):
     """||a||_2 for a 1-D float array."""
+    if _is_broadcast(a):
+        return abs(float(a[0])) * math.sqrt(a.size)
     if a.size < _TUNE_MIN_SIZE:
         return math.sqrt(float(einsum_plain("i,i->", a, a)))
     return math.sqrt(_faster_dot(a.size, a, a))
