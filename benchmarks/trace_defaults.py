@@ -182,9 +182,9 @@ def cmd_iteration(args):
             spent = [0.0]
             projections = {"L1": 0, "trace": 0}
             for name, s in (("L1", l1), ("trace", trace)):  # count the projections of each copy
-                def counted(point, _project=s.project_flat, _name=name):
+                def counted(point, *args, _project=s.project_flat, _name=name, **kwargs):
                     projections[_name] += 1
-                    return _project(point)
+                    return _project(point, *args, **kwargs)
                 s.project_flat = counted
             for s in (l1, trace):  # accumulate the time of every LMO call (FW steps, gap, certificates)
                 def timed_lmo(direction, _lmo=s.lmo_atom):

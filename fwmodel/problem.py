@@ -498,6 +498,7 @@ class Problem:
                 intervals=s.interval_bounds(), batch_group_size=s.batch_group_size(),
                 project=s.project_flat if (s.has_cheap_projection or s.has_projection) else None,
                 cheap_projection=bool(s.has_cheap_projection),
+                project_in_place=bool(s.projects_in_place),
                 projection_estimate=s.projection_time_estimate)
 
         return [block(b) for b in compiled.blocks]

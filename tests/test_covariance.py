@@ -193,6 +193,32 @@ def test_l1_projection_level_on_large_inputs_matches_sorting(kind, fraction):
     assert np.abs(p).sum() == pytest.approx(radius, rel=1e-9)
 
 
+@pytest.mark.parametrize("kind", ["gaussian", "ties", "sparse signal", "inside"])
+@pytest.mark.parametrize("n", [5_000, 300_000])
+def test_l1_projection_in_place_matches_sorting(kind, n):
+    """project_flat(x, out=x) (chunked, no |x| temporary; 300,000 entries span several chunks)
+    against the sort-based closed form, signs included; the input array receives the result."""
+    rng = np.random.default_rng(11)
+    signs = rng.choice([-1.0, 1.0], n)
+    a = {"gaussian": lambda: np.abs(rng.standard_normal(n)),
+         "ties": lambda: np.ones(n),
+         "sparse signal": lambda: np.where(rng.random(n) < 1e-3, 10.0, 1e-3 * rng.random(n)),
+         "inside": lambda: np.full(n, 1e-9)}[kind]()
+    radius = 0.3 * float(a.sum()) if kind != "inside" else 1.0
+    u = np.sort(a)[::-1]
+    css = np.cumsum(u) - radius
+    above = np.flatnonzero(u - css / np.arange(1, n + 1) > 0)
+    level = css[above[-1]] / (above[-1] + 1) if kind != "inside" else 0.0
+    expected = signs * np.maximum(a - level, 0)
+    x = signs * a
+    ball = fm.L1Ball(fm.Variable(n), radius=radius)
+    out = ball.project_flat(x, out=x)
+    assert out is x
+    np.testing.assert_allclose(x, expected, rtol=1e-9, atol=1e-9 * a.max())
+    into = np.empty(n)
+    np.testing.assert_array_equal(ball.project_flat(signs * a, out=into), x)  # into another array: the same numbers
+
+
 def test_trace_projection_matches_cvxpy():
     rng = np.random.default_rng(4)
     A = rng.standard_normal((10, 10))

@@ -78,18 +78,22 @@ def test_rank_k_point_is_the_projection_onto_the_ball_when_its_rank_is_below_k(v
     assert np.allclose(P, ref, atol=1e-6 * np.abs(Y).max())
 
 
-def test_one_rank_k_step_on_a_quadratic_reaches_the_projection():
+# 80 x 90: the plain step (Y, V - X and s - X in arrays of its own); 150 x 160 (at least LARGE_BLOCK
+# entries): the lean one (Y then V - X in one lent array, the FW direction formed at the sweep's turn)
+@pytest.mark.parametrize("shape, sweep", [((80, 90), "gauss-seidel"), ((150, 160), "gauss-seidel"),
+                                          ((150, 160), "jacobi")])
+def test_one_rank_k_step_on_a_quadratic_reaches_the_projection(shape, sweep):
     """min ||X - C||^2 over the ball: its solution is the projection of C (full SVD, a closed form).
 
     With L the exact curvature, Y = X - G / L = C and one rank-k step lands on the
     projection when its rank is at most k; FW steps alone need many iterations.
     """
-    C = low_rank_plus_noise(80, 90, 3, seed=5)
+    C = low_rank_plus_noise(*shape, 3, seed=5)
     radius = 0.5 * np.linalg.svd(C, compute_uv=False).sum()
     X = fm.Variable(C.shape)
     ball = fm.TraceNormBall(X, radius)
     prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [ball])
-    prob.solve(rank_k=True, tol=1e-9)
+    prob.solve(rank_k=True, tol=1e-9, sweep=sweep)
     assert prob.status == "optimal"
     assert prob.stats.iterations <= 5 and prob.stats.step_counts["rank_k"] >= 1
     P = ball.project(C)

@@ -47,6 +47,9 @@ class Block:
     #: True when ``project`` costs about an LMO (L1, L2 balls, boxes): taken with
     #: projection=True; other projections only when "auto" measures them cheap enough
     cheap_projection: bool = True
+    #: True when ``project`` takes ``out=`` and may write the projection over its own input
+    #: (no block-size temporary; :class:`~fwmodel.engine.projection_step.ProjectionStep`)
+    project_in_place: bool = False
     #: optional () -> seconds: a guess of ``project``'s cost, so that "auto" does not
     #: time a projection far too slow to be taken
     projection_estimate: Callable = None

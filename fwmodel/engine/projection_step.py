@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .block_search import LARGE_BLOCK
 from .line_search import Backtracking, exact_quadratic_step
 from .steps import Proposal
 from .vector_ops import dot
@@ -86,9 +87,9 @@ class ProjectionStep:
         # the curvature estimate L_c carried from one step to the next, and the
         # backtracking state of these steps (the FW step's directions have another curvature)
         self.memory = {}
-        # the direction's n-size array, kept from one step to the next: 0 outside the projected
-        # blocks (the blocks only ever join, and each step overwrites all of theirs). A fresh
-        # zeroed array per step cost its page faults every iteration (256 MB at d = 4000).
+        # the general path's n-size direction, kept from one step to the next: 0 outside the
+        # projected blocks (the blocks only ever join, and each step overwrites all of theirs). A
+        # fresh zeroed array per step cost its page faults every iteration (256 MB at d = 4000).
         self._direction = None
 
     def take(self, lagrangian, it):
@@ -193,24 +194,29 @@ class ProjectionStep:
         so ||M d||^2 = sign^2 ||d_k||^2 and <w, M d> = sign <w[lo:hi], d_k>; the
         curvature of f along d is the objective's per-block curvature. The
         iterates agree with the general path up to rounding.
+
+        One block-size array: d is formed in the driver's per-block gradient
+        array (free after the sweep), starting as minus the block's gradient of
+        L, and on a large block (``LARGE_BLOCK`` entries) the slope <grad_k, d>
+        is taken as <g_k, d> + sign <w[lo:hi], d> (the gradient of L is not kept
+        beside d; the same number up to rounding); a set that projects in place
+        (``Block.project_in_place``: the L1 ball) projects d over itself.
         """
         objective, buffers, memory = lagrangian.objective, lagrangian.buffers, self.memory
         x, r, lam = it.x, it.r, it.lam
         lo, hi, sign = signed
         sl = block.slice
-        x_k = x[sl]
+        x_k, g_k = x[sl], it.g[sl]
         dual_term = buffers.dual_term(r, it.y, lam)
         w_k = dual_term[lo:hi]
-        grad_k = buffers.block_gradient(block.size)
-        np.copyto(grad_k, it.g[sl])
+        d = buffers.block_gradient(block.size)
         if sign > 0:
-            grad_k += w_k
+            np.add(g_k, w_k, out=d)
         else:
-            grad_k -= w_k
-        if self._direction is None or self._direction.size != block.size:
-            self._direction = np.empty(block.size)
-        d = self._direction
-        np.negative(grad_k, out=d)
+            np.subtract(g_k, w_k, out=d)
+        np.negative(d, out=d)  # d = -grad_k
+        # a small block keeps grad_k for the slope (one dot: the plain path's rounding)
+        grad_k = None if block.size >= LARGE_BLOCK else -d
         gnorm2 = dot(d, d)
         if gnorm2 == 0.0:
             return 0
@@ -224,9 +230,12 @@ class ProjectionStep:
                 L = memory.setdefault("backtracking", Backtracking()).lipschitz or lam or 1.0
         d *= 1.0 / L  # d = -grad here: the target x - grad / L, in place
         d += x_k
-        d[:] = block.project(d)
+        if block.project_in_place:
+            block.project(d, out=d)
+        else:
+            d[:] = block.project(d)
         d -= x_k
-        slope = dot(grad_k, d)
+        slope = dot(grad_k, d) if grad_k is not None else dot(g_k, d) + sign * dot(w_k, d)
         if not slope < 0:
             return 0
         dd = dot(d, d)
@@ -247,5 +256,6 @@ class ProjectionStep:
             r[lo:hi] += d
         else:
             r[lo:hi] -= d
+        g_k = None  # a view of the gradient about to be replaced
         it.f, it.g = getattr(objective, "value_and_grad_shared", objective.value_and_grad)(x)
         return 1

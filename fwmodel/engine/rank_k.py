@@ -55,7 +55,8 @@ import time
 import numpy as np
 
 from .inface import project_capped_simplex
-from .steps import Proposal, _fw_direction
+from .block_search import LARGE_BLOCK
+from .steps import LazyDirection, Proposal, _fw_direction
 from .vector_ops import dot
 
 #: the values of the ``rank_k`` solve option
@@ -208,6 +209,17 @@ def rank_k_prox(Y, radius, k, psd=False, symmetric=False, start=None, rng=None):
     return U, project_capped_simplex(sigma, radius), V
 
 
+def _fw_norm2(x_k, atom):
+    """||s - x||^2 = ||s||^2 - 2 <s, x> + ||x||^2 without forming s - x (a rank-one atom's ||s||^2 from its
+    vectors; any other atom is formed densely)."""
+    u, v = getattr(atom, "u", None), getattr(atom, "v", None)
+    if u is None or v is None:
+        d = atom.to_dense() - x_k
+        return dot(d, d)
+    s_norm2 = atom.scale * atom.scale * dot(u, u) * dot(v, v)
+    return max(s_norm2 - 2.0 * atom.dot(x_k) + dot(x_k, x_k), 0.0)
+
+
 def _model_decrease(slope, curvature):
     """Decrease of the model slope * g + curvature g^2 / 2 over g in [0, 1] (positive is better)."""
     if not slope < 0:
@@ -249,7 +261,9 @@ class RankKStep:
         self.max_rank = int(max_rank) if max_rank is not None else min(self.shape)
         #: None, or the most the rank-k work may cost against the rest of an iteration (rank_k="auto")
         self.cost_cap = cost_cap
-        self._D = None  # the rank-k direction's array, reused (a fresh d x d array costs its page faults)
+        # Y and the rank-k direction's arrays where the step keeps its own (see _work_array), reused
+        # (a fresh d x d array costs its page faults)
+        self._D = None
         self.start = None  # the last step's vectors: the Krylov warm start
         self.losses = 0
         self.pause = 0  # iterations left without trying the rank-k step
@@ -278,13 +292,22 @@ class RankKStep:
         s = self.block.lmo(g_k)
         gap = dot(x_k, g_k) - s.dot(g_k)
         lend = getattr(ctx, "directions", None)
-        d_fw = _fw_direction(x_k, s, out=lend.direction(self.block) if lend is not None else None)
-        fw = Proposal(d_fw, 1.0, "fw", gap, s)
+        work = self._work_array(ctx)
+        if work is not None:
+            # lean: the FW direction is formed at the sweep's turn (if taken), ||s - x||^2 from the atom
+            fw = Proposal(LazyDirection(_fw_direction, (x_k, s), lend, self.block), 1.0, "fw", gap, s, slope=-gap)
+            d_fw = None
+            fw_norm2 = _fw_norm2(x_k, s)
+        else:
+            d_fw = _fw_direction(x_k, s, out=lend.direction(self.block) if lend is not None else None)
+            fw = Proposal(d_fw, 1.0, "fw", gap, s)
+            fw_norm2 = None
         measure = getattr(ctx, "block_curvature", None)
         if self.curvature_f is None and measure is not None and gap > 0:
             # the objective's curvature along the FW direction, before any line search: the
             # first step can then be a rank-k step already (one curvature pass on the block)
-            self.observe_curvature(measure(self.block, d_fw), dot(d_fw, d_fw))
+            d = d_fw if d_fw is not None else _fw_direction(x_k, s, out=work)
+            self.observe_curvature(measure(self.block, d), dot(d, d))
         L = self._curvature(ctx.lam)
         if L is None or gap <= 0:
             return fw
@@ -293,13 +316,19 @@ class RankKStep:
             return fw
         t0 = time.perf_counter()
         k_used = min(self.k, self.max_rank)
-        d_rank = self._rank_k_direction(x_k, g_k, L, s)
+        if work is not None:  # Y, then V - X over it (Y is not read once V is known)
+            d_rank = self._rank_k_direction(x_k, g_k, L, s, work, work)
+        else:
+            if self._Y is None:
+                self._Y, self._D = np.empty(self.shape), np.empty(self.shape)
+            d_rank = self._rank_k_direction(x_k, g_k, L, s, self._Y, self._D)
         self._last_rank_time = time.perf_counter() - t0
         self._cap_rank(k_used)
         if d_rank is None:
             return fw
-        gain_rank = _model_decrease(dot(g_k, d_rank), L * dot(d_rank, d_rank))
-        gain_fw = _model_decrease(-gap, L * dot(d_fw, d_fw))
+        slope_rank = dot(g_k, d_rank)
+        gain_rank = _model_decrease(slope_rank, L * dot(d_rank, d_rank))
+        gain_fw = _model_decrease(-gap, L * (fw_norm2 if fw_norm2 is not None else dot(d_fw, d_fw)))
         # the rank-k work pays when it gains more per second than FW steps do
         t_fw = self.iteration_time if self.iteration_time is not None else self._last_rank_time
         pays = gain_rank * t_fw > gain_fw * (t_fw + self._last_rank_time)
@@ -314,8 +343,24 @@ class RankKStep:
                 self.losses = 0
         if gain_rank > gain_fw:  # already computed: take the better of the two
             self.rank_k_steps += 1
-            return Proposal(d_rank, 1.0, "rank_k", gap)
+            return Proposal(d_rank, 1.0, "rank_k", gap, slope=slope_rank if work is not None else None)
         return fw
+
+    def _work_array(self, ctx):
+        """The one block-size array of a lean rank-k step, or None for the plain layout.
+
+        Where the driver forms directions at the sweep's turn (``ctx.lazy_directions``,
+        a Gauss-Seidel sweep) and the block is large (``LARGE_BLOCK`` entries), the FW
+        direction is left lazy (formed in the driver's shared array if the FW step is
+        taken), and Y = X - G/L and then the rank-k direction V - X are formed in the
+        array the driver lends this block (``ctx.directions.direction``): one block-size
+        array instead of three (Y, V - X, s - X; at d = 4000 each is 128 MB). Elsewhere
+        (Jacobi sweeps, whose directions coexist; small blocks) the three are kept.
+        """
+        lend = getattr(ctx, "directions", None)
+        if lend is None or not getattr(ctx, "lazy_directions", False) or self.block.size < LARGE_BLOCK:
+            return None
+        return lend.direction(self.block)
 
     def _cap_rank(self, k_used):
         """rank_k="auto": the next k so that its predicted Krylov work fits ``cost_cap`` iterations."""
@@ -332,12 +377,12 @@ class RankKStep:
         while self.k > INITIAL_RANK and predicted(self.k) > budget:
             self.k = max(INITIAL_RANK, self.k // 2)
 
-    def _rank_k_direction(self, x_k, g_k, L, fw_atom):
+    def _rank_k_direction(self, x_k, g_k, L, fw_atom, Y, D):
+        """V - X (flat) for the rank-k point V of Y = X - G / L, formed in ``D``; ``Y`` holds Y on the way
+        (``D`` may be ``Y`` itself: Y is not read once V's factors are known)."""
         shape = self.shape
-        if self._Y is None:
-            self._Y = np.empty(shape)
         X = x_k.reshape(shape)
-        Y = self._Y
+        Y, D = Y.reshape(shape), D.reshape(shape)
         np.multiply(g_k.reshape(shape), -1.0 / L, out=Y)
         Y += X
         k = min(self.k, self.max_rank)
@@ -354,9 +399,7 @@ class RankKStep:
         else:
             self.k = max(INITIAL_RANK, min(self.max_rank, kept + OVERSAMPLING))
         self.start = V if V is not None else U
-        if self._D is None:
-            self._D = np.empty(shape)
-        D = self._D
+        Y = None
         if kept == 0:
             np.negative(X, out=D)
         else:

@@ -116,6 +116,9 @@ class ConvexSet:
     #: few passes over the entries): the engine may then take projected-gradient
     #: steps on the set's block (``solve(projection=...)``).
     has_cheap_projection = False
+    #: True when :meth:`project_flat` takes ``out=`` (a flat array, possibly the
+    #: point itself) and writes the projection there without a point-size temporary
+    projects_in_place = False
     #: True when :meth:`project_flat` exists, cheap or not (a trace-norm ball's
     #: needs a full eigendecomposition): with ``solve(projection="auto")`` the
     #: engine then measures the projection against an iteration and takes
