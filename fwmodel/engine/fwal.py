@@ -225,7 +225,7 @@ def minimize_fwal(
             faces.pop(k, None)
     # the steps write their directions into the buffers' arrays; a Gauss-Seidel sweep forms them at each block's turn
     ctx = _StepContext(it.lam, buffers, lazy_directions=sweep == "gauss-seidel")
-    ctx.block_curvature = _block_curvature(objective, it)
+    ctx.block_curvature, ctx.block_hessian = _block_curvature(objective, it)
     # the active sets are the step objects' own (a warm-started set that no step uses is let go)
     active = {k: st.active for k, st in enumerate(steps) if getattr(st, "active", None) is not None}
     if warm_choice is not None and auto_projection is None and projection == "auto":
@@ -462,6 +462,8 @@ class _StepContext:
         self.lazy_directions = lazy_directions
         #: (block, d_k) -> d' Hf d for d = d_k on the block, 0 elsewhere; None where f gives no per-block curvature
         self.block_curvature = None
+        #: block -> c where Hf on the block is c I (no direction needed), else None; None where f does not tell
+        self.block_hessian = None
 
     def start_iteration(self, t, lam, gap_target):
         self.lam = lam
@@ -470,21 +472,25 @@ class _StepContext:
 
 
 def _block_curvature(objective, it):
-    """``(block, d_k) -> curvature of f along d_k on that block`` at the current iterate, or None.
+    """``(block, d_k) -> curvature of f along d_k on that block`` at the current iterate, and
+    ``block -> c`` where f's Hessian on the block is ``c I`` (else None); each None where f does not tell.
 
     A step that needs the objective's curvature before its first line search
-    (a rank-k step's prox) measures it with this instead of waiting one
-    iteration; ``objective.curvature_block`` forms no full-size direction.
+    (a rank-k step's prox) measures it with these instead of waiting one
+    iteration; ``objective.curvature_block`` forms no full-size direction, and
+    ``objective.block_hessian`` (the Hessian of f's last gradient) needs no direction.
     """
     curvature_block = getattr(objective, "curvature_block", None)
     has = getattr(objective, "has_block_curvature", None)
+    block_hessian = getattr(objective, "block_hessian", None)
+    hessian = None if block_hessian is None else (lambda block: block_hessian(block.slice))
     if curvature_block is None or has is None:
-        return None
+        return None, hessian
 
     def curvature(block, d_k):
         return curvature_block(it.x, block.slice, d_k) if has(block.slice) else None
 
-    return curvature
+    return curvature, hessian
 
 
 def _fallback_penalty(objective_scale, feasibility_scale):

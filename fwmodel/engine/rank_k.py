@@ -82,12 +82,86 @@ PATIENCE = 3
 MAX_PAUSE = 64
 
 
-def _orth(A):
-    """An orthonormal basis of the columns of A (QR; dependent columns dropped)."""
+def _orth(A, scale=None):
+    """An orthonormal basis of the columns of A (QR; columns below 1e-12 of ``scale``, default the
+    largest, dropped as dependent)."""
     Q, R = np.linalg.qr(A)
     diag = np.abs(np.diag(R))
-    keep = diag > 1e-12 * max(float(diag.max(initial=0.0)), 1e-300)
+    top = float(diag.max(initial=0.0)) if scale is None else float(scale)
+    keep = diag > 1e-12 * max(top, 1e-300)
     return Q[:, keep]
+
+
+class ShiftedMatrix:
+    """``Y = X - G / L`` as an operator: ``Y @ Q = X @ Q - (G @ Q) / L``, no matrix of Y's size formed.
+
+    A rank-k step's prox point is that of Y (module docstring); its block Krylov
+    method only multiplies Y by thin blocks, so Y need not exist: two thin
+    products (X Q and G Q) replace one, and the d x d array of Y is saved (at
+    d = 4000, 128 MB). ``terms`` are the matrices whose products the Krylov
+    method carries (its last vectors' products come back with its result).
+    """
+
+    def __init__(self, X, G, L):
+        self.terms = (X, G)
+        self.shape = X.shape
+        self._scale = -1.0 / L
+
+    def combine(self, products):
+        """Y Q from (X Q, G Q)."""
+        XQ, GQ = products
+        out = GQ * self._scale
+        out += XQ
+        return out
+
+    @property
+    def T(self):
+        X, G = self.terms
+        return ShiftedMatrix(X.T, G.T, -1.0 / self._scale)
+
+    def dense(self):
+        """Y itself (a fresh array: the dense branch, a full factorization, needs it)."""
+        X, G = self.terms
+        Y = np.multiply(G, self._scale)
+        Y += X
+        return Y
+
+
+class _Plain:
+    """A matrix as a one-term operator (the interface of :class:`ShiftedMatrix`)."""
+
+    def __init__(self, A):
+        self.terms = (A,)
+        self.shape = A.shape
+
+    @staticmethod
+    def combine(products):
+        return products[0]
+
+    @property
+    def T(self):
+        return _Plain(self.terms[0].T)
+
+    def dense(self):
+        return self.terms[0]
+
+
+def _operator(A):
+    return A if isinstance(A, ShiftedMatrix) else _Plain(A)
+
+
+def _times(op, Q):
+    """The products of each of ``op``'s terms with Q."""
+    return [T @ Q for T in op.terms]
+
+
+def _extend(Q, AQ):
+    """The orthonormal columns W that extend Q to span[Q, A Q] (block Gram-Schmidt, twice)."""
+    W = AQ - Q @ (Q.T @ AQ)
+    W = _orth(W, scale=float(np.linalg.norm(AQ, axis=0).max(initial=0.0)))
+    if W.shape[1]:
+        W = _orth(W - Q @ (Q.T @ W))
+    return W
 
 
 #: the tile of :func:`_symmetrize` (two 512 x 512 tiles of float64 fit a few MB of cache)
@@ -135,29 +209,47 @@ def top_eigenpairs(A, k, which="LA", start=None, rng=None, max_rounds=MAX_ROUNDS
     or "LM" (largest magnitude). Returns ``(values, vectors)`` (n x k, orthonormal).
     A nearly symmetric A (rounding) is read as its symmetric part: the
     Rayleigh-Ritz matrix ``K' A K`` is symmetrized, and the dense branch
-    factorizes ``(A + A') / 2``.
+    factorizes ``(A + A') / 2``. A may be a :class:`ShiftedMatrix`.
     """
-    n = A.shape[0]
+    values, vectors, _ = _eigenpairs(_operator(A), k, which, start, rng, max_rounds, rtol)
+    return values, vectors
+
+
+def _eigenpairs(op, k, which, start, rng, max_rounds, rtol):
+    """:func:`top_eigenpairs` on an operator; also returns the products of its terms with the vectors.
+
+    One product with A per round: ``A K = [A Q, A W]`` with ``A Q`` carried
+    from the last round (the Ritz vectors are ``K C``, so their products are
+    ``(A K) C``) and W the new orthonormal directions of span[Q, A Q].
+    """
+    n = op.shape[0]
     b = min(n, k + OVERSAMPLING)
     if b >= DENSE_FRACTION * n:
-        w, V = np.linalg.eigh(0.5 * (A + A.T))
+        M = np.array(op.dense(), dtype=float)  # a copy, symmetrized in place
+        _symmetrize(M)
+        w, V = np.linalg.eigh(M)
+        M = None
         idx = _pick(w, k, which)
-        return w[idx], V[:, idx]
+        V = V[:, idx]
+        return w[idx], V, tuple(_times(op, V))
     Q = _start_block(n, b, start, rng)
+    PQ = _times(op, Q)
     previous = None
     for _ in range(max_rounds):
-        K = _orth(np.hstack([Q, A @ Q]))
-        AK = A @ K
-        H = K.T @ AK
+        W = _extend(Q, op.combine(PQ))
+        K = np.hstack([Q, W])
+        PK = [np.hstack([p, pw]) for p, pw in zip(PQ, _times(op, W))]
+        H = K.T @ op.combine(PK)
         w, C = np.linalg.eigh(0.5 * (H + H.T))
         idx = _pick(w, b, which)
         Q = K @ C[:, idx]
+        PQ = [p @ C[:, idx] for p in PK]
         values = w[idx[:k]]
         scale = max(float(np.max(np.abs(values), initial=0.0)), 1e-300)
         if previous is not None and np.max(np.abs(values - previous)) <= rtol * scale:
             break
         previous = values
-    return values, Q[:, :k]
+    return values, Q[:, :k], tuple(p[:, :k] for p in PQ)
 
 
 def top_singular_triplets(A, k, start=None, rng=None, max_rounds=MAX_ROUNDS, rtol=RITZ_RTOL):
@@ -166,28 +258,43 @@ def top_singular_triplets(A, k, start=None, rng=None, max_rounds=MAX_ROUNDS, rto
     Rayleigh-Ritz for singular values on the right subspace
     ``span[Q, A' A Q]``: the SVD of ``A K`` (m x 2b) gives the Ritz triplets.
     ``start``: right vectors (n x j) to start from. Returns ``(U, s, V)``
-    with U (m x k) and V (n x k) orthonormal.
+    with U (m x k) and V (n x k) orthonormal. A may be a :class:`ShiftedMatrix`.
     """
-    m, n = A.shape
+    U, s, V, _ = _singular_triplets(_operator(A), k, start, rng, max_rounds, rtol)
+    return U, s, V
+
+
+def _singular_triplets(op, k, start, rng, max_rounds, rtol):
+    """:func:`top_singular_triplets` on an operator; also returns its terms' products with V.
+
+    Two products per round: ``A' (A Q)`` and ``A W`` (``A Q`` carried from the last round as ``(A K) C``).
+    """
+    m, n = op.shape
     b = min(m, n, k + OVERSAMPLING)
     if b >= DENSE_FRACTION * min(m, n):
-        U, s, Vt = np.linalg.svd(A, full_matrices=False)
-        return U[:, :k], s[:k], Vt[:k].T
+        U, s, Vt = np.linalg.svd(op.dense(), full_matrices=False)
+        V = Vt[:k].T
+        return U[:, :k], s[:k], V, tuple(_times(op, V))
+    opT = op.T
     Q = _start_block(n, b, start, rng)
+    PQ = _times(op, Q)
     previous = None
     for _ in range(max_rounds):
-        K = _orth(np.hstack([Q, A.T @ (A @ Q)]))
-        AK = A @ K
-        P, s, Wt = np.linalg.svd(AK, full_matrices=False)
-        U, Q = P[:, :b], K @ Wt[:b].T
+        W = _extend(Q, opT.combine(_times(opT, op.combine(PQ))))
+        K = np.hstack([Q, W])
+        PK = [np.hstack([p, pw]) for p, pw in zip(PQ, _times(op, W))]
+        P, s, Wt = np.linalg.svd(op.combine(PK), full_matrices=False)
+        C = Wt[:b].T
+        U, Q = P[:, :b], K @ C
+        PQ = [p @ C for p in PK]
         values = s[:k]
         if previous is not None and np.max(np.abs(values - previous)) <= rtol * max(float(s[0]), 1e-300):
             break
         previous = values
-    return U[:, :k], s[:k], Q[:, :k]
+    return U[:, :k], s[:k], Q[:, :k], tuple(p[:, :k] for p in PQ)
 
 
-def rank_k_prox(Y, radius, k, psd=False, symmetric=False, start=None, rng=None):
+def rank_k_prox(Y, radius, k, psd=False, symmetric=False, start=None, rng=None, products=False):
     """The nearest point to Y of rank at most k in the trace-norm ball (Allen-Zhu et al. 2017, Lemma 3.1).
 
     ``psd``: over the PSD trace ball (Y's symmetric part is used);
@@ -195,29 +302,24 @@ def rank_k_prox(Y, radius, k, psd=False, symmetric=False, start=None, rng=None):
     ``(U, s, V)``: the point is ``U diag(s) V'``, with ``s >= 0`` (signs of
     a symmetric point folded into V = U * sign), and the k-th and later
     values of s zero when the result is the projection onto the whole ball.
+    Y may be a :class:`ShiftedMatrix`; ``products``: also return the
+    products of its terms with V (for Y = X - G / L: ``(X V, G V)``).
     """
+    op = _operator(Y)
     if psd or symmetric:
-        # top_eigenpairs reads sym(Y) from Y itself (its Rayleigh-Ritz matrices are symmetrized):
+        # the eigenpairs of sym(Y) read from Y itself (its Rayleigh-Ritz matrices are symmetrized):
         # no d x d pass to test or form the symmetric part
-        values, U = top_eigenpairs(Y, k, "LA" if psd else "LM", start, rng)
+        values, U, PU = _eigenpairs(op, k, "LA" if psd else "LM", start, rng, MAX_ROUNDS, RITZ_RTOL)
         if psd:
-            s = project_capped_simplex(values, radius)
-            return U, s, U
-        s = project_capped_simplex(np.abs(values), radius)
-        return U, s, U * np.where(values < 0, -1.0, 1.0)
-    U, sigma, V = top_singular_triplets(Y, k, start, rng)
-    return U, project_capped_simplex(sigma, radius), V
-
-
-def _fw_norm2(x_k, atom):
-    """||s - x||^2 = ||s||^2 - 2 <s, x> + ||x||^2 without forming s - x (a rank-one atom's ||s||^2 from its
-    vectors; any other atom is formed densely)."""
-    u, v = getattr(atom, "u", None), getattr(atom, "v", None)
-    if u is None or v is None:
-        d = atom.to_dense() - x_k
-        return dot(d, d)
-    s_norm2 = atom.scale * atom.scale * dot(u, u) * dot(v, v)
-    return max(s_norm2 - 2.0 * atom.dot(x_k) + dot(x_k, x_k), 0.0)
+            s, V, PV = project_capped_simplex(values, radius), U, PU
+        else:
+            s = project_capped_simplex(np.abs(values), radius)
+            signs = np.where(values < 0, -1.0, 1.0)
+            V, PV = U * signs, tuple(p * signs for p in PU)
+    else:
+        U, sigma, V, PV = _singular_triplets(op, k, start, rng, MAX_ROUNDS, RITZ_RTOL)
+        s = project_capped_simplex(sigma, radius)
+    return (U, s, V, PV) if products else (U, s, V)
 
 
 def _model_decrease(slope, curvature):
@@ -227,6 +329,27 @@ def _model_decrease(slope, curvature):
     if curvature <= 0 or -slope >= curvature:
         return -slope - 0.5 * max(curvature, 0.0)
     return 0.5 * slope * slope / curvature
+
+
+def _fw_norm2(x_k, atom, xx):
+    """||s - x||^2 = ||s||^2 - 2 <s, x> + ||x||^2 (``xx``) without forming s - x (a rank-one atom's
+    ||s||^2 from its vectors; any other atom is formed densely)."""
+    u, v = getattr(atom, "u", None), getattr(atom, "v", None)
+    if u is None or v is None:
+        d = atom.to_dense() - x_k
+        return dot(d, d)
+    s_norm2 = atom.scale * atom.scale * dot(u, u) * dot(v, v)
+    return max(s_norm2 - 2.0 * atom.dot(x_k) + xx, 0.0)
+
+
+def _low_rank_minus(x_k, US, V, symmetric, out):
+    """``out`` <- U S V' - X (flat; ``US`` = U diag(s)): a lean rank-k step's direction, formed at the sweep's turn."""
+    D = out.reshape(US.shape[0], V.shape[0])
+    np.matmul(US, V.T, out=D)
+    if symmetric:  # exactly symmetric: rounding must not build up an asymmetry
+        _symmetrize(D)
+    D -= x_k.reshape(D.shape)
+    return out
 
 
 class RankKStep:
@@ -261,7 +384,7 @@ class RankKStep:
         self.max_rank = int(max_rank) if max_rank is not None else min(self.shape)
         #: None, or the most the rank-k work may cost against the rest of an iteration (rank_k="auto")
         self.cost_cap = cost_cap
-        # Y and the rank-k direction's arrays where the step keeps its own (see _work_array), reused
+        # Y and the rank-k direction's arrays where the step keeps its own (not :meth:`_lean`), reused
         # (a fresh d x d array costs its page faults)
         self._D = None
         self.start = None  # the last step's vectors: the Krylov warm start
@@ -290,24 +413,22 @@ class RankKStep:
             self.iteration_time = spent if self.iteration_time is None else 0.5 * (self.iteration_time + spent)
         self._last_start, self._last_rank_time = now, 0.0
         s = self.block.lmo(g_k)
-        gap = dot(x_k, g_k) - s.dot(g_k)
+        xg = dot(x_k, g_k)
+        gap = xg - s.dot(g_k)
         lend = getattr(ctx, "directions", None)
-        work = self._work_array(ctx)
-        if work is not None:
-            # lean: the FW direction is formed at the sweep's turn (if taken), ||s - x||^2 from the atom
+        lean = self._lean(ctx)
+        if lean:  # the FW direction formed at the sweep's turn (if taken), ||s - x||^2 from the atom
             fw = Proposal(LazyDirection(_fw_direction, (x_k, s), lend, self.block), 1.0, "fw", gap, s, slope=-gap)
-            d_fw = None
-            fw_norm2 = _fw_norm2(x_k, s)
+            xx = dot(x_k, x_k)
+            fw_norm2 = _fw_norm2(x_k, s, xx)
         else:
             d_fw = _fw_direction(x_k, s, out=lend.direction(self.block) if lend is not None else None)
             fw = Proposal(d_fw, 1.0, "fw", gap, s)
-            fw_norm2 = None
-        measure = getattr(ctx, "block_curvature", None)
-        if self.curvature_f is None and measure is not None and gap > 0:
+            fw_norm2 = dot(d_fw, d_fw)
+        if self.curvature_f is None and gap > 0:
             # the objective's curvature along the FW direction, before any line search: the
-            # first step can then be a rank-k step already (one curvature pass on the block)
-            d = d_fw if d_fw is not None else _fw_direction(x_k, s, out=work)
-            self.observe_curvature(measure(self.block, d), dot(d, d))
+            # first step can then be a rank-k step already
+            self._first_curvature(ctx, None if lean else d_fw, x_k, s)
         L = self._curvature(ctx.lam)
         if L is None or gap <= 0:
             return fw
@@ -316,19 +437,17 @@ class RankKStep:
             return fw
         t0 = time.perf_counter()
         k_used = min(self.k, self.max_rank)
-        if work is not None:  # Y, then V - X over it (Y is not read once V is known)
-            d_rank = self._rank_k_direction(x_k, g_k, L, s, work, work)
+        if lean:
+            d_rank, slope_rank, rank_norm2 = self._lean_rank_k_direction(x_k, g_k, L, s, xg, xx, lend)
         else:
             if self._Y is None:
                 self._Y, self._D = np.empty(self.shape), np.empty(self.shape)
             d_rank = self._rank_k_direction(x_k, g_k, L, s, self._Y, self._D)
+            slope_rank, rank_norm2 = dot(g_k, d_rank), dot(d_rank, d_rank)
         self._last_rank_time = time.perf_counter() - t0
         self._cap_rank(k_used)
-        if d_rank is None:
-            return fw
-        slope_rank = dot(g_k, d_rank)
-        gain_rank = _model_decrease(slope_rank, L * dot(d_rank, d_rank))
-        gain_fw = _model_decrease(-gap, L * (fw_norm2 if fw_norm2 is not None else dot(d_fw, d_fw)))
+        gain_rank = _model_decrease(slope_rank, L * rank_norm2)
+        gain_fw = _model_decrease(-gap, L * fw_norm2)
         # the rank-k work pays when it gains more per second than FW steps do
         t_fw = self.iteration_time if self.iteration_time is not None else self._last_rank_time
         pays = gain_rank * t_fw > gain_fw * (t_fw + self._last_rank_time)
@@ -343,25 +462,40 @@ class RankKStep:
                 self.losses = 0
         if gain_rank > gain_fw:  # already computed: take the better of the two
             self.rank_k_steps += 1
-            return Proposal(d_rank, 1.0, "rank_k", gap, slope=slope_rank if work is not None else None)
+            return Proposal(d_rank, 1.0, "rank_k", gap, slope=slope_rank if lean else None)
         return fw
 
-    def _work_array(self, ctx):
-        """The one block-size array of a lean rank-k step, or None for the plain layout.
+    def _lean(self, ctx):
+        """True where the step keeps no block-size array of its own.
 
         Where the driver forms directions at the sweep's turn (``ctx.lazy_directions``,
-        a Gauss-Seidel sweep) and the block is large (``LARGE_BLOCK`` entries), the FW
-        direction is left lazy (formed in the driver's shared array if the FW step is
-        taken), and Y = X - G/L and then the rank-k direction V - X are formed in the
-        array the driver lends this block (``ctx.directions.direction``): one block-size
-        array instead of three (Y, V - X, s - X; at d = 4000 each is 128 MB). Elsewhere
-        (Jacobi sweeps, whose directions coexist; small blocks) the three are kept.
+        a Gauss-Seidel sweep) and the block is large (``LARGE_BLOCK`` entries), Y = X - G/L
+        is never formed (its Krylov products are X Q - (G Q) / L, :class:`ShiftedMatrix`),
+        and both directions, s - X and V - X, are formed only if taken, at the sweep's turn,
+        in the driver's shared direction array (:class:`~fwmodel.engine.steps.LazyDirection`);
+        their slopes and norms come from the atoms' factors. At d = 4000 that saves three
+        128 MB arrays (Y, V - X, s - X). Elsewhere (Jacobi sweeps, whose directions coexist;
+        small blocks) the three are kept.
         """
-        lend = getattr(ctx, "directions", None)
-        if lend is None or not getattr(ctx, "lazy_directions", False) or self.block.size < LARGE_BLOCK:
-            return None
-        return lend.direction(self.block)
+        return (getattr(ctx, "directions", None) is not None and getattr(ctx, "lazy_directions", False)
+                and self.block.size >= LARGE_BLOCK)
 
+    def _first_curvature(self, ctx, d_fw, x_k, atom):
+        """The objective's curvature per unit squared step on the block, before the first line search:
+        along d_fw (formed), from the block's Hessian c I where the objective knows it
+        (``ctx.block_hessian``: no direction formed), else along a FW direction formed for it."""
+        measure = getattr(ctx, "block_curvature", None)
+        if d_fw is None:
+            hessian = getattr(ctx, "block_hessian", None)
+            c = hessian(self.block) if hessian is not None else None
+            if c is not None:
+                self.observe_curvature(c, 1.0)
+                return
+            if measure is None:
+                return
+            d_fw = _fw_direction(x_k, atom)  # a temporary, once per solve
+        if measure is not None:
+            self.observe_curvature(measure(self.block, d_fw), dot(d_fw, d_fw))
     def _cap_rank(self, k_used):
         """rank_k="auto": the next k so that its predicted Krylov work fits ``cost_cap`` iterations."""
         if self.cost_cap is None or self.iteration_time is None:
@@ -378,27 +512,16 @@ class RankKStep:
             self.k = max(INITIAL_RANK, self.k // 2)
 
     def _rank_k_direction(self, x_k, g_k, L, fw_atom, Y, D):
-        """V - X (flat) for the rank-k point V of Y = X - G / L, formed in ``D``; ``Y`` holds Y on the way
-        (``D`` may be ``Y`` itself: Y is not read once V's factors are known)."""
+        """V - X (flat) for the rank-k point V of Y = X - G / L, formed in ``D``; Y formed in ``Y``."""
         shape = self.shape
         X = x_k.reshape(shape)
         Y, D = Y.reshape(shape), D.reshape(shape)
         np.multiply(g_k.reshape(shape), -1.0 / L, out=Y)
         Y += X
-        k = min(self.k, self.max_rank)
-        start = self._start_vectors(fw_atom)
-        # a symmetric LMO vertex (u is v) means a symmetric gradient, or a set of
-        # symmetric matrices: V is then taken symmetric too (sym(Y)'s eigenpairs)
-        symmetric = self.psd or (getattr(fw_atom, "u", None) is not None and fw_atom.u is fw_atom.v)
-        U, s, V = rank_k_prox(Y, self.radius, k, psd=self.psd, symmetric=symmetric, start=start, rng=self.rng)
-        kept = int(np.count_nonzero(s > 0))
-        self.last_rank = kept
-        # k follows the rank the prox wants: double while every value is kept, else keep a margin
-        if kept >= k:
-            self.k = min(2 * k, self.max_rank)
-        else:
-            self.k = max(INITIAL_RANK, min(self.max_rank, kept + OVERSAMPLING))
-        self.start = V if V is not None else U
+        k, symmetric = self._prox_rank_and_symmetry(fw_atom)
+        U, s, V = rank_k_prox(Y, self.radius, k, psd=self.psd, symmetric=symmetric,
+                              start=self._start_vectors(fw_atom), rng=self.rng)
+        kept = self._follow_rank(int(np.count_nonzero(s > 0)), k, U, V)
         Y = None
         if kept == 0:
             np.negative(X, out=D)
@@ -408,6 +531,41 @@ class RankKStep:
                 _symmetrize(D)
             D -= X
         return D.ravel()
+
+    def _lean_rank_k_direction(self, x_k, g_k, L, fw_atom, xg, xx, lend):
+        """(V - X as a lazy direction, its slope <G, V - X>, ||V - X||^2) without a block-size array.
+
+        V = U S V' (orthonormal U, V): <G, V> = sum_i s_i u_i' G v_i and ||V||^2 = ||s||^2, with
+        G v_i and X v_i the products the Krylov method carried (``xg`` = <X, G>, ``xx`` = ||X||^2).
+        """
+        X, G = x_k.reshape(self.shape), g_k.reshape(self.shape)
+        k, symmetric = self._prox_rank_and_symmetry(fw_atom)
+        U, s, V, (XV, GV) = rank_k_prox(ShiftedMatrix(X, G, L), self.radius, k, psd=self.psd, symmetric=symmetric,
+                                        start=self._start_vectors(fw_atom), rng=self.rng, products=True)
+        kept = self._follow_rank(int(np.count_nonzero(s > 0)), k, U, V)
+        Uk, sk = U[:, :kept], s[:kept]
+        xs = float(sk @ np.einsum("ij,ij->j", Uk, XV[:, :kept]))  # <X, V>
+        gs = float(sk @ np.einsum("ij,ij->j", Uk, GV[:, :kept]))  # <G, V>
+        norm2 = max(float(sk @ sk) - 2.0 * xs + xx, 0.0)
+        d = LazyDirection(_low_rank_minus, (x_k, Uk * sk, V[:, :kept], symmetric), lend, self.block)
+        return d, gs - xg, norm2
+
+    def _prox_rank_and_symmetry(self, fw_atom):
+        """k for this step, and whether V is taken symmetric: a symmetric LMO vertex (u is v) means a
+        symmetric gradient, or a set of symmetric matrices (sym(Y)'s eigenpairs)."""
+        symmetric = self.psd or (getattr(fw_atom, "u", None) is not None and fw_atom.u is fw_atom.v)
+        return min(self.k, self.max_rank), symmetric
+
+    def _follow_rank(self, kept, k, U, V):
+        """k follows the rank the prox wants (doubled while every value is kept, else a margin);
+        the vectors are the next warm start. Returns ``kept``."""
+        self.last_rank = kept
+        if kept >= k:
+            self.k = min(2 * k, self.max_rank)
+        else:
+            self.k = max(INITIAL_RANK, min(self.max_rank, kept + OVERSAMPLING))
+        self.start = V if V is not None else U
+        return kept
 
     def _start_vectors(self, fw_atom):
         cols = []
