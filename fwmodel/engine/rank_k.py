@@ -156,10 +156,18 @@ def _times(op, Q):
 
 
 def _extend(Q, AQ):
-    """The orthonormal columns W that extend Q to span[Q, A Q] (block Gram-Schmidt, twice)."""
+    """The orthonormal columns W that extend Q to span[Q, A Q] (block Gram-Schmidt, twice).
+
+    Columns of A Q that lie in span Q (a warm start that already holds an
+    eigenvector: the LMO's vector) leave a residual of rounding noise; they
+    are dropped before the QR, which would otherwise orthogonalize the other
+    columns against that noise and lose one random direction of the subspace.
+    """
     W = AQ - Q @ (Q.T @ AQ)
-    W = _orth(W, scale=float(np.linalg.norm(AQ, axis=0).max(initial=0.0)))
+    norms = np.linalg.norm(W, axis=0)
+    W = W[:, norms > 1e-10 * max(float(np.linalg.norm(AQ, axis=0).max(initial=0.0)), 1e-300)]
     if W.shape[1]:
+        W = _orth(W)
         W = _orth(W - Q @ (Q.T @ W))
     return W
 
