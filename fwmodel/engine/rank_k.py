@@ -404,6 +404,12 @@ class RankKStep:
         self.iteration_time = None  # seconds of an iteration outside the rank-k work (a running mean)
         self._last_start = None
         self._last_rank_time = 0.0
+        # a lean step forms V - X at the sweep's turn, after its proposal: that time (rank-k work,
+        # proportional to the kept rank) is added to the step's at the next proposal, and k's cost
+        # cap is applied then (``_cap_after``: the k the step used), with the same information
+        self._formation_time = 0.0  # seconds spent forming V - X since the last proposal
+        self._formation_per_rank = 0.0  # the last formation's seconds per kept rank (the estimate of the next)
+        self._cap_after = None
         #: what the last proposals did, for benchmarks: k and the prox rank of the last rank-k step
         self.last_rank = 0
         self.rank_k_steps = 0
@@ -416,10 +422,13 @@ class RankKStep:
 
     def propose(self, x_k, g_k, ctx):
         now = time.perf_counter()
+        self._last_rank_time += self._formation_time
+        if self._cap_after is not None:  # a lean step's cap, now that its whole rank-k work is known
+            self._cap_rank(self._cap_after)
         if self._last_start is not None:  # an iteration without the rank-k work: the FW step's cost
             spent = max(now - self._last_start - self._last_rank_time, 1e-9)
             self.iteration_time = spent if self.iteration_time is None else 0.5 * (self.iteration_time + spent)
-        self._last_start, self._last_rank_time = now, 0.0
+        self._last_start, self._last_rank_time, self._formation_time, self._cap_after = now, 0.0, 0.0, None
         s = self.block.lmo(g_k)
         xg = dot(x_k, g_k)
         gap = xg - s.dot(g_k)
@@ -453,12 +462,17 @@ class RankKStep:
             d_rank = self._rank_k_direction(x_k, g_k, L, s, self._Y, self._D)
             slope_rank, rank_norm2 = dot(g_k, d_rank), dot(d_rank, d_rank)
         self._last_rank_time = time.perf_counter() - t0
-        self._cap_rank(k_used)
+        if lean:  # V - X is formed later: its time estimated from the last formation's, capped at the next proposal
+            self._cap_after = k_used
+            rank_time = self._last_rank_time + self._formation_per_rank * self.last_rank
+        else:
+            self._cap_rank(k_used)
+            rank_time = self._last_rank_time
         gain_rank = _model_decrease(slope_rank, L * rank_norm2)
         gain_fw = _model_decrease(-gap, L * fw_norm2)
         # the rank-k work pays when it gains more per second than FW steps do
-        t_fw = self.iteration_time if self.iteration_time is not None else self._last_rank_time
-        pays = gain_rank * t_fw > gain_fw * (t_fw + self._last_rank_time)
+        t_fw = self.iteration_time if self.iteration_time is not None else rank_time
+        pays = gain_rank * t_fw > gain_fw * (t_fw + rank_time)
         if pays:
             self.losses = 0
             self.pause_length = 1
@@ -555,8 +569,17 @@ class RankKStep:
         xs = float(sk @ np.einsum("ij,ij->j", Uk, XV[:, :kept]))  # <X, V>
         gs = float(sk @ np.einsum("ij,ij->j", Uk, GV[:, :kept]))  # <G, V>
         norm2 = max(float(sk @ sk) - 2.0 * xs + xx, 0.0)
-        d = LazyDirection(_low_rank_minus, (x_k, Uk * sk, V[:, :kept], symmetric), lend, self.block)
+        d = LazyDirection(self._form_low_rank_minus, (x_k, Uk * sk, V[:, :kept], symmetric), lend, self.block)
         return d, gs - xg, norm2
+
+    def _form_low_rank_minus(self, x_k, US, V, symmetric, out):
+        """:func:`_low_rank_minus`, timed: rank-k work (see ``_formation_time``)."""
+        t0 = time.perf_counter()
+        _low_rank_minus(x_k, US, V, symmetric, out)
+        elapsed = time.perf_counter() - t0
+        self._formation_time += elapsed
+        self._formation_per_rank = elapsed / max(US.shape[1], 1)
+        return out
 
     def _prox_rank_and_symmetry(self, fw_atom):
         """k for this step, and whether V is taken symmetric: a symmetric LMO vertex (u is v) means a
