@@ -115,7 +115,10 @@ class ProjectionStep:
         x, r, y, lam, f = it.x, it.r, it.y, it.lam, it.f
         n = x.size
         dual_term = buffers.dual_term(r, y, lam)
-        grad = buffers.lagrangian_grad(Mop, it.g, dual_term)
+        # on large tied copies the gradient of L is formed block by block in one block-size array
+        # (BlockLagrangianGradient; the same numbers) instead of an n-size one: it is read one
+        # projected block at a time below
+        grad = buffers.lagrangian_grad(Mop, it.g, dual_term, self.cols if n >= LARGE_BLOCK else None)
         slices = [blocks[k].slice for k in self.blocks]
 
         def block_dot(a, b):  # <a, b> over the projection blocks (d is 0 elsewhere)
@@ -142,7 +145,10 @@ class ProjectionStep:
             target = d[sl]  # d = -grad here: target = x - grad / L, in place
             target *= 1.0 / L
             target += x[sl]
-            d[sl] = blocks[k].project(target)
+            if blocks[k].project_in_place:
+                blocks[k].project(target, out=target)
+            else:
+                d[sl] = blocks[k].project(target)
             d[sl] -= x[sl]
         Md = Mop.matvec(d) if m else np.zeros(0)
         slope = block_dot(grad, d)
