@@ -76,6 +76,27 @@ def test_trace_norm_projection_of_a_symmetric_point_takes_the_eigenvalue_path():
     assert np.allclose(P, ball.project(A))
 
 
+@pytest.mark.parametrize("n", [12, 700])  # 700: more than one 512-row tile of the in-place passes
+def test_trace_norm_projection_in_place_gives_the_same_numbers(n):
+    """project_flat(x, out=x) (the symmetric part and the projection formed in x's own array, tile by
+    tile) against the full-SVD projection, and the same numbers as the plain call; an asymmetric
+    point (the SVD path) is written into out as well."""
+    rng = np.random.default_rng(n)
+    A = rng.standard_normal((n, n))
+    ball = fm.TraceNormBall(fm.Variable((n, n)), radius=3.0)
+    for point in ((A + A.T).ravel(), A.ravel()):
+        fresh = ball.project_flat(point.copy())
+        x = point.copy()
+        assert ball.project_flat(x, out=x) is x
+        np.testing.assert_array_equal(x, fresh)
+        U, s, Vt = np.linalg.svd(point.reshape(n, n))
+        u = np.sort(s)[::-1]
+        css = np.cumsum(u) - 3.0
+        rho = np.flatnonzero(u - css / np.arange(1, n + 1) > 0)[-1]
+        reference = (U * np.maximum(s - css[rho] / (rho + 1), 0.0)) @ Vt
+        assert np.allclose(x.reshape(n, n), reference, atol=1e-9)
+
+
 def test_projection_estimate_grows_like_a_dense_factorization():
     small = fm.TraceNormBall(fm.Variable((100, 100)), 1.0).projection_time_estimate()
     large = fm.TraceNormBall(fm.Variable((200, 200)), 1.0).projection_time_estimate()

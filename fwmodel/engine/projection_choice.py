@@ -107,7 +107,10 @@ def choose(blocks, ks, iteration_time, x, g, max_iterations=MAX_ITERATIONS, meas
             if blk.projection_estimate is not None and blk.projection_estimate() > ESTIMATE_MARGIN * budget:
                 continue
             sl = blk.slice
-            measured[k] = timed(blk.project, x[sl] - g[sl])[0]
+            point = x[sl] - g[sl]
+            # projected in the point's own array where the set can (no second block-size array)
+            measured[k] = timed(lambda: blk.project(point, out=point) if blk.project_in_place
+                                else blk.project(point))[0]
         if measured[k] <= budget:
             chosen.append(k)
     return chosen

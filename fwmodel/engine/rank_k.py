@@ -55,6 +55,7 @@ import time
 import numpy as np
 
 from .inface import project_capped_simplex
+from .._kernels import symmetrize_in_place as _symmetrize
 from .block_search import LARGE_BLOCK
 from .steps import LazyDirection, Proposal, _fw_direction
 from .vector_ops import dot
@@ -170,24 +171,6 @@ def _extend(Q, AQ):
         W = _orth(W)
         W = _orth(W - Q @ (Q.T @ W))
     return W
-
-
-#: the tile of :func:`_symmetrize` (two 512 x 512 tiles of float64 fit a few MB of cache)
-SYMMETRIZE_TILE = 512
-
-
-def _symmetrize(D, tile=SYMMETRIZE_TILE):
-    """D <- (D + D') / 2 in place, tile by tile: the transposed reads stay in cache (a whole-matrix
-    ``D += D.T`` makes a transposed copy first). Exactly symmetric: both triangles get the same numbers."""
-    n = D.shape[0]
-    for i in range(0, n, tile):
-        rows = slice(i, min(i + tile, n))
-        for j in range(i, n, tile):
-            cols = slice(j, min(j + tile, n))
-            S = D[rows, cols] + D[cols, rows].T
-            S *= 0.5
-            D[rows, cols] = S
-            D[cols, rows] = S.T
 
 
 def _pick(values, k, which):
