@@ -128,9 +128,9 @@ def build_parser():
                    help="skip the reference optimum (for large d): no suboptimality; error and F1 targets "
                         "are then relative to the best value either method reached")
     p.add_argument("--fw-only", action="store_true",
-                   help="also race fwmodel with Frank-Wolfe-type steps only on both sets (projection=False: FW, "
-                        "pairwise and in-face steps, no projection), the paper's algorithm: sparser iterates, "
-                        "slower objective")
+                   help="also race fwmodel with Frank-Wolfe-type steps only on both sets (projection=False and, unless "
+                        "--rank-k is given, rank_k=False: FW, pairwise and in-face steps, no projection, rank-one "
+                        "steps on the trace-norm copy), the paper's algorithm: sparser iterates, slower objective")
     p.add_argument("--rank-k", choices=("auto", "on", "off"), default="auto",
                    help="fwmodel's rank_k option: BlockFW rank-k steps on the trace-norm copy while it takes FW "
                         "steps; auto (the solver's default: at d >= 1000, k capped by cost), on (rank_k=True), "
@@ -241,8 +241,9 @@ def _race(data, args, S_ref, stream):
     if args.fw_only:
         print(f"running fwmodel with Frank-Wolfe-type steps only (projection=False) for {args.seconds:g} s ...",
               file=stream, flush=True)
+        paper = {"projection": False, "rank_k": False, **options}  # rank-one FW steps unless --rank-k says otherwise
         runs.append(run_fwmodel(data, time_limit=args.seconds, reference=S_ref, progress=progress, name=FW_ONLY,
-                                projection=False))
+                                **paper))
         print(f"  steps (per block): {_steps(runs[-1])}", file=stream)
     print(f"running GFB (projection splitting) for {args.seconds:g} s ...", file=stream, flush=True)
     runs.append(run_gfb(data, time_limit=args.seconds, reference=S_ref, progress=progress))

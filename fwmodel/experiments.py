@@ -674,7 +674,7 @@ def plot_comparison(trajectories, f_star, f0, path=None, title=None, data=None):
     axes[3].set(xlabel="time (s)", ylabel="F1", ylim=(-0.02, 1.02),
                 title=f"support F1 (|S_ij| > {SUPPORT_THRESHOLD:g})")
     for ax in axes:
-        if ax.lines:
+        if any(not line.get_label().startswith("_") for line in ax.lines):  # axhline's gray line has no label
             ax.legend(fontsize=7)
         ax.grid(True, which="major", alpha=0.3)
     if title:

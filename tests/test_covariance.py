@@ -464,3 +464,21 @@ def test_demo_ctrl_c_exits_quietly(monkeypatch, capsys):
     monkeypatch.setattr(cli, "demo", interrupted)
     assert cli.main(["demo", "--size", "10", "--output", ""]) == 130
     assert "interrupted" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("rank_k_flag, expected", [("auto", False), ("off", False), ("on", True)])
+def test_demo_fw_only_run_is_the_papers_rank_one_algorithm(monkeypatch, rank_k_flag, expected):
+    """--fw-only races projection=False with rank-one FW steps (rank_k=False) unless --rank-k is given."""
+    import io
+
+    import fwmodel.experiments as experiments
+    from fwmodel.__main__ import _race, build_parser
+
+    calls = []
+    monkeypatch.setattr(experiments, "run_fwmodel", lambda data, **kw: calls.append(kw) or kw.get("name", "fwmodel"))
+    monkeypatch.setattr(experiments, "run_gfb", lambda data, **kw: "GFB")
+    monkeypatch.setattr("fwmodel.__main__._steps", lambda traj: "")
+    args = build_parser().parse_args(["demo", "--size", "20", "--fw-only", "--rank-k", rank_k_flag])
+    _race(None, args, None, io.StringIO())
+    fw_only = [kw for kw in calls if kw.get("name") == experiments.FW_ONLY]
+    assert len(fw_only) == 1 and fw_only[0]["projection"] is False and fw_only[0]["rank_k"] is expected

@@ -97,10 +97,14 @@ def test_auto_projection_rule_weighs_a_projection_against_an_iteration():
     costly = block(5, project=slow(3 * budget), cheap=False)
     quick = block(5, project=np.copy, cheap=False)
     guessed = block(5, project=never, cheap=False, estimate=lambda: 100 * budget)
+    over = block(5, project=never, cheap=False, estimate=lambda: 1.2 * budget)  # just over: not timed either
+    under = block(5, project=np.copy, cheap=False, estimate=lambda: 0.8 * budget)  # timed, then taken
     x, g = np.zeros(10), np.ones(10)
     assert choose([cheap, costly], [0, 1], iteration, x, g, max_iterations=5.0) == [0]
     assert choose([cheap, quick], [0, 1], iteration, x, g, max_iterations=5.0) == [0, 1]
     assert choose([cheap, guessed], [0, 1], iteration, x, g, max_iterations=5.0) == [0]
+    assert choose([cheap, over], [0, 1], iteration, x, g, max_iterations=5.0) == [0]
+    assert choose([cheap, under], [0, 1], iteration, x, g, max_iterations=5.0) == [0, 1]
     # products of polytopes keep their pairwise FW steps
     assert candidates([cheap, block(5, polytope=True, project=np.copy)]) == []
     assert candidates([cheap, block(5)]) == [0]
