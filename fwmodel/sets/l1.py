@@ -161,8 +161,26 @@ def _project_in_place(x, radius):
     return x
 
 
+def _abs_sum_above(x, level):
+    """(sum, count) of the entries |x_i| > level, chunk by chunk (nothing stored)."""
+    total, count = 0.0, 0
+    for a in range(0, x.size, _CHUNK):
+        c = np.abs(x[a:a + _CHUNK])
+        c = c[c > level]
+        total += float(c.sum())
+        count += c.size
+    return total, count
+
+
 def _soft_threshold_level_chunked(x, radius, sample=4096, seed=0):
-    """:func:`_soft_threshold_level` of |x|, reading |x| chunk by chunk (the same steps and numbers)."""
+    """:func:`_soft_threshold_level` of |x|, reading |x| chunk by chunk.
+
+    The same steps, with the candidate set S = {|x_i| > q} never stored:
+    its sum and size give Michelot's first level (summed chunk by chunk:
+    the same number up to rounding), and only the entries above that level,
+    a few times fewer, are gathered for the fixed point (at d = 4000 on the
+    paper's problem S held about a third of the 16 million entries).
+    """
     n = x.size
     if n > 8 * sample:
         rng = np.random.default_rng(seed)
@@ -172,13 +190,13 @@ def _soft_threshold_level_chunked(x, radius, sample=4096, seed=0):
         active = probe - css / np.arange(1, sample + 1) > 0
         k = int(np.flatnonzero(active)[-1]) + 1 if active.any() else 1
         q = probe[min(sample - 1, 4 * k)]
-        cand = _abs_above(x, q)
-        if cand.size:
-            tau = (cand.sum() - radius) / cand.size
-            if tau >= q:
-                return _michelot(cand, radius, tau)
+        total, count = _abs_sum_above(x, q)
+        if count:
+            tau = (total - radius) / count
             if tau > 0:
-                return _michelot(_abs_above(x, tau), radius, tau)
+                above = _abs_above(x, tau)  # {|x_i| > tau}: the set the fixed point starts from
+                if above.size:
+                    return _michelot(above, radius, tau)
     return _soft_threshold_level(np.abs(x), radius, sample, seed)  # rare: the whole of |x| is needed
 
 
