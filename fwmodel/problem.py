@@ -179,12 +179,27 @@ class CallbackState:
         return _point_in(self._compiled, self._s.x, constraint)
 
 
+def _derivation(compiled_set):
+    """The chain of sets from a block's set back to the user's: the compiler's rewrites of a
+    set (its symmetric variant, its preimage on the variable) name their source ``derived_from``."""
+    chain = [compiled_set]
+    while getattr(chain[-1], "derived_from", None) is not None:
+        chain.append(chain[-1].derived_from)
+    return chain
+
+
 def _block_of(compiled, constraint):
-    """The compiled block whose set is ``constraint`` (or its symmetric variant: same type, same expression)."""
-    found = [blk for blk in compiled.blocks if blk.set is constraint]
-    if not found:
-        found = [blk for blk in compiled.blocks
-                 if type(blk.set) is type(constraint) and blk.set.expr is getattr(constraint, "expr", None)]
+    """The compiled block holding ``constraint``'s copy, and the chain of rewrites from its set to ``constraint``.
+
+    Matched by identity only: another set of the same type on the same
+    expression (say a different radius) is a different set, whose point
+    would be the wrong one.
+    """
+    found = []
+    for blk in compiled.blocks:
+        chain = _derivation(blk.set)
+        if any(s is constraint for s in chain):
+            found.append((blk, chain[:[id(s) for s in chain].index(id(constraint))]))
     if len(found) != 1:
         raise ValueError(f"point_in: {constraint!r} is not one of this problem's sets with a block of its own "
                          "(pass a set object given to fm.Problem, such as fm.L1Ball(X, r); constraints written "
@@ -193,8 +208,18 @@ def _block_of(compiled, constraint):
 
 
 def _point_in(compiled, x, constraint):
-    blk = _block_of(compiled, constraint)
-    return x[blk.slice].reshape(constraint.expr.shape).copy()
+    """The value of ``constraint``'s expression at the copy its block holds in ``x``.
+
+    A set on ``a * x + c`` is held as the variable's entries (AffinePreimage):
+    its point is mapped back to ``a * x + c``, the point in the user's set.
+    """
+    blk, rewrites = _block_of(compiled, constraint)
+    point = x[blk.slice]
+    for s in rewrites:
+        image_of = getattr(s, "image_of", None)
+        if image_of is not None:
+            point = image_of(point)
+    return np.array(point, dtype=float).reshape(constraint.expr.shape)
 
 
 class Problem:
@@ -308,7 +333,8 @@ class Problem:
         - callback (called with a :class:`CallbackState` each iteration;
           returning False stops), warm_start (reuse x, y and active sets of
           the last solve), seed (the engine's random choices; None, the
-          default, is a fixed seed, so a solve is reproducible).
+          default, is a fixed seed, so a solve is reproducible, up to the
+          timed choices of rank_k and projection).
         - inface ("auto", True, False: in-face steps on trace-norm blocks).
         - projection ("auto", True, False): projected-gradient steps instead
           of FW steps. True: on blocks whose set has a cheap projection (L1/L2
@@ -320,7 +346,10 @@ class Problem:
         - rank_k ("auto", True, False): BlockFW rank-k steps on trace-norm
           blocks that take FW steps (``fwmodel.engine.rank_k``); "auto" (the
           default): on those of at least 1000 rows and columns, with the
-          rank k capped by its measured cost.
+          rank k capped by its measured cost (so there the iterates, and
+          the iteration count, vary from run to run with the machine's
+          load; False for iterates that never depend on a clock: True also
+          times its steps, to pause them when FW steps gain more per second).
         - threads: BLAS threads during the solve (a positive integer, default
           1, or None to leave the BLAS as configured; see
           ``fwmodel.engine.threads``).
@@ -454,10 +483,10 @@ class Problem:
         as ``state.point_in(s)`` in a callback.
         """
         compiled = self.compile()
-        block = _block_of(compiled, constraint)
+        _block_of(compiled, constraint)  # a set not in the problem is an error also before a solve
         if self._state is None:
             return None
-        return self._state.x[block.slice].reshape(constraint.expr.shape).copy()
+        return _point_in(compiled, self._state.x, constraint)
 
     # ------------------------------------------------------------ helpers
     def _parameters(self):

@@ -367,3 +367,51 @@ def test_point_in_names_a_set_that_is_not_the_problems():
     prob = fm.Problem(fm.Minimize(fm.sum_squares(X)), [fm.L1Ball(X, 1.0), fm.TraceNormBall(X, 1.0)])
     with pytest.raises(ValueError, match="point_in"):
         prob.point_in(fm.L1Ball(fm.Variable((4, 4)), 1.0))
+
+
+def test_point_in_a_set_on_a_shifted_or_scaled_variable_is_the_expressions_value():
+    """L2Ball(x - x0, r) and L1Ball(2 x + 1, r) are held as copies of x (AffinePreimage):
+    point_in returns the point of the user's set, a * x + c, inside it.
+    Reference: the projection of c onto {||x - x0|| <= r} in closed form."""
+    rng = np.random.default_rng(3)
+    x0, c = rng.standard_normal(5), 5.0 + rng.standard_normal(5)
+    x = fm.Variable(5)
+    ball = fm.L2Ball(x - x0, 0.5)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - c)), [ball])
+    assert prob.point_in(ball) is None
+    prob.solve(tol=1e-8)
+    expected = x0 + 0.5 * (c - x0) / np.linalg.norm(c - x0)  # projection of c onto the ball
+    np.testing.assert_allclose(prob.point_in(ball), expected - x0, atol=1e-4)
+    assert np.linalg.norm(prob.point_in(ball)) <= 0.5 * (1 + 1e-9)
+
+    y = fm.Variable((2, 3))
+    l1 = fm.L1Ball(2 * y + 1, 1.0)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(y - 1.0)), [l1])
+    prob.solve()
+    point = prob.point_in(l1)
+    assert point.shape == (2, 3)
+    np.testing.assert_allclose(point, 2 * y.value + 1, atol=1e-12)  # one set: its copy is the value
+    assert np.abs(point).sum() <= 1.0 + 1e-9
+
+
+@pytest.mark.parametrize("make", [lambda X: fm.L2Ball(X, 1.0), lambda X: fm.Box(X, -0.2, 0.2),
+                                  lambda X: fm.Simplex(X), lambda X: fm.BirkhoffPolytope(X),
+                                  lambda X: fm.TraceNormBall(X, 1.0)])
+def test_point_in_a_set_on_a_symmetric_variable(make):
+    """symmetric=True replaces the set by its symmetric variant; point_in still finds the user's set."""
+    rng = np.random.default_rng(0)
+    C = rng.standard_normal((3, 3))
+    X = fm.Variable((3, 3), symmetric=True)
+    s = make(X)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - (C + C.T))), [s])
+    prob.solve(max_iter=50)
+    np.testing.assert_allclose(prob.point_in(s), X.value, atol=1e-12)  # one set: its copy is the value
+
+
+def test_point_in_refuses_another_set_of_the_same_type_on_the_same_expression():
+    """A ball of another radius on the same variable is not the problem's ball: no point of it."""
+    x = fm.Variable(4)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - 3.0)), [fm.L1Ball(x, 1.0), fm.L2Ball(x, 2.0)])
+    prob.solve(max_iter=20)
+    with pytest.raises(ValueError, match="point_in"):
+        prob.point_in(fm.L1Ball(x, 5.0))

@@ -502,7 +502,9 @@ def _on_the_variable(s):
 
     in_order = cols.size == var.size and np.array_equal(cols, np.arange(var.size))
     selection = var if in_order else (var if var.ndim == 1 else var.reshape(-1))[cols]
-    return AffinePreimage(s, selection, A.data, c)
+    preimage = AffinePreimage(s, selection, A.data, c)
+    preimage.derived_from = s  # prob.point_in(s) maps the block's x back to a * x + c (see image_of)
+    return preimage
 
 
 def _has_attributes(var):
@@ -676,10 +678,15 @@ def _slack_upper(ineq, rows, touched, holders, offsets, n_v):
 
 
 def _symmetric(s):
-    """The symmetric variant of a set holding a whole symmetric variable (else the set)."""
+    """The symmetric variant of a set holding a whole symmetric variable (else the set).
+
+    The variant remembers the user's set as ``derived_from``, so that
+    ``prob.point_in(s)`` finds the block that holds ``s``'s copy.
+    """
     if isinstance(s.expr, Variable) and s.expr.symmetric and not s.keeps_symmetric:
         variant = s.symmetric_variant()
         if variant is not None:
+            variant.derived_from = s
             return variant
     return s
 

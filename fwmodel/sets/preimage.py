@@ -38,6 +38,10 @@ class AffinePreimage(InnerData, ConvexSet):
     def lmo(self, direction):
         return dense_vertex(self, self.lmo_atom(as_direction(self, direction).ravel()))
 
+    def image_of(self, flat_point):
+        """``a * x + c``: the value of S's expression at the variable's entries ``x`` (flat, S's order)."""
+        return self._a * np.asarray(flat_point, dtype=float).ravel() + self._c
+
     def contains(self, point, tol=1e-9):
         x = as_point(self, point)
         if x is None:
