@@ -198,8 +198,9 @@ def _block_of(compiled, constraint):
     found = []
     for blk in compiled.blocks:
         chain = _derivation(blk.set)
-        if any(s is constraint for s in chain):
-            found.append((blk, chain[:[id(s) for s in chain].index(id(constraint))]))
+        position = next((i for i, s in enumerate(chain) if s is constraint), None)
+        if position is not None:
+            found.append((blk, chain[:position]))
     if len(found) != 1:
         raise ValueError(f"point_in: {constraint!r} is not one of this problem's sets with a block of its own "
                          "(pass a set object given to fm.Problem, such as fm.L1Ball(X, r); constraints written "

@@ -528,14 +528,7 @@ class RankKStep:
                               start=self._start_vectors(fw_atom), rng=self.rng)
         kept = self._follow_rank(int(np.count_nonzero(s > 0)), k, U, V)
         Y = None
-        if kept == 0:
-            np.negative(X, out=D)
-        else:
-            np.matmul(U[:, :kept] * s[:kept], V[:, :kept].T, out=D)
-            if symmetric:  # exactly symmetric: rounding must not build up an asymmetry
-                _symmetrize(D)
-            D -= X
-        return D.ravel()
+        return _low_rank_minus(x_k, U[:, :kept] * s[:kept], V[:, :kept], symmetric, D.ravel())
 
     def _lean_rank_k_direction(self, x_k, g_k, L, fw_atom, xg, xx, lend):
         """(V - X as a lazy direction, its slope <G, V - X>, ||V - X||^2) without a block-size array.
