@@ -53,6 +53,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from scipy.linalg import blas, lapack
 
 from .inface import project_capped_simplex
 from .._kernels import symmetrize_in_place as _symmetrize
@@ -115,6 +116,13 @@ class ShiftedMatrix:
         out += XQ
         return out
 
+    def combine_into(self, products, out):
+        """:meth:`combine` written into ``out`` (the same operations)."""
+        XQ, GQ = products
+        np.multiply(GQ, self._scale, out=out)
+        out += XQ
+        return out
+
     @property
     def T(self):
         X, G = self.terms
@@ -138,6 +146,11 @@ class _Plain:
     @staticmethod
     def combine(products):
         return products[0]
+
+    @staticmethod
+    def combine_into(products, out):
+        np.copyto(out, products[0])
+        return out
 
     @property
     def T(self):
@@ -180,10 +193,11 @@ def _pick(values, k, which):
 
 
 def _start_block(n, b, start, rng):
-    """An orthonormal n x b starting block: the ``start`` columns (the previous Ritz vectors),
-    completed by Gaussian vectors."""
+    """An orthonormal n x b starting block: the ``start`` columns (the previous Ritz vectors; an
+    array, or a list of arrays whose columns are taken in order), completed by Gaussian vectors."""
     rng = rng if rng is not None else np.random.default_rng(0)
-    cols = [] if start is None else [np.asarray(start, dtype=float).reshape(n, -1)]
+    parts = [] if start is None else (start if isinstance(start, list) else [start])
+    cols = [np.asarray(part, dtype=float).reshape(n, -1) for part in parts]
     have = sum(c.shape[1] for c in cols)
     if have < b:
         cols.append(rng.standard_normal((n, b - have)))
@@ -212,6 +226,8 @@ def _eigenpairs(op, k, which, start, rng, max_rounds, rtol):
     One product with A per round: ``A K = [A Q, A W]`` with ``A Q`` carried
     from the last round (the Ritz vectors are ``K C``, so their products are
     ``(A K) C``) and W the new orthonormal directions of span[Q, A Q].
+    Large blocks (``LARGE_BLOCK`` entries) run the same rounds in
+    preallocated arrays (:func:`_eigenpairs_in_buffers`).
     """
     n = op.shape[0]
     b = min(n, k + OVERSAMPLING)
@@ -223,6 +239,8 @@ def _eigenpairs(op, k, which, start, rng, max_rounds, rtol):
         idx = _pick(w, k, which)
         V = V[:, idx]
         return w[idx], V, tuple(_times(op, V))
+    if n * op.shape[1] >= LARGE_BLOCK:
+        return _eigenpairs_in_buffers(op, k, b, which, start, rng, max_rounds, rtol)
     Q = _start_block(n, b, start, rng)
     PQ = _times(op, Q)
     previous = None
@@ -241,6 +259,132 @@ def _eigenpairs(op, k, which, start, rng, max_rounds, rtol):
             break
         previous = values
     return values, Q[:, :k], tuple(p[:, :k] for p in PQ)
+
+
+def _eigenpairs_in_buffers(op, k, b, which, start, rng, max_rounds, rtol):
+    """The rounds of :func:`_eigenpairs` (Krylov branch, block size b) in arrays allocated once.
+
+    The thin blocks are what a rank-k step adds to an iteration's memory
+    (Y itself is never formed: :class:`ShiftedMatrix`). Here they live in
+    column-major arrays of 2b columns allocated once per call: the basis
+    ``K = [Q, W]`` and each term's product ``T K``: 6 b columns for
+    Y = X - G / L (two terms), written in place by the BLAS (``out=``,
+    ``dgemm`` with ``beta = 1``, LAPACK's QR in place; the rotations
+    ``Q <- K C`` a block of rows at a time), and at the end shrunk to their
+    first k columns without a copy; the plain rounds held about 16 b
+    columns at their peak (fresh arrays for ``hstack``, the combined
+    products, the QR's copies; measured at d = 2000). The same arithmetic
+    up to rounding (the BLAS sees other memory layouts).
+    """
+    n = op.shape[0]
+    Q0 = _start_block(n, b, start, rng)
+    # each buffer is owned by its transpose (C order, 2b x n), so that its first columns can be
+    # kept at the end without a copy (:func:`_first_columns`)
+    owners = [np.empty((2 * b, n))]
+    K = owners[0].T
+    K[:, :b] = Q0
+    Q0 = None  # freed before the products' arrays exist
+    owners += [np.empty((2 * b, n)) for _ in op.terms]
+    products = [o.T for o in owners[1:]]
+    for T, P in zip(op.terms, products):
+        np.matmul(T, K[:, :b], out=P[:, :b])
+    scratch = np.empty((min(n, _ROTATION_ROWS), b), order="F")
+    previous = values = None
+    for _ in range(max_rounds):
+        W = K[:, b:]
+        op.combine_into([P[:, :b] for P in products], W)  # A Q, then the new directions in its place
+        w = _extend_in_place(K[:, :b], W)
+        m = b + w
+        for T, P in zip(op.terms, products):
+            if w:
+                np.matmul(T, K[:, b:m], out=P[:, b:m])
+        Km = K[:, :m]
+        H = op.combine([Km.T @ P[:, :m] for P in products])
+        vals, C = np.linalg.eigh(0.5 * (H + H.T))
+        idx = _pick(vals, b, which)
+        Cb = np.asfortranarray(C[:, idx])
+        for A in [K] + products:  # Q <- K C, T Q <- (T K) C, a block of rows at a time
+            _rotate_in_place(A, m, Cb, scratch)
+        values = vals[idx[:k]]
+        scale = max(float(np.max(np.abs(values), initial=0.0)), 1e-300)
+        if previous is not None and np.max(np.abs(values - previous)) <= rtol * scale:
+            break
+        previous = values
+    W = Km = K = products = A = P = None  # the views: each owner can then shrink to its first k rows
+    return values, _first_columns(owners, k), tuple(_first_columns(owners, k) for _ in op.terms)
+
+
+#: rows per block of the in-place rotations Q <- K C of :func:`_eigenpairs_in_buffers`
+_ROTATION_ROWS = 512
+
+
+def _rotate_in_place(A, m, C, scratch):
+    """A[:, :b] <- A[:, :m] C (C: m x b), a block of rows at a time through ``scratch`` (rows x b)."""
+    b = C.shape[1]
+    rows = scratch.shape[0]
+    for r in range(0, A.shape[0], rows):
+        block = scratch[:min(rows, A.shape[0] - r)]
+        np.matmul(A[r:r + rows, :m], C, out=block)
+        A[r:r + rows, :b] = block
+
+
+def _first_columns(owners, k):
+    """The first k columns (n x k, column-major) of the matrix whose transpose is ``owners[0]``,
+    removed from the list; the owner's memory shrinks to them (its first k rows: no copy)."""
+    owner = owners.pop(0)
+    try:
+        owner.resize((k, owner.shape[1]), refcheck=True)
+    except ValueError:  # a view still refers to it: copy
+        return np.array(owner[:k].T, order="F")
+    return owner.T
+
+
+def _extend_in_place(Q, W):
+    """:func:`_extend` in place: W (column-major, holding A Q) receives the orthonormal columns that
+    extend Q to span[Q, A Q], packed to the left; returns their number.
+
+    The same steps: the projection ``W - Q (Q' W)`` (BLAS ``dgemm`` with
+    ``beta = 1``, no temporary of W's size), the columns left with rounding
+    noise dropped, then QR (LAPACK's ``geqrf`` / ``orgqr`` in W's own
+    memory) and the projection and QR once more.
+    """
+    top = float(np.sqrt(_column_norms2(W).max(initial=0.0)))
+    blas.dgemm(-1.0, Q, Q.T @ W, beta=1.0, c=W, overwrite_c=1)
+    w = _pack_columns(W, np.sqrt(_column_norms2(W)) > 1e-10 * max(top, 1e-300))
+    if w:
+        w = _orth_in_place(W[:, :w])
+    if w:
+        blas.dgemm(-1.0, Q, Q.T @ W[:, :w], beta=1.0, c=W[:, :w], overwrite_c=1)
+        w = _orth_in_place(W[:, :w])
+    return w
+
+
+def _column_norms2(A):
+    """Squared norms of A's columns (``np.linalg.norm(A, axis=0)`` squares A into a temporary)."""
+    return np.einsum("ij,ij->j", A, A)
+
+
+def _orth_in_place(A):
+    """:func:`_orth` in A's own (column-major) memory: the orthonormal basis packed to the left; returns
+    its number of columns (those whose R diagonal is at least 1e-12 of the largest)."""
+    qr, tau, _, info = lapack.dgeqrf(A, overwrite_a=1)
+    if info != 0 or not np.shares_memory(qr, A):  # LAPACK copied: not expected for a column-major float64 block
+        raise RuntimeError("rank-k Krylov: in-place QR failed")
+    diag = np.abs(np.diag(qr))
+    keep = diag > 1e-12 * max(float(diag.max(initial=0.0)), 1e-300)
+    q, _, info = lapack.dorgqr(qr, tau, overwrite_a=1)
+    if info != 0 or not np.shares_memory(q, A):
+        raise RuntimeError("rank-k Krylov: in-place QR failed")
+    return _pack_columns(A, keep)
+
+
+def _pack_columns(A, keep):
+    """Moves the columns ``keep`` of A to its left, in order; returns their number."""
+    kept = np.flatnonzero(keep)
+    for j, c in enumerate(kept):
+        if c != j:
+            A[:, j] = A[:, c]
+    return kept.size
 
 
 def top_singular_triplets(A, k, start=None, rng=None, max_rounds=MAX_ROUNDS, rtol=RITZ_RTOL):
@@ -306,7 +450,9 @@ def rank_k_prox(Y, radius, k, psd=False, symmetric=False, start=None, rng=None, 
         else:
             s = project_capped_simplex(np.abs(values), radius)
             signs = np.where(values < 0, -1.0, 1.0)
-            V, PV = U * signs, tuple(p * signs for p in PU)
+            V, PV = U * signs, PU
+            for p in PV:  # the products with U, signed in place: those with V (no second copy)
+                p *= signs
     else:
         U, sigma, V, PV = _singular_triplets(op, k, start, rng, MAX_ROUNDS, RITZ_RTOL)
         s = project_capped_simplex(sigma, radius)
@@ -575,13 +721,15 @@ class RankKStep:
         return kept
 
     def _start_vectors(self, fw_atom):
+        """The Krylov warm start: the last step's vectors and the LMO's vector, as a list of blocks
+        (not stacked here: a stacked copy would stay alive through the Krylov rounds)."""
         cols = []
         if self.start is not None:
             cols.append(self.start)
         v = getattr(fw_atom, "v", None)
         if v is not None and np.ndim(v) == 1:
             cols.append(np.asarray(v, dtype=float)[:, None])
-        return np.hstack(cols) if cols else None
+        return cols or None
 
     def commit(self, p, gamma):
         pass
