@@ -24,11 +24,12 @@ import tracemalloc
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # this checkout's fwmodel
 import fwmodel as fm  # noqa: E402,F401
 from fwmodel import datasets, experiments  # noqa: E402
-from fwmodel.engine import projection_step, rank_k  # noqa: E402
+from fwmodel.engine import projection_choice, projection_step, rank_k  # noqa: E402
 from fwmodel.sets import l1, trace_norm  # noqa: E402
 
 #: (module or class, attribute) wrapped for the table
 TARGETS = [
+    (projection_choice, "choose"),
     (projection_step.ProjectionStep, "take"),
     (projection_step.ProjectionStep, "_take_tied_copy"),
     (l1.L1Ball, "project_flat"),

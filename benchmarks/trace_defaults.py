@@ -154,7 +154,10 @@ def cmd_threads(args):
 
 
 CONFIGS = {"defaults": {}, "projection=False": {"projection": False},
-           "projection=False,rank_k=False": {"projection": False, "rank_k": False}}  # the last: the paper's rank-one FW steps
+           "projection=False,rank_k=False": {"projection": False, "rank_k": False},  # the paper's rank-one FW steps
+           # the L1 copy projected, the trace-norm copy by rank-k steps: the defaults' steps at d = 4000, forced
+           # at smaller d (where "auto" may project the trace-norm copy too)
+           "projection=True": {"projection": True}}
 
 
 def cmd_iteration(args):

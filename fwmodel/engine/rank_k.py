@@ -116,11 +116,15 @@ class ShiftedMatrix:
         out += XQ
         return out
 
-    def combine_into(self, products, out):
-        """:meth:`combine` written into ``out`` (the same operations)."""
-        XQ, GQ = products
-        np.multiply(GQ, self._scale, out=out)
-        out += XQ
+    def product_into(self, Q, out):
+        """out <- Y Q = X Q - (G Q) / L (column-major ``out``), no other array of its size:
+        ``X Q`` by ``out=``, then ``-(G Q) / L`` added by BLAS ``dgemm`` with ``beta = 1``."""
+        X, G = self.terms
+        np.matmul(X, Q, out=out)
+        if G.flags.c_contiguous and out.flags.f_contiguous and G.dtype == np.float64:
+            blas.dgemm(self._scale, G.T, Q, beta=1.0, c=out, trans_a=1, overwrite_c=1)
+        else:
+            out += self._scale * (G @ Q)
         return out
 
     @property
@@ -147,10 +151,8 @@ class _Plain:
     def combine(products):
         return products[0]
 
-    @staticmethod
-    def combine_into(products, out):
-        np.copyto(out, products[0])
-        return out
+    def product_into(self, Q, out):
+        return np.matmul(self.terms[0], Q, out=out)
 
     @property
     def T(self):
@@ -265,16 +267,19 @@ def _eigenpairs_in_buffers(op, k, b, which, start, rng, max_rounds, rtol):
     """The rounds of :func:`_eigenpairs` (Krylov branch, block size b) in arrays allocated once.
 
     The thin blocks are what a rank-k step adds to an iteration's memory
-    (Y itself is never formed: :class:`ShiftedMatrix`). Here they live in
-    column-major arrays of 2b columns allocated once per call: the basis
-    ``K = [Q, W]`` and each term's product ``T K``: 6 b columns for
-    Y = X - G / L (two terms), written in place by the BLAS (``out=``,
-    ``dgemm`` with ``beta = 1``, LAPACK's QR in place; the rotations
-    ``Q <- K C`` a block of rows at a time), and at the end shrunk to their
-    first k columns without a copy; the plain rounds held about 16 b
-    columns at their peak (fresh arrays for ``hstack``, the combined
+    (Y itself is never formed: :class:`ShiftedMatrix`). Here two arrays of
+    2b columns, allocated once per call, hold the basis ``K = [Q, W]`` and
+    the operator's product ``A K``: ``A W`` is written in place by the
+    BLAS (``X W`` by ``out=``, then ``- (G W) / L`` added by ``dgemm``
+    with ``beta = 1``), the QR is LAPACK's in W's own memory, the
+    rotations ``Q <- K C`` go a block of rows at a time, and at the end the
+    arrays shrink to their first k columns without a copy. The terms'
+    products with the k vectors (``X V``, ``G V``: the step's slopes) are
+    then two thin products of k columns, instead of carrying ``X K`` and
+    ``G K`` through the rounds. About 4 b columns at the peak, where the
+    plain rounds held about 16 b (fresh arrays for ``hstack``, each term's
     products, the QR's copies; measured at d = 2000). The same arithmetic
-    up to rounding (the BLAS sees other memory layouts).
+    up to rounding.
     """
     n = op.shape[0]
     Q0 = _start_block(n, b, start, rng)
@@ -283,35 +288,36 @@ def _eigenpairs_in_buffers(op, k, b, which, start, rng, max_rounds, rtol):
     owners = [np.empty((2 * b, n))]
     K = owners[0].T
     K[:, :b] = Q0
-    Q0 = None  # freed before the products' arrays exist
-    owners += [np.empty((2 * b, n)) for _ in op.terms]
-    products = [o.T for o in owners[1:]]
-    for T, P in zip(op.terms, products):
-        np.matmul(T, K[:, :b], out=P[:, :b])
+    Q0 = None  # freed before the product's array exists
+    owners.append(np.empty((2 * b, n)))
+    AK = owners[1].T
+    op.product_into(K[:, :b], AK[:, :b])
     scratch = np.empty((min(n, _ROTATION_ROWS), b), order="F")
     previous = values = None
     for _ in range(max_rounds):
         W = K[:, b:]
-        op.combine_into([P[:, :b] for P in products], W)  # A Q, then the new directions in its place
+        np.copyto(W, AK[:, :b])  # A Q, then the new directions in its place
         w = _extend_in_place(K[:, :b], W)
         m = b + w
-        for T, P in zip(op.terms, products):
-            if w:
-                np.matmul(T, K[:, b:m], out=P[:, b:m])
-        Km = K[:, :m]
-        H = op.combine([Km.T @ P[:, :m] for P in products])
+        if w:
+            op.product_into(K[:, b:m], AK[:, b:m])
+        H = K[:, :m].T @ AK[:, :m]
         vals, C = np.linalg.eigh(0.5 * (H + H.T))
         idx = _pick(vals, b, which)
         Cb = np.asfortranarray(C[:, idx])
-        for A in [K] + products:  # Q <- K C, T Q <- (T K) C, a block of rows at a time
-            _rotate_in_place(A, m, Cb, scratch)
+        _rotate_in_place(K, m, Cb, scratch)  # Q <- K C, A Q <- (A K) C
+        _rotate_in_place(AK, m, Cb, scratch)
         values = vals[idx[:k]]
         scale = max(float(np.max(np.abs(values), initial=0.0)), 1e-300)
         if previous is not None and np.max(np.abs(values - previous)) <= rtol * scale:
             break
         previous = values
-    W = Km = K = products = A = P = None  # the views: each owner can then shrink to its first k rows
-    return values, _first_columns(owners, k), tuple(_first_columns(owners, k) for _ in op.terms)
+    W = K = AK = None  # the views: each owner can then shrink to its first k rows
+    vectors = _first_columns(owners, k)
+    if len(op.terms) == 1:  # the operator's own product is the term's
+        return values, vectors, (_first_columns(owners, k),)
+    owners = None
+    return values, vectors, tuple(_times(op, vectors))
 
 
 #: rows per block of the in-place rotations Q <- K C of :func:`_eigenpairs_in_buffers`
@@ -449,10 +455,13 @@ def rank_k_prox(Y, radius, k, psd=False, symmetric=False, start=None, rng=None, 
             s, V, PV = project_capped_simplex(values, radius), U, PU
         else:
             s = project_capped_simplex(np.abs(values), radius)
-            signs = np.where(values < 0, -1.0, 1.0)
-            V, PV = U * signs, PU
-            for p in PV:  # the products with U, signed in place: those with V (no second copy)
-                p *= signs
+            if np.all(values >= 0):  # V = U (no second copy: the usual case near a PSD iterate)
+                V, PV = U, PU
+            else:
+                signs = np.where(values < 0, -1.0, 1.0)
+                V, PV = U * signs, PU
+                for p in PV:  # the products with U, signed in place: those with V (no second copy)
+                    p *= signs
     else:
         U, sigma, V, PV = _singular_triplets(op, k, start, rng, MAX_ROUNDS, RITZ_RTOL)
         s = project_capped_simplex(sigma, radius)
