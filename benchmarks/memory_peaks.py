@@ -13,6 +13,7 @@ called.
 
     python benchmarks/memory_peaks.py --size 2000 --iters 8 --options projection=True rank_k=True
     python benchmarks/memory_peaks.py --size 4000 --iters 8
+    python benchmarks/memory_peaks.py --size 2000 --iters 8 --project-all
 """
 import argparse
 import functools
@@ -89,12 +90,19 @@ def main(argv=None):
     p.add_argument("--size", type=int, default=2000)
     p.add_argument("--iters", type=int, default=8)
     p.add_argument("--snapshot", default=None, help="a function of the table: list the memory alive at its first call")
+    p.add_argument("--project-all", action="store_true",
+                   help='projection="auto" projects every candidate copy (its cost thresholds lifted): the '
+                        "trace-norm copy's eigendecomposition path, whatever the machine's speed")
     p.add_argument("--options", nargs="*", default=[], help="solve options, e.g. projection=True rank_k=True")
     args = p.parse_args(argv)
     options = {}
     for item in args.options:
         key, value = item.split("=")
         options[key] = eval(value)  # noqa: S307 (a command-line option)
+    if args.project_all:
+        projection_choice.ESTIMATE_MARGIN = float("inf")
+        init = projection_choice.AutoProjection.__init__
+        projection_choice.AutoProjection.__init__ = functools.partialmethod(init, max_iterations=float("inf"))
     d = args.size
     data = datasets.sparse_low_rank_covariance(d, threshold=0.9, seed=0)
     tracker = PeakTracker(args.snapshot)

@@ -196,14 +196,19 @@ def _pick(values, k, which):
 
 def _start_block(n, b, start, rng):
     """An orthonormal n x b starting block: the ``start`` columns (the previous Ritz vectors; an
-    array, or a list of arrays whose columns are taken in order), completed by Gaussian vectors."""
+    array, or a list of arrays whose columns are taken in order, emptied once they are stacked),
+    completed by Gaussian vectors."""
     rng = rng if rng is not None else np.random.default_rng(0)
     parts = [] if start is None else (start if isinstance(start, list) else [start])
     cols = [np.asarray(part, dtype=float).reshape(n, -1) for part in parts]
     have = sum(c.shape[1] for c in cols)
     if have < b:
         cols.append(rng.standard_normal((n, b - have)))
-    return _orth(np.hstack(cols))[:, :b]
+    stacked = np.hstack(cols)
+    if isinstance(start, list):  # consumed: the caller's last references to the blocks can go
+        start.clear()
+    cols = parts = None
+    return _orth(stacked)[:, :b]
 
 
 def top_eigenpairs(A, k, which="LA", start=None, rng=None, max_rounds=MAX_ROUNDS, rtol=RITZ_RTOL):
@@ -693,8 +698,10 @@ class RankKStep:
         """
         X, G = x_k.reshape(self.shape), g_k.reshape(self.shape)
         k, symmetric = self._prox_rank_and_symmetry(fw_atom)
+        start = self._start_vectors(fw_atom)
+        self.start = None  # the list is emptied once stacked: the last vectors are not kept through the rounds
         U, s, V, (XV, GV) = rank_k_prox(ShiftedMatrix(X, G, L), self.radius, k, psd=self.psd, symmetric=symmetric,
-                                        start=self._start_vectors(fw_atom), rng=self.rng, products=True)
+                                        start=start, rng=self.rng, products=True)
         kept = self._follow_rank(int(np.count_nonzero(s > 0)), k, U, V)
         Uk, sk = U[:, :kept], s[:kept]
         xs = float(sk @ np.einsum("ij,ij->j", Uk, XV[:, :kept]))  # <X, V>
