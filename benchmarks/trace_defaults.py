@@ -223,7 +223,7 @@ def cmd_iteration(args):
                         f"{elapsed / max(spent[0], 1e-12):.1f}x | {loop_time:.3f} | {loop_lmo:.3f} | "
                         f"{loop_time / max(loop_lmo, 1e-12):.1f}x | {prob.stats.step_counts.get('projection', 0)} "
                         f"({', '.join(projected)}) | "
-                        f"{max(compile_peak, solve_peak) / dxd:.1f} | {solve_peak / dxd:.1f} |")
+                        f"{max(compile_peak, solve_peak) / dxd:.2f} | {solve_peak / dxd:.2f} |")
             print(rows[-1], flush=True)
             del prob, X, l1, trace
     print("\n".join(rows) + f"\n\n({machine()}; tracemalloc on: times include its overhead)")
