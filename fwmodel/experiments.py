@@ -244,12 +244,32 @@ def run_fwmodel(data, time_limit=10.0, max_iter=10**7, reference=None, scale=Non
     S = X.value
     traj = rec.traj
     traj.final = S
-    if not traj.checkpoints or traj.checkpoints[-1]["time"] < traj.time[-1]:
+    if _returned_point_unseen(traj, problem):
+        # the trajectory ends at the point the solve returned, billed at the time it returned
+        rec.record(problem.value, problem.stats.feasibility, lambda: S, force=True,
+                   points=lambda: {name: problem.point_in(s) for name, s in copies.items()})
+    elif not traj.checkpoints or traj.checkpoints[-1]["time"] < traj.time[-1]:
         rec.checkpoint(traj.time[-1], traj.objective[-1], traj.infeasibility[-1], S,
                        {name: problem.point_in(s) for name, s in copies.items()})
     traj.info = dict(iterations=problem.stats.iterations, status=problem.status,
                      step_counts=problem.stats.step_counts, lam=problem.stats.lam)
     return traj
+
+
+def _returned_point_unseen(traj, problem):
+    """Whether the point ``problem.solve`` returned is not the last one its callback recorded.
+
+    The callback sees iterations 0, ..., T - 1 of a solve that stops "optimal"
+    at iteration T (the stopping test comes before the callback), so the
+    returned iterate T is not in the trajectory; a solve that ends otherwise
+    may return the best point it saw instead of its last (engine/finish.py),
+    which shows as another objective value.
+    """
+    if not traj.time:
+        return True
+    if len(traj.time) <= problem.stats.iterations:
+        return True
+    return not math.isclose(problem.value, traj.objective[-1], rel_tol=1e-9)
 
 
 # ---------------------------------------------------------------------- GFB

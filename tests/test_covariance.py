@@ -76,6 +76,28 @@ def test_trajectories_and_summary():
     assert text.count("\n") == 3 and "fwmodel" in text
 
 
+def test_fwmodel_trajectory_ends_at_the_returned_point():
+    """A solve that stops "optimal" returns an iterate its callback never saw: the trajectory (and the
+    suboptimality and infeasibility the demo reports) must end at that point, not at the one before it.
+    Checked against the loss of the returned matrix and the copies' disagreement computed here."""
+    data = sparse_low_rank_covariance(20, threshold=0.8, seed=2)
+    S_ref, f_star, _ = reference_solution(data, max_iter=2000, tol=1e-9)
+    fw = run_fwmodel(data, time_limit=60.0, reference=S_ref)
+    assert fw.info["status"] == "optimal"
+    assert len(fw.time) == fw.info["iterations"] + 1  # x_0, ..., x_T: the returned one included
+    assert fw.objective[-1] == pytest.approx(data.loss(fw.final), rel=1e-12)
+    last = fw.checkpoints[-1]
+    assert last["time"] == fw.time[-1] and last["objective"] == fw.objective[-1]
+    assert last["error"] == pytest.approx(estimate_error(fw.final, data.sigma), rel=1e-12)
+    # the same problem solved directly: its copies' disagreement ||x_l1 - x_trace|| over ||S_ref|| is
+    # the trajectory's last infeasibility (the solve is deterministic)
+    prob, _ = build_problem(data)
+    prob.solve()
+    l1, trace = prob.constraints
+    apart = np.linalg.norm(prob.point_in(l1) - prob.point_in(trace)) / np.linalg.norm(S_ref)
+    assert fw.infeasibility[-1] == pytest.approx(apart, rel=1e-6)
+
+
 def test_support_scores():
     support = np.zeros((4, 4), bool)
     support[0, 0] = support[1, 2] = support[2, 1] = True
