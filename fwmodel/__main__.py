@@ -181,6 +181,13 @@ def _first(rows, key, what):
     if not reached:
         return f"neither reached {what}"
     (t_win, winner), others = reached[0], [(t, m) for t, m in times if m != reached[0][1]]
+    tied = [m for t, m in others if t == t_win]
+    if tied:  # the same checkpoint: no order between them
+        winner = " and ".join([winner] + tied)
+        others = [(t, m) for t, m in others if m not in tied]
+        if not others:
+            return f"{winner} reached {what} first, at the same checkpoint ({t_win:.2g} s)"
+        winner += ", at the same checkpoint,"
     loser_text = ", ".join(f"{m} {t:.2g} s" if not math.isnan(t) else f"{m} not within its budget"
                            for t, m in others)
     return f"{winner} reached {what} first ({t_win:.2g} s; {loser_text})"

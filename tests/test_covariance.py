@@ -450,6 +450,21 @@ def test_demo_rejects_bad_arguments(argv, option, message, capsys):
     assert "Traceback" not in err
 
 
+def test_demo_verdict_names_no_winner_between_equal_checkpoint_times():
+    """Two methods whose first checkpoint within the target is the same one are reported together,
+    not one of them "first" by the sort order of their names; a strictly earlier one still wins."""
+    from fwmodel.__main__ import verdict
+
+    def rows(fw, gfb):
+        return [dict(method="fwmodel", **{"t(error)": fw, "t(f1)": fw}), dict(method="GFB", **{"t(error)": gfb,
+                                                                                             "t(f1)": gfb})]
+
+    tie = verdict(rows(0.02, 0.02), 0.5, 0.3, with_reference=False)
+    assert "GFB and fwmodel reached estimate error <= 0.5 first, at the same checkpoint (0.02 s)" in tie
+    win = verdict(rows(0.03, 0.02), 0.5, 0.3, with_reference=False)
+    assert "GFB reached estimate error <= 0.5 first (0.02 s; fwmodel 0.03 s)" in win
+
+
 def test_demo_help_describes_the_run(capsys):
     from fwmodel.__main__ import main
 
