@@ -604,9 +604,12 @@ def summarize(trajectories, f_star, f0, targets=(1e-2, 1e-3), infeas_tol=1e-3, s
                           traj.info)
         last = traj.checkpoints[-1] if traj.checkpoints else {}
         known = f_star is not None and f.size
-        row = dict(method=traj.method, iterations=traj.info.get("iterations", len(t)),
+        # fwmodel's trajectory starts at its iteration 0 (before a step), GFB's at its first iterate:
+        # the time per iteration divides by the iterations taken, not by the points recorded
+        iterations = traj.info.get("iterations", len(t))
+        row = dict(method=traj.method, iterations=iterations,
                    time=float(t[-1]) if t.size else float("nan"),
-                   per_iteration=float(t[-1] / max(len(t), 1)) if t.size else float("nan"),
+                   per_iteration=float(t[-1] / max(iterations, 1)) if t.size else float("nan"),
                    subopt=float((f[-1] - f_star) / (f0 - f_star)) if known else float("nan"),
                    infeasibility=float(infeas[-1]) if infeas.size else float("nan"),
                    distance=last.get("distance", float("nan")), recall=last.get("recall", float("nan")),

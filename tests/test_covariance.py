@@ -89,6 +89,11 @@ def test_fwmodel_trajectory_ends_at_the_returned_point():
     last = fw.checkpoints[-1]
     assert last["time"] == fw.time[-1] and last["objective"] == fw.objective[-1]
     assert last["error"] == pytest.approx(estimate_error(fw.final, data.sigma), rel=1e-12)
+    # the table's time per iteration: the time of the last point over the iterations taken (T steps
+    # lead from x_0 to x_T), not over the T + 1 points recorded
+    row = summarize([fw], f_star, data.loss(np.zeros((20, 20))))[0]
+    assert row["iterations"] == fw.info["iterations"]
+    assert row["per_iteration"] == pytest.approx(fw.time[-1] / fw.info["iterations"], rel=1e-12)
     # the same problem solved directly: its copies' disagreement ||x_l1 - x_trace|| over ||S_ref|| is
     # the trajectory's last infeasibility (the solve is deterministic)
     prob, _ = build_problem(data)
