@@ -181,6 +181,13 @@ def _first(rows, key, what):
     if not reached:
         return f"neither reached {what}"
     (t_win, winner), others = reached[0], [(t, m) for t, m in times if m != reached[0][1]]
+    tied = [m for t, m in others if t == t_win]
+    if tied:  # the same checkpoint: no order between them
+        winner = " and ".join([winner] + tied)
+        others = [(t, m) for t, m in others if m not in tied]
+        if not others:
+            return f"{winner} reached {what} first, at the same checkpoint ({t_win:.2g} s)"
+        winner += ", at the same checkpoint,"
     loser_text = ", ".join(f"{m} {t:.2g} s" if not math.isnan(t) else f"{m} not within its budget"
                            for t, m in others)
     return f"{winner} reached {what} first ({t_win:.2g} s; {loser_text})"
@@ -199,9 +206,13 @@ def verdict(rows, error_target, f1_target, with_reference, floor_target=None):
 
 
 def _steps(traj):
-    """What the engine did, from its step counts (one count per block and iteration)."""
+    """How the solve ended and what the engine did, from its step counts (one count per block and iteration)."""
     counts = traj.info.get("step_counts") or {}
-    return ", ".join(f"{kind} {n}" for kind, n in counts.items() if n) or "none"
+    steps = ", ".join(f"{kind} {n}" for kind, n in counts.items() if n) or "none"
+    # "interrupted": the demo's own callback stopped it at the time budget
+    status = traj.info.get("status")
+    ended = "the time budget" if status == "interrupted" else f'status "{status}"'
+    return f"{steps}; ended at {ended} after {traj.info.get('iterations')} iterations"
 
 
 def _reference(data, gap, stream):
@@ -256,11 +267,11 @@ def _targets(data, ref, runs):
 
     if ref is not None:
         error, f1 = estimate_error(ref.S, data.sigma), f1_score(*support_scores(ref.S, data.support)[:2])
-        basis = f"S* has estimate error {error:.3g} and support F1 {f1:.3g}"
+        basis = f"S* (estimate error {error:.3g}, support F1 {f1:.3g})"
     else:
         seen = [c for traj in runs for c in traj.checkpoints]
         error, f1 = min(c["error"] for c in seen), max(c["f1"] for c in seen)
-        basis = f"the best seen: estimate error {error:.3g}, support F1 {f1:.3g}"
+        basis = f"the best either method reached (estimate error {error:.3g}, support F1 {f1:.3g})"
     return 1.05 * error, 0.9 * f1, basis
 
 

@@ -245,12 +245,32 @@ def run_fwmodel(data, time_limit=10.0, max_iter=10**7, reference=None, scale=Non
     S = X.value
     traj = rec.traj
     traj.final = S
-    if not traj.checkpoints or traj.checkpoints[-1]["time"] < traj.time[-1]:
+    if _returned_point_unseen(traj, problem):
+        # the trajectory ends at the point the solve returned, billed at the time it returned
+        rec.record(problem.value, problem.stats.feasibility, lambda: S, force=True,
+                   points=lambda: {name: problem.point_in(s) for name, s in copies.items()})
+    elif not traj.checkpoints or traj.checkpoints[-1]["time"] < traj.time[-1]:
         rec.checkpoint(traj.time[-1], traj.objective[-1], traj.infeasibility[-1], S,
                        {name: problem.point_in(s) for name, s in copies.items()})
     traj.info = dict(iterations=problem.stats.iterations, status=problem.status,
                      step_counts=problem.stats.step_counts, lam=problem.stats.lam)
     return traj
+
+
+def _returned_point_unseen(traj, problem):
+    """Whether the point ``problem.solve`` returned is not the last one its callback recorded.
+
+    The callback sees iterations 0, ..., T - 1 of a solve that stops "optimal"
+    at iteration T (the stopping test comes before the callback), so the
+    returned iterate T is not in the trajectory; a solve that ends otherwise
+    may return the best point it saw instead of its last (engine/finish.py),
+    which shows as another objective value.
+    """
+    if not traj.time:
+        return True
+    if len(traj.time) <= problem.stats.iterations:
+        return True
+    return not math.isclose(problem.value, traj.objective[-1], rel_tol=1e-9)
 
 
 # ---------------------------------------------------------------------- GFB
@@ -585,9 +605,12 @@ def summarize(trajectories, f_star, f0, targets=(1e-2, 1e-3), infeas_tol=1e-3, s
                           traj.info)
         last = traj.checkpoints[-1] if traj.checkpoints else {}
         known = f_star is not None and f.size
-        row = dict(method=traj.method, iterations=traj.info.get("iterations", len(t)),
+        # fwmodel's trajectory starts at its iteration 0 (before a step), GFB's at its first iterate:
+        # the time per iteration divides by the iterations taken, not by the points recorded
+        iterations = traj.info.get("iterations", len(t))
+        row = dict(method=traj.method, iterations=iterations,
                    time=float(t[-1]) if t.size else float("nan"),
-                   per_iteration=float(t[-1] / max(len(t), 1)) if t.size else float("nan"),
+                   per_iteration=float(t[-1] / max(iterations, 1)) if t.size else float("nan"),
                    subopt=float((f[-1] - f_star) / (f0 - f_star)) if known else float("nan"),
                    infeasibility=float(infeas[-1]) if infeas.size else float("nan"),
                    distance=last.get("distance", float("nan")), recall=last.get("recall", float("nan")),

@@ -154,6 +154,13 @@ class CallbackState:
     x (the product-space iterate, read-only by convention); ``value(var)`` gives a variable's current value
     (the average of its copies), ``point_in(set)`` the copy held in one of the problem's sets
     (see :meth:`Problem.point_in`).
+
+    ``x`` and ``y`` are the solver's own arrays, updated in place by the next
+    iterations: copy them to keep them (``value`` and ``point_in`` return new
+    arrays). The callback runs while the solve goes on: a solve that stops
+    "optimal" at iteration T has passed iterations 0, ..., T - 1, and its
+    returned point is the one after the last callback (``prob.history`` has
+    a row for it).
     """
 
     def __init__(self, engine_state, compiled, sign):

@@ -76,6 +76,33 @@ def test_trajectories_and_summary():
     assert text.count("\n") == 3 and "fwmodel" in text
 
 
+def test_fwmodel_trajectory_ends_at_the_returned_point():
+    """A solve that stops "optimal" returns an iterate its callback never saw: the trajectory (and the
+    suboptimality and infeasibility the demo reports) must end at that point, not at the one before it.
+    Checked against the loss of the returned matrix and the copies' disagreement computed here."""
+    data = sparse_low_rank_covariance(20, threshold=0.8, seed=2)
+    S_ref, f_star, _ = reference_solution(data, max_iter=2000, tol=1e-9)
+    fw = run_fwmodel(data, time_limit=60.0, reference=S_ref)
+    assert fw.info["status"] == "optimal"
+    assert len(fw.time) == fw.info["iterations"] + 1  # x_0, ..., x_T: the returned one included
+    assert fw.objective[-1] == pytest.approx(data.loss(fw.final), rel=1e-12)
+    last = fw.checkpoints[-1]
+    assert last["time"] == fw.time[-1] and last["objective"] == fw.objective[-1]
+    assert last["error"] == pytest.approx(estimate_error(fw.final, data.sigma), rel=1e-12)
+    # the table's time per iteration: the time of the last point over the iterations taken (T steps
+    # lead from x_0 to x_T), not over the T + 1 points recorded
+    row = summarize([fw], f_star, data.loss(np.zeros((20, 20))))[0]
+    assert row["iterations"] == fw.info["iterations"]
+    assert row["per_iteration"] == pytest.approx(fw.time[-1] / fw.info["iterations"], rel=1e-12)
+    # the same problem solved directly: its copies' disagreement ||x_l1 - x_trace|| over ||S_ref|| is
+    # the trajectory's last infeasibility (the solve is deterministic)
+    prob, _ = build_problem(data)
+    prob.solve()
+    l1, trace = prob.constraints
+    apart = np.linalg.norm(prob.point_in(l1) - prob.point_in(trace)) / np.linalg.norm(S_ref)
+    assert fw.infeasibility[-1] == pytest.approx(apart, rel=1e-6)
+
+
 def test_support_scores():
     support = np.zeros((4, 4), bool)
     support[0, 0] = support[1, 2] = support[2, 1] = True
@@ -426,6 +453,21 @@ def test_demo_rejects_bad_arguments(argv, option, message, capsys):
     err = capsys.readouterr().err
     assert option in err and message in err, err
     assert "Traceback" not in err
+
+
+def test_demo_verdict_names_no_winner_between_equal_checkpoint_times():
+    """Two methods whose first checkpoint within the target is the same one are reported together,
+    not one of them "first" by the sort order of their names; a strictly earlier one still wins."""
+    from fwmodel.__main__ import verdict
+
+    def rows(fw, gfb):
+        return [dict(method="fwmodel", **{"t(error)": fw, "t(f1)": fw}), dict(method="GFB", **{"t(error)": gfb,
+                                                                                             "t(f1)": gfb})]
+
+    tie = verdict(rows(0.02, 0.02), 0.5, 0.3, with_reference=False)
+    assert "GFB and fwmodel reached estimate error <= 0.5 first, at the same checkpoint (0.02 s)" in tie
+    win = verdict(rows(0.03, 0.02), 0.5, 0.3, with_reference=False)
+    assert "GFB reached estimate error <= 0.5 first (0.02 s; fwmodel 0.03 s)" in win
 
 
 def test_demo_help_describes_the_run(capsys):

@@ -160,6 +160,23 @@ def test_variable_attributes(data, attrs, cvx_attrs, extra):
         assert np.all(x.value <= CON_TOL)
 
 
+@pytest.mark.parametrize("attrs, reason", [
+    (dict(integer=True), r"continuous convex"),
+    (dict(boolean=True), r"continuous convex"),
+    (dict(complex=True), r"real"),
+    (dict(pos=True), r"nonneg=True"),
+    (dict(nonnegative=True), r"nonneg, nonpos, bounds, symmetric and PSD"),
+])
+def test_variable_attribute_fwmodel_lacks_is_a_named_model_error(attrs, reason):
+    """CVXPY takes these attributes (or, for the misspelling, refuses them); fwmodel refuses each with
+    a ModelError naming the variable and the attribute, not a bare TypeError from the signature."""
+    name, given = next(iter(attrs.items()))
+    if name != "nonnegative":
+        cp.Variable(3, **attrs)  # a CVXPY attribute indeed
+    with pytest.raises(fm.ModelError, match=rf"'x'.*{name}={given!r}.*{reason}"):
+        fm.Variable(3, name="x", **attrs)
+
+
 def test_capped_simplex_closes_a_one_sided_bound():
     c = np.array([0.9, 0.5, 0.1, -0.2, 0.4])
     x = fm.Variable(5, name="x")

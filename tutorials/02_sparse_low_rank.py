@@ -346,7 +346,9 @@ if plt is not None:
 # time each method needs to an error within 1.1x that floor.
 # `fwmodel.experiments` runs both methods on their own clock, the metrics'
 # cost excluded, with checkpoints 5% apart. Here at d = 1000 (d = 60 in the
-# tests); `python -m fwmodel demo --size 4000` runs the same race larger.
+# tests); `python -m fwmodel demo --size 4000 --no-reference` runs the same
+# race larger (without the certified reference, dozens of full
+# eigendecompositions at that size).
 
 # %%
 from fwmodel.experiments import run_fwmodel, run_gfb  # noqa: E402

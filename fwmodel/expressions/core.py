@@ -728,10 +728,13 @@ class Variable(Leaf):
 
     _curvature_label = AFFINE
 
-    def __init__(self, shape=(), name=None, nonneg=False, nonpos=False, bounds=None, symmetric=False, PSD=False):
+    def __init__(self, shape=(), name=None, nonneg=False, nonpos=False, bounds=None, symmetric=False, PSD=False,
+                 **unsupported):
         super().__init__(shape)
         self.id = next(_leaf_ids)
         self.name = str(name) if name is not None else f"var{self.id}"
+        if unsupported:
+            _refuse_variable_attributes(self, unsupported)
         if self._size == 0:
             # CVXPY allows empty variables; here every variable must lie in a set,
             # and a set needs entries: refuse it now, by name, not deep in a solve
@@ -770,6 +773,26 @@ class Variable(Leaf):
 
     def _curvature_rule(self, curvatures):
         return AFFINE
+
+
+#: CVXPY's variable attributes without a counterpart here, and why
+_CVXPY_ONLY_ATTRIBUTES = {
+    "integer": "FW-AL solves continuous convex problems (no integer or boolean variables)",
+    "boolean": "FW-AL solves continuous convex problems (no integer or boolean variables)",
+    "complex": "variables are real", "imag": "variables are real", "hermitian": "variables are real",
+    "NSD": "write -X for a PSD variable X", "nsd": "write -X for a PSD variable X",
+    "psd": "the attribute is spelled PSD=True",
+    "pos": "use nonneg=True (FW-AL's sets are closed)", "neg": "use nonpos=True (FW-AL's sets are closed)",
+}
+
+
+def _refuse_variable_attributes(var, attributes):
+    """A ModelError naming the first attribute fm.Variable does not take (CVXPY's integer=True, ...)."""
+    name, given = next(iter(attributes.items()))
+    reason = _CVXPY_ONLY_ATTRIBUTES.get(name)
+    if reason is None:
+        reason = "the attributes are nonneg, nonpos, bounds, symmetric and PSD"
+    raise ModelError(f"{var._describe()}: fm.Variable takes no attribute {name}={given!r}: {reason}")
 
 
 def _check_variable_bounds(var, bounds):
