@@ -149,7 +149,7 @@ def minimize_fwal(
         take projection steps take BlockFW rank-k steps instead of FW steps
         (:mod:`fwmodel.engine.rank_k`; no in-face steps on them); "auto" (the
         default): those of at least ``rank_k.AUTO_MIN_DIM`` rows and columns,
-        with k capped by its measured cost; False: FW steps (measured in
+        with k capped by its cost, counted in operations (never timed); False: FW steps (measured in
         benchmarks/RESULTS.md, "Rank-k steps" and "The Fig. 2 race").
     threads : BLAS threads during the solve (a positive integer, default 1,
         or None to leave the BLAS as configured); see :mod:`fwmodel.engine.threads`.

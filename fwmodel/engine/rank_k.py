@@ -19,9 +19,9 @@ triplets ``(u_i, sigma_i, v_i)`` of Y,
 ``rank_k="auto"`` (the default) takes these steps on trace-norm blocks of at
 least ``AUTO_MIN_DIM`` rows and columns that take FW steps, with k also
 capped by cost: the next step's Krylov work, predicted linearly in
-k + OVERSAMPLING from the last step's counted work, must stay within what
-the last step's gain pays for (see "Costs" below), and never above
-``AUTO_MAX_COST`` times the rest of an iteration (on the paper's covariance
+k + OVERSAMPLING from the last step's counted work (see "Costs" below),
+must stay within ``AUTO_COST_CAP`` times the rest of an iteration, or more
+where the last step's gain pays for more, never above ``AUTO_MAX_COST`` (on the paper's covariance
 problem the prox rank grows towards d, and an uncapped k reached a dense
 eigendecomposition of 14 s per step at d = 4000; benchmarks/RESULTS.md,
 "The Fig. 2 race").
@@ -44,10 +44,30 @@ values are positive (the prox wants a higher rank), shrunk to the rank the
 prox kept plus a margin otherwise; and the step is compared every iteration
 with the plain FW step (whose LMO also gives the block's FW gap for the
 stopping rule) on the quadratic model of L(., y) along each direction; the
-better one is proposed. When the rank-k step's model decrease per second
-(its block Krylov work added to an iteration's time) falls below the FW
+better one is proposed. When the rank-k step's model decrease per unit of
+cost (its block Krylov work added to an iteration's) falls below the FW
 step's ``PATIENCE`` times in a row, it pauses for 2, 4, ... iterations
 (its products are then saved).
+
+Costs. Every decision above is taken from operation counts, never from the
+clock, so that a solve takes the same steps on every run (timed decisions
+flipped on noise: the same 1000 x 1100 least squares over the ball took 7
+to 308 iterations from run to run). The unit is one pass over an array of
+the block's size (m n entries); the counts are exact and the prices fixed:
+
+* a rank-k step: the columns of its block products with the block's
+  matrices, counted (``BLOCK_COLUMN_COST`` each: BLAS-3), or its dense
+  factorization (``DENSE_EIGH_COST`` / ``DENSE_SVD_COST`` times the smaller
+  side), plus forming V - X (its kept rank in columns, and a pass or more);
+* the rest of an iteration: the block's LMO, its Lanczos products counted
+  (``MATVEC_COST`` each; ``LMO_MATVECS`` where the set does not count them),
+  plus ``ITERATION_PASSES`` passes over the whole product space (gradient,
+  directions, line search).
+
+The gains (model decreases of L(., y)) are deterministic already; the
+threshold tests compare them per unit of counted cost, with a relative
+margin (``PAYS_MARGIN``) so that a near tie neither resets nor adds to the
+losses.
 """
 from __future__ import annotations
 
@@ -69,17 +89,20 @@ AUTO_MIN_DIM = 1000
 #: linear in the block size k + OVERSAMPLING, counted on the last step) costs at most
 #: max(AUTO_COST_CAP, gain_rank / gain_fw - 1) times the rest of an iteration (the second term:
 #: the most a step with the last step's gain may cost and still gain more per unit of cost than FW
-#: steps), and never more than AUTO_MAX_COST times; otherwise k shrinks to what fits
-AUTO_COST_CAP = 1.0
-AUTO_MAX_COST = 8.0
+#: steps), and never more than AUTO_MAX_COST times; otherwise k shrinks to what fits. 4: the
+#: second rank-k step, which adds to the first one's subspace, can gain about as much as a FW step
+#: (1.1x on benchmarks/rank_k_repeat.py) while the later ones gain 8-60x; with 1 or 2, k fell back
+#: to 4 there and the solve stalled on FW steps
+AUTO_COST_CAP = 4.0
+AUTO_MAX_COST = 64.0
 #: the cost model (module docstring, "Costs"), in passes over an array of the block's size.
 #: Measured single-threaded at d = 1000-2000 (benchmarks/RESULTS.md, "Rank-k steps by counted
 #: cost"): a column of a thin block product 0.1-0.4 pass, a Lanczos matvec 0.4-0.7, a dense
-#: eigendecomposition 0.25-0.9 d, an SVD about twice that
+#: eigendecomposition 0.25 d (0.9 d at d = 1000, where a pass runs from cache), an SVD 0.55 d (2 d)
 BLOCK_COLUMN_COST = 0.25
 MATVEC_COST = 1.0
-DENSE_EIGH_COST = 0.5
-DENSE_SVD_COST = 1.0
+DENSE_EIGH_COST = 0.25
+DENSE_SVD_COST = 0.6
 #: passes over the product space in an iteration outside the LMOs and the rank-k work
 ITERATION_PASSES = 10.0
 #: the LMO's matvecs where its set does not report them (``last_matvecs``)
@@ -548,8 +571,8 @@ class RankKStep:
 
         ``krylov_cost``: the last step's counted cost (k = ``k_used``) without a dense factorization;
         the prediction is linear in the block width k + OVERSAMPLING, and from ``DENSE_FRACTION`` of
-        the smaller side on a full-width block plus the dense factorization (``dense_price`` per
-        row). The budget, in iterations (``iteration_cost``): ``cost_cap``, or more where the last
+        the smaller side on the dense factorization (``dense_price`` per row of the smaller side)
+        and k columns of products. The budget, in iterations (``iteration_cost``): ``cost_cap``, or more where the last
         step gained ``gain_ratio`` times the FW step's (a step of that gain still gains more per unit
         of cost as long as it costs at most gain_ratio - 1 iterations), at most ``AUTO_MAX_COST``.
         """
@@ -561,8 +584,8 @@ class RankKStep:
 
         def predicted(k):
             b = min(n, k + OVERSAMPLING)
-            if b >= DENSE_FRACTION * n:
-                return (per_column + dense_price) * n
+            if b >= DENSE_FRACTION * n:  # the factorization, then the terms' products with k vectors and U S V'
+                return dense_price * n + 3 * BLOCK_COLUMN_COST * k
             return per_column * b
 
         while self.k > INITIAL_RANK and predicted(self.k) > budget:
