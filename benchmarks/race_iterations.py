@@ -1,7 +1,7 @@
 """The Fig. 2 race by iteration: time and estimate error of each copy at every FW-AL iteration.
 
 The demo's race (``python -m fwmodel demo``) measures wall-clock time to 1.1x the
-statistical floor at checkpoints 30% apart, against GFB on the same machine:
+statistical floor at checkpoints 5% apart, against GFB on the same machine:
 under load both clocks move. This script prints, for fwmodel alone, every
 iteration's time (the metrics' own cost excluded) and the estimate error
 ``||S - Sigma||_F / ||Sigma||_F`` and support F1 of the average of the two

@@ -354,7 +354,7 @@ def demo(args, stream=sys.stdout):
     columns, headers = _columns(ref is not None, error_target, f1_target, times, floor_target)
     print(f"\nestimate error = ||S_t - Sigma||_F / ||Sigma||_F; support F1: entries |S_ij| > 1e-2 against "
           f"Sigma's support; targets: 5% above the error and 90% of the F1 of {basis}; "
-          "their times are checkpoint times (30% resolution)", file=stream)
+          "their times are checkpoint times (5% or one iteration resolution)", file=stream)
     if floor is not None:
         print(f"statistical floor: the lowest estimate error GFB reaches in its budget, {floor:.4g}; "
               "t(1.1 x floor) is the race of the FW-AL paper's Fig. 2", file=stream)

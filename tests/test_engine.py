@@ -695,6 +695,28 @@ def test_shared_gradient_matches_the_spread_gradient():
     np.testing.assert_array_equal(np.asarray(g_shared), g_full)
 
 
+def test_lagrangian_gradient_without_rows_is_a_view_of_the_shared_gradient():
+    """One variable in one set, no consistency rows: the gradient of L(., y) is f's gradient itself, a view
+    (no copy) equal to value_and_grad's n-vector and to the closed form 2 (X - C); tied copies get a copy."""
+    from fwmodel.engine.fwal import _Buffers, _Operator
+
+    rng = np.random.default_rng(3)
+    C = rng.random((6, 6))
+    X = fm.Variable((6, 6))
+    compiled = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.BirkhoffPolytope(X)]).compile()
+    x = rng.random(compiled.n)
+    _, g_full = compiled.objective.value_and_grad(x)
+    _, g = compiled.objective.value_and_grad_shared(x)
+    grad = _Buffers().lagrangian_grad(_Operator(None, compiled.n), g, np.zeros(0))
+    assert isinstance(grad, np.ndarray) and np.shares_memory(grad, g.values)
+    np.testing.assert_array_equal(grad, g_full)
+    np.testing.assert_allclose(grad, 2 * (x - C.ravel()), rtol=1e-12, atol=1e-14)
+    prob, _ = _tied_copies_problem()  # two copies of X: no single whole view
+    compiled = prob.compile()
+    _, g = compiled.objective.value_and_grad_shared(np.ones(compiled.n))
+    assert g.whole_view() is None
+
+
 def test_block_curvature_matches_the_full_direction():
     """curvature_block along one copy (computed from d itself, scaled by 1/k^2) equals the curvature along
     the zero-padded direction, and the closed form 2 ||d / 2||^2 of ||(x1 + x2)/2 - C||^2."""

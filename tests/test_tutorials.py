@@ -186,6 +186,10 @@ def check_02(r):
     assert r["l1_copy_l1_norm_ratio"] <= 1 + 1e-9
     recall, precision = r["l1_copy_support"]
     assert 0 < recall <= 1 and 0 < precision <= 1
+    # the race section: GFB's floor is its own lowest error, so GFB enters the band; at d = 60
+    # fwmodel's default steps enter it within the tutorial's 40 iterations
+    assert 0 < r["race_floor"] < 1
+    assert r["race_time_to_floor"]["GFB"] is not None and r["race_time_to_floor"]["fwmodel"] is not None
 
 
 SPECIFIC_CHECKS = {"02": check_02, "05": check_05, "06": check_06, "07": check_07}

@@ -191,6 +191,15 @@ class SharedGradient:
             out[inside] = self.values[off + positions[inside] - start]
         return out
 
+    def whole_view(self):
+        """The gradient as an array without a copy where one whole copy of one variable is all of x (a view
+        of ``values``), else None."""
+        whole = self.copy_map._whole.get((0, self.size))
+        if whole is None or len(self.copy_map._whole) != 1 or whole[1] != self.size:
+            return None
+        off = whole[0]
+        return self.values[off:off + self.size]
+
     def __array__(self, dtype=None, copy=None):
         g = np.empty(self.size)
         for (start, stop), (off, size, _) in self.copy_map._whole.items():

@@ -232,6 +232,7 @@ class ActiveSet:
         self._index = {}  # atom key -> position
         self._gram = None  # position x position inner products <a_i, a_j>, when tracked
         self._gram_size = 0  # the block size (atoms are expanded to dense vectors of this size)
+        self._gram_scratch = None  # a zero vector of that size, for the new atoms' Gram columns
         if atom is not None:
             self._append(atom, 1.0)
 
@@ -282,7 +283,7 @@ class ActiveSet:
 
     def stop_gram(self):
         """Stop keeping the Gram matrix (and free it)."""
-        self._gram, self._gram_size = None, 0
+        self._gram, self._gram_size, self._gram_scratch = None, 0, None
 
     @property
     def gram(self):
@@ -396,13 +397,25 @@ class ActiveSet:
             self._w[i] += weight
 
     def _gram_column(self, pos, atom):
-        """Fill row and column ``pos`` of the Gram matrix (the atoms before ``pos`` are in the stores)."""
-        v = np.zeros(self._gram_size)
+        """Fill row and column ``pos`` of the Gram matrix (the atoms before ``pos`` are in the stores).
+
+        The atom is expanded into a zero vector kept for the solve; a sparse atom's
+        entries are zeroed again afterwards (O(nnz)) instead of a fresh block-size
+        array per new atom (its page faults cost more than the inner products).
+        """
+        v = self._gram_scratch
+        if v is None or v.size != self._gram_size:
+            v = self._gram_scratch = np.zeros(self._gram_size)
         atom.add_to(v, 1.0)
         col = self.dots(v)[:pos] if pos else np.zeros(0)
         self._gram[pos, :pos] = col
         self._gram[:pos, pos] = col
         self._gram[pos, pos] = atom.dot(v)
+        indices = getattr(atom, "indices", None)
+        if isinstance(indices, np.ndarray):
+            v[indices] = 0.0
+        else:
+            v.fill(0.0)
 
     def _remove(self, pos):
         """Swap-remove the atom at ``pos``: the last atom takes its position."""

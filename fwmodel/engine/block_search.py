@@ -357,6 +357,8 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
                 slope = p.slope
             else:
                 slope = dot(grad[sl], formed(p))
+                if not m and start.g is not None and _same_array(grad[sl], start.g[sl]):
+                    slope_f = slope  # no rows: grad is f's gradient itself, so <g_k, d> is this very dot
         taken[k] = p
         if not slope < 0:
             continue
@@ -417,6 +419,12 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
             else:
                 start.g = None  # released before a fresh one is formed
     return moved, taken
+
+
+def _same_array(a, b):
+    """Whether two arrays are views of the same memory with the same layout (so every entry is equal)."""
+    return (type(a) is np.ndarray and type(b) is np.ndarray and a.base is b.base and a.shape == b.shape
+            and a.strides == b.strides and a.ctypes.data == b.ctypes.data)
 
 
 def _sparse_direction(p, sl, signed, start, fresh, objective, exact_quadratic):

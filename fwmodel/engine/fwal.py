@@ -528,8 +528,14 @@ class _Buffers:
         """g + M' (y + lam r): per block when ``cols`` shows two tied copies, else into an n-size buffer."""
         if cols is not None and BlockLagrangianGradient.applies(cols):
             return BlockLagrangianGradient(g, dual_term, cols, self.block_gradient)
-        if not Mop.shape[0] and isinstance(g, np.ndarray):
-            return g  # no rows: f's gradient itself (the steps only read it), no copy
+        if not Mop.shape[0]:  # no rows: f's gradient itself (the steps only read it), no copy
+            if isinstance(g, np.ndarray):
+                return g
+            # a shared gradient that is one variable's, whole (a single block): a view of it
+            whole = getattr(g, "whole_view", None)
+            view = whole() if whole is not None else None
+            if view is not None:
+                return view
         if self._grad is None:
             self._grad = np.empty(g.size)
         if Mop.shape[0]:
