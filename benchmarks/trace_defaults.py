@@ -154,7 +154,10 @@ def cmd_threads(args):
 
 
 CONFIGS = {"defaults": {}, "projection=False": {"projection": False},
-           "projection=False,rank_k=False": {"projection": False, "rank_k": False}}  # the last: the paper's rank-one FW steps
+           "projection=False,rank_k=False": {"projection": False, "rank_k": False},  # the paper's rank-one FW steps
+           # the L1 copy projected, the trace-norm copy by rank-k steps: the defaults' steps at d = 4000, forced
+           # at smaller d (where "auto" may project the trace-norm copy too)
+           "projection=True": {"projection": True}}
 
 
 def cmd_iteration(args):
@@ -220,7 +223,7 @@ def cmd_iteration(args):
                         f"{elapsed / max(spent[0], 1e-12):.1f}x | {loop_time:.3f} | {loop_lmo:.3f} | "
                         f"{loop_time / max(loop_lmo, 1e-12):.1f}x | {prob.stats.step_counts.get('projection', 0)} "
                         f"({', '.join(projected)}) | "
-                        f"{max(compile_peak, solve_peak) / dxd:.1f} | {solve_peak / dxd:.1f} |")
+                        f"{max(compile_peak, solve_peak) / dxd:.2f} | {solve_peak / dxd:.2f} |")
             print(rows[-1], flush=True)
             del prob, X, l1, trace
     print("\n".join(rows) + f"\n\n({machine()}; tracemalloc on: times include its overhead)")

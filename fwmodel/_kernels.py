@@ -57,7 +57,7 @@ def csr_times(A, v):
 
 #: the tile of :func:`symmetrize_in_place` and :func:`max_asymmetry` (two 512 x 512 tiles of float64
 #: fit a few MB of cache)
-SYMMETRIZE_TILE = 512
+SYMMETRIZE_TILE = 128
 
 
 def symmetrize_in_place(D, tile=SYMMETRIZE_TILE):

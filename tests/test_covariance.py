@@ -219,6 +219,57 @@ def test_l1_projection_in_place_matches_sorting(kind, n):
     np.testing.assert_array_equal(ball.project_flat(signs * a, out=into), x)  # into another array: the same numbers
 
 
+def _sorted_l1_projection(x, radius):
+    """The sort-based closed form (Duchi et al. 2008) of the projection onto the L1 ball."""
+    a = np.abs(x)
+    if a.sum() <= radius:
+        return x.copy()
+    if radius == 0:
+        return np.zeros_like(x)
+    u = np.sort(a)[::-1]
+    css = np.cumsum(u) - radius
+    rho = np.flatnonzero(u - css / np.arange(1, a.size + 1) > 0)[-1]
+    return np.sign(x) * np.maximum(a - css[rho] / (rho + 1), 0.0)
+
+
+@pytest.mark.parametrize("budget", [0, 1000, None])
+@pytest.mark.parametrize("kind", ["gaussian", "ties at the level", "zeros", "inside", "radius 0", "one spike"])
+def test_l1_projection_in_place_with_bounded_scratch(monkeypatch, kind, budget):
+    """The chunked search's Michelot steps over the whole point (the gathered set bounded by
+    ``_gather_budget``: 0 never gathers, None the default) against the sort-based closed form."""
+    from fwmodel.sets import l1 as l1_module
+
+    if budget is not None:
+        monkeypatch.setattr(l1_module, "_gather_budget", lambda n: budget)
+    rng = np.random.default_rng(23)
+    n = 200_000
+    radius = 0.2 * n
+    if kind == "gaussian":
+        x = rng.standard_normal(n)
+    elif kind == "ties at the level":  # many entries exactly at the level (2.0 - 1.0) and above it
+        x = rng.choice([1.0, 2.0, -2.0, 3.0], n)
+        radius = float(np.abs(x).sum()) - 1.0 * np.count_nonzero(np.abs(x) > 1.0)  # level exactly 1
+    elif kind == "zeros":  # most entries 0, a few of each sign
+        x = np.where(rng.random(n) < 0.02, rng.standard_normal(n), 0.0)
+        radius = 0.5 * float(np.abs(x).sum())
+    elif kind == "inside":
+        x = rng.standard_normal(n)
+        radius = float(np.abs(x).sum()) * (1 + 1e-12)
+    elif kind == "radius 0":
+        x, radius = rng.standard_normal(n), 0.0
+    else:  # the whole radius on one entry: the level is just below the spike
+        x = 1e-3 * rng.standard_normal(n)
+        x[n // 2] = -50.0
+        radius = 10.0
+    expected = _sorted_l1_projection(x, radius)
+    ball = fm.L1Ball(fm.Variable(n), radius=radius)
+    y = x.copy()
+    assert ball.project_flat(y, out=y) is y
+    np.testing.assert_allclose(y, expected, rtol=1e-9, atol=1e-9 * np.abs(x).max())
+    assert np.abs(y).sum() <= radius * (1 + 1e-9) + 1e-12
+    np.testing.assert_allclose(ball.project(x), expected, rtol=1e-9, atol=1e-9 * np.abs(x).max())
+
+
 def test_trace_projection_matches_cvxpy():
     rng = np.random.default_rng(4)
     A = rng.standard_normal((10, 10))

@@ -76,25 +76,58 @@ def test_trace_norm_projection_of_a_symmetric_point_takes_the_eigenvalue_path():
     assert np.allclose(P, ball.project(A))
 
 
-@pytest.mark.parametrize("n", [12, 700])  # 700: more than one 512-row tile of the in-place passes
+@pytest.mark.parametrize("n", [12, 700])  # 700: several tiles of the in-place passes, and the in-place eigh
 def test_trace_norm_projection_in_place_gives_the_same_numbers(n):
     """project_flat(x, out=x) (the symmetric part and the projection formed in x's own array, tile by
-    tile) against the full-SVD projection, and the same numbers as the plain call; an asymmetric
-    point (the SVD path) is written into out as well."""
+    tile; from 2^14 entries on, also the eigendecomposition and the rebuilt V diag(w) V') against the
+    full-SVD projection, and the plain call's numbers (exactly below 2^14 entries, to rounding above,
+    exactly symmetric); an asymmetric point (the SVD path) is written into out as well."""
     rng = np.random.default_rng(n)
     A = rng.standard_normal((n, n))
     ball = fm.TraceNormBall(fm.Variable((n, n)), radius=3.0)
-    for point in ((A + A.T).ravel(), A.ravel()):
+    for point, symmetric in (((A + A.T).ravel(), True), (A.ravel(), False)):
         fresh = ball.project_flat(point.copy())
         x = point.copy()
         assert ball.project_flat(x, out=x) is x
-        np.testing.assert_array_equal(x, fresh)
+        if n * n < (1 << 14) or not symmetric:
+            np.testing.assert_array_equal(x, fresh)
+        else:
+            np.testing.assert_allclose(x, fresh, rtol=0, atol=1e-12 * np.abs(fresh).max())
+            np.testing.assert_array_equal(x.reshape(n, n), x.reshape(n, n).T)
         U, s, Vt = np.linalg.svd(point.reshape(n, n))
         u = np.sort(s)[::-1]
         css = np.cumsum(u) - 3.0
         rho = np.flatnonzero(u - css / np.arange(1, n + 1) > 0)[-1]
         reference = (U * np.maximum(s - css[rho] / (rho + 1), 0.0)) @ Vt
         assert np.allclose(x.reshape(n, n), reference, atol=1e-9)
+
+
+@pytest.mark.parametrize("variant", ["nuclear", "psd", "symmetric"])
+@pytest.mark.parametrize("radius", [0.0, 2.0, 40.0, 1e6])
+def test_trace_norm_projection_in_place_on_large_points(variant, radius):
+    """The in-place path (syevr on the point's array, V diag(w) V' by syrk; 200 x 200 = 40,000 entries)
+    against the closed form from a full eigendecomposition: weights of both signs, none (radius 0),
+    the point already inside (1e6), and the PSD set (negative eigenvalues dropped)."""
+    n = 200
+    rng = np.random.default_rng(5)
+    A = rng.standard_normal((n, n))
+    A = A + A.T
+    kwargs = {"psd": True} if variant == "psd" else ({"symmetric": True} if variant == "symmetric" else {})
+    ball = fm.TraceNormBall(fm.Variable((n, n)), radius=radius, **kwargs)
+    w, V = np.linalg.eigh(A)
+    mags = np.maximum(w, 0.0) if variant == "psd" else np.abs(w)
+    if mags.sum() > radius:
+        u = np.sort(mags)[::-1]
+        css = np.cumsum(u) - radius
+        rho = np.flatnonzero(u - css / np.arange(1, n + 1) > 0)
+        level = css[rho[-1]] / (rho[-1] + 1) if rho.size else np.inf
+        mags = np.maximum(mags - level, 0.0)
+    reference = (V * (mags if variant == "psd" else np.sign(w) * mags)) @ V.T
+    x = A.ravel().copy()
+    assert ball.project_flat(x, out=x) is x
+    X = x.reshape(n, n)
+    np.testing.assert_allclose(X, reference, rtol=0, atol=1e-10 * max(np.abs(A).max(), 1.0))
+    np.testing.assert_array_equal(X, X.T)
 
 
 def test_projection_estimate_grows_like_a_dense_factorization():

@@ -141,6 +141,7 @@ class ProjectionStep:
                 L = (float(curv) + lam * dot(Md, Md)) / gnorm2
             else:
                 L = backtracking.lipschitz or 1.0
+            Md = None  # an m-size array: freed before the next one
         for k, sl in zip(self.blocks, slices):
             target = d[sl]  # d = -grad here: target = x - grad / L, in place
             target *= 1.0 / L
@@ -150,15 +151,17 @@ class ProjectionStep:
             else:
                 d[sl] = blocks[k].project(target)
             d[sl] -= x[sl]
-        Md = Mop.matvec(d) if m else np.zeros(0)
         slope = block_dot(grad, d)
         if not slope < 0:
             return 0
+        grad = None
+        # f's curvature along d before M d exists: the temporaries of the two passes do not coexist
+        c = curvature_fn(x, d) if quadratic and curvature_fn is not None else None
+        Md = Mop.matvec(d) if m else np.zeros(0)
         pen_lin = dot(dual_term, Md) if m else 0.0
         pen_quad = lam * dot(Md, Md) if m else 0.0
-        grad = dual_term = None  # not needed below: free them before the curvature pass
+        dual_term = None
         if quadratic and curvature_fn is not None:
-            c = curvature_fn(x, d)
             gamma = exact_quadratic_step(slope, float(c) + pen_quad, 1.0)
             if float(c) + pen_quad > 0 and gamma >= 1.0:
                 memory["L"], memory["lam"] = (float(c) + pen_quad) / block_dot(d, d), lam
@@ -171,8 +174,9 @@ class ProjectionStep:
             gamma, _ = backtracking.step(phi, f, slope, block_dot(d, d), 1.0, None)
         if gamma <= 0:
             return 0
-        for sl in slices:
-            x[sl] += gamma * d[sl]
+        for sl in slices:  # x += gamma d, d scaled in place (no block-size temporary; d is rebuilt next step)
+            d[sl] *= gamma
+            x[sl] += d[sl]
         if m:
             Md *= gamma
             r += Md

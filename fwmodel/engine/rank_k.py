@@ -72,6 +72,7 @@ losses.
 from __future__ import annotations
 
 import numpy as np
+from scipy.linalg import blas, lapack
 
 from .inface import project_capped_simplex
 from .._kernels import symmetrize_in_place as _symmetrize
@@ -154,6 +155,17 @@ class ShiftedMatrix:
         out += XQ
         return out
 
+    def product_into(self, Q, out):
+        """out <- Y Q = X Q - (G Q) / L (column-major ``out``), no other array of its size:
+        ``X Q`` by ``out=``, then ``-(G Q) / L`` added by BLAS ``dgemm`` with ``beta = 1``."""
+        X, G = self.terms
+        np.matmul(X, Q, out=out)
+        if G.flags.c_contiguous and out.flags.f_contiguous and G.dtype == np.float64:
+            blas.dgemm(self._scale, G.T, Q, beta=1.0, c=out, trans_a=1, overwrite_c=1)
+        else:
+            out += self._scale * (G @ Q)
+        return out
+
     @property
     def T(self):
         X, G = self.terms
@@ -177,6 +189,9 @@ class _Plain:
     @staticmethod
     def combine(products):
         return products[0]
+
+    def product_into(self, Q, out):
+        return np.matmul(self.terms[0], Q, out=out)
 
     @property
     def T(self):
@@ -236,14 +251,20 @@ def _pick(values, k, which):
 
 
 def _start_block(n, b, start, rng):
-    """An orthonormal n x b starting block: the ``start`` columns (the previous Ritz vectors),
+    """An orthonormal n x b starting block: the ``start`` columns (the previous Ritz vectors; an
+    array, or a list of arrays whose columns are taken in order, emptied once they are stacked),
     completed by Gaussian vectors."""
     rng = rng if rng is not None else np.random.default_rng(0)
-    cols = [] if start is None else [np.asarray(start, dtype=float).reshape(n, -1)]
+    parts = [] if start is None else (start if isinstance(start, list) else [start])
+    cols = [np.asarray(part, dtype=float).reshape(n, -1) for part in parts]
     have = sum(c.shape[1] for c in cols)
     if have < b:
         cols.append(rng.standard_normal((n, b - have)))
-    return _orth(np.hstack(cols))[:, :b]
+    stacked = np.hstack(cols)
+    if isinstance(start, list):  # consumed: the caller's last references to the blocks can go
+        start.clear()
+    cols = parts = None
+    return _orth(stacked)[:, :b]
 
 
 def top_eigenpairs(A, k, which="LA", start=None, rng=None, max_rounds=MAX_ROUNDS, rtol=RITZ_RTOL):
@@ -268,6 +289,8 @@ def _eigenpairs(op, k, which, start, rng, max_rounds, rtol, work=None):
     One product with A per round: ``A K = [A Q, A W]`` with ``A Q`` carried
     from the last round (the Ritz vectors are ``K C``, so their products are
     ``(A K) C``) and W the new orthonormal directions of span[Q, A Q].
+    Large blocks (``LARGE_BLOCK`` entries) run the same rounds in
+    preallocated arrays (:func:`_eigenpairs_in_buffers`).
     """
     n = op.shape[0]
     b = min(n, k + OVERSAMPLING)
@@ -281,6 +304,8 @@ def _eigenpairs(op, k, which, start, rng, max_rounds, rtol, work=None):
         if work is not None:
             work.dense, work.dense_dim = "eigh", n
         return w[idx], V, tuple(_times(op, V, work))
+    if n * op.shape[1] >= LARGE_BLOCK:
+        return _eigenpairs_in_buffers(op, k, b, which, start, rng, max_rounds, rtol, work)
     Q = _start_block(n, b, start, rng)
     PQ = _times(op, Q, work)
     previous = None
@@ -299,6 +324,140 @@ def _eigenpairs(op, k, which, start, rng, max_rounds, rtol, work=None):
             break
         previous = values
     return values, Q[:, :k], tuple(p[:, :k] for p in PQ)
+
+
+def _eigenpairs_in_buffers(op, k, b, which, start, rng, max_rounds, rtol, work=None):
+    """The rounds of :func:`_eigenpairs` (Krylov branch, block size b) in arrays allocated once.
+
+    The thin blocks are what a rank-k step adds to an iteration's memory
+    (Y itself is never formed: :class:`ShiftedMatrix`). Here two arrays of
+    2b columns, allocated once per call, hold the basis ``K = [Q, W]`` and
+    the operator's product ``A K``: ``A W`` is written in place by the
+    BLAS (``X W`` by ``out=``, then ``- (G W) / L`` added by ``dgemm``
+    with ``beta = 1``), the QR is LAPACK's in W's own memory, the
+    rotations ``Q <- K C`` go a block of rows at a time, and at the end the
+    arrays shrink to their first k columns without a copy. The terms'
+    products with the k vectors (``X V``, ``G V``: the step's slopes) are
+    then two thin products of k columns, instead of carrying ``X K`` and
+    ``G K`` through the rounds. About 4 b columns at the peak, where the
+    plain rounds held about 16 b (fresh arrays for ``hstack``, each term's
+    products, the QR's copies; measured at d = 2000). The same arithmetic
+    up to rounding.
+    """
+    n = op.shape[0]
+    Q0 = _start_block(n, b, start, rng)
+    # each buffer is owned by its transpose (C order, 2b x n), so that its first columns can be
+    # kept at the end without a copy (:func:`_first_columns`)
+    owners = [np.empty((2 * b, n))]
+    K = owners[0].T
+    K[:, :b] = Q0
+    Q0 = None  # freed before the product's array exists
+    owners.append(np.empty((2 * b, n)))
+    AK = owners[1].T
+    op.product_into(K[:, :b], AK[:, :b])
+    if work is not None:  # counted as in :func:`_times`: each term's product with each column
+        work.columns += b * len(op.terms)
+    scratch = np.empty((min(n, _ROTATION_ROWS), b), order="F")
+    previous = values = None
+    for _ in range(max_rounds):
+        W = K[:, b:]
+        np.copyto(W, AK[:, :b])  # A Q, then the new directions in its place
+        w = _extend_in_place(K[:, :b], W)
+        m = b + w
+        if w:
+            op.product_into(K[:, b:m], AK[:, b:m])
+            if work is not None:
+                work.columns += w * len(op.terms)
+        H = K[:, :m].T @ AK[:, :m]
+        vals, C = np.linalg.eigh(0.5 * (H + H.T))
+        idx = _pick(vals, b, which)
+        Cb = np.asfortranarray(C[:, idx])
+        _rotate_in_place(K, m, Cb, scratch)  # Q <- K C, A Q <- (A K) C
+        _rotate_in_place(AK, m, Cb, scratch)
+        values = vals[idx[:k]]
+        scale = max(float(np.max(np.abs(values), initial=0.0)), 1e-300)
+        if previous is not None and np.max(np.abs(values - previous)) <= rtol * scale:
+            break
+        previous = values
+    W = K = AK = None  # the views: each owner can then shrink to its first k rows
+    vectors = _first_columns(owners, k)
+    if len(op.terms) == 1:  # the operator's own product is the term's
+        return values, vectors, (_first_columns(owners, k),)
+    owners = None
+    return values, vectors, tuple(_times(op, vectors, work))
+
+
+#: rows per block of the in-place rotations Q <- K C of :func:`_eigenpairs_in_buffers`
+_ROTATION_ROWS = 512
+
+
+def _rotate_in_place(A, m, C, scratch):
+    """A[:, :b] <- A[:, :m] C (C: m x b), a block of rows at a time through ``scratch`` (rows x b)."""
+    b = C.shape[1]
+    rows = scratch.shape[0]
+    for r in range(0, A.shape[0], rows):
+        block = scratch[:min(rows, A.shape[0] - r)]
+        np.matmul(A[r:r + rows, :m], C, out=block)
+        A[r:r + rows, :b] = block
+
+
+def _first_columns(owners, k):
+    """The first k columns (n x k, column-major) of the matrix whose transpose is ``owners[0]``,
+    removed from the list; the owner's memory shrinks to them (its first k rows: no copy)."""
+    owner = owners.pop(0)
+    try:
+        owner.resize((k, owner.shape[1]), refcheck=True)
+    except ValueError:  # a view still refers to it: copy
+        return np.array(owner[:k].T, order="F")
+    return owner.T
+
+
+def _extend_in_place(Q, W):
+    """:func:`_extend` in place: W (column-major, holding A Q) receives the orthonormal columns that
+    extend Q to span[Q, A Q], packed to the left; returns their number.
+
+    The same steps: the projection ``W - Q (Q' W)`` (BLAS ``dgemm`` with
+    ``beta = 1``, no temporary of W's size), the columns left with rounding
+    noise dropped, then QR (LAPACK's ``geqrf`` / ``orgqr`` in W's own
+    memory) and the projection and QR once more.
+    """
+    top = float(np.sqrt(_column_norms2(W).max(initial=0.0)))
+    blas.dgemm(-1.0, Q, Q.T @ W, beta=1.0, c=W, overwrite_c=1)
+    w = _pack_columns(W, np.sqrt(_column_norms2(W)) > 1e-10 * max(top, 1e-300))
+    if w:
+        w = _orth_in_place(W[:, :w])
+    if w:
+        blas.dgemm(-1.0, Q, Q.T @ W[:, :w], beta=1.0, c=W[:, :w], overwrite_c=1)
+        w = _orth_in_place(W[:, :w])
+    return w
+
+
+def _column_norms2(A):
+    """Squared norms of A's columns (``np.linalg.norm(A, axis=0)`` squares A into a temporary)."""
+    return np.einsum("ij,ij->j", A, A)
+
+
+def _orth_in_place(A):
+    """:func:`_orth` in A's own (column-major) memory: the orthonormal basis packed to the left; returns
+    its number of columns (those whose R diagonal is at least 1e-12 of the largest)."""
+    qr, tau, _, info = lapack.dgeqrf(A, overwrite_a=1)
+    if info != 0 or not np.shares_memory(qr, A):  # LAPACK copied: not expected for a column-major float64 block
+        raise RuntimeError("rank-k Krylov: in-place QR failed")
+    diag = np.abs(np.diag(qr))
+    keep = diag > 1e-12 * max(float(diag.max(initial=0.0)), 1e-300)
+    q, _, info = lapack.dorgqr(qr, tau, overwrite_a=1)
+    if info != 0 or not np.shares_memory(q, A):
+        raise RuntimeError("rank-k Krylov: in-place QR failed")
+    return _pack_columns(A, keep)
+
+
+def _pack_columns(A, keep):
+    """Moves the columns ``keep`` of A to its left, in order; returns their number."""
+    kept = np.flatnonzero(keep)
+    for j, c in enumerate(kept):
+        if c != j:
+            A[:, j] = A[:, c]
+    return kept.size
 
 
 def top_singular_triplets(A, k, start=None, rng=None, max_rounds=MAX_ROUNDS, rtol=RITZ_RTOL):
@@ -366,8 +525,13 @@ def rank_k_prox(Y, radius, k, psd=False, symmetric=False, start=None, rng=None, 
             s, V, PV = project_capped_simplex(values, radius), U, PU
         else:
             s = project_capped_simplex(np.abs(values), radius)
-            signs = np.where(values < 0, -1.0, 1.0)
-            V, PV = U * signs, tuple(p * signs for p in PU)
+            if np.all(values >= 0):  # V = U (no second copy: the usual case near a PSD iterate)
+                V, PV = U, PU
+            else:
+                signs = np.where(values < 0, -1.0, 1.0)
+                V, PV = U * signs, PU
+                for p in PV:  # the products with U, signed in place: those with V (no second copy)
+                    p *= signs
     else:
         U, sigma, V, PV = _singular_triplets(op, k, start, rng, MAX_ROUNDS, RITZ_RTOL, work)
         s = project_capped_simplex(sigma, radius)
@@ -613,9 +777,10 @@ class RankKStep:
         """
         X, G = x_k.reshape(self.shape), g_k.reshape(self.shape)
         k, symmetric = self._prox_rank_and_symmetry(fw_atom)
+        start = self._start_vectors(fw_atom)
+        self.start = None  # the list is emptied once stacked: the last vectors are not kept through the rounds
         U, s, V, (XV, GV) = rank_k_prox(ShiftedMatrix(X, G, L), self.radius, k, psd=self.psd, symmetric=symmetric,
-                                        start=self._start_vectors(fw_atom), rng=self.rng, products=True,
-                                        work=work)
+                                        start=start, rng=self.rng, products=True, work=work)
         kept = self._follow_rank(int(np.count_nonzero(s > 0)), k, U, V)
         Uk, sk = U[:, :kept], s[:kept]
         xs = float(sk @ np.einsum("ij,ij->j", Uk, XV[:, :kept]))  # <X, V>
@@ -643,13 +808,15 @@ class RankKStep:
         return kept
 
     def _start_vectors(self, fw_atom):
+        """The Krylov warm start: the last step's vectors and the LMO's vector, as a list of blocks
+        (not stacked here: a stacked copy would stay alive through the Krylov rounds)."""
         cols = []
         if self.start is not None:
             cols.append(self.start)
         v = getattr(fw_atom, "v", None)
         if v is not None and np.ndim(v) == 1:
             cols.append(np.asarray(v, dtype=float)[:, None])
-        return np.hstack(cols) if cols else None
+        return cols or None
 
     def commit(self, p, gamma):
         pass

@@ -487,7 +487,14 @@ class TraceNormBall(ConvexSet):
         ``out``: a flat array to write the projection into, possibly
         ``flat_point`` itself; on the symmetric path the symmetric part and
         then the projection are formed there (at d = 2000, two d x d arrays
-        less at the peak of a projection step). The same numbers either way.
+        less at the peak of a projection step). From ``_LEAN_MIN_SIZE``
+        entries on, the eigendecomposition also overwrites that array
+        (LAPACK ``syevr``, which needs O(d) workspace where NumPy's ``eigh``
+        copies the matrix and takes 2 d^2 of workspace), and the projection
+        ``V diag(w) V'`` is formed there by two symmetric rank-k updates
+        (BLAS ``syrk``) on the eigenvectors scaled in place: one d x d array
+        (the eigenvectors) beside the point at the peak. The same numbers as
+        without ``out`` up to rounding (exactly symmetric either way).
         """
         X = np.asarray(flat_point, dtype=float).reshape(tuple(self.shape))
         symmetric = self.symmetric
@@ -508,11 +515,16 @@ class TraceNormBall(ConvexSet):
             if not np.shares_memory(S, X):
                 np.copyto(S, X)
             symmetrize_in_place(S)
-        w, V = np.linalg.eigh(S)
+        lean = out is not None and S.size >= _LEAN_MIN_SIZE
+        # a large point's eigendecomposition overwrites S (the engine's array), no copy of it kept
+        w, V = _eigh_overwriting(S) if lean else np.linalg.eigh(S)
         if self.psd:
             w = _project_nonnegative_l1(np.maximum(w, 0.0), self.radius)
         else:
             w = np.sign(w) * _project_nonnegative_l1(np.abs(w), self.radius)
+        if lean:
+            _low_rank_into(V, w, S)
+            return out
         keep = w != 0
         # S is spent: the projection is formed in its array, exactly symmetric (the product leaves
         # rounding-level asymmetry, which projection steps would accumulate in a symmetric problem)
@@ -619,6 +631,65 @@ def _factorization_speed(kind):
             best = min(best, time.perf_counter() - t0)
         _speed[key] = best / _CALIBRATION ** 3
     return _speed[key]
+
+
+#: from this many entries on, project_flat(out=) factors and rebuilds the point in place (smaller
+#: points keep NumPy's eigh and its numbers: the small solves' iterates are unchanged)
+_LEAN_MIN_SIZE = 1 << 14
+
+
+def _eigh_overwriting(S):
+    """Eigenvalues and eigenvectors of an exactly symmetric C-ordered S, S's memory used by LAPACK.
+
+    S' is S, column-major: LAPACK's ``syevr`` (MRRR) works in it with O(d)
+    workspace; the eigenvectors come in a new column-major array.
+    """
+    from scipy.linalg import eigh
+
+    return eigh(S.T, overwrite_a=True, check_finite=False, driver="evr")
+
+
+def _low_rank_into(V, w, S):
+    """S <- V diag(w) V' (S symmetric, C-ordered; V column-major, overwritten), zero weights skipped.
+
+    V's columns are scaled by sqrt|w|; BLAS ``syrk`` adds ``A A'`` for the
+    columns of positive weight and subtracts it for the negative ones, into
+    one triangle of S, which is then mirrored: exactly symmetric, half the
+    products of a general matrix product. The weights come from eigenvalues
+    in ascending order, so the negative ones are a leading and the positive
+    ones a trailing block of columns (no array beside V and S); other
+    orders take a copy of each group.
+    """
+    np.multiply(V, np.sqrt(np.abs(w)), out=V)
+    C = S.T  # column-major view: syrk's output (S is symmetric, so S' = S)
+    first = True
+    for sign, group in ((1.0, np.flatnonzero(w > 0)), (-1.0, np.flatnonzero(w < 0))):
+        if group.size == 0:
+            continue
+        if group[-1] - group[0] + 1 == group.size:  # a contiguous block of columns: a view
+            A = V[:, group[0]:group[-1] + 1]
+        else:
+            A = np.asfortranarray(V[:, group])
+        blas.dsyrk(sign, A, beta=0.0 if first else 1.0, c=C, lower=0, overwrite_c=1)
+        first = False
+    if first:  # the projection is 0
+        S.fill(0.0)
+        return S
+    _mirror_lower_to_upper(S)
+    return S
+
+
+def _mirror_lower_to_upper(S, tile=256):
+    """S's upper triangle <- its lower triangle, tile by tile (``syrk`` on S' fills S's lower one)."""
+    n = S.shape[0]
+    for i in range(0, n, tile):
+        rows = slice(i, min(i + tile, n))
+        T = S[rows, rows]
+        upper = np.triu_indices(T.shape[0], 1)
+        T[upper] = T.T[upper]
+        for j in range(i + tile, n, tile):
+            cols = slice(j, min(j + tile, n))
+            S[rows, cols] = S[cols, rows].T
 
 
 def _project_nonnegative_l1(s, r):
