@@ -21,8 +21,8 @@ Subcommands:
               the time spent in the two LMOs, and peak traced memory
               (tracemalloc), with the defaults and with ``projection=False``.
 ``iterates``  the covariance problem at small d, a fixed number of iterations
-              under seven option sets (not rank_k=True: whether a rank-k step
-              pays is decided by measured times): objective, FW gap, feasibility and a
+              under seven option sets (rank_k=True is not among them: its
+              iterates differ by design): objective, FW gap, feasibility and a
               hash of X to all printed digits. Run before and after a change
               that must not move the iterates (other than by rounding) and diff.
 

@@ -341,8 +341,8 @@ class Problem:
         - callback (called with a :class:`CallbackState` each iteration;
           returning False stops), warm_start (reuse x, y and active sets of
           the last solve), seed (the engine's random choices; None, the
-          default, is a fixed seed, so a solve is reproducible, up to the
-          timed choices of rank_k and projection).
+          default, is a fixed seed, so a solve is reproducible, up to
+          projection="auto"'s timed choice).
         - inface ("auto", True, False: in-face steps on trace-norm blocks).
         - projection ("auto", True, False): projected-gradient steps instead
           of FW steps. True: on blocks whose set has a cheap projection (L1/L2
@@ -354,10 +354,10 @@ class Problem:
         - rank_k ("auto", True, False): BlockFW rank-k steps on trace-norm
           blocks that take FW steps (``fwmodel.engine.rank_k``); "auto" (the
           default): on those of at least 1000 rows and columns, with the
-          rank k capped by its measured cost (so there the iterates, and
-          the iteration count, vary from run to run with the machine's
-          load; False for iterates that never depend on a clock: True also
-          times its steps, to pause them when FW steps gain more per second).
+          rank k capped by its cost, counted in operations (block products,
+          Lanczos matvecs, vector passes), never timed: the same model takes
+          the same steps on every run; rank-k steps pause while FW steps
+          gain more per unit of that cost.
         - threads: BLAS threads during the solve (a positive integer, default
           1, or None to leave the BLAS as configured; see
           ``fwmodel.engine.threads``).

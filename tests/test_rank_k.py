@@ -179,30 +179,39 @@ def test_auto_takes_rank_k_steps_on_large_trace_norm_blocks_only():
 
 
 def test_auto_cost_cap_shrinks_k_to_what_the_iteration_affords():
-    """The next k's Krylov work, predicted linearly in k + OVERSAMPLING from the last step, fits the cap."""
+    """The next k's counted Krylov cost, predicted linearly in k + OVERSAMPLING from the last step, fits
+    the budget: cost_cap iterations, or what the last step's gain pays for, at most AUTO_MAX_COST."""
     from fwmodel.engine.fwal import Block
     from fwmodel.engine.inface import LowRankFace
-    from fwmodel.engine.rank_k import INITIAL_RANK, OVERSAMPLING, RankKStep
+    from fwmodel.engine.rank_k import AUTO_MAX_COST, DENSE_SVD_COST, INITIAL_RANK, OVERSAMPLING, RankKStep
 
     n = 2000
     blk = Block(offset=0, size=n * n, lmo=None, initial_atom=None, face=LowRankFace(1.0, False, (n, n)))
     step = RankKStep(blk, blk.face, np.ones(1), cost_cap=1.0)
-    step.iteration_time = 1.0
-    # the last step used k = 28 (32 columns) in 0.5 s; the prox asked for k = 56 (60 columns: 0.94 s) -> kept
-    step.k, step._last_rank_time = 56, 0.5
-    step._cap_rank(28)
-    assert step.k == 56 and 0.5 / (28 + OVERSAMPLING) * (step.k + OVERSAMPLING) <= 1.0
-    # the same request after a step of 1.0 s: 60 columns would take 1.9 s -> halved to 28 (1.0 s)
-    step.k, step._last_rank_time = 56, 1.0
-    step._cap_rank(28)
+    step.iteration_cost = 100.0
+    # the last step used k = 28 (32 columns) for 50 passes; k = 56 (60 columns) predicts 94 <= 100 -> kept
+    step.k = 56
+    step._cap_rank(28, 50.0, 1.5, DENSE_SVD_COST)
+    assert step.k == 56 and 50.0 / (28 + OVERSAMPLING) * (step.k + OVERSAMPLING) <= 100.0
+    # the same request after a step of 100 passes: 60 columns predict 188 -> halved to 28 (100)
+    step.k = 56
+    step._cap_rank(28, 100.0, 1.5, DENSE_SVD_COST)
     assert step.k == 28
-    # never below the initial rank, and no cap without a measured iteration
-    step.k, step._last_rank_time = 56, 100.0
-    step._cap_rank(28)
+    # a step that gained 3x the FW step's pays up to 2 iterations: 188 fits
+    step.k = 56
+    step._cap_rank(28, 100.0, 3.0, DENSE_SVD_COST)
+    assert step.k == 56
+    # ... but never more than AUTO_MAX_COST iterations, whatever the gain
+    step.k = 56
+    step._cap_rank(28, AUTO_MAX_COST * 100.0, 1e6, DENSE_SVD_COST)
+    assert step.k == 28
+    # never below the initial rank, and no cap without an iteration's cost
+    step.k = 56
+    step._cap_rank(28, 1e5, 1.0, DENSE_SVD_COST)
     assert step.k == INITIAL_RANK
     uncapped = RankKStep(blk, blk.face, np.ones(1))
-    uncapped.k, uncapped._last_rank_time, uncapped.iteration_time = 56, 100.0, 1.0
-    uncapped._cap_rank(28)
+    uncapped.k, uncapped.iteration_cost = 56, 1.0
+    uncapped._cap_rank(28, 1e5, 1.0, DENSE_SVD_COST)
     assert uncapped.k == 56
 
 

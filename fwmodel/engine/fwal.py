@@ -149,7 +149,7 @@ def minimize_fwal(
         take projection steps take BlockFW rank-k steps instead of FW steps
         (:mod:`fwmodel.engine.rank_k`; no in-face steps on them); "auto" (the
         default): those of at least ``rank_k.AUTO_MIN_DIM`` rows and columns,
-        with k capped by its measured cost; False: FW steps (measured in
+        with k capped by its cost, counted in operations (never timed); False: FW steps (measured in
         benchmarks/RESULTS.md, "Rank-k steps" and "The Fig. 2 race").
     threads : BLAS threads during the solve (a positive integer, default 1,
         or None to leave the BLAS as configured); see :mod:`fwmodel.engine.threads`.
@@ -225,6 +225,7 @@ def minimize_fwal(
             faces.pop(k, None)
     # the steps write their directions into the buffers' arrays; a Gauss-Seidel sweep forms them at each block's turn
     ctx = _StepContext(it.lam, buffers, lazy_directions=sweep == "gauss-seidel")
+    ctx.space_size = n
     ctx.block_curvature, ctx.block_hessian = _block_curvature(objective, it)
     # the active sets are the step objects' own (a warm-started set that no step uses is let go)
     active = {k: st.active for k, st in enumerate(steps) if getattr(st, "active", None) is not None}
@@ -464,6 +465,8 @@ class _StepContext:
         self.block_curvature = None
         #: block -> c where Hf on the block is c I (no direction needed), else None; None where f does not tell
         self.block_hessian = None
+        #: the product space's dimension (rank-k steps price an iteration's vector passes by it)
+        self.space_size = None
 
     def start_iteration(self, t, lam, gap_target):
         self.lam = lam

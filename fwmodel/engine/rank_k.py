@@ -19,8 +19,9 @@ triplets ``(u_i, sigma_i, v_i)`` of Y,
 ``rank_k="auto"`` (the default) takes these steps on trace-norm blocks of at
 least ``AUTO_MIN_DIM`` rows and columns that take FW steps, with k also
 capped by cost: the next step's Krylov work, predicted linearly in
-k + OVERSAMPLING from the last step's measured time, must stay within
-``AUTO_COST_CAP`` times the rest of an iteration (on the paper's covariance
+k + OVERSAMPLING from the last step's counted work (see "Costs" below),
+must stay within ``AUTO_COST_CAP`` times the rest of an iteration, or more
+where the last step's gain pays for more, never above ``AUTO_MAX_COST`` (on the paper's covariance
 problem the prox rank grows towards d, and an uncapped k reached a dense
 eigendecomposition of 14 s per step at d = 4000; benchmarks/RESULTS.md,
 "The Fig. 2 race").
@@ -43,14 +44,32 @@ values are positive (the prox wants a higher rank), shrunk to the rank the
 prox kept plus a margin otherwise; and the step is compared every iteration
 with the plain FW step (whose LMO also gives the block's FW gap for the
 stopping rule) on the quadratic model of L(., y) along each direction; the
-better one is proposed. When the rank-k step's model decrease per second
-(its block Krylov work added to an iteration's time) falls below the FW
+better one is proposed. When the rank-k step's model decrease per unit of
+cost (its block Krylov work added to an iteration's) falls below the FW
 step's ``PATIENCE`` times in a row, it pauses for 2, 4, ... iterations
 (its products are then saved).
+
+Costs. Every decision above is taken from operation counts, never from the
+clock, so that a solve takes the same steps on every run (timed decisions
+flipped on noise: the same 1000 x 1100 least squares over the ball took 7
+to 308 iterations from run to run). The unit is one pass over an array of
+the block's size (m n entries); the counts are exact and the prices fixed:
+
+* a rank-k step: the columns of its block products with the block's
+  matrices, counted (``BLOCK_COLUMN_COST`` each: BLAS-3), or its dense
+  factorization (``DENSE_EIGH_COST`` / ``DENSE_SVD_COST`` times the smaller
+  side), plus forming V - X (its kept rank in columns, and a pass or more);
+* the rest of an iteration: the block's LMO, its Lanczos products counted
+  (``MATVEC_COST`` each; ``LMO_MATVECS`` where the set does not count them),
+  plus ``ITERATION_PASSES`` passes over the whole product space (gradient,
+  directions, line search).
+
+The gains (model decreases of L(., y)) are deterministic already; the
+threshold tests compare them per unit of counted cost, with a relative
+margin (``PAYS_MARGIN``) so that a near tie neither resets nor adds to the
+losses.
 """
 from __future__ import annotations
-
-import time
 
 import numpy as np
 from scipy.linalg import blas, lapack
@@ -68,9 +87,29 @@ RANK_K_CHOICES = (True, False, "auto")
 #: rank-one FW step costs little)
 AUTO_MIN_DIM = 1000
 #: rank_k="auto": k grows only while the predicted rank-k work of the next step (Krylov cost
-#: linear in the block size k + OVERSAMPLING, measured on the last step) costs at most this many
-#: times the rest of an iteration; otherwise k shrinks to what fits
-AUTO_COST_CAP = 1.0
+#: linear in the block size k + OVERSAMPLING, counted on the last step) costs at most
+#: max(AUTO_COST_CAP, gain_rank / gain_fw - 1) times the rest of an iteration (the second term:
+#: the most a step with the last step's gain may cost and still gain more per unit of cost than FW
+#: steps), and never more than AUTO_MAX_COST times; otherwise k shrinks to what fits. 4: the
+#: second rank-k step, which adds to the first one's subspace, can gain about as much as a FW step
+#: (1.1x on benchmarks/rank_k_repeat.py) while the later ones gain 8-60x; with 1 or 2, k fell back
+#: to 4 there and the solve stalled on FW steps
+AUTO_COST_CAP = 4.0
+AUTO_MAX_COST = 64.0
+#: the cost model (module docstring, "Costs"), in passes over an array of the block's size.
+#: Measured single-threaded at d = 1000-2000 (benchmarks/RESULTS.md, "Rank-k steps by counted
+#: cost"): a column of a thin block product 0.1-0.4 pass, a Lanczos matvec 0.4-0.7, a dense
+#: eigendecomposition 0.25 d (0.9 d at d = 1000, where a pass runs from cache), an SVD 0.55 d (2 d)
+BLOCK_COLUMN_COST = 0.25
+MATVEC_COST = 1.0
+DENSE_EIGH_COST = 0.25
+DENSE_SVD_COST = 0.6
+#: passes over the product space in an iteration outside the LMOs and the rank-k work
+ITERATION_PASSES = 10.0
+#: the LMO's matvecs where its set does not report them (``last_matvecs``)
+LMO_MATVECS = 30
+#: the pays test's relative margin: within it, a rank-k step neither resets nor adds to the losses
+PAYS_MARGIN = 0.1
 #: first k, and the extra Krylov vectors kept beyond k (oversampling)
 INITIAL_RANK = 4
 OVERSAMPLING = 4
@@ -166,8 +205,25 @@ def _operator(A):
     return A if isinstance(A, ShiftedMatrix) else _Plain(A)
 
 
-def _times(op, Q):
-    """The products of each of ``op``'s terms with Q."""
+class KrylovWork:
+    """What a rank-k prox computed, counted: columns of block products with the operator's terms,
+    and the side of a dense factorization (``dense``: "eigh" or "svd"), for the cost model."""
+
+    def __init__(self):
+        self.columns = 0
+        self.dense = None
+        self.dense_dim = 0
+
+    def cost(self):
+        """In passes over an array of the operator's size (module docstring, "Costs")."""
+        per_dim = {"eigh": DENSE_EIGH_COST, "svd": DENSE_SVD_COST}.get(self.dense, 0.0)
+        return BLOCK_COLUMN_COST * self.columns + per_dim * self.dense_dim
+
+
+def _times(op, Q, work=None):
+    """The products of each of ``op``'s terms with Q (counted in ``work``)."""
+    if work is not None:
+        work.columns += Q.shape[1] * len(op.terms)
     return [T @ Q for T in op.terms]
 
 
@@ -227,7 +283,7 @@ def top_eigenpairs(A, k, which="LA", start=None, rng=None, max_rounds=MAX_ROUNDS
     return values, vectors
 
 
-def _eigenpairs(op, k, which, start, rng, max_rounds, rtol):
+def _eigenpairs(op, k, which, start, rng, max_rounds, rtol, work=None):
     """:func:`top_eigenpairs` on an operator; also returns the products of its terms with the vectors.
 
     One product with A per round: ``A K = [A Q, A W]`` with ``A Q`` carried
@@ -245,16 +301,18 @@ def _eigenpairs(op, k, which, start, rng, max_rounds, rtol):
         M = None
         idx = _pick(w, k, which)
         V = V[:, idx]
-        return w[idx], V, tuple(_times(op, V))
+        if work is not None:
+            work.dense, work.dense_dim = "eigh", n
+        return w[idx], V, tuple(_times(op, V, work))
     if n * op.shape[1] >= LARGE_BLOCK:
-        return _eigenpairs_in_buffers(op, k, b, which, start, rng, max_rounds, rtol)
+        return _eigenpairs_in_buffers(op, k, b, which, start, rng, max_rounds, rtol, work)
     Q = _start_block(n, b, start, rng)
-    PQ = _times(op, Q)
+    PQ = _times(op, Q, work)
     previous = None
     for _ in range(max_rounds):
         W = _extend(Q, op.combine(PQ))
         K = np.hstack([Q, W])
-        PK = [np.hstack([p, pw]) for p, pw in zip(PQ, _times(op, W))]
+        PK = [np.hstack([p, pw]) for p, pw in zip(PQ, _times(op, W, work))]
         H = K.T @ op.combine(PK)
         w, C = np.linalg.eigh(0.5 * (H + H.T))
         idx = _pick(w, b, which)
@@ -268,7 +326,7 @@ def _eigenpairs(op, k, which, start, rng, max_rounds, rtol):
     return values, Q[:, :k], tuple(p[:, :k] for p in PQ)
 
 
-def _eigenpairs_in_buffers(op, k, b, which, start, rng, max_rounds, rtol):
+def _eigenpairs_in_buffers(op, k, b, which, start, rng, max_rounds, rtol, work=None):
     """The rounds of :func:`_eigenpairs` (Krylov branch, block size b) in arrays allocated once.
 
     The thin blocks are what a rank-k step adds to an iteration's memory
@@ -297,6 +355,8 @@ def _eigenpairs_in_buffers(op, k, b, which, start, rng, max_rounds, rtol):
     owners.append(np.empty((2 * b, n)))
     AK = owners[1].T
     op.product_into(K[:, :b], AK[:, :b])
+    if work is not None:  # counted as in :func:`_times`: each term's product with each column
+        work.columns += b * len(op.terms)
     scratch = np.empty((min(n, _ROTATION_ROWS), b), order="F")
     previous = values = None
     for _ in range(max_rounds):
@@ -306,6 +366,8 @@ def _eigenpairs_in_buffers(op, k, b, which, start, rng, max_rounds, rtol):
         m = b + w
         if w:
             op.product_into(K[:, b:m], AK[:, b:m])
+            if work is not None:
+                work.columns += w * len(op.terms)
         H = K[:, :m].T @ AK[:, :m]
         vals, C = np.linalg.eigh(0.5 * (H + H.T))
         idx = _pick(vals, b, which)
@@ -322,7 +384,7 @@ def _eigenpairs_in_buffers(op, k, b, which, start, rng, max_rounds, rtol):
     if len(op.terms) == 1:  # the operator's own product is the term's
         return values, vectors, (_first_columns(owners, k),)
     owners = None
-    return values, vectors, tuple(_times(op, vectors))
+    return values, vectors, tuple(_times(op, vectors, work))
 
 
 #: rows per block of the in-place rotations Q <- K C of :func:`_eigenpairs_in_buffers`
@@ -410,7 +472,7 @@ def top_singular_triplets(A, k, start=None, rng=None, max_rounds=MAX_ROUNDS, rto
     return U, s, V
 
 
-def _singular_triplets(op, k, start, rng, max_rounds, rtol):
+def _singular_triplets(op, k, start, rng, max_rounds, rtol, work=None):
     """:func:`top_singular_triplets` on an operator; also returns its terms' products with V.
 
     Two products per round: ``A' (A Q)`` and ``A W`` (``A Q`` carried from the last round as ``(A K) C``).
@@ -420,15 +482,17 @@ def _singular_triplets(op, k, start, rng, max_rounds, rtol):
     if b >= DENSE_FRACTION * min(m, n):
         U, s, Vt = np.linalg.svd(op.dense(), full_matrices=False)
         V = Vt[:k].T
-        return U[:, :k], s[:k], V, tuple(_times(op, V))
+        if work is not None:
+            work.dense, work.dense_dim = "svd", min(m, n)
+        return U[:, :k], s[:k], V, tuple(_times(op, V, work))
     opT = op.T
     Q = _start_block(n, b, start, rng)
-    PQ = _times(op, Q)
+    PQ = _times(op, Q, work)
     previous = None
     for _ in range(max_rounds):
-        W = _extend(Q, opT.combine(_times(opT, op.combine(PQ))))
+        W = _extend(Q, opT.combine(_times(opT, op.combine(PQ), work)))
         K = np.hstack([Q, W])
-        PK = [np.hstack([p, pw]) for p, pw in zip(PQ, _times(op, W))]
+        PK = [np.hstack([p, pw]) for p, pw in zip(PQ, _times(op, W, work))]
         P, s, Wt = np.linalg.svd(op.combine(PK), full_matrices=False)
         C = Wt[:b].T
         U, Q = P[:, :b], K @ C
@@ -440,7 +504,7 @@ def _singular_triplets(op, k, start, rng, max_rounds, rtol):
     return U[:, :k], s[:k], Q[:, :k], tuple(p[:, :k] for p in PQ)
 
 
-def rank_k_prox(Y, radius, k, psd=False, symmetric=False, start=None, rng=None, products=False):
+def rank_k_prox(Y, radius, k, psd=False, symmetric=False, start=None, rng=None, products=False, work=None):
     """The nearest point to Y of rank at most k in the trace-norm ball (Allen-Zhu et al. 2017, Lemma 3.1).
 
     ``psd``: over the PSD trace ball (Y's symmetric part is used);
@@ -449,13 +513,14 @@ def rank_k_prox(Y, radius, k, psd=False, symmetric=False, start=None, rng=None, 
     a symmetric point folded into V = U * sign), and the k-th and later
     values of s zero when the result is the projection onto the whole ball.
     Y may be a :class:`ShiftedMatrix`; ``products``: also return the
-    products of its terms with V (for Y = X - G / L: ``(X V, G V)``).
+    products of its terms with V (for Y = X - G / L: ``(X V, G V)``);
+    ``work``: a :class:`KrylovWork` that counts the products and factorizations.
     """
     op = _operator(Y)
     if psd or symmetric:
         # the eigenpairs of sym(Y) read from Y itself (its Rayleigh-Ritz matrices are symmetrized):
         # no d x d pass to test or form the symmetric part
-        values, U, PU = _eigenpairs(op, k, "LA" if psd else "LM", start, rng, MAX_ROUNDS, RITZ_RTOL)
+        values, U, PU = _eigenpairs(op, k, "LA" if psd else "LM", start, rng, MAX_ROUNDS, RITZ_RTOL, work)
         if psd:
             s, V, PV = project_capped_simplex(values, radius), U, PU
         else:
@@ -468,7 +533,7 @@ def rank_k_prox(Y, radius, k, psd=False, symmetric=False, start=None, rng=None, 
                 for p in PV:  # the products with U, signed in place: those with V (no second copy)
                     p *= signs
     else:
-        U, sigma, V, PV = _singular_triplets(op, k, start, rng, MAX_ROUNDS, RITZ_RTOL)
+        U, sigma, V, PV = _singular_triplets(op, k, start, rng, MAX_ROUNDS, RITZ_RTOL, work)
         s = project_capped_simplex(sigma, radius)
     return (U, s, V, PV) if products else (U, s, V)
 
@@ -533,7 +598,7 @@ class RankKStep:
         self.curvature_f = None  # L_f, unknown until the driver measured one direction
         self.k = int(initial_rank)
         self.max_rank = int(max_rank) if max_rank is not None else min(self.shape)
-        #: None, or the most the rank-k work may cost against the rest of an iteration (rank_k="auto")
+        #: None, or the least budget for the rank-k work against the rest of an iteration (rank_k="auto")
         self.cost_cap = cost_cap
         # Y and the rank-k direction's arrays where the step keeps its own (not :meth:`_lean`), reused
         # (a fresh d x d array costs its page faults)
@@ -544,15 +609,13 @@ class RankKStep:
         self.pause_length = 1
         self.rng = np.random.default_rng(0)
         self._Y = None
-        self.iteration_time = None  # seconds of an iteration outside the rank-k work (a running mean)
-        self._last_start = None
-        self._last_rank_time = 0.0
-        # a lean step forms V - X at the sweep's turn, after its proposal: that time (rank-k work,
-        # proportional to the kept rank) is added to the step's at the next proposal, and k's cost
-        # cap is applied then (``_cap_after``: the k the step used), with the same information
-        self._formation_time = 0.0  # seconds spent forming V - X since the last proposal
-        self._formation_per_rank = 0.0  # the last formation's seconds per kept rank (the estimate of the next)
-        self._cap_after = None
+        #: the cost of an iteration outside the rank-k work, in passes over the block (a running mean;
+        #: module docstring, "Costs")
+        self.iteration_cost = None
+        #: the last rank-k step's counted work (Krylov products, dense factorization, forming V - X)
+        self.last_work = None
+        self.last_rank_cost = 0.0
+        self._symmetric = self.psd  # whether the last prox was over symmetric matrices (eigenpairs)
         #: what the last proposals did, for benchmarks: k and the prox rank of the last rank-k step
         self.last_rank = 0
         self.rank_k_steps = 0
@@ -563,16 +626,19 @@ class RankKStep:
         L = lam * self.penalty_scale + self.curvature_f
         return L if L > 0 and np.isfinite(L) else None
 
+    def _observe_iteration_cost(self, ctx):
+        """The cost of this iteration outside the rank-k work (module docstring, "Costs"): the LMO's
+        counted Lanczos products and ``ITERATION_PASSES`` passes over the product space."""
+        matvecs = getattr(self.block, "last_matvecs", None)
+        lmo = MATVEC_COST * (LMO_MATVECS if matvecs is None else matvecs)
+        size = max(int(np.prod(self.shape)), 1)
+        space = getattr(ctx, "space_size", None) or size
+        cost = lmo + ITERATION_PASSES * space / size
+        self.iteration_cost = cost if self.iteration_cost is None else 0.5 * (self.iteration_cost + cost)
+
     def propose(self, x_k, g_k, ctx):
-        now = time.perf_counter()
-        self._last_rank_time += self._formation_time
-        if self._cap_after is not None:  # a lean step's cap, now that its whole rank-k work is known
-            self._cap_rank(self._cap_after)
-        if self._last_start is not None:  # an iteration without the rank-k work: the FW step's cost
-            spent = max(now - self._last_start - self._last_rank_time, 1e-9)
-            self.iteration_time = spent if self.iteration_time is None else 0.5 * (self.iteration_time + spent)
-        self._last_start, self._last_rank_time, self._formation_time, self._cap_after = now, 0.0, 0.0, None
         s = self.block.lmo(g_k)
+        self._observe_iteration_cost(ctx)
         xg = dot(x_k, g_k)
         gap = xg - s.dot(g_k)
         lend = getattr(ctx, "directions", None)
@@ -595,31 +661,34 @@ class RankKStep:
         if self.pause > 0:
             self.pause -= 1
             return fw
-        t0 = time.perf_counter()
         k_used = min(self.k, self.max_rank)
+        work = KrylovWork()
         if lean:
-            d_rank, slope_rank, rank_norm2 = self._lean_rank_k_direction(x_k, g_k, L, s, xg, xx, lend)
+            d_rank, slope_rank, rank_norm2 = self._lean_rank_k_direction(x_k, g_k, L, s, xg, xx, lend, work)
+            formation = 1.0  # V - X formed at the sweep's turn: its product counted below, one pass for - X
         else:
             if self._Y is None:
                 self._Y, self._D = np.empty(self.shape), np.empty(self.shape)
-            d_rank = self._rank_k_direction(x_k, g_k, L, s, self._Y, self._D)
+            d_rank = self._rank_k_direction(x_k, g_k, L, s, self._Y, self._D, work)
             slope_rank, rank_norm2 = dot(g_k, d_rank), dot(d_rank, d_rank)
-        self._last_rank_time = time.perf_counter() - t0
-        if lean:  # V - X is formed later: its time estimated from the last formation's, capped at the next proposal
-            self._cap_after = k_used
-            rank_time = self._last_rank_time + self._formation_per_rank * self.last_rank
-        else:
-            self._cap_rank(k_used)
-            rank_time = self._last_rank_time
+            formation = 4.0  # Y formed (two passes), V - X (one), its slope and norm (two dots: one more)
+        work.columns += self.last_rank  # U S V' formed: one column per kept rank
+        self.last_work = work
+        rank_cost = work.cost() + formation
+        self.last_rank_cost = rank_cost
         gain_rank = _model_decrease(slope_rank, L * rank_norm2)
         gain_fw = _model_decrease(-gap, L * fw_norm2)
-        # the rank-k work pays when it gains more per second than FW steps do
-        t_fw = self.iteration_time if self.iteration_time is not None else rank_time
-        pays = gain_rank * t_fw > gain_fw * (t_fw + rank_time)
-        if pays:
+        dense_cost = work.cost() - BLOCK_COLUMN_COST * work.columns
+        dense_price = DENSE_EIGH_COST if work.dense == "eigh" or self.psd or self._symmetric else DENSE_SVD_COST
+        self._cap_rank(k_used, rank_cost - dense_cost, gain_rank / gain_fw if gain_fw > 0 else np.inf, dense_price)
+        # the rank-k work pays when it gains more per unit of counted cost than FW steps do; within
+        # PAYS_MARGIN of a tie it neither resets nor adds to the losses
+        c_fw = self.iteration_cost
+        per_cost_rank, per_cost_fw = gain_rank * c_fw, gain_fw * (c_fw + rank_cost)
+        if per_cost_rank > (1.0 + PAYS_MARGIN) * per_cost_fw:
             self.losses = 0
             self.pause_length = 1
-        else:
+        elif per_cost_rank < (1.0 - PAYS_MARGIN) * per_cost_fw:
             self.losses += 1
             if self.losses >= PATIENCE:  # back off: the Krylov products are not paying
                 self.pause_length = min(2 * self.pause_length, MAX_PAUSE)
@@ -661,22 +730,32 @@ class RankKStep:
             d_fw = _fw_direction(x_k, atom)  # a temporary, once per solve
         if measure is not None:
             self.observe_curvature(measure(self.block, d_fw), dot(d_fw, d_fw))
-    def _cap_rank(self, k_used):
-        """rank_k="auto": the next k so that its predicted Krylov work fits ``cost_cap`` iterations."""
-        if self.cost_cap is None or self.iteration_time is None:
+    def _cap_rank(self, k_used, krylov_cost, gain_ratio, dense_price):
+        """rank_k="auto": halve k (not below ``INITIAL_RANK``) until its predicted rank-k cost fits the budget.
+
+        ``krylov_cost``: the last step's counted cost (k = ``k_used``) without a dense factorization;
+        the prediction is linear in the block width k + OVERSAMPLING, and from ``DENSE_FRACTION`` of
+        the smaller side on the dense factorization (``dense_price`` per row of the smaller side)
+        and k columns of products. The budget, in iterations (``iteration_cost``): ``cost_cap``, or more where the last
+        step gained ``gain_ratio`` times the FW step's (a step of that gain still gains more per unit
+        of cost as long as it costs at most gain_ratio - 1 iterations), at most ``AUTO_MAX_COST``.
+        """
+        if self.cost_cap is None or not self.iteration_cost:
             return
         n = min(self.shape)
-        per_column = self._last_rank_time / max(min(n, k_used + OVERSAMPLING), 1)
-        budget = self.cost_cap * self.iteration_time
+        per_column = krylov_cost / max(min(n, k_used + OVERSAMPLING), 1)
+        budget = min(max(self.cost_cap, gain_ratio - 1.0), AUTO_MAX_COST) * self.iteration_cost
 
         def predicted(k):
             b = min(n, k + OVERSAMPLING)
-            return per_column * (n if b >= DENSE_FRACTION * n else b)  # dense: at least a full-width block
+            if b >= DENSE_FRACTION * n:  # the factorization, then the terms' products with k vectors and U S V'
+                return dense_price * n + 3 * BLOCK_COLUMN_COST * k
+            return per_column * b
 
         while self.k > INITIAL_RANK and predicted(self.k) > budget:
             self.k = max(INITIAL_RANK, self.k // 2)
 
-    def _rank_k_direction(self, x_k, g_k, L, fw_atom, Y, D):
+    def _rank_k_direction(self, x_k, g_k, L, fw_atom, Y, D, work=None):
         """V - X (flat) for the rank-k point V of Y = X - G / L, formed in ``D``; Y formed in ``Y``."""
         shape = self.shape
         X = x_k.reshape(shape)
@@ -685,12 +764,12 @@ class RankKStep:
         Y += X
         k, symmetric = self._prox_rank_and_symmetry(fw_atom)
         U, s, V = rank_k_prox(Y, self.radius, k, psd=self.psd, symmetric=symmetric,
-                              start=self._start_vectors(fw_atom), rng=self.rng)
+                              start=self._start_vectors(fw_atom), rng=self.rng, work=work)
         kept = self._follow_rank(int(np.count_nonzero(s > 0)), k, U, V)
         Y = None
         return _low_rank_minus(x_k, U[:, :kept] * s[:kept], V[:, :kept], symmetric, D.ravel())
 
-    def _lean_rank_k_direction(self, x_k, g_k, L, fw_atom, xg, xx, lend):
+    def _lean_rank_k_direction(self, x_k, g_k, L, fw_atom, xg, xx, lend, work=None):
         """(V - X as a lazy direction, its slope <G, V - X>, ||V - X||^2) without a block-size array.
 
         V = U S V' (orthonormal U, V): <G, V> = sum_i s_i u_i' G v_i and ||V||^2 = ||s||^2, with
@@ -701,28 +780,20 @@ class RankKStep:
         start = self._start_vectors(fw_atom)
         self.start = None  # the list is emptied once stacked: the last vectors are not kept through the rounds
         U, s, V, (XV, GV) = rank_k_prox(ShiftedMatrix(X, G, L), self.radius, k, psd=self.psd, symmetric=symmetric,
-                                        start=start, rng=self.rng, products=True)
+                                        start=start, rng=self.rng, products=True, work=work)
         kept = self._follow_rank(int(np.count_nonzero(s > 0)), k, U, V)
         Uk, sk = U[:, :kept], s[:kept]
         xs = float(sk @ np.einsum("ij,ij->j", Uk, XV[:, :kept]))  # <X, V>
         gs = float(sk @ np.einsum("ij,ij->j", Uk, GV[:, :kept]))  # <G, V>
         norm2 = max(float(sk @ sk) - 2.0 * xs + xx, 0.0)
-        d = LazyDirection(self._form_low_rank_minus, (x_k, Uk * sk, V[:, :kept], symmetric), lend, self.block)
+        d = LazyDirection(_low_rank_minus, (x_k, Uk * sk, V[:, :kept], symmetric), lend, self.block)
         return d, gs - xg, norm2
-
-    def _form_low_rank_minus(self, x_k, US, V, symmetric, out):
-        """:func:`_low_rank_minus`, timed: rank-k work (see ``_formation_time``)."""
-        t0 = time.perf_counter()
-        _low_rank_minus(x_k, US, V, symmetric, out)
-        elapsed = time.perf_counter() - t0
-        self._formation_time += elapsed
-        self._formation_per_rank = elapsed / max(US.shape[1], 1)
-        return out
 
     def _prox_rank_and_symmetry(self, fw_atom):
         """k for this step, and whether V is taken symmetric: a symmetric LMO vertex (u is v) means a
         symmetric gradient, or a set of symmetric matrices (sym(Y)'s eigenpairs)."""
         symmetric = self.psd or (getattr(fw_atom, "u", None) is not None and fw_atom.u is fw_atom.v)
+        self._symmetric = symmetric
         return min(self.k, self.max_rank), symmetric
 
     def _follow_rank(self, kept, k, U, V):
