@@ -607,3 +607,17 @@ def test_sets_with_parameter_data_pickle():
     for s in (fm.L1Ball(x, r), fm.Box(x, -r, r), fm.Simplex(x, r)):
         copy = pickle.loads(pickle.dumps(s))
         assert copy.parameters()[0].value == 0.5 and not copy.refresh()
+
+
+def test_strict_inequalities_are_refused_as_in_cvxpy():
+    """CVXPY raises on ``x < 1``; reading it as ``x <= 1`` would answer another question silently."""
+    x = fm.Variable(2, name="x")
+    for make, closed in ((lambda: x < 1, "<="), (lambda: x > 0, ">="), (lambda: 1 > x, "<="),
+                         (lambda: np.ones(2) < x, ">=")):
+        with pytest.raises(fm.ModelError, match=f"strict inequalities are not allowed.*write {closed}"):
+            make()
+    # the closed form still works: the nearest point to (2, 2) with -1 <= x <= 1 is (1, 1)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - 2)), [x <= 1, x >= -1])
+    prob.solve()
+    assert prob.status == "optimal"
+    np.testing.assert_allclose(x.value, [1.0, 1.0], atol=1e-3)

@@ -378,7 +378,7 @@ def test_product_of_variables_is_refused():
         x**3
 
 
-@pytest.mark.parametrize("op", ["<=", ">=", "<", ">"])
+@pytest.mark.parametrize("op", ["<=", ">="])
 def test_inequalities_build_constraints(op):
     x = fm.Variable(3, name="x")
     for left, right in ((x, 1.0), (np.zeros(3), x), (x, fm.Variable(3))):

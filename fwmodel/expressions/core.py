@@ -622,18 +622,26 @@ class Expression:
             return NotImplemented
         return Inequality(lhs, rhs, op)
 
-    # ``a <= b`` and ``a < b`` are the same convex constraint, as in CVXPY.
     def __le__(self, other):
         return self._inequality(self, other, "<=")
-
-    def __lt__(self, other):
-        return self._inequality(self, other, "<")
 
     def __ge__(self, other):
         return self._inequality(other, self, ">=")
 
+    # Strict inequalities are refused, as CVXPY refuses them: over a closed set
+    # the solver can only return a point where equality may hold, so reading
+    # ``a < b`` as ``a <= b`` would answer a different question silently.
+    def __lt__(self, other):
+        return self._strict(other, "<", "<=")
+
     def __gt__(self, other):
-        return self._inequality(other, self, ">")
+        return self._strict(other, ">", ">=")
+
+    def _strict(self, other, op, closed):
+        if _operand(other) is None:
+            return NotImplemented
+        raise ModelError(f"{short_repr(self)} {op} ...: strict inequalities are not allowed "
+                         f"(the solver works on closed sets); write {closed} instead")
 
     # ---------------------------------------------- hooks for node classes
     def _forward(self, vals):
