@@ -129,10 +129,12 @@ class Trajectory:
 
 
 #: checkpoints (the estimate's error and F1, their cost not billed to the method) are
-#: taken from 1 ms on (at small d the first iterates are the closest to Sigma:
-#: a later first checkpoint missed them) at times growing by this factor: the race's times are accurate to 5%, or
-#: to one iteration when iterations are slower than that (at d = 1000 the 30% of an
-#: earlier grid decided the race: benchmarks/RESULTS.md, "The Fig. 2 race")
+#: taken from 1 ms on (at small d the first iterates are the closest to Sigma: a
+#: later first checkpoint missed them) at times growing by this factor, so the race's
+#: times are accurate to 5%, or to one iteration where iterations take longer (at
+#: d = 1000 an earlier grid, 30% apart, decided the race: 0.94x or 1.57x by the grid,
+#: 2.1-3.6x scored at every iteration; benchmarks/RESULTS.md, "The Fig. 2 race, final
+#: main of this round")
 CHECKPOINT_GROWTH = 1.05
 
 

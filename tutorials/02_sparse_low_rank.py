@@ -378,12 +378,12 @@ if plt is not None:
 # %% [markdown]
 # Measured on one core (`python -m fwmodel demo --no-reference --size D`,
 # benchmarks/RESULTS.md, "The Fig. 2 race"): fwmodel reaches the band
-# first at every size, and the lead grows with d, because GFB's first
-# iterate is one full eigendecomposition while FW-AL's default steps on the
-# trace-norm copy (rank-k steps at d >= 1000: the top k eigenpairs from a
-# warm-started block Krylov method, BlockFW) cost O(k d^2): about 1.7-3.6x
-# sooner at d = 1000, 3.2-3.6x at d = 4000 (4 s against 13-14 s) and 5.6x at
-# d = 8000 (19 s against 106 s).
+# first at every size (the average of the copies, `S.value`), and the lead
+# grows with d, because GFB's first iterate is one full eigendecomposition
+# while FW-AL's first steps on the trace-norm copy (rank-k steps at
+# d >= 1000: the top k eigenpairs from a warm-started block Krylov method,
+# BlockFW) cost O(k d^2): 1.6-2.7x sooner at d = 1000, 3.7x at d = 4000
+# (3.4-3.9 s against 12.6-14.6 s) and 5.5x at d = 8000 (17 s against 94 s).
 
 # %% [markdown]
 # ## What to take away
