@@ -213,6 +213,25 @@ def test_auto_cost_cap_shrinks_k_to_what_the_iteration_affords():
     uncapped.k, uncapped.iteration_cost = 56, 1.0
     uncapped._cap_rank(28, 1e5, 1.0, DENSE_SVD_COST)
     assert uncapped.k == 56
+    # a tied copy (consistency rows) keeps the plain budget whatever its gain: the 3x gain that
+    # kept k = 56 above does not extend it (188 > 100 -> halved to 28)
+    tied = RankKStep(blk, blk.face, np.ones(1), cost_cap=1.0, coupled=True)
+    tied.iteration_cost, tied.k = 100.0, 56
+    tied._cap_rank(28, 100.0, 3.0, DENSE_SVD_COST)
+    assert tied.k == 28
+
+
+def test_auto_rank_k_on_tied_copies_is_capped_without_the_gain_extension():
+    """make_step passes ``coupled`` on: a trace-norm copy tied to another set gets the plain cost cap."""
+    from fwmodel.engine.fwal import Block
+    from fwmodel.engine.inface import LowRankFace
+    from fwmodel.engine.rank_k import AUTO_MIN_DIM
+    from fwmodel.engine.steps import make_step
+
+    n = AUTO_MIN_DIM
+    blk = Block(offset=0, size=n * n, lmo=None, initial_atom=None, face=LowRankFace(1.0, False, (n, n)))
+    assert make_step(blk, "auto", None, lambda: np.ones(1), coupled=True, rank_k="auto").coupled is True
+    assert make_step(blk, "auto", None, lambda: np.ones(1), coupled=False, rank_k="auto").coupled is False
 
 
 def test_block_krylov_reads_a_nearly_symmetric_matrix_as_its_symmetric_part():

@@ -20,8 +20,9 @@ triplets ``(u_i, sigma_i, v_i)`` of Y,
 least ``AUTO_MIN_DIM`` rows and columns that take FW steps, with k also
 capped by cost: the next step's Krylov work, predicted linearly in
 k + OVERSAMPLING from the last step's counted work (see "Costs" below),
-must stay within ``AUTO_COST_CAP`` times the rest of an iteration, or more
-where the last step's gain pays for more, never above ``AUTO_MAX_COST`` (on the paper's covariance
+must stay within ``AUTO_COST_CAP`` times the rest of an iteration, or, on a
+block not tied to other copies, more where the last step's gain pays for more,
+never above ``AUTO_MAX_COST`` (on the paper's covariance
 problem the prox rank grows towards d, and an uncapped k reached a dense
 eigendecomposition of 14 s per step at d = 4000; benchmarks/RESULTS.md,
 "The Fig. 2 race").
@@ -589,7 +590,8 @@ class RankKStep:
 
     replaces_inface = True  # the driver takes no in-face steps on this block
 
-    def __init__(self, block, face, col_norms2, initial_rank=INITIAL_RANK, max_rank=None, cost_cap=None):
+    def __init__(self, block, face, col_norms2, initial_rank=INITIAL_RANK, max_rank=None, cost_cap=None,
+                 coupled=False):
         self.block = block
         self.active = None
         self.radius, self.psd, self.shape = face.radius, face.psd, tuple(face.shape)
@@ -600,6 +602,8 @@ class RankKStep:
         self.max_rank = int(max_rank) if max_rank is not None else min(self.shape)
         #: None, or the least budget for the rank-k work against the rest of an iteration (rank_k="auto")
         self.cost_cap = cost_cap
+        #: the block has consistency rows (a copy tied to others): see :meth:`_cap_rank`
+        self.coupled = coupled
         # Y and the rank-k direction's arrays where the step keeps its own (not :meth:`_lean`), reused
         # (a fresh d x d array costs its page faults)
         self._D = None
@@ -744,7 +748,12 @@ class RankKStep:
             return
         n = min(self.shape)
         per_column = krylov_cost / max(min(n, k_used + OVERSAMPLING), 1)
-        budget = min(max(self.cost_cap, gain_ratio - 1.0), AUTO_MAX_COST) * self.iteration_cost
+        # A tied copy's gain is a model decrease of L(., y) with the other copies and y fixed; the
+        # iteration realizes only part of it (the other copies and the dual must follow), so only an
+        # untied block may buy a costlier step with its gain (at d = 4000 on the paper's problem the
+        # extension let k reach a dense eigendecomposition, 20 iterations' worth, every iteration)
+        extension = 0.0 if self.coupled else gain_ratio - 1.0
+        budget = min(max(self.cost_cap, extension), AUTO_MAX_COST) * self.iteration_cost
 
         def predicted(k):
             b = min(n, k + OVERSAMPLING)

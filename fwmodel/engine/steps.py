@@ -796,7 +796,7 @@ def make_step(block, step, active, col_norms2, coupled=True, rank_k=False):
         from .rank_k import AUTO_COST_CAP, AUTO_MIN_DIM, RankKStep
 
         if min(block.face.shape) >= AUTO_MIN_DIM:
-            return RankKStep(block, block.face, col_norms2(), cost_cap=AUTO_COST_CAP)
+            return RankKStep(block, block.face, col_norms2(), cost_cap=AUTO_COST_CAP, coupled=coupled)
     if step in ("auto", "pairwise") and block.groups is not None:
         return GroupPairwiseStep(block, block.groups, col_norms2())
     if step == "auto" and block.intervals is not None:
