@@ -616,6 +616,17 @@ def test_strict_inequalities_are_refused_as_in_cvxpy():
                          (lambda: np.ones(2) < x, ">=")):
         with pytest.raises(fm.ModelError, match=f"strict inequalities are not allowed.*write {closed}"):
             make()
+    # whatever stands on the left (NumPy scalars and 0-d arrays, Parameters, expressions) the
+    # message names the expression and the closed form; Python's max compares with < / > too
+    p = fm.Parameter(value=1.0, name="p")
+    for make, named, closed in ((lambda: np.float64(1) < x, "x >", ">="), (lambda: np.array(1.0) > x, "x <", "<="),
+                                (lambda: p < x, "p <", "<="), (lambda: fm.sum(x) > p, "sum(x) >", ">="),
+                                (lambda: max(x, 0), "x <", "<=")):
+        with pytest.raises(fm.ModelError) as info:
+            make()
+        message = str(info.value)
+        assert message.startswith(named) and f"write {closed} instead" in message
+        assert "max, min and sorted" in message
     # the closed form still works: the nearest point to (2, 2) with -1 <= x <= 1 is (1, 1)
     prob = fm.Problem(fm.Minimize(fm.sum_squares(x - 2)), [x <= 1, x >= -1])
     prob.solve()

@@ -74,6 +74,45 @@ def test_auto_rank_k_repeats_on_matrix_completion_and_matches_clarabel(small_aut
     assert abs(prob.value - ref.value) <= 1e-3 * abs(ref.value)
 
 
+
+@pytest.mark.parametrize("psd", [False, True])
+def test_auto_rank_k_with_an_equality_row_repeats_and_matches_clarabel(small_auto, psd):
+    """A single trace-norm block with a Parameter-dependent equality row: M has rows, so the block
+    is ``coupled`` (the plain cost cap; the dual must follow its steps); same steps every run, and
+    the answer of CVXPY + Clarabel."""
+    cp = pytest.importorskip("cvxpy")
+    rng = np.random.default_rng(3)
+    n = 32
+    C = rng.standard_normal((n, 4)) @ rng.standard_normal((4, n)) + 0.1 * rng.standard_normal((n, n))
+    if psd:
+        C = 0.5 * (C + C.T)
+    radius = 0.5 * (float(np.trace(C)) if psd else float(np.linalg.svd(C, compute_uv=False).sum()))
+    radius = abs(radius)
+    total = 5.0
+
+    def model():
+        X = fm.Variable((n, n), name="X")
+        level = fm.Parameter(value=total, name="level")
+        return fm.Problem(fm.Minimize(fm.sum_squares(X - C)),
+                          [fm.TraceNormBall(X, radius, psd=psd), fm.sum(X) == level])
+
+    first = run(model(), tol=1e-6, feas_tol=1e-6, max_iter=5000)
+    prob = model()
+    second = run(prob, tol=1e-6, feas_tol=1e-6, max_iter=5000)
+    assert first == second
+    assert first[2]["rank_k"] > 0
+    if psd:
+        Z = cp.Variable((n, n), PSD=True)
+        ball = [cp.trace(Z) <= radius]
+    else:
+        Z = cp.Variable((n, n))
+        ball = [cp.normNuc(Z) <= radius]
+    ref = cp.Problem(cp.Minimize(cp.sum_squares(Z - C)), ball + [cp.sum(Z) == total])
+    ref.solve(solver="CLARABEL")
+    assert prob.status == "optimal"
+    assert abs(prob.value - ref.value) <= 1e-5 * abs(ref.value)
+
+
 SCRIPT = """
 import json, sys
 sys.path.insert(0, {root!r})

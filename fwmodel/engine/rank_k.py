@@ -602,7 +602,8 @@ class RankKStep:
         self.max_rank = int(max_rank) if max_rank is not None else min(self.shape)
         #: None, or the least budget for the rank-k work against the rest of an iteration (rank_k="auto")
         self.cost_cap = cost_cap
-        #: the block has consistency rows (a copy tied to others): see :meth:`_cap_rank`
+        #: the problem's M has rows (consistency rows tying copies, or the model's equality rows):
+        #: the dual must follow the block's steps; see :meth:`_cap_rank`
         self.coupled = coupled
         # Y and the rank-k direction's arrays where the step keeps its own (not :meth:`_lean`), reused
         # (a fresh d x d array costs its page faults)
@@ -749,8 +750,9 @@ class RankKStep:
         n = min(self.shape)
         per_column = krylov_cost / max(min(n, k_used + OVERSAMPLING), 1)
         # A tied copy's gain is a model decrease of L(., y) with the other copies and y fixed; the
-        # iteration realizes only part of it (the other copies and the dual must follow), so only an
-        # untied block may buy a costlier step with its gain (at d = 4000 on the paper's problem the
+        # iteration realizes only part of it (the other copies and the dual must follow; the same
+        # holds for a block under the model's equality rows), so only a block of a problem without
+        # rows in M may buy a costlier step with its gain (at d = 4000 on the paper's problem the
         # extension let k reach a dense eigendecomposition, 20 iterations' worth, every iteration)
         extension = 0.0 if self.coupled else gain_ratio - 1.0
         budget = min(max(self.cost_cap, extension), AUTO_MAX_COST) * self.iteration_cost

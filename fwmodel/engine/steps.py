@@ -781,8 +781,9 @@ def make_step(block, step, active, col_norms2, coupled=True, rank_k=False):
     simplices); "fw": FW everywhere. Boxes take per-coordinate FW steps under "auto".
     ``col_norms2()`` gives ||M e_i||^2 for the block's entries (called only by
     the steps that need it: building it costs a pass over M). ``coupled``:
-    whether the problem has consistency rows (BPCG's local phase needs a
-    block whose model is the objective alone).
+    whether M has rows (consistency rows or the model's equality rows;
+    BPCG's local phase needs a block whose model is the objective alone, and
+    a coupled rank-k block keeps the plain cost cap).
     ``rank_k=True``: blocks with a low-rank face (trace-norm balls) take
     BlockFW rank-k steps (:class:`fwmodel.engine.rank_k.RankKStep`);
     ``"auto"``: those of at least ``AUTO_MIN_DIM`` rows and columns, with k

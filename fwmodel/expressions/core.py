@@ -640,8 +640,11 @@ class Expression:
     def _strict(self, other, op, closed):
         if _operand(other) is None:
             return NotImplemented
+        # Python's max, min and sorted compare with < and > too: say so, as a call of max(x, 0)
+        # would otherwise read as a constraint the user never wrote
         raise ModelError(f"{short_repr(self)} {op} ...: strict inequalities are not allowed "
-                         f"(the solver works on closed sets); write {closed} instead")
+                         f"(the solver works on closed sets); write {closed} instead (Python's "
+                         f"max, min and sorted compare with {op} too)")
 
     # ---------------------------------------------- hooks for node classes
     def _forward(self, vals):
