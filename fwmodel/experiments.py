@@ -237,9 +237,12 @@ def run_fwmodel(data, time_limit=10.0, max_iter=10**7, reference=None, scale=Non
     problem, X = build_problem(data)
     copies = _copies(problem)
 
+    def points_of(solved):
+        """{rule: the copy held in that rule's set} of a callback state or of the solved problem."""
+        return {name: solved.point_in(s) for name, s in copies.items()}
+
     def callback(state):
-        return rec.record(state.objective, state.feasibility, lambda: state.value(X),
-                          points=lambda: {name: state.point_in(s) for name, s in copies.items()})
+        return rec.record(state.objective, state.feasibility, lambda: state.value(X), points=lambda: points_of(state))
 
     rec.start()
     rec.paused -= time.perf_counter() - t_build  # the modeling time counts too
@@ -249,11 +252,9 @@ def run_fwmodel(data, time_limit=10.0, max_iter=10**7, reference=None, scale=Non
     traj.final = S
     if _returned_point_unseen(traj, problem):
         # the trajectory ends at the point the solve returned, billed at the time it returned
-        rec.record(problem.value, problem.stats.feasibility, lambda: S, force=True,
-                   points=lambda: {name: problem.point_in(s) for name, s in copies.items()})
+        rec.record(problem.value, problem.stats.feasibility, lambda: S, force=True, points=lambda: points_of(problem))
     elif not traj.checkpoints or traj.checkpoints[-1]["time"] < traj.time[-1]:
-        rec.checkpoint(traj.time[-1], traj.objective[-1], traj.infeasibility[-1], S,
-                       {name: problem.point_in(s) for name, s in copies.items()})
+        rec.checkpoint(traj.time[-1], traj.objective[-1], traj.infeasibility[-1], S, points_of(problem))
     traj.info = dict(iterations=problem.stats.iterations, status=problem.status,
                      step_counts=problem.stats.step_counts, lam=problem.stats.lam)
     return traj

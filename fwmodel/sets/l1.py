@@ -63,6 +63,23 @@ def _argmax_abs_symmetric_part(D):
     return where
 
 
+def _sampled_quantile(a, radius, sample, seed, absolute=False):
+    """The start q of :func:`_soft_threshold_level`: about 4x the sample's estimate of the entries above the level.
+
+    ``absolute``: the entries are |a_i| (read from the sample only, no |a| temporary).
+    """
+    n = a.size
+    rng = np.random.default_rng(seed)
+    probe = a[rng.integers(0, n, sample)]
+    probe = np.sort(np.abs(probe) if absolute else probe)[::-1]
+    # the sample's own soft-threshold level, radius scaled by the sample fraction
+    scaled = radius * sample / n
+    css = np.cumsum(probe) - scaled
+    active = probe - css / np.arange(1, sample + 1) > 0
+    k = int(np.flatnonzero(active)[-1]) + 1 if active.any() else 1
+    return probe[min(sample - 1, 4 * k)]  # about 4x the estimated number of nonzeros above q
+
+
 def _soft_threshold_level(a, radius, sample=4096, seed=0):
     """The level tau >= 0 with sum_i max(a_i - tau, 0) = radius (a >= 0, sum(a) > radius).
 
@@ -81,14 +98,7 @@ def _soft_threshold_level(a, radius, sample=4096, seed=0):
     """
     n = a.size
     if n > 8 * sample:
-        rng = np.random.default_rng(seed)
-        probe = np.sort(a[rng.integers(0, n, sample)])[::-1]
-        # the sample's own soft-threshold level, radius scaled by the sample fraction
-        scaled = radius * sample / n
-        css = np.cumsum(probe) - scaled
-        active = probe - css / np.arange(1, sample + 1) > 0
-        k = int(np.flatnonzero(active)[-1]) + 1 if active.any() else 1
-        q = probe[min(sample - 1, 4 * k)]  # about 4x the estimated number of nonzeros above q
+        q = _sampled_quantile(a, radius, sample, seed)
         cand = a[a > q]
         if cand.size:
             tau = (cand.sum() - radius) / cand.size
@@ -201,13 +211,7 @@ def _soft_threshold_level_chunked(x, radius, sample=4096, seed=0):
     """
     n = x.size
     if n > 8 * sample:
-        rng = np.random.default_rng(seed)
-        probe = np.sort(np.abs(x[rng.integers(0, n, sample)]))[::-1]
-        scaled = radius * sample / n
-        css = np.cumsum(probe) - scaled
-        active = probe - css / np.arange(1, sample + 1) > 0
-        k = int(np.flatnonzero(active)[-1]) + 1 if active.any() else 1
-        q = probe[min(sample - 1, 4 * k)]
+        q = _sampled_quantile(x, radius, sample, seed, absolute=True)
         total, count = _abs_sum_above(x, q)
         if count:
             tau = (total - radius) / count
