@@ -323,6 +323,32 @@ def test_data_constraint_with_a_parameter_without_value_is_named():
         prob.solve()
 
 
+SETS_WITH_PARAMETER_DATA = [
+    (lambda x, q: fm.L1Ball(x, q), "L1Ball.radius"),
+    (lambda x, q: fm.L2Ball(x, q), "L2Ball.radius"),
+    (lambda x, q: fm.LinfBall(x, q), "LinfBall.radius"),
+    (lambda x, q: fm.KSparsePolytope(x, 2, q), "KSparsePolytope.radius"),
+    (lambda x, q: fm.Simplex(x, 2 * q), "Simplex.total"),
+    (lambda x, q: fm.TraceNormBall(fm.reshape(x, (2, 2)), q), "TraceNormBall.radius"),
+    (lambda x, q: fm.Box(x, -q, q), "Box.lower"),
+]
+
+
+@pytest.mark.parametrize("build, field", SETS_WITH_PARAMETER_DATA)
+def test_set_whose_parameter_has_no_value_yet_prints_and_is_named_at_solve(build, field):
+    # printing the set (as compiling does) used to format None with :g and raise a TypeError
+    x, q = fm.Variable(4, name="x"), fm.Parameter(nonneg=True, name="q")
+    ball = build(x, q)
+    assert "q" in repr(ball)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - 1)), [ball])
+    with pytest.raises(fm.ModelError, match=f"parameter q has no value.*{field}"):
+        prob.solve()
+    q.value = 0.25  # then the same problem solves: x = 1 clipped to the set
+    prob.solve()
+    assert prob.status == "optimal"
+    assert np.all(x.value <= 1.0 + 1e-6)
+
+
 def test_user_set_on_data_whose_membership_test_cannot_tell_is_refused():
     class Undecided(fm.ConvexSet):
         def lmo(self, direction):

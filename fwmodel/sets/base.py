@@ -224,6 +224,14 @@ class ConvexSet:
         sources = self.__dict__.get("_sources", {})
         return sources[name][0] if name in sources else getattr(self, name)
 
+    def _datum_text(self, name):
+        """Data field ``name`` as a repr shows it: its number, or, while the fm.Parameter behind it has no
+        value yet, that Parameter's expression (a set can be printed, and its problem compiled, before then)."""
+        value = getattr(self, name)
+        if value is None:
+            return repr(self.data_source(name))
+        return f"{value:g}"
+
     def parameters(self):
         """The fm.Parameters the set's data depends on (not those of its expression)."""
         return distinct_parameters(source for source, _ in self.__dict__.get("_sources", {}).values())

@@ -156,10 +156,13 @@ class Box(ConvexSet):
         return float(np.linalg.norm(gap))
 
     def __repr__(self):
-        def show(b):
+        def show(name):
+            b = getattr(self, name)
+            if b is None:  # an fm.Parameter without a value yet
+                return self._datum_text(name)
             return f"{b:g}" if isinstance(b, float) else f"<array {tuple(self.shape)}>"
 
-        return f"Box({self.expr!r}, lower={show(self.lower)}, upper={show(self.upper)})"
+        return f"Box({self.expr!r}, lower={show('lower')}, upper={show('upper')})"
 
 
 class LinfBall(Box):
@@ -182,4 +185,4 @@ class LinfBall(Box):
         super()._data_changed()
 
     def __repr__(self):
-        return f"LinfBall({self.expr!r}, radius={self.radius:g})"
+        return f"LinfBall({self.expr!r}, radius={self._datum_text('radius')})"

@@ -64,4 +64,4 @@ class KSparsePolytope(ConvexSet):
         return np.full(self.size, -self.radius), np.full(self.size, self.radius)
 
     def __repr__(self):
-        return f"KSparsePolytope({self.expr!r}, k={self.k}, radius={self.radius:g})"
+        return f"KSparsePolytope({self.expr!r}, k={self.k}, radius={self._datum_text('radius')})"

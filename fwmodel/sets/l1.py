@@ -401,4 +401,4 @@ class L1Ball(ConvexSet):
 
     def __repr__(self):
         extra = "" if self.symmetric is None else f", symmetric={self.symmetric}"
-        return f"L1Ball({self.expr!r}, radius={self.radius:g}{extra})"
+        return f"L1Ball({self.expr!r}, radius={self._datum_text('radius')}{extra})"

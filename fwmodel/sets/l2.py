@@ -76,4 +76,4 @@ class L2Ball(ConvexSet):
         return SymmetricPart(self) if len(shape) == 2 and shape[0] == shape[1] else None
 
     def __repr__(self):
-        return f"L2Ball({self.expr!r}, radius={self.radius:g})"
+        return f"L2Ball({self.expr!r}, radius={self._datum_text('radius')})"

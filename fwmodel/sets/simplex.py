@@ -175,7 +175,7 @@ class Simplex(ConvexSet):
         return np.zeros(self.size), np.full(self.size, self.total)
 
     def __repr__(self):
-        extra = "" if self.total == 1.0 else f", total={self.total:g}"
+        extra = "" if self.total == 1.0 else f", total={self._datum_text('total')}"
         if self.axis is not None:
             extra += f", axis={self.axis!r}"
         if not self.equality:

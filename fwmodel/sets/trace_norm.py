@@ -602,7 +602,7 @@ class TraceNormBall(ConvexSet):
 
     def __repr__(self):
         extra = ", psd=True" if self.psd else (", symmetric=True" if self.symmetric else "")
-        return f"TraceNormBall({self.expr!r}, radius={self.radius:g}{extra})"
+        return f"TraceNormBall({self.expr!r}, radius={self._datum_text('radius')}{extra})"
 
 
 #: side of the matrix on which a dense factorization is timed (projection cost estimates)
