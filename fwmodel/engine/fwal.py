@@ -232,6 +232,7 @@ def minimize_fwal(
     if warm_choice is not None and auto_projection is None and projection == "auto":
         active[("projection",)] = tuple(proj_blocks)  # still "auto"'s choice for the next warm start
     projections, infaces = ProjectionStep(blocks, proj_blocks, cols), InFaceStep(blocks, faces)
+    projections.fallback_curvature = lambda: _fallback_penalty(stopping.objective_scale, stopping.feasibility_scale)
     correctives = (projections, infaces)
     backtracking = Backtracking(warm_state.lipschitz if warm_state is not None else None)
     certificate = InfeasibilityCheck(blocks, Mop, b, infeasibility_check_every)

@@ -91,6 +91,10 @@ class ProjectionStep:
         # projected blocks (the blocks only ever join, and each step overwrites all of theirs). A
         # fresh zeroed array per step cost its page faults every iteration (256 MB at d = 4000).
         self._direction = None
+        # () -> a curvature in the units of L(., y) (f / length^2), used where the curvature along the
+        # gradient is 0 (a linear objective, directions that M does not see): set by the driver to the
+        # stopping rule's S_f / S_x^2, so the step is as long as the sets are wide in any units
+        self.fallback_curvature = lambda: 1.0
 
     def take(self, lagrangian, it):
         """Move the projected blocks of ``it`` (x and r in place, f and g refreshed); returns 1 if they moved, else 0.
@@ -102,7 +106,8 @@ class ProjectionStep:
         the previous projection direction (free: the exact line search
         computes it); at the start, after lam changed, after a shortened step,
         and for other objectives, the curvature along the gradient (a
-        curvature pass and an M product), else the backtracking estimate.
+        curvature pass and an M product), else the backtracking estimate,
+        else (no curvature seen: a linear objective) ``fallback_curvature()``.
         """
         if not self.blocks:
             return 0
@@ -140,7 +145,10 @@ class ProjectionStep:
             if curv is not None and float(curv) + lam * dot(Md, Md) > 0:
                 L = (float(curv) + lam * dot(Md, Md)) / gnorm2
             else:
-                L = backtracking.lipschitz or 1.0
+                # no curvature along the gradient: only the sets bound the step. An absolute 1.0 here
+                # made the step ||grad|| long, so a linear objective in small units (f times 1e-6, or
+                # the sets 1e6 wide) crawled at max_iter where unit scale was optimal in 28 iterations
+                L = backtracking.lipschitz or self.fallback_curvature()
             Md = None  # an m-size array: freed before the next one
         for k, sl in zip(self.blocks, slices):
             target = d[sl]  # d = -grad here: target = x - grad / L, in place
