@@ -87,14 +87,17 @@ VECTOR_SETS = ["simplex", "simplex_ineq", "l1", "l2", "linf", "box", "ksparse"]
 
 
 def matrix_set(lib, kind, style, X, s, shape):
+    # radii 1.5x what a row-stochastic matrix needs (||X||_* >= sum(X) / sqrt(m n) = sqrt(m / n)): at radius 1
+    # a (doubly) row-stochastic matrix in the ball is the single point J / n, where the sets only touch
+    radius = 1.5 * s * max(1.0, math.sqrt(shape[0] / shape[1]))
     if kind == "trace":
         if lib == "fm" and style == "set":
-            return [fm.TraceNormBall(X, 1.0 * s)]
-        return [(fm if lib == "fm" else cp).normNuc(X) <= 1.0 * s]
+            return [fm.TraceNormBall(X, radius)]
+        return [(fm if lib == "fm" else cp).normNuc(X) <= radius]
     if kind == "psd":
         if lib == "fm":
-            return [fm.TraceNormBall(X, 1.0 * s, psd=True)]
-        return [X >> 0, cp.trace(X) <= 1.0 * s]
+            return [fm.TraceNormBall(X, radius, psd=True)]
+        return [X >> 0, cp.trace(X) <= radius]
     if kind == "birkhoff":
         if lib == "fm":
             return [fm.BirkhoffPolytope(X)]
@@ -633,7 +636,7 @@ def main():
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
     indices = args.only if args.only else range(args.start, args.start + args.models)
-    counts, flagged = {}, []
+    counts, flagged, rows = {}, [], []
     t_start = time.perf_counter()
     for i in indices:
         model = make_model(i, args.seed)
@@ -642,6 +645,7 @@ def main():
             continue
         row = run_parameter(model) if model.family == "parameter" else run_plain(model, args.verbose)
         counts[model.family] = counts.get(model.family, 0) + 1
+        rows.append(row)
         tag = ",".join(row["flags"]) if row["flags"] else "ok"
         print(f"[{i}] {tag:4s} {model.family}: {model.desc}\n      {fmt(row)}", flush=True)
         if row.get("trace") and args.verbose:
@@ -657,6 +661,11 @@ def main():
                 flagged.append(("bad", tag, row["desc"], row["status"][:300]))
     print(f"\n{sum(counts.values())} models {counts} in {time.perf_counter() - t_start:.0f} s; "
           f"{len(flagged)} flagged")
+    slow = sorted((r for r in rows if r.get("status") == "optimal" and r.get("t_ref")),
+                  key=lambda r: -r["iterations"])[:8]
+    print("most iterations among the optimal ones (fwmodel s / Clarabel s):")
+    for r in slow:
+        print(f"   [{r['index']}] {r['iterations']} it, {r['t_fw']:.2f} / {r['t_ref']:.3f} s: {r['desc']}")
     for item in flagged:
         print("  ", *item)
 
