@@ -5,7 +5,12 @@
   projection) took a step of length ||grad|| (an absolute curvature 1.0):
   with the objective in small units or the sets in large ones it crawled to
   max_iter, 96 % off the optimum, where unit scale was optimal in 28
-  iterations.
+  iterations;
+- the default penalty with one row on a few entries of a trace-norm block
+  (``X[0, 1] == c``, ``fm.sum(X[0, :]) == c``): the first FW vertex, a
+  rank-one u v' with little mass on those entries, gave lam up to 4.7e5 and
+  max_iter 55 % off (the floor of ``default_penalty`` weighed d's own
+  entries, the same few).
 """
 import cvxpy as cp
 import numpy as np
@@ -37,3 +42,24 @@ def test_linear_objective_on_projected_copies_is_solved_in_any_units(s, s_obj):
     unit, _ = _linear_over_l2_and_linf(1.0, 1.0, c)
     unit.solve()
     assert prob.stats.iterations <= 2 * unit.stats.iterations
+
+
+ROW_ON_FEW_ENTRIES = [
+    ("entry", (3, 9), lambda X: X[0, 1], 0.1),
+    ("row sum", (4, 4), lambda X: X[0, :].sum() if isinstance(X, cp.Expression) else fm.sum(X[0, :]), -0.3),
+]
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("label, shape, row, value", ROW_ON_FEW_ENTRIES)
+def test_one_row_on_few_entries_of_a_trace_norm_ball_is_solved_with_defaults(label, shape, row, value, seed):
+    C = np.random.default_rng(seed).standard_normal(shape)
+    Y = cp.Variable(shape)
+    reference = cp.Problem(cp.Minimize(cp.sum_squares(Y - C)), [cp.normNuc(Y) <= 1.5, row(Y) == value])
+    reference.solve(solver="CLARABEL")
+
+    X = fm.Variable(shape, name="X")
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.TraceNormBall(X, 1.5), row(X) == value])
+    found = prob.solve()
+    assert prob.status == "optimal"
+    assert abs(found - reference.value) <= 1e-3 * abs(reference.value)

@@ -293,8 +293,9 @@ def default_penalty(objective, blocks, Mop, x, g, rng, fallback=1.0, vertex=None
     nor the consistency constraint dominates the first steps. For a linear
     objective (c_f = 0), lam = |<grad f, d>| / ||Md||^2 balances the linear
     decrease instead. ||Md||^2 is floored at ``sum_j d_j^2 ||M e_j||^2 / m``
-    (m rows; ``diagonal_gain`` of the operator): a direction that a few rows
-    happen to miss says little about the next ones. Every choice has the units of f / ||Mx - b||^2, so
+    (m rows; ``diagonal_gain`` of the operator), and at the same sum with d's
+    energy spread evenly over each block's entries: a direction that a few
+    rows happen to miss says little about the next ones. Every choice has the units of f / ||Mx - b||^2, so
     scaling the objective, the data or the variables scales lam alike.
     When M d = 0 along that direction (or f is flat along it) it returns
     ``fallback``: the engine passes objective scale / feasibility scale^2 of
@@ -324,19 +325,6 @@ def default_penalty(objective, blocks, Mop, x, g, rng, fallback=1.0, vertex=None
         d, Md = rng.standard_normal(n), None
     if Md is None:
         Md = Mop.matvec(d)
-    c_m = float(np.dot(Md, Md))
-    # A floor on ||M d||^2: one average row's share of what the rows make of
-    # d's entries with random signs. With few rows a single direction can be
-    # nearly orthogonal to all of them by chance (a rank-one trace-norm vertex
-    # against a sum(X) == 5 row: ||M d||^2 was 1e-6 of that mean, lam 3e6,
-    # and the solve stalled at max_iter), and the next directions are not; with
-    # many rows a small gain is the rows' structure (a smooth signal's
-    # directions under a difference operator) and is kept.
-    gain = getattr(Mop, "diagonal_gain", None)
-    if gain is not None and Mop.shape[0] > 0:
-        c_m = max(c_m, gain(d) / Mop.shape[0])
-    if c_m <= 0 or not np.isfinite(c_m):
-        return fallback
     c_f = None
     curvature = getattr(objective, "curvature", None)
     if curvature is not None:
@@ -346,9 +334,33 @@ def default_penalty(objective, blocks, Mop, x, g, rng, fallback=1.0, vertex=None
         _, g2 = objective.value_and_grad(x + eps * d)
         c_f = float(np.dot(g2 - g, d)) / eps
     c_f = float(c_f)
+    slope = abs(float(np.dot(g, d)))
+    c_m = float(np.dot(Md, Md))
+    # Floors on ||M d||^2: one average row's share of what the rows make of
+    # d's entries with random signs. With few rows a single direction can be
+    # nearly orthogonal to all of them by chance (a rank-one trace-norm vertex
+    # against a sum(X) == 5 row: ||M d||^2 was 1e-6 of that mean, lam 3e6,
+    # and the solve stalled at max_iter), and the next directions are not; with
+    # many rows a small gain is the rows' structure (a smooth signal's
+    # directions under a difference operator) and is kept.
+    gain = getattr(Mop, "diagonal_gain", None)
+    if gain is not None and Mop.shape[0] > 0:
+        c_m = max(c_m, gain(d) / Mop.shape[0])
+        # The same with d's energy spread evenly over each block's entries: a
+        # row on a few entries of a block (X[0, 1] == c, sum(X[0, :]) == c) sees
+        # little of a rank-one vertex u v' with small u_0 whatever the signs, and
+        # the next vertices differ (lam 4.7e5 and max_iter 55 % off on a 3 x 9
+        # trace-norm ball; this floor: lam <= 54, "optimal" in <= 67 iterations).
+        # d is scratch from here (c_f and the slope are taken): the spread
+        # vector is written over it.
+        for blk in blocks:
+            sl = blk.slice
+            d[sl] = np.sqrt(float(np.dot(d[sl], d[sl])) / max(1, blk.size))
+        c_m = max(c_m, gain(d) / Mop.shape[0])
+    if c_m <= 0 or not np.isfinite(c_m):
+        return fallback
     if c_f > 0 and np.isfinite(c_f):
         return c_f / c_m
-    slope = abs(float(np.dot(g, d)))
     if slope > 0 and np.isfinite(slope):
         return slope / c_m
     return fallback
