@@ -19,7 +19,8 @@ A solve therefore allocates its arrays with NumPy's huge-page request
 switched off (:func:`plain_pages`: the compile step's arrays, the setup's
 and the loop's) and switches it back to what it was when the solve returns.
 Pages that the process already holds are reused either way; the numbers of
-the solve do not depend on the page size.
+the solve do not depend on the page size. NumPy's setting is global: other
+threads of the process allocate without huge pages too while a solve runs.
 
 The switch is NumPy's ``_set_madvise_hugepage`` (documented in NumPy's
 "global state" page, also settable by the ``NUMPY_MADVISE_HUGEPAGE``
