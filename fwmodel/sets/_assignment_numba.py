@@ -249,13 +249,14 @@ def _heap_pop(keys, items, where, size):  # pragma: no cover - compiled
 def _sparse_path(cost, start, v, y, count, members, bound, dist, settled, pred, touched, keys, items, where):  # pragma: no cover - compiled
     """Dijkstra from free row ``start`` over the candidate columns only; -1 when that is not provably shortest.
 
-    Returns ``(final column, its distance, the least distance of the start row)``.
+    Returns ``(final column or -1, its distance)``.
     A path leaving row i by a non-candidate column is at least ``bound_i - h_i``
     long (``h_i`` the offset of row i's distances), so when the free column is
     reached at a distance ``L <= min over the scanned rows of (bound_i - h_i)``
     the path is a shortest one in the full graph and the potentials of the
     settled columns take the same update as in the dense search. Otherwise
-    nothing is changed and the caller runs the dense search.
+    (the search stops as soon as the next column to settle is farther than
+    that bound) nothing is changed and the caller runs the dense search.
     """
     n = cost.shape[0]
     n_touched = 0
@@ -263,23 +264,24 @@ def _sparse_path(cost, start, v, y, count, members, bound, dist, settled, pred, 
     guard = np.inf
     final = -1
     length = 0.0
-    start_min = np.inf
     i = start
     h = 0.0
+    best_free = np.inf  # the nearest free column reached so far
     while True:
         # scan row i (reached with offset h): candidate columns, or all of them for a dense row
         row = cost[i]
         guard = min(guard, bound[i] - h)
         k_count = count[i]
         k_total = n if k_count < 0 else k_count
+        candidates = members[i]
         for k in range(k_total):
-            j = k if k_count < 0 else members[i, k]
+            j = k if k_count < 0 else candidates[k]
             if settled[j]:
                 continue
             nd = row[j] - v[j] - h
-            if i == start and nd < start_min:
-                start_min = nd
-            if nd < dist[j]:
+            if nd < dist[j] and nd <= guard and nd <= best_free:  # farther columns cannot end a provable path
+                if y[j] < 0:
+                    best_free = nd
                 if dist[j] == np.inf:
                     touched[n_touched] = j
                     n_touched += 1
@@ -290,6 +292,8 @@ def _sparse_path(cost, start, v, y, count, members, bound, dist, settled, pred, 
         if size == 0:
             break  # the candidate graph reaches no free column
         j = items[0]
+        if keys[0] > guard:
+            break  # a path through a column left out could be shorter: not provable here
         size = _heap_pop(keys, items, where, size)
         settled[j] = True
         if y[j] < 0:
@@ -306,7 +310,7 @@ def _sparse_path(cost, start, v, y, count, members, bound, dist, settled, pred, 
         dist[j] = np.inf
         settled[j] = False
         where[j] = -1
-    return (final if ok else -1), length, start_min
+    return (final if ok else -1), length
 
 
 @numba.njit(cache=True, nogil=True)
@@ -352,11 +356,11 @@ def solve_warm(cost, v, x, y, free, d, pred, columns, warm, spread_limit,
         j = -1
         path = pred
         if sparse:
-            j, length, start_min = _sparse_path(cost, start, v, y, count, members, bound, dist, settled, pred_sparse,
+            j, length = _sparse_path(cost, start, v, y, count, members, bound, dist, settled, pred_sparse,
                                                 touched, keys, items, where)
             if j >= 0:
                 stats[1] += 1
-                stats[3] = max(stats[3], length - start_min)
+                stats[3] = max(stats[3], length - row_min[start])
                 path = pred_sparse
         if j < 0:
             j, length = _shortest_path(cost, start, v, y, d, pred, columns)
