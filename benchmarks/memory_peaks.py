@@ -42,7 +42,7 @@ TARGETS = [
     (rank_k.RankKStep, "propose"),
     (rank_k.RankKStep, "_lean_rank_k_direction"),
     (rank_k, "rank_k_prox"),
-    (rank_k.RankKStep, "_form_low_rank_minus"),
+    (rank_k, "_low_rank_minus"),
 ]
 
 
