@@ -21,7 +21,10 @@ Two objects, both behind the step interfaces of the driver:
   and reports the block's FW gap, which the stopping rule still needs;
 * :class:`ProjectionStep`: the corrective step (``kind``, ``blocks``,
   ``take(lagrangian, iterate) -> moves``; see :mod:`fwmodel.engine.fwal`)
-  that moves all projected blocks together.
+  that moves all projected blocks together. On tied copies (one or both of
+  two copies of a variable, ``M_k = +-I``) the same step runs in block-size
+  arrays (``ProjectionStep._take_tied_copies``), elsewhere with an n-size
+  direction and ``M d``.
 
 Which blocks: :func:`initial_projection_blocks` for ``projection=True``;
 ``projection="auto"`` adds blocks during the solve by measured cost
@@ -199,6 +202,8 @@ class ProjectionStep:
         if self.cols is None or not lagrangian.m or not lagrangian.quadratic:
             return None
         has_curvature = getattr(lagrangian.objective, "has_block_curvature", None)
+        if getattr(lagrangian.objective, "curvature_blocks", None) is None:
+            return None
         copies = []
         for k in self.blocks:
             signed, block = self.cols.signed[k], self.all_blocks[k]
