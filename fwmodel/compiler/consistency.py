@@ -83,6 +83,10 @@ class CopyRows:
         else:
             np.add.at(out, self.first, -r)
 
+    def diagonal_gain(self, d):
+        # every column in the piece has one entry +-1
+        return float(np.dot(d[self.copy], d[self.copy]) + np.dot(d[self.first], d[self.first]))
+
     def csr(self, n):
         rows = np.arange(self.rows)
         data = np.concatenate([np.ones(self.rows), -np.ones(self.rows)])
@@ -105,6 +109,9 @@ class SparseRows:
 
     def rmatvec(self, r, out):
         out += csr_times(self.AT, r)
+
+    def diagonal_gain(self, d):
+        return float(np.dot(self.A.data ** 2, d[self.A.indices] ** 2))
 
     def csr(self, n):
         return self.A
@@ -167,6 +174,13 @@ class MarginalizationRows:
         # row (e, s) has coefficient +1 on every entry of table e summed into s
         tables += R[:, :, None] if self.axis == 2 else R[:, None, :]
         out[self.nodes].reshape(self.n_nodes, K)[...] -= csr_times(self._incidence, R)
+
+    def diagonal_gain(self, d):
+        # a table entry is in one row of the piece; node u's entries in one row per edge ending at u
+        K = self.n_states
+        tables = d[self.edges]
+        node_rows = d[self.nodes].reshape(self.n_nodes, K)[self.endpoint]
+        return float(np.dot(tables, tables) + np.einsum("ij,ij->", node_rows, node_rows))
 
     def csr(self, n):
         K, E = self.n_states, self.n_edges
@@ -236,6 +250,15 @@ class ConsistencyOperator:
         for p, lo, hi in zip(self.pieces, self.offsets[:-1], self.offsets[1:]):
             p.rmatvec(r[lo:hi], out)
         return out
+
+    def diagonal_gain(self, d):
+        """``sum_j d_j^2 ||M e_j||^2``: the mean of ``||M (sigma * d)||^2`` over random signs sigma.
+
+        What the rows make of a direction with the entries of ``d`` but no
+        particular alignment with them; :func:`fwmodel.engine.schedules.default_penalty`
+        compares ``||M d||^2`` with it. No column norms are stored.
+        """
+        return float(sum(p.diagonal_gain(d) for p in self.pieces))
 
     def signed_rows(self, start, stop):
         """For the columns ``start:stop`` of x: ``(lo, hi, sign)`` with M[:, start:stop] = sign * I on rows lo:hi.

@@ -88,6 +88,20 @@ class _Operator:
         # the compiler's operator fuses g + M' r and describes copy columns (see consistency.py)
         self._add_rmatvec = getattr(M, "add_rmatvec", None)
         self.signed_rows = getattr(M, "signed_rows", lambda start, stop: None)
+        self.diagonal_gain = self._diagonal_gain_of(M)
+
+    @staticmethod
+    def _diagonal_gain_of(M):
+        """``d -> sum_j d_j^2 ||M e_j||^2`` (see ``ConsistencyOperator.diagonal_gain``); None when M is opaque."""
+        if hasattr(M, "diagonal_gain"):
+            return M.diagonal_gain
+        if sp.issparse(M):
+            squares = M.data ** 2
+            return lambda d: float(np.dot(squares, d[M.indices] ** 2))
+        if isinstance(M, np.ndarray):
+            column_norms2 = np.einsum("ij,ij->j", M, M)
+            return lambda d: float(np.dot(column_norms2, d * d))
+        return None
 
     def add_rmatvec(self, r, g, out=None):
         """``g + M' r``, into ``out`` when given (a buffer reused from one iteration to the next)."""

@@ -292,7 +292,9 @@ def default_penalty(objective, blocks, Mop, x, g, rng, fallback=1.0, vertex=None
     lam = c_f / ||Md||^2 makes the two comparable, so neither the objective
     nor the consistency constraint dominates the first steps. For a linear
     objective (c_f = 0), lam = |<grad f, d>| / ||Md||^2 balances the linear
-    decrease instead. Every choice has the units of f / ||Mx - b||^2, so
+    decrease instead. ||Md||^2 is floored at ``sum_j d_j^2 ||M e_j||^2 / m``
+    (m rows; ``diagonal_gain`` of the operator): a direction that a few rows
+    happen to miss says little about the next ones. Every choice has the units of f / ||Mx - b||^2, so
     scaling the objective, the data or the variables scales lam alike.
     When M d = 0 along that direction (or f is flat along it) it returns
     ``fallback``: the engine passes objective scale / feasibility scale^2 of
@@ -323,6 +325,16 @@ def default_penalty(objective, blocks, Mop, x, g, rng, fallback=1.0, vertex=None
     if Md is None:
         Md = Mop.matvec(d)
     c_m = float(np.dot(Md, Md))
+    # A floor on ||M d||^2: one average row's share of what the rows make of
+    # d's entries with random signs. With few rows a single direction can be
+    # nearly orthogonal to all of them by chance (a rank-one trace-norm vertex
+    # against a sum(X) == 5 row: ||M d||^2 was 1e-6 of that mean, lam 3e6,
+    # and the solve stalled at max_iter), and the next directions are not; with
+    # many rows a small gain is the rows' structure (a smooth signal's
+    # directions under a difference operator) and is kept.
+    gain = getattr(Mop, "diagonal_gain", None)
+    if gain is not None and Mop.shape[0] > 0:
+        c_m = max(c_m, gain(d) / Mop.shape[0])
     if c_m <= 0 or not np.isfinite(c_m):
         return fallback
     c_f = None
