@@ -267,8 +267,9 @@ def minimize_fwal(
                 status, message = "diverged", "the objective or its gradient is not finite"
                 break
             if auto_projection is not None and auto_projection.due(t):
-                _switch_to_projections(auto_projection.choose(it.x, it.g), projections, infaces, steps, active,
-                                       step_counts, schedule)
+                # the point to time is made in the per-block gradient array (free before the sweep)
+                chosen = auto_projection.choose(it.x, it.g, buffers.block_gradient)
+                _switch_to_projections(chosen, projections, infaces, steps, active, step_counts, schedule)
             # ---- gradient of the augmented Lagrangian (paper OPT2), into reused buffers
             dual_term = buffers.dual_term(it.r, it.y, it.lam)
             grad = buffers.lagrangian_grad(Mop, it.g, dual_term, cols)
