@@ -11,6 +11,12 @@ Clarabel and SCS, and fwmodel's time over the faster of the two.
     python benchmarks/birkhoff.py --sizes 30 200
     python benchmarks/birkhoff.py --sizes 30 --tol 1e-14 --max-iter 5100 --no-cvxpy   # per-iteration windows
     python benchmarks/birkhoff.py --sizes 200 --repeat 5   # medians of 5 interleaved repeats (a busy machine)
+    python benchmarks/birkhoff.py --sizes 30 100 200 --repeat 3 --backends scipy numba   # both LMO backends
+
+With ``--backends`` each repeat solves with fwmodel once per backend of
+``BirkhoffPolytope`` (one row per backend); the numba backend's first use
+(importing numba, compiling or loading its cached kernels) is timed before
+the solves and reported apart.
 
 With ``--repeat R`` the times are medians over R repeats, each repeat
 solving with fwmodel, Clarabel and SCS in turn, and the last column is the
@@ -72,28 +78,41 @@ def main():
     ap.add_argument("--repeat", type=int, default=1,
                     help="solve each size this many times (fwmodel, Clarabel, SCS in turn); report the median "
                          "times and the median of the per-repeat ratios")
+    ap.add_argument("--backends", nargs="*", default=["scipy"], choices=fm.BirkhoffPolytope.BACKENDS,
+                    help="BirkhoffPolytope backends to solve with, each in turn within a repeat")
     ap.add_argument("--tol", type=float, default=None,
                     help="tol and feas_tol (tiny values keep the run going, for the per-iteration windows)")
     args = ap.parse_args()
-    print("| n | fwmodel status | iterations | fwmodel (s) | LMO calls | in the LMO (s) | ms/it 100-200 | "
+    if "numba" in args.backends or "auto" in args.backends:
+        t = time.perf_counter()
+        fm.BirkhoffPolytope(fm.Variable((3, 3)), backend="numba").lmo_for_solve()(np.eye(3).ravel())
+        print(f"numba backend, first use (import numba, compile or load the cached kernels): "
+              f"{time.perf_counter() - t:.3f} s, not counted below\n")
+    print("| n | backend | fwmodel status | iterations | fwmodel (s) | LMO calls | in the LMO (s) | ms/it 100-200 | "
           "ms/it 4900-5000 | Clarabel (s) | SCS (s) | fwmodel / faster CVXPY |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for n in args.sizes:
         rng = np.random.default_rng(0)
         C = (1.0 + rng.standard_normal((n, n))) / n
         tols = {} if args.tol is None else dict(tol=args.tol, feas_tol=args.tol)
-        t_fw, lmo_seconds, times, ratios = [], [], {}, []
-        for _ in range(args.repeat):  # fwmodel, Clarabel, SCS, then again: each repeat sees the same load
-            X = fm.Variable((n, n))
-            prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.BirkhoffPolytope(X)])
-            with LMOTimer() as lmo:
-                t = time.perf_counter()
-                prob.solve(max_iter=args.max_iter, **tols)
-                t_fw.append(time.perf_counter() - t)
-            lmo_seconds.append(lmo.seconds)
+        runs = {backend: dict(t=[], lmo=[], ratios=[]) for backend in args.backends}
+        times = {}
+        for _ in range(args.repeat):  # each backend, Clarabel, SCS, then again: each repeat sees the same load
+            this_repeat = {}
+            for backend in args.backends:
+                X = fm.Variable((n, n))
+                prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.BirkhoffPolytope(X, backend=backend)])
+                with LMOTimer() as lmo:
+                    t = time.perf_counter()
+                    prob.solve(max_iter=args.max_iter, **tols)
+                    this_repeat[backend] = time.perf_counter() - t
+                run = runs[backend]
+                run["t"].append(this_repeat[backend])
+                run["lmo"].append(lmo.seconds)
+                run.update(prob=prob, calls=lmo.calls)
             if args.no_cvxpy:
                 continue
-            this_repeat = []
+            faster = np.inf
             for solver in ("CLARABEL", "SCS"):
                 Z = cp.Variable((n, n), nonneg=True)
                 ref = cp.Problem(cp.Minimize(cp.sum_squares(Z - C)), [cp.sum(Z, axis=0) == 1, cp.sum(Z, axis=1) == 1])
@@ -103,17 +122,21 @@ def main():
                     ref.solve(solver=solver)
                     elapsed = time.perf_counter() - t
                 times.setdefault(solver, []).append((elapsed, ref.status, ref.value))
-                this_repeat.append(elapsed)
-            ratios.append(t_fw[-1] / min(this_repeat))
-        h = prob.history.to_dict()
+                faster = min(faster, elapsed)
+            for backend in args.backends:
+                runs[backend]["ratios"].append(this_repeat[backend] / faster)
         median = lambda values: float(np.median(values))  # noqa: E731
         fmt = lambda s: (f"{median([v[0] for v in times[s]]):.3f} ({times[s][-1][1]}, f = {times[s][-1][2]:.6g})"  # noqa: E731
                          if s in times else "-")
-        ratio = f"{median(ratios):.2f}" if ratios else "-"
-        print(f"| {n} | {prob.status} (f = {prob.value:.6g}) | {prob.stats.iterations} | {median(t_fw):.3f} | "
-              f"{lmo.calls} | {median(lmo_seconds):.3f} | "
-              f"{per_iteration_ms(h, 100, 200):.3f} | {per_iteration_ms(h, 4900, 5000):.3f} | "
-              f"{fmt('CLARABEL')} | {fmt('SCS')} | {ratio} |", flush=True)
+        for backend in args.backends:
+            run = runs[backend]
+            prob = run["prob"]
+            h = prob.history.to_dict()
+            ratio = f"{median(run['ratios']):.2f}" if run["ratios"] else "-"
+            print(f"| {n} | {backend} | {prob.status} (f = {prob.value:.6g}) | {prob.stats.iterations} | "
+                  f"{median(run['t']):.3f} | {run['calls']} | {median(run['lmo']):.3f} | "
+                  f"{per_iteration_ms(h, 100, 200):.3f} | {per_iteration_ms(h, 4900, 5000):.3f} | "
+                  f"{fmt('CLARABEL')} | {fmt('SCS')} | {ratio} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ from fwmodel.sets import l1, trace_norm  # noqa: E402
 TARGETS = [
     (projection_choice, "choose"),
     (projection_step.ProjectionStep, "take"),
-    (projection_step.ProjectionStep, "_take_tied_copy"),
+    (projection_step.ProjectionStep, "_take_tied_copies"),
     (l1.L1Ball, "project_flat"),
     (l1, "_soft_threshold_level_chunked"),
     (l1, "_michelot"),
@@ -42,7 +42,7 @@ TARGETS = [
     (rank_k.RankKStep, "propose"),
     (rank_k.RankKStep, "_lean_rank_k_direction"),
     (rank_k, "rank_k_prox"),
-    (rank_k.RankKStep, "_form_low_rank_minus"),
+    (rank_k, "_low_rank_minus"),
 ]
 
 

@@ -23,6 +23,7 @@ import numpy as np
 from .compiler import compile_problem
 from .compiler.compile import flatten_constraints
 from .engine import minimize_fwal
+from .engine.pages import with_plain_pages
 from .engine.result import History
 from .engine.threads import DEFAULT_THREADS
 from .errors import ModelError
@@ -315,6 +316,7 @@ class Problem:
         return None if self._state is None else self._state.y.copy()
 
     # ------------------------------------------------------------ solve
+    @with_plain_pages  # compile and solve allocate without huge pages (engine/pages.py)
     def solve(self, **options):
         """Solve with FW-AL and return the objective value at the returned point.
 

@@ -124,3 +124,150 @@ def test_birkhoff_projection_matches_clarabel():
     assert prob.value >= ref.value - 1e-6  # feasible point: no lower than the optimum
     assert prob.value - ref.value <= prob.stats.fw_gap + 1e-6  # the FW gap bounds the error
     assert prob.value - ref.value <= 1e-3 * ref.value
+
+
+# ---------------------------------------------------------------- backend="numba"
+def compiled_solver(n):
+    """A :class:`CompiledWarmAssignment`, or skip when numba is not installed."""
+    pytest.importorskip("numba")
+    from fwmodel.sets.birkhoff import CompiledWarmAssignment
+
+    return CompiledWarmAssignment(n)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 6])
+def test_compiled_assignment_matches_brute_force(n):
+    rng = np.random.default_rng(200 + n)
+    for kind, sequence in cost_sequences(rng, n, 12):
+        solver = compiled_solver(n)
+        for D in sequence:
+            got = permutation_cost(D, solver(D))
+            assert got == pytest.approx(brute_force_value(D), rel=1e-12, abs=1e-9 * max(1.0, np.abs(D).max())), kind
+
+
+@pytest.mark.parametrize("n", [20, 60, 150])
+def test_compiled_assignment_matches_scipy(n):
+    """Long sequences, so that the sparse searches (window from the previous call) are used, and their fallback."""
+    rng = np.random.default_rng(300 + n)
+    for kind, sequence in cost_sequences(rng, n, 25):
+        solver = compiled_solver(n)
+        sparse_paths = 0
+        for D in sequence:
+            got = permutation_cost(D, solver(D))
+            assert got == pytest.approx(optimal_value(D), rel=1e-12, abs=1e-9 * max(1.0, np.abs(D).max())), kind
+            sparse_paths += solver.stats[1]
+        if kind == "drifting":
+            assert sparse_paths > 0  # the sparse search did route rows here
+
+
+def test_compiled_assignment_on_projection_gradients():
+    """The gradients of a Birkhoff projection (nearly degenerate costs, every row moving between calls)."""
+    compiled_solver(2)
+    rng = np.random.default_rng(5)
+    n = 40
+    C = (1.0 + rng.standard_normal((n, n))) / n
+    X = fm.Variable((n, n))
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.BirkhoffPolytope(X)])
+    costs = []
+    S = prob.constraints[0] if isinstance(prob.constraints[0], fm.BirkhoffPolytope) else None
+    assert S is not None
+    inner = S.lmo_for_solve
+
+    def recording():
+        lmo = inner()
+
+        def lmo_atom(flat_direction):
+            costs.append(np.array(flat_direction, dtype=float).reshape(n, n))
+            return lmo(flat_direction)
+
+        return lmo_atom
+
+    S.lmo_for_solve = recording
+    prob.solve()
+    assert len(costs) > 30
+    solver = compiled_solver(n)
+    for D in costs:
+        assert permutation_cost(D, solver(D)) == pytest.approx(optimal_value(D), rel=1e-12, abs=1e-12)
+
+
+def test_compiled_assignment_tight_windows_fall_back_exactly():
+    """A window far too small for the next call: the sparse search cannot prove its paths and the dense one routes."""
+    rng = np.random.default_rng(11)
+    n = 30
+    solver = compiled_solver(n)
+    D = rng.standard_normal((n, n))
+    for _ in range(6):
+        solver(D)
+        solver.window = 1e-15  # as if the last paths had been tiny
+        D = D + 0.3 * rng.standard_normal((n, n))
+        assert permutation_cost(D, solver(D)) == pytest.approx(optimal_value(D), rel=1e-12)
+        assert solver.stats[2] > 0 or solver.stats[0] == 0
+
+
+def test_compiled_assignment_forbidden_and_invalid_costs():
+    """+inf entries go to SciPy (honoured), NaN raises; the next calls start cold and stay exact."""
+    rng = np.random.default_rng(7)
+    solver = compiled_solver(5)
+    D = rng.standard_normal((5, 5))
+    assert permutation_cost(D, solver(D)) == pytest.approx(brute_force_value(D))
+    forbidden = D.copy()
+    forbidden[np.arange(5), np.arange(5)] = np.inf
+    flat = solver(forbidden)
+    assert np.all(flat != np.arange(5) * 6)
+    assert permutation_cost(forbidden, flat) == pytest.approx(brute_force_value(forbidden))
+    with pytest.raises(ValueError):
+        solver(np.full((5, 5), np.nan))
+    for _ in range(3):
+        D = rng.standard_normal((5, 5))
+        assert permutation_cost(D, solver(D)) == pytest.approx(brute_force_value(D))
+
+
+def test_compiled_assignment_after_a_much_smaller_gradient():
+    """Potentials from costs of size 1e6 must not round away costs of size 1e-6 (they are reset)."""
+    rng = np.random.default_rng(9)
+    n = 8
+    solver = compiled_solver(n)
+    solver(1e6 * rng.standard_normal((n, n)))
+    for _ in range(3):
+        D = 1e-6 * rng.standard_normal((n, n))
+        assert permutation_cost(D, solver(D)) == pytest.approx(brute_force_value(D), rel=1e-12)
+
+
+def test_numba_backend_solve_matches_scipy_backend():
+    """The same projection with either backend: optimal, and within the certified gaps of each other."""
+    pytest.importorskip("numba")
+    rng = np.random.default_rng(3)
+    n = 25
+    C = (1.0 + rng.standard_normal((n, n))) / n
+    values = {}
+    for backend in ("scipy", "numba"):
+        X = fm.Variable((n, n))
+        prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.BirkhoffPolytope(X, backend=backend)])
+        prob.solve(tol=1e-6)
+        assert prob.status == "optimal"
+        assert fm.BirkhoffPolytope(fm.Variable((n, n))).contains(X.value, tol=1e-6)
+        values[backend] = (prob.value, prob.stats.fw_gap)
+    (a, gap_a), (b, gap_b) = values["scipy"], values["numba"]
+    assert abs(a - b) <= max(gap_a, gap_b) + 1e-9
+    # the stateless LMO with the numba backend: a minimizer, as SciPy's
+    S = fm.BirkhoffPolytope(fm.Variable((6, 6)), backend="numba")
+    for _ in range(10):
+        d = rng.standard_normal(36)
+        assert S.lmo_atom(d).dot(d) == pytest.approx(brute_force_value(d.reshape(6, 6)), rel=1e-12)
+
+
+def test_backend_option_errors_without_numba(monkeypatch):
+    """backend='numba' without numba: a clear ModelError at the model; 'auto' falls back to SciPy; bad names refused."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "numba", None)  # import numba -> ImportError
+    monkeypatch.delitem(sys.modules, "fwmodel.sets._assignment_numba", raising=False)
+    X = fm.Variable((4, 4))
+    with pytest.raises(fm.ModelError, match="backend='numba' needs the numba package"):
+        fm.BirkhoffPolytope(X, backend="numba")
+    S = fm.BirkhoffPolytope(X, backend="auto")
+    assert S.backend == "scipy"
+    d = np.random.default_rng(0).standard_normal(16)
+    assert S.lmo_atom(d).dot(d) == pytest.approx(brute_force_value(d.reshape(4, 4)))
+    with pytest.raises(fm.ModelError, match="backend must be 'scipy', 'numba' or 'auto'"):
+        fm.BirkhoffPolytope(X, backend="lapjv")

@@ -63,3 +63,22 @@ def test_trace_ball_with_one_equality_row_reaches_clarabel(seed):
     assert prob.status == "optimal"
     assert abs(value - ref.value) <= 1e-3 * abs(ref.value)
     assert abs(X.value.sum() - 5) <= 1e-3 * max(1.0, np.linalg.norm(X.value))
+
+
+def test_a_stalled_solve_returns_its_last_point_unless_a_seen_one_is_twice_better_by_merit():
+    # With a penalty far too stiff (lam given by hand) the solve stalls: its first
+    # iterate has a FW gap of 5029, the last 7349 at the same feasibility, but an
+    # objective of 3554 against 3291. The returned point was the first one (merit
+    # 1.5x better); a snapshot now replaces the last point only when its merit is
+    # less than half (engine/progress.py BEST_POINT_FACTOR), as it replaces an
+    # earlier snapshot.
+    C, radius = _trace_ball_with_a_sum_row(2)
+    X = fm.Variable(C.shape)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.TraceNormBall(X, radius), fm.sum(X) == 5])
+    value = prob.solve(lam=3.2e6, max_iter=300)
+    history = prob.history.to_dict()
+    assert prob.status == "max_iter"
+    assert "best point" not in prob.stats.message
+    assert value == pytest.approx(history["objective"][-1], rel=1e-9)
+    assert value < history["objective"][1] - 100
+    assert abs(X.value.sum() - 5) < 1e-4

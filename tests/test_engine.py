@@ -759,6 +759,94 @@ def test_block_lagrangian_gradient_matches_the_full_one():
         grad[0:5]
 
 
+def test_block_curvature_of_two_copies_matches_the_full_direction():
+    """curvature_blocks along both tied copies (W d formed from the two parts) equals the curvature along
+    the full-size direction, and the closed form 2 ||(d1 + d2) / 2||^2 of ||(x1 + x2)/2 - C||^2."""
+    prob, C = _tied_copies_problem()
+    compiled = prob.compile()
+    objective = compiled.objective
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(compiled.n)
+    objective.value_and_grad_shared(x)
+    first, second = compiled.blocks
+    d1, d2 = rng.standard_normal(first.size), rng.standard_normal(second.size)
+    full = np.concatenate([d1, d2]) if first.offset == 0 else np.concatenate([d2, d1])
+    c = objective.curvature_blocks(x, [(second.slice, d2), (first.slice, d1)])
+    assert c == objective.curvature(x, full)
+    assert c == pytest.approx(2 * np.sum(((d1 + d2) / 2) ** 2), rel=1e-12)
+    assert objective.curvature_blocks(x, [(first.slice, d1)]) == objective.curvature_block(x, first.slice, d1)
+
+
+def test_combination_norm_in_chunks_matches_the_formed_combination(monkeypatch):
+    """||d1 - d2||^2 of the tied-copies projection step, summed in chunks of rows, against the formed difference."""
+    from fwmodel.engine import projection_step
+
+    monkeypatch.setattr(projection_step, "_NORM_CHUNK", 7)
+    rng = np.random.default_rng(5)
+    d1, d2 = rng.standard_normal(50), rng.standard_normal(50)
+    for signs, expected in (((1.0, -1.0), d1 - d2), ((-1.0, 1.0), d2 - d1), ((1.0, 1.0), d1 + d2)):
+        got = projection_step._combination_norm2([d1, d2], list(signs), None)
+        assert got == pytest.approx(float(expected @ expected), rel=1e-13)
+    assert projection_step._combination_norm2([d1], [-1.0], 3.5) == 3.5
+
+
+def _project_every_copy(monkeypatch):
+    """projection="auto" with its cost thresholds lifted: both tied copies take projection steps."""
+    import functools
+
+    from fwmodel.engine import projection_choice
+
+    monkeypatch.setattr(projection_choice, "ESTIMATE_MARGIN", float("inf"))
+    init = projection_choice.AutoProjection.__init__
+    monkeypatch.setattr(projection_choice.AutoProjection, "__init__",
+                        functools.partialmethod(init, max_iterations=float("inf")))
+
+
+@pytest.mark.parametrize("large", [False, True])
+def test_both_tied_copies_projected_match_the_general_step_and_clarabel(large, monkeypatch):
+    """Both copies of L1 ∩ trace-norm projected: the tied-copies step (directions per copy, ||M d||^2 from
+    the copies, f's curvature from the two parts) gives the iterates of the general projection step (an
+    n-size direction, M d formed) up to rounding, and the answer of CVXPY + Clarabel. ``large``: the slope
+    of large blocks (<g_k, d_k> + sign <w, d_k>, no gradient kept beside d_k) on this small problem."""
+    cp = pytest.importorskip("cvxpy")
+    from fwmodel.engine import projection_step
+    from fwmodel.engine.projection_step import ProjectionStep
+
+    _project_every_copy(monkeypatch)
+    if large:
+        monkeypatch.setattr(projection_step, "LARGE_BLOCK", 1)
+    copies_seen = []
+    tied = ProjectionStep._take_tied_copies
+
+    def spy(self, lagrangian, it, rows, copies):
+        copies_seen.append(len(copies))
+        return tied(self, lagrangian, it, rows, copies)
+
+    monkeypatch.setattr(ProjectionStep, "_take_tied_copies", spy)
+
+    def solve(**options):
+        prob, C = _tied_copies_problem(d=12, seed=6)
+        prob.solve(projection="auto", rank_k=False, tol=1e-7, feas_tol=1e-7, **options)
+        return prob, C
+
+    prob, C = solve(max_iter=40)
+    assert prob.stats.step_counts["projection"] > 0 and 2 in copies_seen
+    monkeypatch.setattr(ProjectionStep, "_tied_copies", lambda self, lagrangian: None)
+    general, _ = solve(max_iter=40)
+    for key in ("objective", "fw_gap", "feasibility"):
+        np.testing.assert_allclose(prob.history[key], general.history[key], rtol=1e-8, atol=1e-12)
+    monkeypatch.undo()
+    _project_every_copy(monkeypatch)
+    prob, C = solve(max_iter=20000)
+    d = C.shape[0]
+    Z = cp.Variable((d, d))
+    ref = cp.Problem(cp.Minimize(cp.sum_squares(Z - C)),
+                     [cp.sum(cp.abs(Z)) <= 0.5 * np.abs(C).sum(), cp.normNuc(Z) <= 0.5 * np.linalg.norm(C, "nuc")])
+    ref.solve(solver=cp.CLARABEL)
+    assert prob.status == "optimal"
+    assert abs(prob.value - ref.value) <= 1e-4 * abs(ref.value)
+
+
 def test_copy_rows_right_hand_side_takes_no_memory():
     """Copy rows have b = 0: a read-only broadcast view (no m-size array), equal to zeros of M's rows."""
     prob, C = _tied_copies_problem()

@@ -56,13 +56,20 @@ def _positions(index):
     return index
 
 
+def _count(index):
+    """How many positions an index holds (a slice's without forming them: 128 MB at d = 4000)."""
+    if isinstance(index, slice):
+        return len(range(index.start, index.stop))
+    return int(index.size)
+
+
 class CopyRows:
     """Rows ``x[copy] - x[first] = 0`` (a copy must equal the first copy)."""
 
     def __init__(self, copy_positions, first_positions, label=""):
         self.copy = _as_index(copy_positions)
         self.first = _as_index(first_positions)
-        self.rows = int(_positions(self.copy).size)
+        self.rows = _count(self.copy)
         self.label = label
 
     @property

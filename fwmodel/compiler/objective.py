@@ -394,6 +394,47 @@ class BlockObjective:
         c = self.smooth.curvature(v, dv)
         return None if c is None else self.sign * c
 
+    def curvature_blocks(self, x, parts):
+        """``curvature(x, d)`` for d given on whole copies, ``parts = [(block_slice, d_block), ...]``, 0 elsewhere.
+
+        One part is :meth:`curvature_block`. Several (the two tied copies of a
+        variable, both moved by one projection step) form W d from the parts
+        alone, each variable's segment summed over its copies then divided by
+        the copy count (:meth:`CopyMap.to_variables`' operations: for the
+        copies of a whole variable the same numbers as along the full-size d),
+        in the buffer of v for a quadratic f (as :meth:`curvature`), so no
+        n-size direction is needed. Each part must be a whole copy
+        (:meth:`has_block_curvature`).
+        """
+        if len(parts) == 1:
+            return self.curvature_block(x, *parts[0])
+        if self._linear is not None:
+            return 0.0
+        if self.is_quadratic:
+            dv = v = self._v  # the curvature is the same at every point: dv serves as the point
+        else:
+            v = self.copy_map.to_variables(x, out=self._v)
+            if self._dv is None:
+                self._dv = np.empty(self.copy_map.n_v)
+            dv = self._dv
+        segments = {}  # offset in v -> (size, copy count, the parts' directions)
+        for block_slice, d_block in parts:
+            off, size, k = self.copy_map.whole_copy(block_slice)
+            segments.setdefault(off, (size, k, []))[2].append(d_block)
+        if sum(size for size, _, _ in segments.values()) < dv.size:
+            dv.fill(0.0)
+        for off, (size, k, directions) in segments.items():
+            seg = dv[off:off + size]
+            if len(directions) == 1:
+                np.multiply(directions[0], 1.0 / k, out=seg)
+                continue
+            np.add(directions[0], directions[1], out=seg)
+            for extra in directions[2:]:
+                seg += extra
+            seg *= 1.0 / k
+        c = self.smooth.curvature(v, dv)
+        return None if c is None else self.sign * c
+
     def reads_block(self, block_slice):
         """Whether f reads any entry of the block: False for an expression block (z = D x in ``L1Ball(D @ x)``).
 

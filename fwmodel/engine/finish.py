@@ -7,7 +7,7 @@ each block's point is its active set's, paper eq. active_set_decomposition)
 and never changes the loop's variables, so the driver can call it again if
 another interrupt lands while it runs (:data:`MAX_FINISH_ATTEMPTS`). A solve
 that ends without meeting its tolerances returns the best point seen when
-it is better than the last one.
+its merit is less than half the last one's.
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 
+from .progress import BEST_POINT_FACTOR
 from .result import FWALResult, SolverState
 from .stopping import objective_gap
 from .vector_ops import dot, norm
@@ -61,7 +62,7 @@ def finish(status, message, lagrangian, stopping, it, gap, t, active, faces, pro
     final_merit = stopping.merit(gap, feas, gap_f, dual_residual) \
         if np.isfinite(gap) and np.isfinite(f) and np.isfinite(feas) else np.inf
     best = progress.best
-    if status != "optimal" and best is not None and best[0] < final_merit:
+    if status != "optimal" and best is not None and best[0] < BEST_POINT_FACTOR * final_merit:
         x, y, f, gap = best[1].copy(), best[2].copy(), best[3], best[4]
         r = Mop.matvec(x) - b
         feas = float(norm(r))

@@ -65,11 +65,13 @@ from .result import FWALResult, SolverState  # noqa: F401 (the result types of m
 from .schedules import make_dual_schedule, default_penalty
 from .steps import LAZY_CHECK_EVERY, DeferredProposal, make_step
 from .stopping import StoppingRule, objective_gap, reference_point
+from .pages import with_plain_pages
 from .threads import with_blas_threads
 from .vector_ops import dot, norm
 from .warm_start import initial_point
 
 
+@with_plain_pages
 @with_blas_threads
 def minimize_fwal(
     objective,
@@ -200,7 +202,7 @@ def minimize_fwal(
     # a cold start begins at the reference point: its gradient, M x (= r + b) and the
     # LMOs there serve both the stopping scales and the default penalty (the penalty's
     # direction is formed in the LMOs' vertex array)
-    setup = {} if cold and lam is None else None
+    setup = {} if cold else None
     Mx_ref = (r if b_norm == 0 else r + b) if cold else None
     stopping = StoppingRule.from_reference(
         tol, feas_tol, objective, blocks, Mop, b, x if cold else reference_point(blocks, n), g if cold else None,
@@ -210,13 +212,25 @@ def minimize_fwal(
             objective, blocks, Mop, x, g, rng,
             fallback=_fallback_penalty(stopping.objective_scale, stopping.feasibility_scale),
             vertex=(setup["s_ref"], setup["Ms_ref"], Mx_ref))
+    spare = setup or {}  # the setup's vertex arrays, free now (reused below: _spare_arrays)
     setup = Mx_ref = None
-    it = Iterate(x, np.zeros(m) if y is None else y, r, f, g, float(lam))  # y = 0 made after the setup
+    if y is None:  # y = 0, made after the setup
+        y = _spare_arrays(spare, "Ms_ref", m)
+        if y is None:
+            y = np.zeros(m)
+        else:
+            y.fill(0.0)
+    it = Iterate(x, y, r, f, g, float(lam))
     schedule = make_dual_schedule(eta, it.lam, warm_state)
     if proj_blocks and len(proj_blocks) == len(blocks) and hasattr(schedule, "primal_steps_are_projections"):
         schedule.primal_steps_are_projections()  # every block projects from the start (or as the last solve chose)
     # ---- one step object per block, and the corrective steps
     cols = BlockColumns(M, Mop, blocks)
+    if BlockLagrangianGradient.applies(cols) and any(blk.size == n - m for blk in blocks):
+        # the loop's dual term (m entries) and its per-block gradient array (n - m, the size of a block)
+        # fill the setup's vertex array exactly: they take it instead of fresh memory
+        buffers.take_spare(_spare_arrays(spare, "s_ref", n), m)
+    spare = None
     steps = [ProjectedBlock(blk) if k in proj_blocks
              else make_step(blk, step, active.get(k), lambda k=k: cols.norms2(k), coupled=m > 0, rank_k=rank_k)
              for k, blk in enumerate(blocks)]
@@ -254,8 +268,9 @@ def minimize_fwal(
                 status, message = "diverged", "the objective or its gradient is not finite"
                 break
             if auto_projection is not None and auto_projection.due(t):
-                _switch_to_projections(auto_projection.choose(it.x, it.g), projections, infaces, steps, active,
-                                       step_counts, schedule)
+                # the point to time is made in the per-block gradient array (free before the sweep)
+                chosen = auto_projection.choose(it.x, it.g, buffers.block_gradient)
+                _switch_to_projections(chosen, projections, infaces, steps, active, step_counts, schedule)
             # ---- gradient of the augmented Lagrangian (paper OPT2), into reused buffers
             dual_term = buffers.dual_term(it.r, it.y, it.lam)
             grad = buffers.lagrangian_grad(Mop, it.g, dual_term, cols)
@@ -504,6 +519,23 @@ def _fallback_penalty(objective_scale, feasibility_scale):
     return 1.0
 
 
+def _spare_arrays(spare, name, size):
+    """The setup's array ``spare[name]`` where it can serve as a fresh array of ``size`` entries, else None.
+
+    At d = 4000 the page faults of a fresh 128 MB array cost 50-60 ms on this
+    project's machine with 4 KB pages and 0.2-0.4 s with fresh huge pages,
+    more than the passes over it (benchmarks/RESULTS.md, "The setup at
+    d = 4000: page faults"); the arrays the setup no longer needs are
+    reused instead. Only an array of its own (not a view), contiguous, of
+    exactly that size and float type qualifies.
+    """
+    a = spare.get(name)
+    if (isinstance(a, np.ndarray) and a.base is None and a.dtype == np.float64 and a.shape == (size,)
+            and a.flags.c_contiguous and a.flags.writeable):
+        return a
+    return None
+
+
 class _Buffers:
     """Work arrays reused from one iteration to the next.
 
@@ -524,6 +556,20 @@ class _Buffers:
         self._grad = self._dual = None
         self._directions = {}  # block offset -> that block's direction array; ("lazy", size) -> the lazy ones'
         self._block = {}  # size -> the per-block gradient's array
+        self._spare_block = None  # an array for the per-block gradient, lent by the setup (take_spare)
+
+    def take_spare(self, array, m):
+        """Use ``array`` (None: nothing) for the dual term (its first m entries) and the per-block gradient (the rest).
+
+        The two views are made now, so the array is never left half used; where
+        m is not a multiple of 8 the second view would start off a 64-byte
+        boundary (SIMD kernels may then round differently), and the array is
+        not used.
+        """
+        if array is None or m % 8 or not 0 < m < array.size:
+            return
+        self._dual = array[:m]
+        self._spare_block = array[m:]
 
     def lagrangian_grad(self, Mop, g, dual_term, cols=None):
         """g + M' (y + lam r): per block when ``cols`` shows two tied copies, else into an n-size buffer."""
@@ -547,7 +593,11 @@ class _Buffers:
     def block_gradient(self, size):
         """The array that holds one block's slice of the gradient of L(., y)."""
         if size not in self._block:
-            self._block[size] = np.empty(size)
+            spare = self._spare_block
+            if spare is not None and spare.size == size:
+                self._block[size], self._spare_block = spare, None
+            else:
+                self._block[size] = np.empty(size)
         return self._block[size]
 
     def add_scaled(self, y, eta, r):

@@ -20,6 +20,12 @@ from .verbose import VerbosePrinter
 #: time_limit there returns its last point, not the best one seen (the iterates of a
 #: long solve mostly improve; a diverged solve still reports "diverged").
 BEST_POINT_MAX_ENTRIES = 10 ** 6
+#: a point replaces the snapshot, and the snapshot replaces the last point at the
+#: end, only when its merit is at most this fraction of the other's: the FW gap in
+#: the merit is a loose bound, and a point merely somewhat better by it can be worse
+#: in objective and feasibility (a stalled trace-norm solve returned its first
+#: iterate, objective 3554, over its last, 3291, at the same feasibility)
+BEST_POINT_FACTOR = 0.5
 
 
 class Progress:
@@ -44,7 +50,7 @@ class Progress:
         # the columns of HISTORY_KEYS, in order (a tuple: no keyword dict per iteration)
         self.history.append((t, elapsed, it.f, gap, feas, feas_rel, it.lam, eta, sum(self.step_counts.values())))
         self.printer.row(t, it.f, gap, feas, stopping, it.lam, eta, elapsed, self.step_counts)
-        if self.keep_best and (self.best is None or merit < 0.5 * self.best[0]):
+        if self.keep_best and (self.best is None or merit < BEST_POINT_FACTOR * self.best[0]):
             self.best = (merit, it.x.copy(), it.y.copy(), it.f, gap)
 
     def callback_stops(self, t, elapsed, it, gap, feas, feas_rel, eta):

@@ -61,6 +61,8 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 #: iterations run with FW steps before the choice (iteration 0 pays one-time
 #: costs: fresh memory, the first Lanczos runs, the BLAS-or-einsum timings)
 PROBE_ITERATIONS = 4
@@ -95,11 +97,13 @@ def candidates(blocks):
     return [k for k, blk in enumerate(blocks) if blk.project is not None]
 
 
-def choose(blocks, ks, iteration_time, x, g, max_iterations=MAX_ITERATIONS, measured=None):
+def choose(blocks, ks, iteration_time, x, g, max_iterations=MAX_ITERATIONS, measured=None, workspace=None):
     """The blocks among ``ks`` whose projection at ``x - g`` costs at most ``max_iterations`` iterations.
 
     ``measured`` (block -> seconds) keeps the projection times already taken:
     a block is timed once per solve, whatever the number of decisions.
+    ``workspace``: size -> a free array of that size for the point (the driver's
+    per-block gradient array, free before the sweep), else one is made.
     """
     budget = max_iterations * iteration_time
     measured = {} if measured is None else measured
@@ -110,7 +114,7 @@ def choose(blocks, ks, iteration_time, x, g, max_iterations=MAX_ITERATIONS, meas
             if blk.projection_estimate is not None and blk.projection_estimate() > ESTIMATE_MARGIN * budget:
                 continue
             sl = blk.slice
-            point = x[sl] - g[sl]
+            point = np.subtract(x[sl], g[sl], out=workspace(blk.size) if workspace is not None else None)
             # projected in the point's own array where the set can (no second block-size array)
             measured[k] = timed(lambda: blk.project(point, out=point) if blk.project_in_place
                                 else blk.project(point))[0]
@@ -164,8 +168,8 @@ class AutoProjection:
             return True
         return False
 
-    def choose(self, x, g):
-        new = choose(self.blocks, self.ks, self.iteration_time, x, g, self.max_iterations, self.measured)
+    def choose(self, x, g, workspace=None):
+        new = choose(self.blocks, self.ks, self.iteration_time, x, g, self.max_iterations, self.measured, workspace)
         self.ks = [k for k in self.ks if k not in new]
         self.chosen = (self.chosen or []) + new
         self._window = None  # the next window starts after this decision (not timing the projections)

@@ -21,7 +21,10 @@ Two objects, both behind the step interfaces of the driver:
   and reports the block's FW gap, which the stopping rule still needs;
 * :class:`ProjectionStep`: the corrective step (``kind``, ``blocks``,
   ``take(lagrangian, iterate) -> moves``; see :mod:`fwmodel.engine.fwal`)
-  that moves all projected blocks together.
+  that moves all projected blocks together. On tied copies (one or both of
+  two copies of a variable, ``M_k = +-I``) the same step runs in block-size
+  arrays (``ProjectionStep._take_tied_copies``), elsewhere with an n-size
+  direction and ``M d``.
 
 Which blocks: :func:`initial_projection_blocks` for ``projection=True``;
 ``projection="auto"`` adds blocks during the solve by measured cost
@@ -31,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .block_search import LARGE_BLOCK
+from .block_search import LARGE_BLOCK, signed_block_gradient
 from .line_search import Backtracking, exact_quadratic_step
 from .steps import Proposal
 from .vector_ops import dot
@@ -79,9 +82,10 @@ class ProjectionStep:
 
     def __init__(self, blocks, projected, cols=None):
         self.all_blocks = blocks
-        # the blocks' columns of M (:class:`~fwmodel.engine.block_search.BlockColumns`): where the one
-        # projected block's columns are a signed identity (a copy tied to another), M d is that block's
-        # d itself and the step needs no n- or m-size array (:meth:`_take_tied_copy`)
+        # the blocks' columns of M (:class:`~fwmodel.engine.block_search.BlockColumns`): where the
+        # projected blocks' columns are signed identities on the same rows (one or both of two tied
+        # copies), M d is formed from their d_k and the step needs no n- or m-size array
+        # (:meth:`_take_tied_copies`)
         self.cols = cols
         self.blocks = list(projected)  # indices of the projected blocks (grows under projection="auto")
         # the curvature estimate L_c carried from one step to the next, and the
@@ -111,9 +115,9 @@ class ProjectionStep:
         """
         if not self.blocks:
             return 0
-        tied = self._tied_copy(lagrangian)
+        tied = self._tied_copies(lagrangian)
         if tied is not None:
-            return self._take_tied_copy(lagrangian, it, *tied)
+            return self._take_tied_copies(lagrangian, it, *tied)
         blocks, memory = self.all_blocks, self.memory
         objective, Mop, m = lagrangian.objective, lagrangian.Mop, lagrangian.m
         curvature_fn, quadratic, buffers = lagrangian.curvature, lagrangian.quadratic, lagrangian.buffers
@@ -191,74 +195,115 @@ class ProjectionStep:
         it.f, it.g = getattr(objective, "value_and_grad_shared", objective.value_and_grad)(x)
         return 1
 
-    def _tied_copy(self, lagrangian):
-        """(block, (lo, hi, sign)) when one block projects, its columns of M are sign * I on rows lo:hi,
-        and the objective is a quadratic with a per-block curvature; else None."""
-        if len(self.blocks) != 1 or self.cols is None or not lagrangian.m or not lagrangian.quadratic:
+    def _tied_copies(self, lagrangian):
+        """The projected blocks as tied copies: ``((lo, hi), [(block, signed), ...])``, or None.
+
+        Applies when the objective is a quadratic with a curvature along a
+        direction given on whole copies (``has_block_curvature``) and every
+        projected block's columns of M are ``sign * I`` on the same rows lo:hi:
+        one copy tied to another, or both of two tied copies (the paper's
+        L1 ∩ trace-norm problem once "auto" projects both). The copies are listed
+        in the order they are projected: those whose projection is not cheap
+        first (the trace-norm ball's eigendecomposition and its eigenvectors:
+        the largest workspace), while no other copy's direction is alive yet.
+        """
+        if self.cols is None or not lagrangian.m or not lagrangian.quadratic:
             return None
-        k = self.blocks[0]
-        signed, block = self.cols.signed[k], self.all_blocks[k]
-        objective = lagrangian.objective
-        if signed is None or not signed[2] or not getattr(objective, "has_block_curvature", lambda sl: False)(
-                block.slice):
+        has_curvature = getattr(lagrangian.objective, "has_block_curvature", None)
+        if getattr(lagrangian.objective, "curvature_blocks", None) is None:
             return None
-        return block, signed
+        copies = []
+        for k in self.blocks:
+            signed, block = self.cols.signed[k], self.all_blocks[k]
+            if signed is None or not signed[2] or has_curvature is None or not has_curvature(block.slice):
+                return None
+            copies.append((block, signed))
+        rows = {signed[:2] for _, signed in copies}
+        if len(rows) != 1:
+            return None
+        copies.sort(key=lambda copy: bool(copy[0].cheap_projection))  # stable: the others keep their order
+        return rows.pop(), copies
 
-    def _take_tied_copy(self, lagrangian, it, block, signed):
-        """:meth:`take` for one projected copy tied by M_k = sign * I on rows lo:hi (two tied copies).
+    def _take_tied_copies(self, lagrangian, it, rows, copies):
+        """:meth:`take` for projected copies tied by ``M_k = sign_k I`` on the same rows lo:hi.
 
-        The same step in block-size arrays: block k's gradient of L(., y) is
-        ``g_k + sign w[lo:hi]`` (w = y + lam r), M d = sign d_k on rows lo:hi,
-        so ||M d||^2 = sign^2 ||d_k||^2 and <w, M d> = sign <w[lo:hi], d_k>; the
-        curvature of f along d is the objective's per-block curvature. The
-        iterates agree with the general path up to rounding.
+        The same step (a projected-gradient step on L(., y), exact line search)
+        in block-size arrays. With w = y + lam r, copy k's gradient of L is
+        ``g_k + sign_k w[lo:hi]``; ``M d = sum_k sign_k d_k`` on rows lo:hi, so
+        ``||M d||^2`` is ``sign^2 ||d_k||^2`` for one copy and is summed in
+        chunks of rows for two (:func:`_combination_norm2`: no m-size array),
+        ``<w, M d> = sum_k sign_k <w[lo:hi], d_k>``, and f's curvature along d
+        is the objective's along the copies' directions
+        (``curvature_blocks``). The iterates agree with the general path up to
+        rounding.
 
-        One block-size array: d is formed in the driver's per-block gradient
-        array (free after the sweep), starting as minus the block's gradient of
-        L, and on a large block (``LARGE_BLOCK`` entries) the slope <grad_k, d>
-        is taken as <g_k, d> + sign <w[lo:hi], d> (the gradient of L is not kept
-        beside d; the same number up to rounding); a set that projects in place
-        (``Block.project_in_place``: the L1 ball) projects d over itself.
+        Memory: copy k's direction is formed in place, ``-grad_k`` first,
+        then the target ``x_k - grad_k / L_c``, projected over itself where the
+        set projects in place (``Block.project_in_place``), then ``- x_k``. The
+        first copy's lives in the driver's per-block gradient array (free after
+        the sweep), a second copy's in one array made after the first copy's
+        projection (so the eigenvectors of a trace-norm projection, taken
+        first, never coexist with it). Where ``L_c`` is measured (along
+        ``-grad``, at the start, after lam changed or after a shortened step)
+        both gradients exist at once; the second is then formed again for its
+        projection (the same numbers). On a large block (``LARGE_BLOCK``
+        entries) the slope ``<grad_k, d_k>`` is taken as ``<g_k, d_k> + sign_k
+        <w[lo:hi], d_k>`` (the gradient is not kept beside d_k; the same number
+        up to rounding); a small block keeps ``grad_k`` (one dot).
         """
         objective, buffers, memory = lagrangian.objective, lagrangian.buffers, self.memory
         x, r, lam = it.x, it.r, it.lam
-        lo, hi, sign = signed
-        sl = block.slice
-        x_k, g_k = x[sl], it.g[sl]
+        lo, hi = rows
         dual_term = buffers.dual_term(r, it.y, lam)
-        w_k = dual_term[lo:hi]
-        d = buffers.block_gradient(block.size)
-        if sign > 0:
-            np.add(g_k, w_k, out=d)
-        else:
-            np.subtract(g_k, w_k, out=d)
-        np.negative(d, out=d)  # d = -grad_k
-        # a small block keeps grad_k for the slope (one dot: the plain path's rounding)
-        grad_k = None if block.size >= LARGE_BLOCK else -d
-        gnorm2 = dot(d, d)
-        if gnorm2 == 0.0:
-            return 0
-        sign2 = sign * sign
+        w = dual_term[lo:hi]
+        size = hi - lo
+        large = size >= LARGE_BLOCK
+        signs = [signed[2] for _, signed in copies]
+
+        def minus_gradient(i, out):  # out <- -grad_i = -(g_i + sign_i w)
+            block, signed = copies[i]
+            signed_block_gradient(it.g[block.slice], dual_term, signed, out)
+            return np.negative(out, out=out)
+
+        directions = [buffers.block_gradient(size)]
         L = memory.get("L") if memory.get("lam") == lam else None
-        if L is None:
-            curv = objective.curvature_block(x, sl, d)
-            if curv is not None and float(curv) + lam * sign2 * gnorm2 > 0:
-                L = (float(curv) + lam * sign2 * gnorm2) / gnorm2
+        if L is None:  # measured along -grad: every copy's at once
+            directions += [np.empty(size) for _ in copies[1:]]
+            for i, d in enumerate(directions):
+                minus_gradient(i, d)
+            gnorm2 = sum(dot(d, d) for d in directions)
+            if gnorm2 == 0.0:
+                return 0
+            curv = objective.curvature_blocks(x, [(block.slice, d) for (block, _), d in zip(copies, directions)])
+            pen = lam * _combination_norm2(directions, signs, gnorm2)
+            if curv is not None and float(curv) + pen > 0:
+                L = (float(curv) + pen) / gnorm2
             else:
                 L = memory.setdefault("backtracking", Backtracking()).lipschitz or lam or 1.0
-        d *= 1.0 / L  # d = -grad here: the target x - grad / L, in place
-        d += x_k
-        if block.project_in_place:
-            block.project(d, out=d)
+            del directions[1:]  # formed again after the first copy's projection
         else:
-            d[:] = block.project(d)
-        d -= x_k
-        slope = dot(grad_k, d) if grad_k is not None else dot(g_k, d) + sign * dot(w_k, d)
+            minus_gradient(0, directions[0])
+            if len(copies) == 1 and dot(directions[0], directions[0]) == 0.0:
+                return 0
+        slope = 0.0
+        for i, (block, signed) in enumerate(copies):
+            if i == len(directions):
+                directions.append(minus_gradient(i, np.empty(size)))
+            d, x_k = directions[i], x[block.slice]
+            grad_k = None if large else -d  # a small block keeps grad_k for the slope (one dot)
+            d *= 1.0 / L  # d = -grad here: the target x - grad / L, in place
+            d += x_k
+            if block.project_in_place:
+                block.project(d, out=d)
+            else:
+                d[:] = block.project(d)
+            d -= x_k
+            slope += dot(grad_k, d) if grad_k is not None else dot(it.g[block.slice], d) + signed[2] * dot(w, d)
         if not slope < 0:
             return 0
-        dd = dot(d, d)
-        pen_quad = lam * sign2 * dd
-        c = objective.curvature_block(x, sl, d)
+        dd = sum(dot(d, d) for d in directions)
+        pen_quad = lam * _combination_norm2(directions, signs, dd)
+        c = objective.curvature_blocks(x, [(block.slice, d) for (block, _), d in zip(copies, directions)])
         if c is None:
             return 0
         gamma = exact_quadratic_step(slope, float(c) + pen_quad, 1.0)
@@ -268,12 +313,38 @@ class ProjectionStep:
             memory.clear()
         if gamma <= 0:
             return 0
-        d *= gamma
-        x_k += d
-        if sign > 0:
-            r[lo:hi] += d
-        else:
-            r[lo:hi] -= d
-        g_k = None  # a view of the gradient about to be replaced
+        for (block, signed), d in zip(copies, directions):
+            d *= gamma
+            x[block.slice] += d
+            if signed[2] > 0:
+                r[lo:hi] += d
+            else:
+                r[lo:hi] -= d
+        directions = w = None  # views of arrays about to be replaced
         it.f, it.g = getattr(objective, "value_and_grad_shared", objective.value_and_grad)(x)
         return 1
+
+
+#: rows of the tied copies per chunk of :func:`_combination_norm2`
+_NORM_CHUNK = 1 << 15
+
+
+def _combination_norm2(directions, signs, norm2):
+    """``||sum_k sign_k d_k||^2`` (signs +-1): ``sign^2 norm2`` for one direction (``norm2`` = ||d||^2),
+    else summed chunk by chunk (no array of the directions' size; exact differences, no cancellation)."""
+    if len(directions) == 1:
+        return signs[0] * signs[0] * norm2
+    size = directions[0].size
+    chunk = np.empty(min(size, _NORM_CHUNK))
+    total = 0.0
+    for start in range(0, size, _NORM_CHUNK):
+        stop = min(start + _NORM_CHUNK, size)
+        part = chunk[:stop - start]
+        np.multiply(directions[0][start:stop], signs[0], out=part)
+        for d, sign in zip(directions[1:], signs[1:]):
+            if sign > 0:
+                part += d[start:stop]
+            else:
+                part -= d[start:stop]
+        total += dot(part, part)
+    return total

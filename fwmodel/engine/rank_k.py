@@ -287,11 +287,32 @@ def top_eigenpairs(A, k, which="LA", start=None, rng=None, max_rounds=MAX_ROUNDS
 def _eigenpairs(op, k, which, start, rng, max_rounds, rtol, work=None):
     """:func:`top_eigenpairs` on an operator; also returns the products of its terms with the vectors.
 
-    One product with A per round: ``A K = [A Q, A W]`` with ``A Q`` carried
-    from the last round (the Ritz vectors are ``K C``, so their products are
-    ``(A K) C``) and W the new orthonormal directions of span[Q, A Q].
-    Large blocks (``LARGE_BLOCK`` entries) run the same rounds in
-    preallocated arrays (:func:`_eigenpairs_in_buffers`).
+    Block Krylov with Rayleigh-Ritz (the rank-k oracle's top-k pairs in
+    BlockFW, Allen-Zhu, Hazan, Hu & Li 2017; block Krylov iterations as in
+    Musco & Musco 2015), ``b = k + OVERSAMPLING`` vectors. Each round:
+
+    1. extend the Ritz vectors Q by the new orthonormal directions W of
+       span[Q, A Q] (:func:`_extend_in_place`), K = [Q, W];
+    2. one product with A, of W only: ``A K = [A Q, A W]`` with ``A Q``
+       carried from the last round (the Ritz vectors are ``K C``, so their
+       products are ``(A K) C``);
+    3. Rayleigh-Ritz: the eigenpairs (w, C) of ``sym(K' A K)``, the b extreme
+       ones kept; ``Q <- K C``, ``A Q <- (A K) C``;
+    4. stop once the k values change by at most ``rtol`` of the largest.
+
+    From ``DENSE_FRACTION`` of n on, a dense eigendecomposition is cheaper
+    and replaces the rounds.
+
+    Memory: the thin blocks are what a rank-k step adds to an iteration's
+    (Y itself is never formed: :class:`ShiftedMatrix`). Two arrays of 2b
+    columns, allocated once per call, hold K and ``A K``: ``A W`` is written
+    in place (``product_into``), the QR is LAPACK's in W's own memory, the
+    rotations go a block of rows at a time, and at the end the arrays shrink
+    to their first k columns without a copy. About 4 b columns at the peak
+    (a version with fresh arrays per round held about 16 b). The terms'
+    products with the k vectors (``X V``, ``G V``: the step's slopes) are two
+    thin products of k columns at the end; a one-term operator's is ``A K``'s
+    first k columns.
     """
     n = op.shape[0]
     b = min(n, k + OVERSAMPLING)
@@ -305,47 +326,6 @@ def _eigenpairs(op, k, which, start, rng, max_rounds, rtol, work=None):
         if work is not None:
             work.dense, work.dense_dim = "eigh", n
         return w[idx], V, tuple(_times(op, V, work))
-    if n * op.shape[1] >= LARGE_BLOCK:
-        return _eigenpairs_in_buffers(op, k, b, which, start, rng, max_rounds, rtol, work)
-    Q = _start_block(n, b, start, rng)
-    PQ = _times(op, Q, work)
-    previous = None
-    for _ in range(max_rounds):
-        W = _extend(Q, op.combine(PQ))
-        K = np.hstack([Q, W])
-        PK = [np.hstack([p, pw]) for p, pw in zip(PQ, _times(op, W, work))]
-        H = K.T @ op.combine(PK)
-        w, C = np.linalg.eigh(0.5 * (H + H.T))
-        idx = _pick(w, b, which)
-        Q = K @ C[:, idx]
-        PQ = [p @ C[:, idx] for p in PK]
-        values = w[idx[:k]]
-        scale = max(float(np.max(np.abs(values), initial=0.0)), 1e-300)
-        if previous is not None and np.max(np.abs(values - previous)) <= rtol * scale:
-            break
-        previous = values
-    return values, Q[:, :k], tuple(p[:, :k] for p in PQ)
-
-
-def _eigenpairs_in_buffers(op, k, b, which, start, rng, max_rounds, rtol, work=None):
-    """The rounds of :func:`_eigenpairs` (Krylov branch, block size b) in arrays allocated once.
-
-    The thin blocks are what a rank-k step adds to an iteration's memory
-    (Y itself is never formed: :class:`ShiftedMatrix`). Here two arrays of
-    2b columns, allocated once per call, hold the basis ``K = [Q, W]`` and
-    the operator's product ``A K``: ``A W`` is written in place by the
-    BLAS (``X W`` by ``out=``, then ``- (G W) / L`` added by ``dgemm``
-    with ``beta = 1``), the QR is LAPACK's in W's own memory, the
-    rotations ``Q <- K C`` go a block of rows at a time, and at the end the
-    arrays shrink to their first k columns without a copy. The terms'
-    products with the k vectors (``X V``, ``G V``: the step's slopes) are
-    then two thin products of k columns, instead of carrying ``X K`` and
-    ``G K`` through the rounds. About 4 b columns at the peak, where the
-    plain rounds held about 16 b (fresh arrays for ``hstack``, each term's
-    products, the QR's copies; measured at d = 2000). The same arithmetic
-    up to rounding.
-    """
-    n = op.shape[0]
     Q0 = _start_block(n, b, start, rng)
     # each buffer is owned by its transpose (C order, 2b x n), so that its first columns can be
     # kept at the end without a copy (:func:`_first_columns`)
@@ -388,7 +368,7 @@ def _eigenpairs_in_buffers(op, k, b, which, start, rng, max_rounds, rtol, work=N
     return values, vectors, tuple(_times(op, vectors, work))
 
 
-#: rows per block of the in-place rotations Q <- K C of :func:`_eigenpairs_in_buffers`
+#: rows per block of the in-place rotations Q <- K C of :func:`_eigenpairs`
 _ROTATION_ROWS = 512
 
 

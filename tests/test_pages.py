@@ -1,0 +1,117 @@
+"""The solve's page policy (engine/pages.py) and the reuse of the setup's arrays in the loop (engine/fwal.py)."""
+import numpy as np
+import pytest
+
+import fwmodel as fm
+from fwmodel.engine import fwal, pages
+
+pytestmark = pytest.mark.skipif(pages._SWITCH is None, reason="this NumPy has no huge-page switch")
+
+
+def _hugepage_setting():
+    """NumPy's current huge-page request (read by setting it and putting it back)."""
+    previous = pages._SWITCH(True)
+    pages._SWITCH(previous)
+    return previous
+
+
+def _tied_copies_problem(C):
+    X = fm.Variable(C.shape, name="X")
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)),
+                      [fm.L1Ball(X, 0.5 * np.abs(C).sum()), fm.TraceNormBall(X, 0.5 * np.linalg.norm(C, "nuc"))])
+    return prob, X
+
+
+@pytest.mark.parametrize("before", [True, False])
+def test_solve_allocates_without_huge_pages_and_restores_the_setting(before):
+    C = np.random.default_rng(0).standard_normal((8, 8))
+    prob, _ = _tied_copies_problem(C)
+    seen = []
+    previous = pages._SWITCH(before)
+    try:
+        prob.solve(max_iter=5, callback=lambda state: seen.append(_hugepage_setting()))
+        after = _hugepage_setting()
+    finally:
+        pages._SWITCH(previous)
+    assert seen and not any(seen)  # off during the solve
+    assert after is before
+
+
+def test_the_setting_is_restored_when_the_solve_raises():
+    C = np.random.default_rng(1).standard_normal((6, 6))
+    prob, _ = _tied_copies_problem(C)
+    previous = pages._SWITCH(True)
+    try:
+        def stop(state):
+            raise RuntimeError("from the callback")
+
+        with pytest.raises(RuntimeError, match="from the callback"):
+            prob.solve(max_iter=5, callback=stop)
+        assert _hugepage_setting() is True
+    finally:
+        pages._SWITCH(previous)
+
+
+def test_plain_pages_off_leaves_numpy_alone(monkeypatch):
+    monkeypatch.setattr(pages, "PLAIN_PAGES", False)
+    C = np.random.default_rng(2).standard_normal((6, 6))
+    prob, _ = _tied_copies_problem(C)
+    previous = pages._SWITCH(True)
+    try:
+        seen = []
+        prob.solve(max_iter=3, callback=lambda state: seen.append(_hugepage_setting()))
+        assert seen and all(seen)
+    finally:
+        pages._SWITCH(previous)
+
+
+def test_reused_setup_arrays_give_the_same_iterates(monkeypatch):
+    """Two tied copies: the loop's dual term and per-block gradient live in the setup's vertex array and y in
+    M s_ref's; the iterates are the same, bit for bit, as with fresh arrays, and the solution is CVXPY's."""
+    cp = pytest.importorskip("cvxpy")
+    rng = np.random.default_rng(3)
+    C = rng.standard_normal((10, 10))
+    taken = []
+    original = fwal._Buffers.take_spare
+
+    def spy(self, array, m):
+        taken.append(array is not None)
+        return original(self, array, m)
+
+    def solve():
+        prob, X = _tied_copies_problem(C)
+        prob.solve()
+        return prob, X.value.copy()
+
+    monkeypatch.setattr(fwal._Buffers, "take_spare", spy)
+    prob, reused = solve()
+    assert taken == [True]
+    y = prob._state.y
+    assert y.base is None  # y is an array of its own (the result keeps no larger array alive)
+
+    monkeypatch.setattr(fwal._Buffers, "take_spare", lambda self, array, m: None)
+    _, fresh = solve()
+    np.testing.assert_array_equal(reused, fresh)
+
+    assert prob.status == "optimal"
+    Z = cp.Variable(C.shape)
+    reference = cp.Problem(cp.Minimize(cp.sum_squares(Z - C)),
+                           [cp.sum(cp.abs(Z)) <= 0.5 * np.abs(C).sum(),
+                            cp.normNuc(Z) <= 0.5 * np.linalg.norm(C, "nuc")]).solve(solver=cp.CLARABEL)
+    assert abs(prob.value - reference) <= 1e-3 * abs(reference)
+
+
+def test_take_spare_splits_the_array_into_the_dual_term_and_the_block_gradient():
+    buffers = fwal._Buffers()
+    spare = np.empty(24)
+    buffers.take_spare(spare, 8)
+    r, y = np.arange(8.0), np.ones(8)
+    w = buffers.dual_term(r, y, 2.0)
+    np.testing.assert_array_equal(w, 2.0 * r + y)
+    assert np.shares_memory(w, spare[:8])
+    assert np.shares_memory(buffers.block_gradient(16), spare[8:])
+    assert not np.shares_memory(buffers.block_gradient(5), spare)  # another size: an array of its own
+    for m in (7, 0, 24):  # off a 64-byte boundary, or nothing left for a block: not used
+        other = fwal._Buffers()
+        other.take_spare(np.empty(24), m)
+        assert other._dual is None and other._spare_block is None
