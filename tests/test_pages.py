@@ -115,3 +115,44 @@ def test_take_spare_splits_the_array_into_the_dual_term_and_the_block_gradient()
         other = fwal._Buffers()
         other.take_spare(np.empty(24), m)
         assert other._dual is None and other._spare_block is None
+
+
+@pytest.mark.parametrize("before", [True, False])
+def test_solves_in_two_threads_restore_the_setting_when_the_last_ends(before):
+    """Solve A starts, solve B starts in another thread, A ends, then B: huge pages stay off until B ends and
+    are then what they were before A (saving the setting per solve left them off after both)."""
+    import threading
+
+    C = np.random.default_rng(4).standard_normal((6, 6))
+    a_started, b_started, a_ended = threading.Event(), threading.Event(), threading.Event()
+    seen_by_b_after_a = []
+
+    def callback_a(state):
+        if not a_started.is_set():
+            a_started.set()
+            assert b_started.wait(30)
+
+    def callback_b(state):
+        if not b_started.is_set():
+            b_started.set()
+            assert a_ended.wait(30)
+            seen_by_b_after_a.append(_hugepage_setting())
+
+    def solve_b():
+        assert a_started.wait(30)
+        _tied_copies_problem(C)[0].solve(max_iter=3, callback=callback_b)
+
+    previous = pages._SWITCH(before)
+    try:
+        thread_b = threading.Thread(target=solve_b)
+        thread_b.start()
+        _tied_copies_problem(C)[0].solve(max_iter=3, callback=callback_a)
+        a_ended.set()
+        thread_b.join(60)
+        assert not thread_b.is_alive()
+        after = _hugepage_setting()
+    finally:
+        pages._SWITCH(previous)
+    assert seen_by_b_after_a == [False]  # A's end did not switch huge pages back on under B
+    assert after is before
+    assert pages._running == 0

@@ -20,7 +20,9 @@ switched off (:func:`plain_pages`: the compile step's arrays, the setup's
 and the loop's) and switches it back to what it was when the solve returns.
 Pages that the process already holds are reused either way; the numbers of
 the solve do not depend on the page size. NumPy's setting is global: other
-threads of the process allocate without huge pages too while a solve runs.
+threads of the process allocate without huge pages too while a solve runs,
+and solves running at once in several threads (or nested) share one switch,
+put back by the last of them to end.
 
 The switch is NumPy's ``_set_madvise_hugepage`` (documented in NumPy's
 "global state" page, also settable by the ``NUMPY_MADVISE_HUGEPAGE``
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import threading
 
 #: allocate a solve's arrays without NumPy's huge-page request (see the module docstring)
 PLAIN_PAGES = True
@@ -52,22 +55,58 @@ def _hugepage_switch():
 _SWITCH = _hugepage_switch()
 
 
+#: solves now running under plain pages (every thread), and the setting the first of them found
+_lock = threading.Lock()
+_running = 0
+_setting_before = None
+
+
+def _switch_off():
+    """A solve starts: the first one running switches huge pages off and keeps the setting it found."""
+    global _running, _setting_before
+    with _lock:
+        if _running == 0:
+            _setting_before = _SWITCH(False)
+        _running += 1
+
+
+def _switch_back():
+    """A solve ends: the last one running puts the setting back.
+
+    Counted, not saved per solve: with two solves in two threads, the first
+    to end must not switch huge pages back on under the other, and the last
+    to end must not restore the "off" it found when it started.
+    """
+    global _running
+    with _lock:
+        _running -= 1
+        _restore_when_idle()
+
+
+def _restore_when_idle():
+    # callable again after a Ctrl-C inside _switch_back: setting the saved value twice is harmless
+    if _running == 0:
+        _SWITCH(_setting_before)
+
+
 @contextlib.contextmanager
 def plain_pages(enabled=None):
     """Within the block, NumPy allocates without asking for huge pages; the previous setting is restored after.
 
-    ``enabled``: whether to switch (default :data:`PLAIN_PAGES`).
+    ``enabled``: whether to switch (default :data:`PLAIN_PAGES`). Blocks may
+    nest and may run in several threads at once: the setting is restored when
+    the last of them ends.
     """
     if enabled is None:
         enabled = PLAIN_PAGES
     if not enabled or _SWITCH is None:
         yield
         return
-    previous = _SWITCH(False)
+    _switch_off()
     try:
         yield
     finally:
-        _SWITCH(previous)
+        _switch_back()
 
 
 def with_plain_pages(solver):
@@ -83,16 +122,17 @@ def with_plain_pages(solver):
     def wrapper(*args, **kwargs):
         if not PLAIN_PAGES or _SWITCH is None:
             return solver(*args, **kwargs)
-        previous = _SWITCH(False)
+        _switch_off()
         try:
             result = solver(*args, **kwargs)
         except BaseException:
-            _SWITCH(previous)
+            _switch_back()
             raise
         try:
-            _SWITCH(previous)
+            _switch_back()
         except KeyboardInterrupt:
-            _SWITCH(previous)
+            with _lock:
+                _restore_when_idle()
         return result
 
     return wrapper
