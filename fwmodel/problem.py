@@ -110,8 +110,9 @@ class Maximize(_Objective):
 def _end_history_at_returned_point(history, result):
     """Make the last history row describe the point the solve returns.
 
-    When the last iterate is worse than an earlier one, the engine returns
-    the best point found; the history then ends at the last iterate, not at
+    When an earlier point's merit is less than half the last iterate's
+    (``BEST_POINT_FACTOR``, engine/progress.py), the engine returns that
+    point; the history then ends at the last iterate, not at
     the point that ``var.value`` and ``prob.value`` report. A final row
     (with the last iteration number) records the returned point, so that
     ``history["objective"][-1] == prob.value`` always holds (also when an

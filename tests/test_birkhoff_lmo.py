@@ -69,10 +69,13 @@ def test_warm_assignment_matches_scipy(n):
             assert got == pytest.approx(optimal_value(D), rel=1e-12, abs=1e-9 * max(1.0, np.abs(D).max())), kind
 
 
-def test_warm_assignment_after_forbidden_and_invalid_costs():
-    """+inf entries (forbidden pairs) are honoured; NaN costs raise; later calls stay exact."""
+@pytest.mark.parametrize("backend", ["scipy", "numba"])
+def test_warm_assignment_after_forbidden_and_invalid_costs(backend):
+    """+inf entries (forbidden pairs) are honoured; NaN costs raise; later calls stay exact.
+
+    numba: such costs go to SciPy and the next calls start cold."""
     rng = np.random.default_rng(7)
-    solver = WarmStartedAssignment(5)
+    solver = WarmStartedAssignment(5) if backend == "scipy" else compiled_solver(5)
     D = rng.standard_normal((5, 5))
     assert permutation_cost(D, solver(D)) == pytest.approx(brute_force_value(D))
     forbidden = D.copy()
@@ -204,24 +207,6 @@ def test_compiled_assignment_tight_windows_fall_back_exactly():
         assert solver.stats[2] > 0 or solver.stats[0] == 0
 
 
-def test_compiled_assignment_forbidden_and_invalid_costs():
-    """+inf entries go to SciPy (honoured), NaN raises; the next calls start cold and stay exact."""
-    rng = np.random.default_rng(7)
-    solver = compiled_solver(5)
-    D = rng.standard_normal((5, 5))
-    assert permutation_cost(D, solver(D)) == pytest.approx(brute_force_value(D))
-    forbidden = D.copy()
-    forbidden[np.arange(5), np.arange(5)] = np.inf
-    flat = solver(forbidden)
-    assert np.all(flat != np.arange(5) * 6)
-    assert permutation_cost(forbidden, flat) == pytest.approx(brute_force_value(forbidden))
-    with pytest.raises(ValueError):
-        solver(np.full((5, 5), np.nan))
-    for _ in range(3):
-        D = rng.standard_normal((5, 5))
-        assert permutation_cost(D, solver(D)) == pytest.approx(brute_force_value(D))
-
-
 def test_compiled_assignment_after_a_much_smaller_gradient():
     """Potentials from costs of size 1e6 must not round away costs of size 1e-6 (they are reset)."""
     rng = np.random.default_rng(9)
@@ -271,3 +256,13 @@ def test_backend_option_errors_without_numba(monkeypatch):
     assert S.lmo_atom(d).dot(d) == pytest.approx(brute_force_value(d.reshape(4, 4)))
     with pytest.raises(fm.ModelError, match="backend must be 'scipy', 'numba' or 'auto'"):
         fm.BirkhoffPolytope(X, backend="lapjv")
+
+
+def test_repr_names_a_non_default_backend():
+    """The repr shows the resolved backend where it is not the default (so two printed models that solve
+    with different LMOs do not print alike)."""
+    X = fm.Variable((3, 3), name="X")
+    assert repr(fm.BirkhoffPolytope(X)) == "BirkhoffPolytope(X)"
+    auto = fm.BirkhoffPolytope(X, backend="auto")
+    expected = "BirkhoffPolytope(X)" if auto.backend == "scipy" else "BirkhoffPolytope(X, backend='numba')"
+    assert repr(auto) == expected

@@ -2,9 +2,11 @@
 
 None of this changes the iterates: the driver reports each iteration's
 measurements to :class:`Progress` once, and reads back only whether the
-callback asked to stop. The best point seen (by the stopping rule's merit)
-is what a solve returns when it ends without meeting its tolerances
-(:func:`fwmodel.engine.finish.finish`).
+callback asked to stop. A snapshot of a good point (by the stopping rule's
+merit: replaced only by a point of less than :data:`BEST_POINT_FACTOR` times
+its merit) is what a solve returns when it ends without meeting its
+tolerances and the snapshot's merit is below :data:`BEST_POINT_FACTOR` times
+the last point's (:func:`fwmodel.engine.finish.finish`); else the last point.
 """
 from __future__ import annotations
 

@@ -295,11 +295,15 @@ def default_penalty(objective, blocks, Mop, x, g, rng, fallback=1.0, vertex=None
     decrease instead. ||Md||^2 is floored at ``sum_j d_j^2 ||M e_j||^2 / m``
     (m rows; ``diagonal_gain`` of the operator), and at the same sum with d's
     energy spread evenly over each block's entries: a direction that a few
-    rows happen to miss says little about the next ones. Every choice has the units of f / ||Mx - b||^2, so
-    scaling the objective, the data or the variables scales lam alike.
-    When M d = 0 along that direction (or f is flat along it) it returns
+    rows happen to miss says little about the next ones. Every choice has
+    the units of f / ||Mx - b||^2, so scaling the objective, the data or the
+    variables scales lam alike. When the rows see nothing of d (M d = 0 and,
+    where the operator has a ``diagonal_gain``, both floors 0: d is zero on
+    every column that M touches) or f is flat along it, it returns
     ``fallback``: the engine passes objective scale / feasibility scale^2 of
     its stopping rule (:mod:`fwmodel.engine.stopping`), in the same units.
+    A direction in M's null space with nonzero entries on M's columns gets
+    the floors' lam, not ``fallback``.
 
     ``vertex``: ``(s, Ms, Mx)`` when the caller already has the product
     vertex s of the LMOs at ``g`` (the stopping rule's reference takes the

@@ -245,6 +245,11 @@ class BirkhoffPolytope(ConvexSet):
         self.n = shape[0]
         self.backend = _resolve_backend(backend)
 
+    def __repr__(self):
+        # the resolved backend ("auto" became one of the two), shown where it is not the default
+        backend = "" if self.backend == "scipy" else f", backend={self.backend!r}"
+        return f"BirkhoffPolytope({self.expr!r}{backend})"
+
     def lmo_atom(self, flat_direction):
         # one stateless call: SciPy whatever the backend (the compiled solver, started cold, measured
         # 2x slower than SciPy; its gain is the warm start of lmo_for_solve)
