@@ -82,3 +82,35 @@ def test_a_stalled_solve_returns_its_last_point_unless_a_seen_one_is_twice_bette
     assert value == pytest.approx(history["objective"][-1], rel=1e-9)
     assert value < history["objective"][1] - 100
     assert abs(X.value.sum() - 5) < 1e-4
+
+
+def test_default_penalty_forms_no_full_size_array_on_tied_copies(monkeypatch):
+    # On the paper's problem (two tied copies) the objective's gradient is kept once
+    # and shared; <g, d> would form its n-size array (2 d x d arrays: a solve's peak
+    # at d = 4000 went from 8 to 10 arrays). The slope is only taken for a linear
+    # objective, where the curvature cannot serve.
+    import tracemalloc
+
+    import fwmodel.engine.fwal as fwal
+    from fwmodel.datasets import sparse_low_rank_covariance
+    from fwmodel.experiments import build_problem
+
+    d = 200
+    prob, _ = build_problem(sparse_low_rank_covariance(d, threshold=0.9, seed=0))
+    original, peaks = fwal.default_penalty, []
+
+    def measured(*args, **kwargs):
+        tracemalloc.reset_peak()
+        start = tracemalloc.get_traced_memory()[0]
+        lam = original(*args, **kwargs)
+        peaks.append(tracemalloc.get_traced_memory()[1] - start)
+        return lam
+
+    monkeypatch.setattr(fwal, "default_penalty", measured)
+    tracemalloc.start()
+    try:
+        prob.solve(max_iter=2, projection=False, rank_k=False)
+    finally:
+        tracemalloc.stop()
+    assert len(peaks) == 1
+    assert peaks[0] < 0.25 * 8 * d * d

@@ -338,7 +338,10 @@ def default_penalty(objective, blocks, Mop, x, g, rng, fallback=1.0, vertex=None
         _, g2 = objective.value_and_grad(x + eps * d)
         c_f = float(np.dot(g2 - g, d)) / eps
     c_f = float(c_f)
-    slope = abs(float(np.dot(g, d)))
+    # the slope only where the curvature cannot serve (a linear objective): for tied
+    # copies g is the shared gradient, and <g, d> would form its n-size array (2 d x d
+    # arrays at d = 4000 in the paper's problem)
+    slope = None if (c_f > 0 and np.isfinite(c_f)) else abs(float(np.dot(g, d)))
     c_m = float(np.dot(Md, Md))
     # Floors on ||M d||^2: one average row's share of what the rows make of
     # d's entries with random signs. With few rows a single direction can be
@@ -365,6 +368,6 @@ def default_penalty(objective, blocks, Mop, x, g, rng, fallback=1.0, vertex=None
         return fallback
     if c_f > 0 and np.isfinite(c_f):
         return c_f / c_m
-    if slope > 0 and np.isfinite(slope):
+    if slope is not None and slope > 0 and np.isfinite(slope):
         return slope / c_m
     return fallback
