@@ -18,20 +18,32 @@ make the rounding, hence the iterates, differ from one process to the next
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 
+#: whether some block of :func:`single_threaded_blas` is running (in any thread)
 _single_threaded_blas = [False]
+_blocks_running = [0]
+_lock = threading.Lock()
 
 
 @contextlib.contextmanager
 def single_threaded_blas():
-    """Within this block :class:`FasterOf` calls its BLAS routine (the second) without timing."""
-    previous = _single_threaded_blas[0]
-    _single_threaded_blas[0] = True
+    """Within this block :class:`FasterOf` calls its BLAS routine (the second) without timing.
+
+    Blocks are counted, not saved and restored one by one: with two solves in
+    two threads, A starting, B starting, A ending then B, a saved flag left it
+    on for the rest of the process.
+    """
+    with _lock:
+        _blocks_running[0] += 1
+        _single_threaded_blas[0] = True
     try:
         yield
     finally:
-        _single_threaded_blas[0] = previous
+        with _lock:
+            _blocks_running[0] -= 1
+            _single_threaded_blas[0] = _blocks_running[0] > 0
 
 
 class FasterOf:
