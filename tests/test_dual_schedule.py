@@ -1,0 +1,103 @@
+"""The default dual step (engine/schedules.py ``AdaptiveMultiplier``): its memory of overshoots.
+
+The rule is driven with feasibility sequences whose every window's outcome is
+known, and its theta compared with what the documented rule gives by hand; the
+models it was measured on are solved with defaults and compared with Clarabel.
+"""
+import numpy as np
+import pytest
+
+import fwmodel as fm
+from fwmodel.engine.schedules import AdaptiveMultiplier
+
+cp = pytest.importorskip("cvxpy")
+
+
+def _run_windows(schedule, factors, start=1.0):
+    """Feed ``schedule`` one window of constant feasibility per factor (each window's value the
+    previous one's times the factor; the FW gap large, so no stall or penalty rule fires) and
+    return theta after each window."""
+    thetas, feas = [], start
+    for factor in factors:
+        feas *= factor
+        for _ in range(schedule.window):
+            schedule.step(0, feas=feas, lam=schedule.lam, gap=1e9)
+        thetas.append(schedule.theta)
+    return thetas
+
+
+def test_an_overshoot_at_a_raised_and_held_theta_caps_later_growth():
+    sched = AdaptiveMultiplier(lam=2.0)
+    # window 1 sets the reference; 2, 3 shrink by half (grow 1.5x each: 0.25 -> 0.375 -> 0.5625);
+    # 4 holds (no change: theta held for a whole window); 5 grows (halve: 0.28125, and the
+    # ceiling 0.6 * 0.5625 = 0.3375); 6-9 shrink by half: growth stops at the ceiling
+    thetas = _run_windows(sched, [1.0, 0.5, 0.5, 1.0, 2.0, 0.5, 0.5, 0.5, 0.5])
+    assert thetas[:5] == pytest.approx([0.25, 0.375, 0.5625, 0.5625, 0.28125])
+    assert sched.ceiling == pytest.approx(0.6 * 0.5625)
+    assert thetas[5:] == pytest.approx([0.3375] * 4)
+    assert sched.current == pytest.approx(0.3375 * 2.0)
+    # held at the ceiling, an overshoot lowers it again
+    _run_windows(sched, [2.0], start=1.0)
+    assert sched.ceiling == pytest.approx(0.6 * 0.3375)
+
+
+def test_an_overshoot_at_the_start_or_right_after_a_raise_sets_no_ceiling():
+    """Early on feasibility grows while x moves to the sets, and a window that straddles a raise
+    measures the change: neither says the dual step is too long."""
+    sched = AdaptiveMultiplier(lam=1.0)
+    thetas = _run_windows(sched, [1.0, 2.0] + [0.5] * 6)
+    assert thetas[1] == pytest.approx(0.125)
+    assert sched.ceiling == 1.0
+    assert thetas[-1] == 1.0  # grows back to the full multiplier step
+    sched = AdaptiveMultiplier(lam=1.0)
+    thetas = _run_windows(sched, [1.0, 0.5, 2.0] + [0.5] * 5)  # raised to 0.375, overshoot next window
+    assert thetas[:3] == pytest.approx([0.25, 0.375, 0.1875])
+    assert sched.ceiling == 1.0
+    assert thetas[-1] == 1.0
+
+
+def test_the_stall_rule_raises_lam_once_theta_is_at_the_ceiling():
+    sched = AdaptiveMultiplier(lam=1.0)
+    _run_windows(sched, [1.0, 0.5, 0.5, 1.0, 2.0])  # ceiling 0.3375, theta 0.28125, feasibility 0.5
+    # stalled windows (ratio 1) with the primal step converged (gap <= lam ||r||^2): theta
+    # doubles up to the ceiling, then lam doubles
+    for expected_theta, expected_lam in [(0.3375, 1.0), (0.3375, 2.0)]:
+        for _ in range(sched.window):
+            sched.step(0, feas=0.5, lam=sched.lam, gap=0.0)  # the last window's value: ratio 1
+        sched.penalty(sched.lam)
+        assert (sched.theta, sched.lam) == pytest.approx((expected_theta, expected_lam))
+
+
+def test_projections_lift_the_ceiling():
+    sched = AdaptiveMultiplier(lam=1.0)
+    _run_windows(sched, [1.0, 0.5, 0.5, 1.0, 2.0])
+    assert sched.ceiling < 1.0
+    sched.primal_steps_are_projections()
+    assert sched.ceiling == 1.0 and sched.theta == 1.0
+    _run_windows(sched, [0.5, 0.5])
+    assert sched.theta == 1.0  # a good window never lowers theta
+
+
+def _capped_portfolio(seed, n=60):
+    rng = np.random.default_rng(seed)
+    F = rng.standard_normal((n, 4)) * 0.1
+    Sigma = F @ F.T + np.diag(rng.uniform(0.01, 0.05, n))
+    mu = rng.uniform(0.0, 0.1, n)
+    cap = 2.5 / n
+    x = fm.Variable(n)
+    fw = fm.Problem(fm.Minimize(fm.quad_form(x, Sigma) - mu @ x), [fm.Simplex(x), fm.Box(x, 0.0, cap)])
+    z = cp.Variable(n)
+    ref = cp.Problem(cp.Minimize(cp.quad_form(z, Sigma) - mu @ z), [z >= 0, cp.sum(z) == 1, z <= cap])
+    ref.solve(solver="CLARABEL")
+    return fw, x, ref, z
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_capped_portfolio_with_defaults_matches_clarabel(seed):
+    """Simplex ∩ box: two copies tied by rows, the model whose dual step overshot again and again."""
+    fw, x, ref, z = _capped_portfolio(seed)
+    fw.solve()
+    assert fw.status == "optimal", fw.stats
+    scale = fw.stats.objective_scale
+    assert abs(fw.value - ref.value) <= 1e-3 * max(abs(ref.value), 0.01 * scale)
+    assert np.abs(x.value - z.value).max() < 1e-2
