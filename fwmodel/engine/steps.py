@@ -422,7 +422,7 @@ class BlendedPairwiseStep(_ActiveSetStep):
         fewer iterations (256 -> 174 at n = 30, 408 -> 369 at n = 200) but
         the same number of LMO calls, and each iteration costs more (the
         staged Gram column, ``G w``, the local steps), so the solves took
-        1.02-1.15x the default's time (``benchmarks/birkhoff_corrective.py``,
+        0.98-1.17x the default's time (``benchmarks/birkhoff_corrective.py``,
         benchmarks/RESULTS.md). Running the local phases to convergence
         (fully corrective) does not reduce the LMO calls either.
         """
