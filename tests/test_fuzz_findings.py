@@ -63,3 +63,33 @@ def test_one_row_on_few_entries_of_a_trace_norm_ball_is_solved_with_defaults(lab
     found = prob.solve()
     assert prob.status == "optimal"
     assert abs(found - reference.value) <= 1e-3 * abs(reference.value)
+
+
+@pytest.mark.parametrize("s, s_obj", [(1.0, 1.0), (1.0, 1e-6), (1e6, 1e-6)])
+def test_tied_copies_step_without_curvature_is_the_general_step(s, s_obj, monkeypatch):
+    """A linear objective on two tied copies that both project: the first projection step sees no curvature and
+    no penalty along the gradient. The tied-copies path took lam (else 1.0) as curvature there, the general path
+    the stopping rule's S_f / S_x^2: one rule now, so both paths give the same iterates (up to rounding), and the
+    solve reaches Clarabel's optimum."""
+    from fwmodel.engine.projection_step import ProjectionStep
+
+    c = np.random.default_rng(214).standard_normal(19)
+    tied_calls = []
+    original = ProjectionStep._take_tied_copies
+    monkeypatch.setattr(ProjectionStep, "_take_tied_copies",
+                        lambda self, *args: tied_calls.append(1) or original(self, *args))
+    tied, x_tied = _linear_over_l2_and_linf(s, s_obj, c)
+    tied.solve(max_iter=6)
+    assert tied_calls  # the tied-copies path ran
+    monkeypatch.setattr(ProjectionStep, "_tied_copies", lambda self, lagrangian: None)
+    general, x_general = _linear_over_l2_and_linf(s, s_obj, c)
+    general.solve(max_iter=6)
+    np.testing.assert_allclose(x_tied.value, x_general.value, rtol=1e-9, atol=1e-12 * s)
+
+    z = cp.Variable(c.size)
+    f_star = cp.Problem(cp.Minimize(c @ z), [cp.norm_inf(z) <= 0.3, cp.norm(z, 2) <= 0.5]).solve(solver="CLARABEL")
+    monkeypatch.undo()
+    full, _ = _linear_over_l2_and_linf(s, s_obj, c)
+    value = full.solve()
+    assert full.status == "optimal"
+    assert abs(value - s_obj * s * f_star) <= 1e-3 * abs(s_obj * s * f_star)
