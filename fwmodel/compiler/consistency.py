@@ -50,16 +50,22 @@ def _zeros(size):
     return np.broadcast_to(np.zeros(1), (size,))
 
 
+def _slice_range(index):
+    """The positions of a slice (with a stop) as a range: start, stop and step as NumPy reads them."""
+    return range(0 if index.start is None else index.start, index.stop, 1 if index.step is None else index.step)
+
+
 def _positions(index):
     if isinstance(index, slice):
-        return np.arange(index.start, index.stop, dtype=np.intp)
+        r = _slice_range(index)
+        return np.arange(r.start, r.stop, r.step, dtype=np.intp)
     return index
 
 
 def _count(index):
     """How many positions an index holds (a slice's without forming them: 128 MB at d = 4000)."""
     if isinstance(index, slice):
-        return len(range(index.start, index.stop))
+        return len(_slice_range(index))
     return int(index.size)
 
 
@@ -204,6 +210,11 @@ class MarginalizationRows:
                                      np.concatenate([table_cols, node_cols]))), shape=(self.rows, n))
 
 
+def _contiguous(index):
+    """Whether an index is a slice of consecutive positions (no step)."""
+    return isinstance(index, slice) and index.step in (None, 1)
+
+
 class ConsistencyOperator:
     """M as the vertical stack of pieces, with ``matvec`` and ``rmatvec``."""
 
@@ -226,7 +237,7 @@ class ConsistencyOperator:
         """
         spans = []
         for p in self.pieces:
-            if not (isinstance(p, CopyRows) and isinstance(p.copy, slice) and isinstance(p.first, slice)):
+            if not (isinstance(p, CopyRows) and _contiguous(p.copy) and _contiguous(p.first)):
                 return False
             spans += [(p.copy.start, p.copy.stop), (p.first.start, p.first.stop)]
         spans.sort()
