@@ -51,6 +51,7 @@ step = st.one_of(
     st.tuples(st.just("local"), st.integers(0, 50), st.integers(0, 50), st.floats(0.0, 1.0)),
     st.tuples(st.just("weights"), st.lists(st.floats(0.0, 1.0), min_size=1, max_size=8)),
     st.tuples(st.just("gram")),
+    st.tuples(st.just("stage"), atom_spec, st.lists(st.floats(0.0, 1.0), min_size=1, max_size=8), st.booleans()),
 )
 
 
@@ -92,6 +93,19 @@ def _apply(aset, x, move):
         aset.set_weights(w)
     elif kind == "gram":
         aset.track_gram(SIZE)
+    elif kind == "stage":  # a new atom's Gram column staged, then (maybe) added with new weights for all
+        atom = _make_atom(*move[1])
+        if aset.gram is None or aset.position_of(atom) is not None:
+            return
+        pos = aset.stage(atom)
+        A = np.array([a.to_dense() for a in aset.atoms + [atom]]).reshape(k + 1, SIZE)
+        assert pos == k and np.allclose(aset.gram_staged, A @ A.T, atol=1e-12)
+        raw = np.resize(np.asarray(move[2]), k + 1)
+        if not move[3] or raw.sum() <= 1e-3:
+            return  # left staged: the next update discards or uses it
+        w = raw / raw.sum()
+        x[:] = A.T @ w
+        aset.add_staged(atom, w)
     else:
         src, dst = move[1] % k, move[2] % k
         if src == dst:

@@ -114,6 +114,89 @@ def test_interval_step_is_the_clipped_newton_step_per_coordinate():
     assert p.gap == pytest.approx(float((x - np.array([0, 1, 0, 1])) @ g))
 
 
+def _count_blended_steps(monkeypatch):
+    monkeypatch.setattr(steps_module, "BLENDED_FW", True)
+    calls = []
+    blended = BlendedPairwiseStep._blended_fw
+
+    def counting(self, *args):
+        calls.append(1)
+        return blended(self, *args)
+
+    monkeypatch.setattr(BlendedPairwiseStep, "_blended_fw", counting)
+    return calls
+
+
+@pytest.mark.parametrize("n, seed", [(4, 0), (6, 5), (9, 2)])
+def test_blended_fw_steps_match_cvxpy_on_birkhoff_projections(monkeypatch, n, seed):
+    """BPCG with blended FW steps (FW step + local steps in one move) finds Clarabel's projection."""
+    calls = _count_blended_steps(monkeypatch)
+    rng = np.random.default_rng(seed)
+    C = (1.0 + rng.standard_normal((n, n))) / n
+    X = fm.Variable((n, n))
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.BirkhoffPolytope(X)])
+    prob.solve(tol=1e-9)
+    Z = cp.Variable((n, n), nonneg=True)
+    ref = cp.Problem(cp.Minimize(cp.sum_squares(Z - C)), [cp.sum(Z, axis=0) == 1, cp.sum(Z, axis=1) == 1])
+    ref.solve(solver=cp.CLARABEL)
+    assert calls, "no blended FW step was taken"
+    assert prob.status == "optimal"
+    assert prob.value == pytest.approx(ref.value, rel=1e-6, abs=1e-9)
+    assert np.allclose(X.value, Z.value, atol=1e-4)
+
+
+def test_blended_fw_steps_find_the_simplex_projection(monkeypatch):
+    """||x - c||^2 over a simplex block with blended FW steps: the closed-form projection."""
+    n = 40
+    c = np.random.default_rng(17).standard_normal(n) * 0.3
+    calls = _count_blended_steps(monkeypatch)
+    res = minimize_fwal(_WeightedSquares(c, np.ones(n)), [_simplex_block(n)], tol=1e-10)
+    assert res.status == "optimal" and calls
+    assert np.allclose(res.x, _project_simplex(c), atol=1e-7)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("local_steps", [0, 50])
+def test_blended_fw_step_is_the_exact_fw_step_then_descends_and_keeps_a_convex_combination(
+        monkeypatch, seed, local_steps):
+    """One blended step from a random convex combination of simplex vertices.
+
+    Without local steps the move is the FW step with the exact step size on
+    f(x) = ||x - c||^2 (closed form t = min(1, gap / (2 ||s - x||^2))); with
+    them f falls further. After the commit the weights are positive, sum to
+    one and rebuild x + d, with the new vertex in the active set.
+    """
+    n = 10
+    rng = np.random.default_rng(seed)
+    c = rng.standard_normal(n) * 0.5
+    active_idx = rng.choice(n, size=4, replace=False)
+    atoms = [SparseAtom([int(i)], 1.0, n) for i in active_idx]
+    step = BlendedPairwiseStep(_simplex_block(n), ActiveSet.from_atoms(atoms, rng.uniform(0.2, 1.0, 4)),
+                               coupled=False, blended=True)
+    for d in np.eye(n)[:3] - np.eye(n)[3:6]:  # three directions with the same curvature ratio 2
+        step.observe_curvature(2.0 * float(d @ d), float(d @ d))
+    monkeypatch.setattr(steps_module, "BLENDED_LOCAL_STEPS", local_steps)
+    x = step.active.dense(n)
+    g = 2 * (x - c)
+    s = SparseAtom([int(np.argmin(g))], 1.0, n)
+    gap = float(x @ g - s.dot(g))
+    p = step._blended_fw(x, step.active.dots(g), s, s.dot(g), gap, None)
+    f = lambda z: float(np.sum((z - c) ** 2))  # noqa: E731
+    s_dense = s.to_dense()
+    t = min(1.0, gap / (2.0 * float((s_dense - x) @ (s_dense - x))))
+    if local_steps == 0:
+        assert np.allclose(x + p.d, x + t * (s_dense - x), atol=1e-12)
+    else:
+        assert f(x + p.d) <= f(x + t * (s_dense - x)) + 1e-12
+    assert p.slope == pytest.approx(float(g @ p.d), abs=1e-10)
+    step.commit(p, 1.0)
+    w = step.active.weights
+    assert np.all(w > 0) and abs(w.sum() - 1.0) <= 1e-12
+    assert np.allclose(step.active.dense(n), x + p.d, atol=1e-12)
+    A = np.array([a.to_dense() for a in step.active.atoms])
+    assert np.allclose(step.active.gram, A @ A.T)
+
+
 def test_lazy_bpcg_reuses_active_atoms_and_matches_cvxpy_on_birkhoff():
     """BPCG calls the assignment LMO on a fraction of the iterations and finds CVXPY's projection."""
     n = 6

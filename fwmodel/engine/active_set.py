@@ -233,6 +233,7 @@ class ActiveSet:
         self._gram = None  # position x position inner products <a_i, a_j>, when tracked
         self._gram_size = 0  # the block size (atoms are expanded to dense vectors of this size)
         self._gram_scratch = None  # a zero vector of that size, for the new atoms' Gram columns
+        self._staged = None  # (key, position) of an atom whose Gram column is filled in but not yet added
         if atom is not None:
             self._append(atom, 1.0)
 
@@ -292,6 +293,44 @@ class ActiveSet:
             return None
         k = len(self)
         return self._gram[:k, :k]
+
+    def position_of(self, atom):
+        """The position of ``atom`` (by key) when it is active, else None."""
+        return self._index.get(atom.key)
+
+    def stage(self, atom):
+        """Fill in the Gram row and column of an atom that is not active, at position ``len(self)``.
+
+        The atom is not added: ``gram_staged`` then shows the Gram matrix of the
+        active atoms and this one (a view, no copy), so a step can plan a move
+        in weight space that includes it, and :meth:`add_staged` adds it later
+        without computing its column again. Any other update discards the
+        staged column. Needs the Gram matrix (:meth:`track_gram`).
+        """
+        if self._gram is None:
+            raise ValueError("stage: the Gram matrix is not tracked")
+        pos = len(self)
+        self._reserve(pos)
+        self._gram_column(pos, atom)
+        self._staged = (atom.key, pos)
+        return pos
+
+    @property
+    def gram_staged(self):
+        """The Gram matrix of the active atoms and the staged one (last), a view."""
+        k = len(self) + 1
+        return self._gram[:k, :k]
+
+    def add_staged(self, atom, weights):
+        """Add the staged ``atom`` (its Gram column already filled in), then set all weights.
+
+        ``weights``: the active atoms' weights in position order, then the new
+        atom's (nonnegative, summing to one; zeros are dropped, see :meth:`set_weights`).
+        """
+        if self._staged != (atom.key, len(self)):
+            raise ValueError("add_staged: this atom is not the staged one")
+        self._append(atom, 0.0)
+        self.set_weights(weights)
 
     # ----------------------------------------------------------- queries
     def dots(self, g):
@@ -369,16 +408,21 @@ class ActiveSet:
         self._drop_small(source, target)
 
     # ----------------------------------------------------------- internals
-    def _append(self, atom, weight):
-        pos = len(self._atoms)
+    def _reserve(self, pos):
+        """Room for an atom at position ``pos`` (= len(self)): storage doubles when full."""
         if pos == self._w.shape[0]:
             self._w = _grow_rows(self._w, 2 * pos)
-        if self._gram is not None:
-            if pos == self._gram.shape[0]:
-                grown = np.zeros((2 * pos, 2 * pos))
-                grown[:pos, :pos] = self._gram[:pos, :pos]
-                self._gram = grown
+        if self._gram is not None and pos == self._gram.shape[0]:
+            grown = np.zeros((2 * pos, 2 * pos))
+            grown[:pos, :pos] = self._gram[:pos, :pos]
+            self._gram = grown
+
+    def _append(self, atom, weight):
+        pos = len(self._atoms)
+        self._reserve(pos)
+        if self._gram is not None and self._staged != (atom.key, pos):
             self._gram_column(pos, atom)
+        self._staged = None
         store_cls = _store_kind(atom)
         store = self._stores.get(store_cls)
         if store is None:
@@ -419,6 +463,7 @@ class ActiveSet:
 
     def _remove(self, pos):
         """Swap-remove the atom at ``pos``: the last atom takes its position."""
+        self._staged = None
         store, row = self._store_of[pos]
         moved_slot = store.remove(row)
         if moved_slot is not None:  # the store's last row now sits in ``row``
@@ -443,6 +488,7 @@ class ActiveSet:
         self._w[last] = 0.0
 
     def _clear(self):
+        self._staged = None
         self._atoms, self._store_of, self._stores, self._index = [], [], {}, {}
         self._w[:] = 0.0
         if self._gram is not None:

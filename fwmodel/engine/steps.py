@@ -34,7 +34,9 @@ Step kinds and the algorithms they implement:
   Where the block's quadratic model is exact (no consistency rows, the
   objective's curvature a multiple of ``||d||^2``, as in a projection), a
   local phase takes up to ``MAX_LOCAL_STEPS`` local steps per iteration in
-  weight space with the active set's Gram matrix.
+  weight space with the active set's Gram matrix; optionally (``BLENDED_FW``)
+  right after each FW step, in the same move (blended conditional gradients,
+  Braun, Pokutta, Tu & Wright 2019).
 * :class:`GroupPairwiseStep`: for a block that is a product of many small
   simplices (a batched Simplex, the node and edge tables of a MAP LP): a
   pairwise step *in every group at once*, each group with its own step size
@@ -70,6 +72,12 @@ LOCAL_PHASE_WORK = 4000
 LOCAL_GAP_ROUNDING = 1e-12
 #: above this many atoms the local phase stops (its Gram matrix is k x k: 32 MB at 2000)
 GRAM_MAX_ATOMS = 2000
+#: follow each BPCG FW step by local steps in the same move where the quadratic model is exact
+#: (``BlendedPairwiseStep._blended_fw``); off: on the Birkhoff projection it cuts iterations
+#: but not LMO calls, and costs more time than it saves (benchmarks/birkhoff_corrective.py)
+BLENDED_FW = False
+#: at most this many local steps after a blended FW step (and at most LOCAL_PHASE_WORK atom-steps)
+BLENDED_LOCAL_STEPS = 20
 #: directions whose curvature ratios c_f / ||d||^2 must agree before the local phase starts
 CURVATURE_CHECKS = 3
 #: relative agreement of those ratios
@@ -280,9 +288,11 @@ class BlendedPairwiseStep(_ActiveSetStep):
     own optimum, as fully-corrective FW would (Lacoste-Julien & Jaggi 2015).
     """
 
-    def __init__(self, block, active=None, lazy=True, coupled=True):
+    def __init__(self, block, active=None, lazy=True, coupled=True, blended=None):
         super().__init__(block, active)
         self.lazy = lazy
+        # FW steps followed by local steps in the same move (see _blended_fw; default BLENDED_FW)
+        self.blended = BLENDED_FW if blended is None else blended
         self.phi = np.inf  # the last FW gap measured (the lazy oracle's threshold)
         self.coupled = coupled  # the block has consistency rows: the penalty term is not isotropic
         self._curvature_ratios = []  # c_f / ||d||^2 along the directions measured so far
@@ -317,18 +327,26 @@ class BlendedPairwiseStep(_ActiveSetStep):
                 and local_gap >= max(self.phi / LAZY_FACTOR, ctx.gap_target)):
             return self._local(x_k.size, dots, a, s_loc, None, ctx)
         s = self.block.lmo(g_k)
-        gap = dot(x_k, g_k) - s.dot(g_k)
+        s_dot = s.dot(g_k)
+        gap = dot(x_k, g_k) - s_dot
         self.phi = max(gap, 0.0)
         if a != s_loc and local_gap >= gap:  # line 7 of BPCG: the local step is at least as good
             return self._local(x_k.size, dots, a, s_loc, gap, ctx)
+        if self.blended and self._weight_space_model():
+            return self._blended_fw(x_k, dots, s, s_dot, gap, ctx)
         return self._fw(x_k, s, gap, ctx)
 
-    def _local(self, size, dots, a, s_loc, gap, ctx):
+    def _weight_space_model(self):
+        """Whether the quadratic model in weight space is exact and its Gram matrix kept (and small enough)."""
         aset = self.active
         if self.model_curvature is not None and len(aset) > GRAM_MAX_ATOMS:  # the Gram matrix would be too big
             aset.stop_gram()
             self.model_curvature, self._curvature_ratios = None, None
-        if self.model_curvature is not None and aset.gram is not None and len(aset) > 2:
+        return self.model_curvature is not None and aset.gram is not None
+
+    def _local(self, size, dots, a, s_loc, gap, ctx):
+        aset = self.active
+        if self._weight_space_model() and len(aset) > 2:
             target = max(LOCAL_PHASE_REDUCTION * self.phi, getattr(ctx, "gap_target", 0.0))
             return self._local_phase(size, dots, target, gap)
         d = _lent_direction(ctx, self.block, _pair_direction, size, aset.atom(s_loc), aset.atom(a))
@@ -337,16 +355,30 @@ class BlendedPairwiseStep(_ActiveSetStep):
     def _local_phase(self, size, dots, target, gap):
         """Local pairwise steps on the exact quadratic model in weight space (see the class docstring)."""
         aset = self.active
-        G = aset.gram
-        L = self.model_curvature
         w0 = aset.weights
         w = w0.copy()
         q = dots.copy()  # the model's gradient in weight space: A'g + L G (w - w0)
+        self._local_steps(w, q, aset.gram, target)
+        dw = w - w0
+        moved = dw.nonzero()[0]
+        return Proposal(self._weight_move(size, dw), 1.0, "pairwise", gap, None, (w0, w), prescaled=True,
+                        slope=float(np.dot(dots[moved], dw[moved])))
+
+    def _local_steps(self, w, q, G, target, max_steps=None):
+        """BPCG's local pairwise steps (Alg. 1, line 7, exact step sizes) on the quadratic model, in place.
+
+        ``w``: the weights, ``q``: the model's gradient in weight space
+        (A'g + L G (w - w_start)), ``G``: the Gram matrix of the atoms that ``w``
+        weighs. Stops once the local gap is at most ``target``, after at most
+        ``MAX_LOCAL_STEPS`` steps (fewer with many atoms, ``LOCAL_PHASE_WORK``).
+        """
+        L = self.model_curvature
         # below this the local gap is rounding in q (a converged active set: no step is worth taking)
         target = max(target, LOCAL_GAP_ROUNDING * float(np.abs(q).max()))
         # scalars as Python floats (the same IEEE operations as on NumPy scalars, at a
         # fraction of the cost: this loop runs up to MAX_LOCAL_STEPS times per iteration)
-        for _ in range(min(MAX_LOCAL_STEPS, max(2, LOCAL_PHASE_WORK // w.size))):
+        steps = MAX_LOCAL_STEPS if max_steps is None else max_steps
+        for _ in range(min(steps, max(2, LOCAL_PHASE_WORK // w.size))):
             q_active = np.where(w > 0, q, -np.inf)
             a, s = int(q_active.argmax()), int(q.argmin())
             local_gap = float(q_active[a]) - float(q[s])
@@ -361,18 +393,78 @@ class BlendedPairwiseStep(_ActiveSetStep):
                 w[a] = w_a - amount
             w[s] += amount
             q += (L * amount) * (G[s] - G[a])
-        dw = w - w0
+
+    def _weight_move(self, size, dw, staged=None):
+        """The block's move ``sum_i dw_i a_i`` (``staged``: the atom behind a last, staged weight)."""
+        aset = self.active
         moved = dw.nonzero()[0]
+        atoms = [staged if staged is not None and i == len(aset) else aset.atom(int(i)) for i in moved]
         d = np.zeros(size)
-        _add_atoms(d, [aset.atom(int(i)) for i in moved], [float(dw[i]) for i in moved])
-        return Proposal(d, 1.0, "pairwise", gap, None, (w0, w), prescaled=True,
-                        slope=float(np.dot(dots[moved], dw[moved])))
+        _add_atoms(d, atoms, [float(dw[i]) for i in moved])
+        return d
+
+    def _blended_fw(self, x_k, dots, s, s_dot, gap, ctx):
+        """A FW step toward the LMO's vertex and local steps after it, in one move (blended conditional gradients).
+
+        Where the block's quadratic model is exact (see the class docstring),
+        the FW step ``x -> (1 - t) x + t s`` is taken in weight space with its
+        exact step size, the new atom's Gram column staged in the active set,
+        and the local pairwise steps of the local phase follow at once on the
+        active atoms and ``s``: each LMO call is followed by descent over the
+        convex hull of the active atoms before the next one, as in blended
+        conditional gradients (Braun, Pokutta, Tu & Wright 2019, Alg. 1: a FW
+        step, then simplex descent steps while they make progress), with
+        BPCG's pairwise steps as the descent steps. The driver receives the
+        combined move (gamma = 1 intended; its line search is exact on a
+        quadratic).
+
+        Off by default (``BLENDED_FW``): on the Birkhoff projection it takes
+        fewer iterations (256 -> 174 at n = 30, 408 -> 369 at n = 200) but
+        the same number of LMO calls, and each iteration costs more (the
+        staged Gram column, ``G w``, the local steps), so the solves took
+        0.98-1.17x the default's time (``benchmarks/birkhoff_corrective.py``,
+        benchmarks/RESULTS.md). Running the local phases to convergence
+        (fully corrective) does not reduce the LMO calls either.
+        """
+        aset = self.active
+        pos = aset.position_of(s)
+        staged = None
+        if pos is None:  # a new atom: its Gram column goes in at position len(aset)
+            pos = aset.stage(s)
+            G, staged = aset.gram_staged, s
+            w0, q0 = np.append(aset.weights, 0.0), np.append(dots, s_dot)
+        else:
+            G, w0, q0 = aset.gram, aset.weights, dots
+        L = self.model_curvature
+        Gw0 = G @ w0
+        slope = float(q0[pos]) - float(np.dot(q0, w0))  # <g, s - x> on the model: -gap up to rounding
+        curv = L * (float(G[pos, pos]) - 2.0 * float(Gw0[pos]) + float(np.dot(w0, Gw0)))
+        if not slope < 0:  # no descent along s - x on the model: a plain FW step
+            return self._fw(x_k, s, gap, ctx)
+        t = 1.0 if curv <= 0 else min(1.0, -slope / curv)
+        w = (1.0 - t) * w0
+        w[pos] += t
+        q = q0 + (L * t) * (G[pos] - Gw0)
+        w_fw = w.copy()
+        target = max(LOCAL_PHASE_REDUCTION * self.phi, getattr(ctx, "gap_target", 0.0))
+        self._local_steps(w, q, G, target, BLENDED_LOCAL_STEPS)
+        # d = t (s - x) + the local steps' move (a few atoms): no pass over every atom
+        d_local = w - w_fw
+        d = self._weight_move(x_k.size, d_local, staged)
+        d += t * _fw_direction(x_k, s)
+        return Proposal(d, 1.0, "fw", gap, s, (w0, w, staged), prescaled=True,
+                        slope=-t * gap + float(np.dot(q0, d_local)))
 
     def commit(self, p, gamma):
-        if p.kind == "pairwise" and p.prescaled:  # a local phase: w0 + gamma (w - w0)
+        if p.prescaled:  # a local phase or a blended FW step: weights w0 + gamma (w - w0)
             if gamma > 0:
-                w0, w = p.data
-                self.active.set_weights(w0 + min(gamma, 1.0) * (w - w0))
+                w0, w = p.data[:2]
+                weights = w0 + min(gamma, 1.0) * (w - w0)
+                staged = p.data[2] if len(p.data) > 2 else None
+                if staged is not None:
+                    self.active.add_staged(staged, weights)
+                else:
+                    self.active.set_weights(weights)
         elif p.kind == "pairwise":
             if gamma > 0:
                 self.active.move_weight(p.data[0], p.data[1], min(gamma, p.gamma_max))
