@@ -1,6 +1,5 @@
 """Process-wide settings shared by overlapping solves (fwmodel/_shared_setting.py): counted, restored by the
 last block to end, and left consistent by a Ctrl-C wherever it lands."""
-import signal
 import sys
 import threading
 
@@ -118,7 +117,7 @@ def test_solves_in_two_threads_share_the_blas_limit_and_the_last_restores(first_
     """Solve A (threads=1) starts, solve B (threads=1) starts in another thread, one ends, then the other: the BLAS
     stays at one thread until the last ends and is then what it was before (saved per solve, the first to end put
     two threads back under the other, or the last left one thread for the rest of the process)."""
-    threadpoolctl = pytest.importorskip("threadpoolctl")
+    pytest.importorskip("threadpoolctl")
     from fwmodel import _fastest
     from fwmodel.engine import threads as engine_threads
 
