@@ -17,33 +17,31 @@ make the rounding, hence the iterates, differ from one process to the next
 """
 from __future__ import annotations
 
-import contextlib
-import threading
 import time
 
-#: whether some block of :func:`single_threaded_blas` is running (in any thread)
+from ._shared_setting import SharedSetting
+
+#: whether some block of :func:`single_threaded_blas` is running (in any thread); a list read by FasterOf
 _single_threaded_blas = [False]
-_blocks_running = [0]
-_lock = threading.Lock()
 
 
-@contextlib.contextmanager
+def _set_flag(on):
+    previous, _single_threaded_blas[0] = _single_threaded_blas[0], on
+    return previous
+
+
+def _put_flag_back(previous):
+    _single_threaded_blas[0] = previous
+
+
+#: the flag is counted over the blocks running, not saved and restored by each: with two solves in two
+#: threads, A starting, B starting, A ending then B, a saved flag stayed on for the rest of the process
+_FLAG = SharedSetting(_set_flag, _put_flag_back, combine=any)
+
+
 def single_threaded_blas():
-    """Within this block :class:`FasterOf` calls its BLAS routine (the second) without timing.
-
-    Blocks are counted, not saved and restored one by one: with two solves in
-    two threads, A starting, B starting, A ending then B, a saved flag left it
-    on for the rest of the process.
-    """
-    with _lock:
-        _blocks_running[0] += 1
-        _single_threaded_blas[0] = True
-    try:
-        yield
-    finally:
-        with _lock:
-            _blocks_running[0] -= 1
-            _single_threaded_blas[0] = _blocks_running[0] > 0
+    """Within this block :class:`FasterOf` calls its BLAS routine (the second) without timing."""
+    return _FLAG.hold(True)
 
 
 class FasterOf:

@@ -114,3 +114,29 @@ def test_default_penalty_forms_no_full_size_array_on_tied_copies(monkeypatch):
         tracemalloc.stop()
     assert len(peaks) == 1
     assert peaks[0] < 0.25 * 8 * d * d
+
+
+def test_block_column_norms_are_the_dense_sums_for_every_piece():
+    """``sum_{j in block k} ||M e_j||^2`` from the pieces (no dense M) against the CSR matrix's columns summed per
+    block, for copy rows on slices (contiguous and stepped) and on positions, sparse rows, marginalization rows,
+    and the engine's wrapper of a CSR, a CSC and a dense matrix."""
+    rng = np.random.default_rng(7)
+    n = 30
+    A = sp.random(4, n, density=0.4, random_state=5, data_rvs=rng.standard_normal)
+    marg = MarginalizationRows(edge_offset=14, node_offset=22, endpoint=[0, 2], n_nodes=4, n_states=2, axis=1)
+    pieces = [CopyRows(slice(0, 5), slice(5, 10)), CopyRows(slice(0, 8, 3), np.array([11, 13, 12])),
+              SparseRows(A, np.zeros(4)), marg]
+    op = ConsistencyOperator(pieces, n)
+    column_norms2 = np.asarray(op.csr().multiply(op.csr()).sum(axis=0)).ravel()
+    for bounds in ([0, 30], [0, 4, 9, 10, 17, 22, 25, 30], list(range(31))):
+        expected = [column_norms2[a:b].sum() for a, b in zip(bounds, bounds[1:])]
+        np.testing.assert_allclose(op.block_column_norms2(bounds), expected, rtol=1e-12, atol=1e-12)
+        dense = A.toarray()
+        for M in (A.tocsr(), A.tocsc(), dense):
+            got = _Operator(M, n).block_column_norms2(np.array(bounds))
+            np.testing.assert_allclose(got, [np.sum(dense[:, a:b] ** 2) for a, b in zip(bounds, bounds[1:])],
+                                       rtol=1e-12, atol=1e-12)
+    d = rng.standard_normal(n)
+    assert _Operator(A.tocsc(), n).diagonal_gain(d) == pytest.approx(_sign_average(A.toarray()[:, :12], d[:12]) +
+                                                                     np.sum(A.toarray()[:, 12:] ** 2 * d[12:] ** 2),
+                                                                     rel=1e-12)

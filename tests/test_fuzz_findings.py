@@ -63,3 +63,74 @@ def test_one_row_on_few_entries_of_a_trace_norm_ball_is_solved_with_defaults(lab
     found = prob.solve()
     assert prob.status == "optimal"
     assert abs(found - reference.value) <= 1e-3 * abs(reference.value)
+
+
+@pytest.mark.parametrize("s, s_obj", [(1.0, 1.0), (1.0, 1e-6), (1e6, 1e-6)])
+def test_tied_copies_step_without_curvature_is_the_general_step(s, s_obj, monkeypatch):
+    """A linear objective on two tied copies that both project: the first projection step sees no curvature and
+    no penalty along the gradient. The tied-copies path took lam (else 1.0) as curvature there, the general path
+    the stopping rule's S_f / S_x^2: one rule now, so both paths give the same iterates (up to rounding), and the
+    solve reaches Clarabel's optimum."""
+    from fwmodel.engine.projection_step import ProjectionStep
+
+    c = np.random.default_rng(214).standard_normal(19)
+    tied_calls = []
+    original = ProjectionStep._take_tied_copies
+    monkeypatch.setattr(ProjectionStep, "_take_tied_copies",
+                        lambda self, *args: tied_calls.append(1) or original(self, *args))
+    tied, x_tied = _linear_over_l2_and_linf(s, s_obj, c)
+    tied.solve(max_iter=6)
+    assert tied_calls  # the tied-copies path ran
+    monkeypatch.setattr(ProjectionStep, "_tied_copies", lambda self, lagrangian: None)
+    general, x_general = _linear_over_l2_and_linf(s, s_obj, c)
+    general.solve(max_iter=6)
+    np.testing.assert_allclose(x_tied.value, x_general.value, rtol=1e-9, atol=1e-12 * s)
+
+    z = cp.Variable(c.size)
+    f_star = cp.Problem(cp.Minimize(c @ z), [cp.norm_inf(z) <= 0.3, cp.norm(z, 2) <= 0.5]).solve(solver="CLARABEL")
+    monkeypatch.undo()
+    full, _ = _linear_over_l2_and_linf(s, s_obj, c)
+    value = full.solve()
+    assert full.status == "optimal"
+    assert abs(value - s_obj * s * f_star) <= 1e-3 * abs(s_obj * s * f_star)
+
+
+def test_backtracking_does_not_blow_up_on_a_decrease_below_rounding():
+    """A direction whose whole predicted decrease is below the rounding of phi (a FW gap of 4e-16): phi(gamma)
+    comes out equal to phi(0). The sufficient-decrease test failed at every L and doubled the estimate 60 times
+    (2^60); now the step is taken and the estimate is the usual shrink of the previous one."""
+    from fwmodel.engine.line_search import Backtracking
+
+    search = Backtracking(lipschitz=1e-2)
+    phi0 = 1.2110399223081514
+    gamma, value = search.step(lambda gamma: phi0, phi0, slope=-4e-16, d_norm2=1e-30, gamma_max=1.0)
+    assert gamma == 1.0 and value == phi0
+    assert search.lipschitz == pytest.approx(1e-2 * Backtracking.shrink)
+
+
+def _fuzz_model(index):
+    """Model ``index`` of benchmarks/trust_fuzz.py (its own generator, seed 20261126 + index)."""
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "trust_fuzz.py"
+    spec = importlib.util.spec_from_file_location("trust_fuzz", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.make_model(index, 20261126)
+
+
+@pytest.mark.parametrize("s", [1.0, 1e6])
+def test_log_sum_exp_on_a_ksparse_polytope_with_rows_is_solved_in_any_units(s):
+    """Model 1550 of the fuzz run on seeds 1000-1599: log_sum_exp(D x) over norm_inf(x) <= 0.4, norm1(x) <= 0.8
+    (a k-sparse polytope), 3 equality rows and 1 inequality row. In units of 1e6 a pairwise step of rounding size
+    (the rounding above) blew up the backtracking estimate: max_iter 13 % off, where unit scale was optimal in 503
+    iterations. Now optimal at both scales, at Clarabel's optimum."""
+    model = _fuzz_model(1550)
+    obj, cons, _ = model.build("cp", 1.0, 1.0)
+    f_star = cp.Problem(obj, cons).solve(solver="CLARABEL")
+    obj, cons, _ = model.build("fm", s, 1.0)
+    prob = fm.Problem(obj, cons)
+    value = prob.solve()
+    assert prob.status == "optimal"
+    assert abs(value - f_star) <= 1e-4 * max(abs(f_star), prob.stats.objective_scale / 100)

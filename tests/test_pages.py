@@ -155,6 +155,6 @@ def test_solves_in_two_threads_restore_the_setting_when_the_last_ends(before):
         pages._SWITCH(previous)
     assert seen_by_b_after_a == [False]  # A's end did not switch huge pages back on under B
     assert after is before
-    assert pages._running == 0
+    assert pages._PLAIN.blocks_running == 0
     from fwmodel import _fastest
     assert _fastest._single_threaded_blas[0] is False  # the solves' one-BLAS-thread flag is counted alike

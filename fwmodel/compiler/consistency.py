@@ -50,16 +50,49 @@ def _zeros(size):
     return np.broadcast_to(np.zeros(1), (size,))
 
 
+def _slice_range(index):
+    """The positions of a slice (with a stop) as a range: start, stop and step as NumPy reads them."""
+    return range(0 if index.start is None else index.start, index.stop, 1 if index.step is None else index.step)
+
+
 def _positions(index):
     if isinstance(index, slice):
-        return np.arange(index.start, index.stop, dtype=np.intp)
+        r = _slice_range(index)
+        return np.arange(r.start, r.stop, r.step, dtype=np.intp)
     return index
+
+
+def _block_of(bounds, positions):
+    """The block (``bounds[k] <= position < bounds[k + 1]``) of each position."""
+    return np.searchsorted(bounds, positions, side="right") - 1
+
+
+def _add_counts(index, bounds, out, weight=1.0):
+    """``out[k] += weight`` times the number of the index's positions in block k (blocks start at ``bounds``).
+
+    A slice is counted from its range, block by block over the blocks it
+    spans (no array of its positions: 128 MB at d = 4000).
+    """
+    if isinstance(index, slice):
+        r = _slice_range(index)
+        if len(r) == 0:
+            return
+        for k in range(int(_block_of(bounds, r[0])), int(_block_of(bounds, r[-1])) + 1):
+            inside = r[_first_at_or_after(r, bounds[k]):_first_at_or_after(r, bounds[k + 1])]
+            out[k] += weight * len(inside)
+    else:
+        out += weight * np.bincount(_block_of(bounds, index), minlength=out.size)[:out.size]
+
+
+def _first_at_or_after(r, position):
+    """The index in the increasing range r of its first element >= position (len(r) if none)."""
+    return min(len(r), max(0, -(-(int(position) - r.start) // r.step)))
 
 
 def _count(index):
     """How many positions an index holds (a slice's without forming them: 128 MB at d = 4000)."""
     if isinstance(index, slice):
-        return len(range(index.start, index.stop))
+        return len(_slice_range(index))
     return int(index.size)
 
 
@@ -94,6 +127,11 @@ class CopyRows:
         # every column in the piece has one entry +-1
         return float(np.dot(d[self.copy], d[self.copy]) + np.dot(d[self.first], d[self.first]))
 
+    def add_column_norms2(self, bounds, out):
+        # every column in the piece has one entry +-1
+        _add_counts(self.copy, bounds, out)
+        _add_counts(self.first, bounds, out)
+
     def csr(self, n):
         rows = np.arange(self.rows)
         data = np.concatenate([np.ones(self.rows), -np.ones(self.rows)])
@@ -119,6 +157,9 @@ class SparseRows:
 
     def diagonal_gain(self, d):
         return float(np.dot(self.A.data ** 2, d[self.A.indices] ** 2))
+
+    def add_column_norms2(self, bounds, out):
+        out += np.bincount(_block_of(bounds, self.A.indices), weights=self.A.data ** 2, minlength=out.size)[:out.size]
 
     def csr(self, n):
         return self.A
@@ -189,6 +230,13 @@ class MarginalizationRows:
         node_rows = d[self.nodes].reshape(self.n_nodes, K)[self.endpoint]
         return float(np.dot(tables, tables) + np.einsum("ij,ij->", node_rows, node_rows))
 
+    def add_column_norms2(self, bounds, out):
+        # table entries: one row each; node u's entries: one row per edge ending at u
+        _add_counts(self.edges, bounds, out)
+        edges_at = np.repeat(np.bincount(self.endpoint, minlength=self.n_nodes).astype(float), self.n_states)
+        positions = np.arange(self.nodes.start, self.nodes.stop)
+        out += np.bincount(_block_of(bounds, positions), weights=edges_at, minlength=out.size)[:out.size]
+
     def csr(self, n):
         K, E = self.n_states, self.n_edges
         rows = np.arange(self.rows).reshape(E, K)
@@ -202,6 +250,11 @@ class MarginalizationRows:
         data = np.concatenate([np.ones(E * K * K), -np.ones(E * K)])
         return sp.csr_matrix((data, (np.concatenate([table_rows, rows.ravel()]),
                                      np.concatenate([table_cols, node_cols]))), shape=(self.rows, n))
+
+
+def _contiguous(index):
+    """Whether an index is a slice of consecutive positions (no step)."""
+    return isinstance(index, slice) and index.step in (None, 1)
 
 
 class ConsistencyOperator:
@@ -226,7 +279,7 @@ class ConsistencyOperator:
         """
         spans = []
         for p in self.pieces:
-            if not (isinstance(p, CopyRows) and isinstance(p.copy, slice) and isinstance(p.first, slice)):
+            if not (isinstance(p, CopyRows) and _contiguous(p.copy) and _contiguous(p.first)):
                 return False
             spans += [(p.copy.start, p.copy.stop), (p.first.start, p.first.stop)]
         spans.sort()
@@ -266,6 +319,18 @@ class ConsistencyOperator:
         compares ``||M d||^2`` with it. No column norms are stored.
         """
         return float(sum(p.diagonal_gain(d) for p in self.pieces))
+
+    def block_column_norms2(self, bounds):
+        """``sum_{j in block k} ||M e_j||^2`` for the blocks ``bounds[k]:bounds[k + 1]`` (one pass over the pieces).
+
+        With these, :meth:`diagonal_gain` of a direction that is constant on
+        each block is a sum over the blocks, without the direction itself.
+        """
+        bounds = np.asarray(bounds, dtype=np.intp)
+        out = np.zeros(bounds.size - 1)
+        for p in self.pieces:
+            p.add_column_norms2(bounds, out)
+        return out
 
     def signed_rows(self, start, stop):
         """For the columns ``start:stop`` of x: ``(lo, hi, sign)`` with M[:, start:stop] = sign * I on rows lo:hi.

@@ -88,20 +88,23 @@ class _Operator:
         # the compiler's operator fuses g + M' r and describes copy columns (see consistency.py)
         self._add_rmatvec = getattr(M, "add_rmatvec", None)
         self.signed_rows = getattr(M, "signed_rows", lambda start, stop: None)
-        self.diagonal_gain = self._diagonal_gain_of(M)
+        self.diagonal_gain, self.block_column_norms2 = self._column_gains_of(M)
 
     @staticmethod
-    def _diagonal_gain_of(M):
-        """``d -> sum_j d_j^2 ||M e_j||^2`` (see ``ConsistencyOperator.diagonal_gain``); None when M is opaque."""
+    def _column_gains_of(M):
+        """``d -> sum_j d_j^2 ||M e_j||^2`` and ``bounds -> [sum_{j in block k} ||M e_j||^2]``
+        (see ``ConsistencyOperator.diagonal_gain``); None, None when M is opaque."""
         if hasattr(M, "diagonal_gain"):
-            return M.diagonal_gain
+            return M.diagonal_gain, getattr(M, "block_column_norms2", None)
         if sp.issparse(M):
+            M = M.tocsr()  # data and indices by column index (a CSC matrix's indices are rows)
             squares = M.data ** 2
-            return lambda d: float(np.dot(squares, d[M.indices] ** 2))
+            column_norms2 = np.bincount(M.indices, weights=squares, minlength=M.shape[1])
+            return lambda d: float(np.dot(squares, d[M.indices] ** 2)), _block_sums(column_norms2)
         if isinstance(M, np.ndarray):
             column_norms2 = np.einsum("ij,ij->j", M, M)
-            return lambda d: float(np.dot(column_norms2, d * d))
-        return None
+            return lambda d: float(np.dot(column_norms2, d * d)), _block_sums(column_norms2)
+        return None, None
 
     def add_rmatvec(self, r, g, out=None):
         """``g + M' r``, into ``out`` when given (a buffer reused from one iteration to the next)."""
@@ -113,6 +116,12 @@ class _Operator:
             return out
         np.add(g, self.rmatvec(r), out=out)
         return out
+
+
+def _block_sums(values):
+    """``bounds -> [sum(values[bounds[k]:bounds[k + 1]])]``."""
+    cumulative = np.concatenate([[0.0], np.cumsum(values)])
+    return lambda bounds: cumulative[np.asarray(bounds)[1:]] - cumulative[np.asarray(bounds)[:-1]]
 
 
 class AugmentedLagrangian:

@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import threading
+
+from .._shared_setting import SharedSetting, call_holding
 
 #: allocate a solve's arrays without NumPy's huge-page request (see the module docstring)
 PLAIN_PAGES = True
@@ -55,38 +56,10 @@ def _hugepage_switch():
 _SWITCH = _hugepage_switch()
 
 
-#: solves now running under plain pages (every thread), and the setting the first of them found
-_lock = threading.Lock()
-_running = 0
-_setting_before = None
-
-
-def _switch_off():
-    """A solve starts: the first one running switches huge pages off and keeps the setting it found."""
-    global _running, _setting_before
-    with _lock:
-        if _running == 0:
-            _setting_before = _SWITCH(False)
-        _running += 1
-
-
-def _switch_back():
-    """A solve ends: the last one running puts the setting back.
-
-    Counted, not saved per solve: with two solves in two threads, the first
-    to end must not switch huge pages back on under the other, and the last
-    to end must not restore the "off" it found when it started.
-    """
-    global _running
-    with _lock:
-        _running -= 1
-        _restore_when_idle()
-
-
-def _restore_when_idle():
-    # callable again after a Ctrl-C inside _switch_back: setting the saved value twice is harmless
-    if _running == 0:
-        _SWITCH(_setting_before)
+#: NumPy's huge-page request, held off by the solves now running (every thread); the first saves the setting
+#: it found and the last to end puts it back (a setting saved per solve was put back under a solve still
+#: running, or left off for good: fwmodel/_shared_setting.py)
+_PLAIN = SharedSetting(lambda off: _SWITCH(False), _SWITCH, combine=any)
 
 
 @contextlib.contextmanager
@@ -102,11 +75,8 @@ def plain_pages(enabled=None):
     if not enabled or _SWITCH is None:
         yield
         return
-    _switch_off()
-    try:
+    with _PLAIN.hold():
         yield
-    finally:
-        _switch_back()
 
 
 def with_plain_pages(solver):
@@ -122,17 +92,6 @@ def with_plain_pages(solver):
     def wrapper(*args, **kwargs):
         if not PLAIN_PAGES or _SWITCH is None:
             return solver(*args, **kwargs)
-        _switch_off()
-        try:
-            result = solver(*args, **kwargs)
-        except BaseException:
-            _switch_back()
-            raise
-        try:
-            _switch_back()
-        except KeyboardInterrupt:
-            with _lock:
-                _restore_when_idle()
-        return result
+        return call_holding([(_PLAIN, True)], solver, *args, **kwargs)
 
     return wrapper

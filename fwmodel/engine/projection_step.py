@@ -279,7 +279,8 @@ class ProjectionStep:
             if curv is not None and float(curv) + pen > 0:
                 L = (float(curv) + pen) / gnorm2
             else:
-                L = memory.setdefault("backtracking", Backtracking()).lipschitz or lam or 1.0
+                # no curvature along the gradient: the general path's rule (see take)
+                L = memory.setdefault("backtracking", Backtracking()).lipschitz or self.fallback_curvature()
             del directions[1:]  # formed again after the first copy's projection
         else:
             minus_gradient(0, directions[0])

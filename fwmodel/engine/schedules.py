@@ -311,6 +311,51 @@ def make_dual_schedule(eta, lam, warm_state=None):
     return ConstantSchedule(value)
 
 
+def _row_gain_floor(Mop, blocks, d):
+    """The floor of ||M d||^2 in :func:`default_penalty`: one average row's share of what the rows make of d.
+
+    With m rows, the larger of
+
+    * ``sum_j d_j^2 ||M e_j||^2 / m``: the mean of ||M (sigma * d)||^2 over
+      random signs sigma (``diagonal_gain``), and
+    * the same with d's energy spread evenly over each block's entries,
+      ``sum_k ||d_k||^2 / n_k * sum_{j in block k} ||M e_j||^2 / m``.
+
+    Why floors: with few rows a single direction can be nearly orthogonal to
+    all of them by chance (a rank-one trace-norm vertex against a
+    sum(X) == 5 row: ||M d||^2 was 1e-6 of the first mean, lam 3e6, and the
+    solve stalled at max_iter), and the next directions are not; with many
+    rows a small gain is the rows' structure (a smooth signal's directions
+    under a difference operator) and is kept. The spread one: a row on a few
+    entries of a block (X[0, 1] == c, sum(X[0, :]) == c) sees little of a
+    rank-one vertex u v' with small u_0 whatever the signs, and the next
+    vertices differ (lam 4.7e5 and max_iter 55 % off on a 3 x 9 trace-norm
+    ball; with this floor lam <= 54, "optimal" in <= 67 iterations).
+
+    0 when the operator has no ``diagonal_gain`` (an opaque M). The spread
+    term comes from the per-block column sums of ``block_column_norms2``
+    (no pass over d); an operator without them gets it by writing the spread
+    vector over d (d is scratch once the curvature and slope are taken).
+    """
+    gain = getattr(Mop, "diagonal_gain", None)
+    m = Mop.shape[0]
+    if gain is None or m == 0:
+        return 0.0
+    floor = gain(d)
+    sizes = [max(1, blk.size) for blk in blocks]
+    energy = [float(np.dot(d[blk.slice], d[blk.slice])) for blk in blocks]
+    bounds = [blk.slice.start for blk in blocks] + [blocks[-1].slice.stop] if blocks else []
+    tiled = bool(blocks) and all(blk.slice.stop == nxt.slice.start for blk, nxt in zip(blocks, blocks[1:]))
+    column_sums = getattr(Mop, "block_column_norms2", None)
+    if column_sums is not None and tiled:
+        spread = float(sum(e / n_k * c_k for e, n_k, c_k in zip(energy, sizes, column_sums(bounds))))
+    else:
+        for blk, e, n_k in zip(blocks, energy, sizes):
+            d[blk.slice] = np.sqrt(e / n_k)
+        spread = gain(d)
+    return max(floor, spread) / m
+
+
 def default_penalty(objective, blocks, Mop, x, g, rng, fallback=1.0, vertex=None):
     """A penalty lam matched to the problem's scale.
 
@@ -371,27 +416,7 @@ def default_penalty(objective, blocks, Mop, x, g, rng, fallback=1.0, vertex=None
     # arrays at d = 4000 in the paper's problem)
     slope = None if (c_f > 0 and np.isfinite(c_f)) else abs(float(np.dot(g, d)))
     c_m = float(np.dot(Md, Md))
-    # Floors on ||M d||^2: one average row's share of what the rows make of
-    # d's entries with random signs. With few rows a single direction can be
-    # nearly orthogonal to all of them by chance (a rank-one trace-norm vertex
-    # against a sum(X) == 5 row: ||M d||^2 was 1e-6 of that mean, lam 3e6,
-    # and the solve stalled at max_iter), and the next directions are not; with
-    # many rows a small gain is the rows' structure (a smooth signal's
-    # directions under a difference operator) and is kept.
-    gain = getattr(Mop, "diagonal_gain", None)
-    if gain is not None and Mop.shape[0] > 0:
-        c_m = max(c_m, gain(d) / Mop.shape[0])
-        # The same with d's energy spread evenly over each block's entries: a
-        # row on a few entries of a block (X[0, 1] == c, sum(X[0, :]) == c) sees
-        # little of a rank-one vertex u v' with small u_0 whatever the signs, and
-        # the next vertices differ (lam 4.7e5 and max_iter 55 % off on a 3 x 9
-        # trace-norm ball; this floor: lam <= 54, "optimal" in <= 67 iterations).
-        # d is scratch from here (c_f and the slope are taken): the spread
-        # vector is written over it.
-        for blk in blocks:
-            sl = blk.slice
-            d[sl] = np.sqrt(float(np.dot(d[sl], d[sl])) / max(1, blk.size))
-        c_m = max(c_m, gain(d) / Mop.shape[0])
+    c_m = max(c_m, _row_gain_floor(Mop, blocks, d))
     if c_m <= 0 or not np.isfinite(c_m):
         return fallback
     if c_f > 0 and np.isfinite(c_f):

@@ -14,7 +14,9 @@ idle cores.
 
 * a positive integer: the BLAS libraries loaded in the process use at most
   that many threads for the duration of the solve, and their previous
-  setting is restored afterwards (``threadpoolctl``);
+  setting is restored afterwards (``threadpoolctl``). The limit is process-
+  wide: solves running at once in several threads share it (the smallest
+  limit asked for is in force) and the last of them to end restores it;
 * ``None``: the BLAS is left as configured (for instance by
   ``OPENBLAS_NUM_THREADS``).
 
@@ -26,7 +28,8 @@ import contextlib
 import functools
 import numbers
 
-from .._fastest import single_threaded_blas
+from .. import _fastest
+from .._shared_setting import SharedSetting, call_holding
 
 #: BLAS threads of a solve unless the ``threads`` option says otherwise
 DEFAULT_THREADS = 1
@@ -63,19 +66,62 @@ def current_blas_threads():
     return max((lib["num_threads"] for lib in pools.info() if lib["user_api"] == "blas"), default=None)
 
 
-def blas_threads(threads):
-    """A context manager limiting the BLAS to ``threads`` threads (None: no change)."""
+def _let_other_threads_set_the_blas():
+    """Give up this thread's claim on OpenBLAS's thread count (threadpoolctl >= 3.6).
+
+    threadpoolctl lets the thread that last set OpenBLAS's count be the only
+    one to set it while that thread lives (outside its own ``with`` blocks).
+    The shared limit below is set by the first solve to start and put back
+    by the last to end, which may run in another thread: without giving the
+    claim up, that thread's restore was ignored and the BLAS kept one thread.
+    """
+    try:
+        from threadpoolctl import OpenBLASController
+        OpenBLASController.clear_controlling_thread()  # only clears a claim held by this thread
+    except (ImportError, AttributeError):  # an older threadpoolctl: no claims
+        pass
+
+
+def _limit_blas(threads):
+    """Limit the BLAS libraries to ``threads`` threads; returns the limiter that can put the previous counts back."""
+    limiter = _threadpools().limit(limits=threads, user_api="blas")
+    _let_other_threads_set_the_blas()
+    return limiter
+
+
+def _put_blas_back(limiter):
+    limiter.restore_original_limits()
+    _let_other_threads_set_the_blas()
+
+
+#: the BLAS thread limit held by the solves now running (every thread): the smallest limit asked for is in
+#: force, the first solve saves the counts it found and the last to end puts them back (saved per solve, A
+#: starting, B starting, A ending put the BLAS back under B, and B's end left A's limit for good)
+_BLAS_LIMIT = SharedSetting(_limit_blas, _put_blas_back, combine=min)
+
+
+def _held_during_a_solve(threads):
+    """The (shared setting, request) pairs a solve with option ``threads`` holds."""
     threads = check_threads(threads)
-    pools = _threadpools() if threads is not None else None
-    if pools is None:
-        return contextlib.nullcontext()
-    limit = pools.limit(limits=threads, user_api="blas")
-    if threads != 1:
-        return limit
-    stack = contextlib.ExitStack()  # one BLAS thread: FasterOf picks the BLAS without a clock (same iterates in every run)
-    stack.enter_context(limit)
-    stack.enter_context(single_threaded_blas())
-    return stack
+    if threads is None or _threadpools() is None:
+        return []
+    held = [(_BLAS_LIMIT, threads)]
+    if threads == 1:  # one BLAS thread: FasterOf picks the BLAS without a clock (same iterates in every run)
+        held.append((_fastest._FLAG, True))
+    return held
+
+
+@contextlib.contextmanager
+def blas_threads(threads):
+    """A context manager limiting the BLAS to ``threads`` threads (None: no change).
+
+    Blocks may nest and run in several threads at once: the smallest limit
+    among those running is in force, and the last to end restores the BLAS.
+    """
+    with contextlib.ExitStack() as stack:
+        for setting, request in _held_during_a_solve(threads):
+            stack.enter_context(setting.hold(request))
+        yield
 
 
 def with_blas_threads(solver):
@@ -88,17 +134,6 @@ def with_blas_threads(solver):
 
     @functools.wraps(solver)
     def wrapper(*args, threads=DEFAULT_THREADS, **kwargs):
-        limiter = blas_threads(threads)
-        limiter.__enter__()
-        try:
-            result = solver(*args, **kwargs)
-        except BaseException:
-            limiter.__exit__(None, None, None)
-            raise
-        try:
-            limiter.__exit__(None, None, None)
-        except KeyboardInterrupt:
-            limiter.__exit__(None, None, None)
-        return result
+        return call_holding(_held_during_a_solve(threads), solver, *args, **kwargs)
 
     return wrapper
