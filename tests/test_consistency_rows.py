@@ -58,3 +58,9 @@ def test_copy_rows_on_stepped_slices_are_not_taken_for_contiguous_copies():
     expected[np.arange(16)[copy]] += r
     expected[np.arange(16)[first]] -= r
     np.testing.assert_allclose(op.rmatvec(r), expected)
+
+
+@pytest.mark.parametrize("index", [slice(None, None), slice(-3, 5), slice(8, 0, -2), slice(0, 6, 0)])
+def test_copy_rows_refuse_slices_that_are_not_increasing_runs_inside_x(index):
+    with pytest.raises(ValueError, match="increasing positions"):
+        CopyRows(index, slice(0, 4))

@@ -32,8 +32,17 @@ from .._kernels import csr_times
 
 
 def _as_index(positions):
-    """A slice when the positions are a contiguous increasing run."""
+    """A slice when the positions are a contiguous increasing run.
+
+    Slices are kept as given; the counting helpers below read them as
+    increasing ranges inside x, so they must have a stop, a start >= 0 and a
+    positive step (the compiler only builds such slices).
+    """
     if isinstance(positions, slice):
+        start = 0 if positions.start is None else positions.start
+        step = 1 if positions.step is None else positions.step
+        if positions.stop is None or start < 0 or step <= 0:
+            raise ValueError(f"consistency rows need increasing positions with a stop, got {positions!r}")
         return positions
     positions = np.asarray(positions, dtype=np.intp)
     if positions.size and positions[-1] - positions[0] == positions.size - 1 and np.all(np.diff(positions) == 1):
