@@ -114,17 +114,22 @@ def test_interval_step_is_the_clipped_newton_step_per_coordinate():
     assert p.gap == pytest.approx(float((x - np.array([0, 1, 0, 1])) @ g))
 
 
-def _count_blended_steps(monkeypatch):
-    monkeypatch.setattr(steps_module, "BLENDED_FW", True)
+def _count_calls(monkeypatch, method_name):
+    """Count the calls of a BlendedPairwiseStep method (which step kinds a solve used)."""
     calls = []
-    blended = BlendedPairwiseStep._blended_fw
+    method = getattr(BlendedPairwiseStep, method_name)
 
     def counting(self, *args):
         calls.append(1)
-        return blended(self, *args)
+        return method(self, *args)
 
-    monkeypatch.setattr(BlendedPairwiseStep, "_blended_fw", counting)
+    monkeypatch.setattr(BlendedPairwiseStep, method_name, counting)
     return calls
+
+
+def _count_blended_steps(monkeypatch):
+    monkeypatch.setattr(steps_module, "BLENDED_FW", True)
+    return _count_calls(monkeypatch, "_blended_fw")
 
 
 @pytest.mark.parametrize("n, seed", [(4, 0), (6, 5), (9, 2)])
@@ -384,15 +389,7 @@ def _simplex_block(n):
 
 
 def _count_local_phases(monkeypatch):
-    calls = []
-    phase = BlendedPairwiseStep._local_phase
-
-    def counting(self, *args):
-        calls.append(1)
-        return phase(self, *args)
-
-    monkeypatch.setattr(BlendedPairwiseStep, "_local_phase", counting)
-    return calls
+    return _count_calls(monkeypatch, "_local_phase")
 
 
 def test_bpcg_local_phase_runs_on_isotropic_quadratics_and_finds_the_projection(monkeypatch):
