@@ -114,6 +114,15 @@ def test_interval_step_is_the_clipped_newton_step_per_coordinate():
     assert p.gap == pytest.approx(float((x - np.array([0, 1, 0, 1])) @ g))
 
 
+def _clarabel_birkhoff_projection(C):
+    """The reference: argmin ||Z - C||^2 over doubly stochastic Z, by CVXPY + Clarabel (solved problem, variable)."""
+    n = C.shape[0]
+    Z = cp.Variable((n, n), nonneg=True)
+    ref = cp.Problem(cp.Minimize(cp.sum_squares(Z - C)), [cp.sum(Z, axis=0) == 1, cp.sum(Z, axis=1) == 1])
+    ref.solve(solver=cp.CLARABEL)
+    return ref, Z
+
+
 def _count_calls(monkeypatch, method_name):
     """Count the calls of a BlendedPairwiseStep method (which step kinds a solve used)."""
     calls = []
@@ -141,9 +150,7 @@ def test_blended_fw_steps_match_cvxpy_on_birkhoff_projections(monkeypatch, n, se
     X = fm.Variable((n, n))
     prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.BirkhoffPolytope(X)])
     prob.solve(tol=1e-9)
-    Z = cp.Variable((n, n), nonneg=True)
-    ref = cp.Problem(cp.Minimize(cp.sum_squares(Z - C)), [cp.sum(Z, axis=0) == 1, cp.sum(Z, axis=1) == 1])
-    ref.solve(solver=cp.CLARABEL)
+    ref, Z = _clarabel_birkhoff_projection(C)
     assert calls, "no blended FW step was taken"
     assert prob.status == "optimal"
     assert prob.value == pytest.approx(ref.value, rel=1e-6, abs=1e-9)
@@ -221,9 +228,7 @@ def test_lazy_bpcg_reuses_active_atoms_and_matches_cvxpy_on_birkhoff():
         prob.solve(tol=1e-9)
     finally:
         fm.BirkhoffPolytope.lmo_atom = lmo
-    Z = cp.Variable((n, n), nonneg=True)
-    ref = cp.Problem(cp.Minimize(cp.sum_squares(Z - C)), [cp.sum(Z, axis=0) == 1, cp.sum(Z, axis=1) == 1])
-    ref.solve(solver=cp.CLARABEL)
+    ref, Z = _clarabel_birkhoff_projection(C)
     assert prob.status == "optimal"
     assert prob.value == pytest.approx(ref.value, rel=1e-6, abs=1e-9)
     assert np.allclose(X.value, Z.value, atol=1e-4)
