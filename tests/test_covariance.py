@@ -297,6 +297,58 @@ def test_l1_projection_in_place_with_bounded_scratch(monkeypatch, kind, budget):
     np.testing.assert_allclose(ball.project(x), expected, rtol=1e-9, atol=1e-9 * np.abs(x).max())
 
 
+@pytest.mark.parametrize("hint", ["level", "below", "far below", "above", "tiny budget"])
+@pytest.mark.parametrize("kind", ["gaussian", "ties at the level", "zeros", "sparse signal", "one spike"])
+def test_l1_projection_warm_started_by_the_last_level(monkeypatch, kind, hint):
+    """An L1 ball's in-place projection tries the last projection's level first (two passes over the
+    point). Against the sort-based closed form, and bit for bit against the projection without a hint,
+    whether the hint holds (gathers the entries above the level) or fails (more entries above the guess
+    than the budget, or a guess above the level: the general path then runs)."""
+    from fwmodel.sets import l1 as l1_module
+
+    rng = np.random.default_rng(31)
+    n = 200_000
+    if kind == "gaussian":
+        x, radius = rng.standard_normal(n), 0.002 * n
+    elif kind == "ties at the level":
+        x = rng.choice([1.0, 2.0, -2.0, 3.0, -0.5], n, p=[0.1, 0.002, 0.002, 0.001, 0.895])
+        radius = float(np.sum(np.abs(x[np.abs(x) > 1.0]) - 1.0))  # the level is 1.0: a tenth of the entries on it
+    elif kind == "zeros":
+        x = np.where(rng.random(n) < 0.02, rng.standard_normal(n), 0.0)
+        radius = 0.05 * float(np.abs(x).sum())
+    elif kind == "sparse signal":
+        x = np.where(rng.random(n) < 1e-3, -10.0, 1e-3 * rng.standard_normal(n))
+        radius = 0.3 * float(np.abs(x).sum())
+    else:
+        x = 1e-3 * rng.standard_normal(n)
+        x[n // 3] = -50.0
+        radius = 10.0
+    expected = _sorted_l1_projection(x, radius)
+    plain = fm.L1Ball(fm.Variable(n), radius=radius)
+    reference = x.copy()
+    plain.project_flat(reference, out=reference)
+    level = plain._level_hint
+    assert level is not None and level > 0
+    ball = fm.L1Ball(fm.Variable(n), radius=radius)
+    ball._level_hint = {"level": level, "below": 0.9 * level, "far below": 1e-6 * level, "above": 3.0 * level,
+                        "tiny budget": level}[hint]
+    if hint == "tiny budget":
+        monkeypatch.setattr(l1_module, "_gather_budget", lambda n: 0)
+    calls = []
+    original = l1_module._project_from_hint
+    monkeypatch.setattr(l1_module, "_project_from_hint", lambda *a: calls.append(original(*a)) or calls[-1])
+    y = x.copy()
+    assert ball.project_flat(y, out=y) is y
+    assert len(calls) == 1
+    if hint in ("level", "below"):
+        assert calls[0] is not None  # the warm start held: two passes
+    elif hint in ("above", "tiny budget"):
+        assert calls[0] is None  # it failed, x untouched, and the general path projected
+    np.testing.assert_allclose(y, expected, rtol=1e-9, atol=1e-9 * np.abs(x).max())
+    assert y.tobytes() == reference.tobytes()  # the same numbers, signs of zeros included
+    assert ball._level_hint == level
+
+
 def test_trace_projection_matches_cvxpy():
     rng = np.random.default_rng(4)
     A = rng.standard_normal((10, 10))

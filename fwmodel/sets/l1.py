@@ -160,19 +160,27 @@ def _abs_above(x, level, count=None):
     return out
 
 
-def _project_in_place(x, radius):
-    """x <- the projection of x onto the L1 ball of ``radius``, in place (flat array).
+def _project_in_place(x, radius, level_hint=None):
+    """x <- the projection of x onto the L1 ball of ``radius``, in place (flat array); returns the
+    soft-threshold level (None: x was in the ball).
 
     The same level as :func:`_soft_threshold_level` on |x| (the same
     candidate sets, in the same order), with |x| read chunk by chunk, and
-    the soft-thresholding written chunk by chunk.
+    the soft-thresholding written chunk by chunk. ``level_hint`` (the level
+    of the last projection onto this ball): tried first by
+    :func:`_project_from_hint`, two passes over x instead of five or more;
+    the numbers are the same either way.
     """
     n = x.size
+    if level_hint is not None and radius > 0 and n > 8 * 4096:
+        tau = _project_from_hint(x, radius, HINT_FRACTION * level_hint)
+        if tau is not None:
+            return tau
     if _abs_sum(x) <= radius:
-        return x
+        return None
     if radius == 0:
         x.fill(0.0)
-        return x
+        return 0.0
     tau = _soft_threshold_level_chunked(x, radius)
     for a in range(0, n, _CHUNK):
         c = x[a:a + _CHUNK]
@@ -180,7 +188,66 @@ def _project_in_place(x, radius):
         m -= tau
         np.maximum(m, 0.0, out=m)
         np.copysign(m, c, out=c)
-    return x
+    return tau
+
+
+#: the warm start of :func:`_project_from_hint` gathers the entries above this fraction of the last
+#: level. On the paper's problem at d = 4000 the level moved by at most 7% from one projection step
+#: to the next (15 steps), and 1.2-1.4 times the support lay above 0.8 of the level
+HINT_FRACTION = 0.8
+
+
+def _project_from_hint(x, radius, q):
+    """:func:`_project_in_place` in two passes over x, given a guess ``q > 0`` of a lower bound of the level.
+
+    Pass 1 gathers the entries with |x_i| > q (their positions and values;
+    at most ``_gather_budget(n)`` of them). For any set S of entries,
+    ``(sum_S |x_i| - radius) / |S|`` is at most the level tau (Condat 2016,
+    as in :func:`_soft_threshold_level`); when that bound for S = {|x_i| > q}
+    is at least q, S holds every entry above tau, Michelot's fixed point on S
+    alone gives tau, and tau > 0 shows that x lies outside the ball (no sum
+    of |x| needed). Pass 2 writes the signed zeros that soft-thresholding
+    leaves below tau (``copysign(0, x)``, one read and one write), then the
+    thresholded values at the gathered positions. The fixed point ends on
+    the entries above tau in their order, as the other paths do, so the level
+    and the point are the same numbers. Returns tau, or None (x untouched)
+    when the guess fails: more entries above q than the budget, or the bound
+    below q (q was above the level).
+    """
+    n = x.size
+    budget = _gather_budget(n)
+    positions = np.empty(budget, dtype=np.intp)
+    values = np.empty(budget)
+    chunk = min(_CHUNK, n)
+    magnitude, above = np.empty(chunk), np.empty(chunk, dtype=bool)
+    filled = 0
+    for a in range(0, n, _CHUNK):
+        c = x[a:a + _CHUNK]
+        m, mask = magnitude[:c.size], above[:c.size]
+        np.abs(c, out=m)
+        np.greater(m, q, out=mask)
+        found = np.flatnonzero(mask)
+        if filled + found.size > budget:
+            return None
+        np.add(found, a, out=positions[filled:filled + found.size])
+        np.take(c, found, out=values[filled:filled + found.size])
+        filled += found.size
+    if not filled:
+        return None
+    positions, values = positions[:filled], values[:filled]
+    candidates = np.abs(values)
+    bound = (candidates.sum() - radius) / filled
+    if not bound >= q:
+        return None
+    tau = _michelot(candidates, radius, bound)
+    if not tau > 0:  # the radius is below the sums' rounding: the general path decides
+        return None
+    candidates -= tau  # soft-thresholding of the gathered entries, the same operations as the chunked pass
+    np.maximum(candidates, 0.0, out=candidates)
+    np.copysign(candidates, values, out=candidates)
+    np.copysign(0.0, x, out=x)
+    x[positions] = candidates
+    return tau
 
 
 def _abs_sum_above(x, level):
@@ -298,6 +365,9 @@ class L1Ball(ConvexSet):
             raise ModelError(f"L1Ball(symmetric=True): the expression must be a square matrix, "
                              f"got shape {shape} for {self.expr!r}")
         self.symmetric = symmetric
+        #: the level of the last in-place projection (a warm start for the next one: consecutive
+        #: projection steps project nearby points; only a hint, the result does not depend on it)
+        self._level_hint = None
 
     def lmo_atom(self, flat_direction):
         d = as_flat_direction(self, flat_direction)
@@ -371,7 +441,9 @@ class L1Ball(ConvexSet):
             return out
         if out is not flat_point:
             np.copyto(out, flat_point)
-        return _project_in_place(out, self.radius)
+        level = _project_in_place(out, self.radius, self._level_hint)
+        self._level_hint = level if level is not None and level > 0 else None
+        return out
 
     def contains(self, point, tol=1e-9):
         x = as_point(self, point)
