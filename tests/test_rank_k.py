@@ -183,7 +183,8 @@ def test_auto_cost_cap_shrinks_k_to_what_the_iteration_affords():
     the budget: cost_cap iterations, or what the last step's gain pays for, at most AUTO_MAX_COST."""
     from fwmodel.engine.fwal import Block
     from fwmodel.engine.inface import LowRankFace
-    from fwmodel.engine.rank_k import AUTO_MAX_COST, DENSE_SVD_COST, INITIAL_RANK, OVERSAMPLING, RankKStep
+    from fwmodel.engine.rank_k import (AUTO_COUPLED_COST_CAP, AUTO_MAX_COST, DENSE_SVD_COST, INITIAL_RANK,
+                                       OVERSAMPLING, RankKStep)
 
     n = 2000
     blk = Block(offset=0, size=n * n, lmo=None, initial_atom=None, face=LowRankFace(1.0, False, (n, n)))
@@ -219,6 +220,72 @@ def test_auto_cost_cap_shrinks_k_to_what_the_iteration_affords():
     tied.iteration_cost, tied.k = 100.0, 56
     tied._cap_rank(28, 100.0, 3.0, DENSE_SVD_COST)
     assert tied.k == 28
+    # ... and at most AUTO_COUPLED_COST_CAP iterations: with cost_cap 4, a step of 150 passes (k = 56
+    # predicts 281) fits an untied block's budget (400) but not a tied copy's (200: halved to 28, 150)
+    for coupled, expected in ((False, 56), (True, 28)):
+        capped = RankKStep(blk, blk.face, np.ones(1), cost_cap=4.0, coupled=coupled)
+        capped.iteration_cost, capped.k = 100.0, 56
+        capped._cap_rank(28, 150.0, 1.0, DENSE_SVD_COST)
+        assert capped.k == expected and AUTO_COUPLED_COST_CAP == 2.0
+
+
+@pytest.mark.parametrize("signs", ["positive", "mixed"])
+def test_lean_rank_k_step_with_y_formed_over_the_gradient(signs):
+    """Where G lies in the array the block's lazy directions are formed in, the lean rank-k step forms
+    Y = X - G / L over it (one Krylov product per column instead of two) and reads <G, V> as
+    L (<X, V> - <Y, V>). Its direction, slope and ||V - X||^2 against those of the two-product operator
+    on the same X, G, L, and both against the dense <G, V - X> and ||V - X||^2 of the formed direction."""
+    from types import SimpleNamespace
+
+    from fwmodel.engine.fwal import Block
+    from fwmodel.engine.inface import LowRankFace
+    from fwmodel.engine.rank_k import RankKStep
+
+    n, L = 150, 1.5
+    rng = np.random.default_rng(12)
+    B = rng.standard_normal((n, 3))
+    X = B @ B.T / n
+    A = rng.standard_normal((n, n))
+    G = -(A + A.T) / 4
+    if signs == "positive":
+        G -= 2.0 * X  # Y = X - G / L near a PSD matrix: no negative kept value
+    radius = 3.0
+    blk = Block(offset=0, size=n * n, lmo=None, initial_atom=None, face=LowRankFace(radius, False, (n, n)))
+    u = np.linalg.eigh(G)[1][:, 0]
+    atom = SimpleNamespace(u=u, v=u)  # a symmetric LMO vertex: the step takes symmetric eigenpairs
+    x, g = X.ravel().copy(), G.ravel().copy()
+    xg, xx = float(x @ g), float(x @ x)
+
+    class Lender:  # the driver's shared direction array (fwal._Buffers.shared_direction)
+        def __init__(self):
+            self.array = np.empty(n * n)
+
+        def shared_direction(self, block):
+            return self.array
+
+    results = []
+    for over_gradient in (False, True):
+        lender = Lender()
+        step = RankKStep(blk, blk.face, np.ones(1))
+        step.k = 8
+        if over_gradient:
+            lender.array[:] = g
+            g_k = lender.array
+        else:
+            g_k = g.copy()
+        d, slope, norm2 = step._lean_rank_k_direction(x, g_k, L, atom, xg, xx, lender)
+        if over_gradient:  # the array holds Y = X - G / L now
+            np.testing.assert_allclose(lender.array, x - g / L, rtol=1e-12, atol=1e-14)
+        else:
+            assert np.array_equal(g_k, g)
+        D = d.form().copy()
+        assert np.array_equal(x, X.ravel())
+        np.testing.assert_allclose(slope, g @ D, rtol=1e-9)
+        np.testing.assert_allclose(norm2, D @ D, rtol=1e-9)
+        results.append((D, slope, norm2))
+    (D0, s0, n0), (D1, s1, n1) = results
+    np.testing.assert_allclose(D1, D0, rtol=0, atol=1e-10 * np.abs(D0).max())
+    np.testing.assert_allclose([s1, n1], [s0, n0], rtol=1e-10)
 
 
 def test_auto_rank_k_on_tied_copies_is_capped_without_the_gain_extension():

@@ -20,8 +20,9 @@ triplets ``(u_i, sigma_i, v_i)`` of Y,
 least ``AUTO_MIN_DIM`` rows and columns that take FW steps, with k also
 capped by cost: the next step's Krylov work, predicted linearly in
 k + OVERSAMPLING from the last step's counted work (see "Costs" below),
-must stay within ``AUTO_COST_CAP`` times the rest of an iteration, or, on a
-block not tied to other copies, more where the last step's gain pays for more,
+must stay within ``AUTO_COST_CAP`` times the rest of an iteration
+(``AUTO_COUPLED_COST_CAP`` on a block tied to other copies or under equality
+rows), or, on a block without such rows, more where the last step's gain pays for more,
 never above ``AUTO_MAX_COST`` (on the paper's covariance
 problem the prox rank grows towards d, and an uncapped k reached a dense
 eigendecomposition of 14 s per step at d = 4000; benchmarks/RESULTS.md,
@@ -96,6 +97,14 @@ AUTO_MIN_DIM = 1000
 #: (1.1x on benchmarks/rank_k_repeat.py) while the later ones gain 8-60x; with 1 or 2, k fell back
 #: to 4 there and the solve stalled on FW steps
 AUTO_COST_CAP = 4.0
+#: rank_k="auto" on a coupled block (a copy tied to other copies, or under the model's equality
+#: rows: the iteration realizes only part of the step's gain, see :meth:`RankKStep._cap_rank`): the
+#: budget AUTO_COST_CAP lowered to this many iterations. 2: on the paper's problem at d = 4000 it
+#: keeps k at 32, as the budget 4 did while the lean step's Krylov products took X and G one after
+#: the other (two products per column, counted as such; Y is now formed over G's array, one product
+#: per column). With 4 and the cheaper products k grew to 64: an iteration 1.15 s instead of 0.91 s
+#: and a peak of 8.08 d x d arrays instead of 8.05 (benchmarks/RESULTS.md, "Lean defaults at d = 4000")
+AUTO_COUPLED_COST_CAP = 2.0
 AUTO_MAX_COST = 64.0
 #: the cost model (module docstring, "Costs"), in passes over an array of the block's size.
 #: Measured single-threaded at d = 1000-2000 (benchmarks/RESULTS.md, "Rank-k steps by counted
@@ -539,6 +548,17 @@ def _fw_norm2(x_k, atom, xx):
     return max(s_norm2 - 2.0 * atom.dot(x_k) + xx, 0.0)
 
 
+def _overwritable_gradient(g_k, lend, block):
+    """Whether a proposal may overwrite ``g_k``: it is the array the block's lazy directions are formed in
+    (``lend.shared_direction``, the driver's per-block gradient of L on a large block), so the sweep
+    reads the proposal's slope, never g_k, and writes the taken direction over it (engine/steps.py)."""
+    shared = getattr(lend, "shared_direction", None)
+    if shared is None or type(g_k) is not np.ndarray or not g_k.flags.c_contiguous:
+        return False
+    array = shared(block)
+    return array.size == g_k.size and array.ctypes.data == g_k.ctypes.data
+
+
 def _low_rank_minus(x_k, US, V, symmetric, out):
     """``out`` <- U S V' - X (flat; ``US`` = U diag(s)): a lean rank-k step's direction, formed at the sweep's turn."""
     D = out.reshape(US.shape[0], V.shape[0])
@@ -649,8 +669,11 @@ class RankKStep:
         k_used = min(self.k, self.max_rank)
         work = KrylovWork()
         if lean:
+            over_gradient = _overwritable_gradient(g_k, lend, self.block)
             d_rank, slope_rank, rank_norm2 = self._lean_rank_k_direction(x_k, g_k, L, s, xg, xx, lend, work)
-            formation = 1.0  # V - X formed at the sweep's turn: its product counted below, one pass for - X
+            # V - X formed at the sweep's turn: its product counted below, one pass for - X; and two
+            # passes for Y where it is formed over G
+            formation = 3.0 if over_gradient else 1.0
         else:
             if self._Y is None:
                 self._Y, self._D = np.empty(self.shape), np.empty(self.shape)
@@ -721,7 +744,8 @@ class RankKStep:
         ``krylov_cost``: the last step's counted cost (k = ``k_used``) without a dense factorization;
         the prediction is linear in the block width k + OVERSAMPLING, and from ``DENSE_FRACTION`` of
         the smaller side on the dense factorization (``dense_price`` per row of the smaller side)
-        and k columns of products. The budget, in iterations (``iteration_cost``): ``cost_cap``, or more where the last
+        and k columns of products. The budget, in iterations (``iteration_cost``): ``cost_cap`` (at most
+        ``AUTO_COUPLED_COST_CAP`` on a coupled block), or more where the last
         step gained ``gain_ratio`` times the FW step's (a step of that gain still gains more per unit
         of cost as long as it costs at most gain_ratio - 1 iterations), at most ``AUTO_MAX_COST``.
         """
@@ -735,7 +759,8 @@ class RankKStep:
         # rows in M may buy a costlier step with its gain (at d = 4000 on the paper's problem the
         # extension let k reach a dense eigendecomposition, 20 iterations' worth, every iteration)
         extension = 0.0 if self.coupled else gain_ratio - 1.0
-        budget = min(max(self.cost_cap, extension), AUTO_MAX_COST) * self.iteration_cost
+        cap = min(self.cost_cap, AUTO_COUPLED_COST_CAP) if self.coupled else self.cost_cap
+        budget = min(max(cap, extension), AUTO_MAX_COST) * self.iteration_cost
 
         def predicted(k):
             b = min(n, k + OVERSAMPLING)
@@ -765,19 +790,43 @@ class RankKStep:
 
         V = U S V' (orthonormal U, V): <G, V> = sum_i s_i u_i' G v_i and ||V||^2 = ||s||^2, with
         G v_i and X v_i the products the Krylov method carried (``xg`` = <X, G>, ``xx`` = ||X||^2).
+
+        Where G lives in the array the block's lazy directions are formed in (the driver's per-block
+        gradient of L, :func:`_overwritable_gradient`), Y = X - G / L is formed over G: the Krylov
+        products then take one matrix instead of two (:class:`ShiftedMatrix`), and
+        <G, V> = L (<X, V> - <Y, V>) from Y V, which the Krylov method carries, and X V.
         """
         X, G = x_k.reshape(self.shape), g_k.reshape(self.shape)
         k, symmetric = self._prox_rank_and_symmetry(fw_atom)
         start = self._start_vectors(fw_atom)
         self.start = None  # the list is emptied once stacked: the last vectors are not kept through the rounds
-        U, s, V, (XV, GV) = rank_k_prox(ShiftedMatrix(X, G, L), self.radius, k, psd=self.psd, symmetric=symmetric,
+        over_gradient = _overwritable_gradient(g_k, lend, self.block)
+        if over_gradient:
+            Y = G  # two passes; G is not read after this proposal (its array receives the direction)
+            Y *= -1.0 / L
+            Y += X
+            operator = Y
+        else:
+            operator = ShiftedMatrix(X, G, L)
+        G = None
+        U, s, V, products = rank_k_prox(operator, self.radius, k, psd=self.psd, symmetric=symmetric,
                                         start=start, rng=self.rng, products=True, work=work)
+        operator = None
         kept = self._follow_rank(int(np.count_nonzero(s > 0)), k, U, V)
-        Uk, sk = U[:, :kept], s[:kept]
-        xs = float(sk @ np.einsum("ij,ij->j", Uk, XV[:, :kept]))  # <X, V>
-        gs = float(sk @ np.einsum("ij,ij->j", Uk, GV[:, :kept]))  # <G, V>
+        Uk, sk, Vk = U[:, :kept], s[:kept], V[:, :kept]
+        if over_gradient:
+            XV = X @ Vk
+            if work is not None:
+                work.columns += kept
+            xs = float(sk @ np.einsum("ij,ij->j", Uk, XV))  # <X, V>
+            ys = float(sk @ np.einsum("ij,ij->j", Uk, products[0][:, :kept]))  # <Y, V>
+            gs = L * (xs - ys)  # <G, V>, G = L (X - Y)
+        else:
+            XV, GV = products
+            xs = float(sk @ np.einsum("ij,ij->j", Uk, XV[:, :kept]))  # <X, V>
+            gs = float(sk @ np.einsum("ij,ij->j", Uk, GV[:, :kept]))  # <G, V>
         norm2 = max(float(sk @ sk) - 2.0 * xs + xx, 0.0)
-        d = LazyDirection(_low_rank_minus, (x_k, Uk * sk, V[:, :kept], symmetric), lend, self.block)
+        d = LazyDirection(_low_rank_minus, (x_k, Uk * sk, Vk, symmetric), lend, self.block)
         return d, gs - xg, norm2
 
     def _prox_rank_and_symmetry(self, fw_atom):
