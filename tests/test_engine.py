@@ -592,6 +592,57 @@ def test_a_solve_without_a_seed_is_reproducible():
     assert runs[1] == runs[0] and runs[2] == runs[0]
 
 
+@pytest.mark.parametrize("lean", [False, True])
+def test_tied_copy_projection_steps_match_the_matrix_path(lean, monkeypatch):
+    """Projection steps on the L1 copy of two tied copies (``projection=True``): the tied-copies step
+    (block-size arrays) against the general one (an n-size direction, M d, a fresh gradient), 60
+    iterations. ``lean``: the path of large blocks forced on this small problem: the curvature from
+    ||d||^2, x and r moved by axpys, f and its gradient followed along the move instead of evaluated
+    afresh (rounding aside, the same iterates; fewer gradient evaluations)."""
+    from fwmodel.compiler.consistency import ConsistencyOperator
+    from fwmodel.compiler.objective import BlockObjective
+    from fwmodel.engine import block_search, fwal, projection_step
+
+    if lean:
+        for module in (block_search, fwal, projection_step):
+            monkeypatch.setattr(module, "LARGE_BLOCK", 1)
+    rng = np.random.default_rng(9)
+    C = rng.standard_normal((12, 12))
+    evaluations = [0]
+    original = BlockObjective.value_and_grad_shared
+
+    def counted(self, x):
+        evaluations[0] += 1
+        return original(self, x)
+
+    def solve():
+        X = fm.Variable((12, 12), name="X")
+        sets = [fm.L1Ball(X, 0.3 * np.abs(C).sum()), fm.TraceNormBall(X, 0.3 * np.linalg.norm(C, "nuc"))]
+        prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), sets)
+        prob.solve(max_iter=60, tol=1e-12, feas_tol=1e-12, projection=True, inface=False)
+        return prob, X.value
+
+    monkeypatch.setattr(BlockObjective, "value_and_grad_shared", counted)
+    tied, x_tied = solve()
+    assert tied.stats.step_counts["projection"] >= 50
+    if lean:  # the sweep's FW step and the projection step follow f; a fresh evaluation every FOLLOW_STEPS
+        assert evaluations[0] <= 20
+    else:
+        assert evaluations[0] >= 60
+    mp = pytest.MonkeyPatch()
+    try:
+        mp.setattr(ConsistencyOperator, "signed_rows", lambda self, start, stop: None)
+        mp.setattr(ConsistencyOperator, "add_rmatvec",
+                   lambda self, r, g, out=None: np.add(g, self.rmatvec(r), out=out))
+        mp.setattr(BlockObjective, "value_and_grad_shared", lambda self, x: self.value_and_grad(x))
+        generic, x_generic = solve()
+    finally:
+        mp.undo()
+    for key in ("objective", "fw_gap", "feasibility"):
+        np.testing.assert_allclose(tied.history[key], generic.history[key], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(x_tied, x_generic, rtol=1e-9, atol=1e-12)
+
+
 @pytest.mark.parametrize("two_variables,lean", [(False, False), (True, False), (False, True), (True, True)])
 def test_copy_structured_steps_match_the_matrix_path(two_variables, lean, monkeypatch):
     """Two tied copies: the steps computed from M's structure (signed identity columns, fused g + M' r,

@@ -33,6 +33,7 @@ Which blocks: :func:`initial_projection_blocks` for ``projection=True``;
 from __future__ import annotations
 
 import numpy as np
+from scipy.linalg import blas
 
 from .block_search import LARGE_BLOCK, signed_block_gradient
 from .line_search import Backtracking, exact_quadratic_step
@@ -237,14 +238,14 @@ class ProjectionStep:
         (``curvature_blocks``). The iterates agree with the general path up to
         rounding.
 
-        Memory: copy k's direction is formed in place, ``-grad_k`` first,
+        Memory: copy k's direction is formed in place, ``grad_k`` first,
         then the target ``x_k - grad_k / L_c``, projected over itself where the
         set projects in place (``Block.project_in_place``), then ``- x_k``. The
         first copy's lives in the driver's per-block gradient array (free after
         the sweep), a second copy's in one array made after the first copy's
         projection (so the eigenvectors of a trace-norm projection, taken
         first, never coexist with it). Where ``L_c`` is measured (along
-        ``-grad``, at the start, after lam changed or after a shortened step)
+        the gradient, at the start, after lam changed or after a shortened step)
         both gradients exist at once; the second is then formed again for its
         projection (the same numbers). On a large block (``LARGE_BLOCK``
         entries) the slope ``<grad_k, d_k>`` is taken as ``<g_k, d_k> + sign_k
@@ -260,17 +261,16 @@ class ProjectionStep:
         large = size >= LARGE_BLOCK
         signs = [signed[2] for _, signed in copies]
 
-        def minus_gradient(i, out):  # out <- -grad_i = -(g_i + sign_i w)
+        def gradient(i, out):  # out <- grad_i = g_i + sign_i w
             block, signed = copies[i]
-            signed_block_gradient(it.g[block.slice], dual_term, signed, out)
-            return np.negative(out, out=out)
+            return signed_block_gradient(it.g[block.slice], dual_term, signed, out)
 
         directions = [buffers.block_gradient(size)]
         L = memory.get("L") if memory.get("lam") == lam else None
-        if L is None:  # measured along -grad: every copy's at once
+        if L is None:  # measured along the gradient (the curvature along -grad is the same): every copy's at once
             directions += [np.empty(size) for _ in copies[1:]]
             for i, d in enumerate(directions):
-                minus_gradient(i, d)
+                gradient(i, d)
             gnorm2 = sum(dot(d, d) for d in directions)
             if gnorm2 == 0.0:
                 return 0
@@ -283,28 +283,37 @@ class ProjectionStep:
                 L = memory.setdefault("backtracking", Backtracking()).lipschitz or self.fallback_curvature()
             del directions[1:]  # formed again after the first copy's projection
         else:
-            minus_gradient(0, directions[0])
-            if len(copies) == 1 and dot(directions[0], directions[0]) == 0.0:
-                return 0
-        slope = 0.0
+            # (a zero gradient needs no test: the target is then x_k itself, in its set, and the slope 0 below)
+            gradient(0, directions[0])
+        slope = slope_f = 0.0
         for i, (block, signed) in enumerate(copies):
             if i == len(directions):
-                directions.append(minus_gradient(i, np.empty(size)))
+                directions.append(gradient(i, np.empty(size)))
             d, x_k = directions[i], x[block.slice]
-            grad_k = None if large else -d  # a small block keeps grad_k for the slope (one dot)
-            d *= 1.0 / L  # d = -grad here: the target x - grad / L, in place
+            grad_k = None if large else d.copy()  # a small block keeps grad_k for the slope (one dot)
+            # d = grad here: the target x - grad / L, in place (grad * (-1/L) is -grad * (1/L) to the bit)
+            d *= -1.0 / L
             d += x_k
             if block.project_in_place:
                 block.project(d, out=d)
             else:
                 d[:] = block.project(d)
             d -= x_k
-            slope += dot(grad_k, d) if grad_k is not None else dot(it.g[block.slice], d) + signed[2] * dot(w, d)
+            if grad_k is not None:
+                slope += dot(grad_k, d)
+            else:
+                slope_f = dot(it.g[block.slice], d)  # f's slope along d (f followed along the move below)
+                slope += slope_f + signed[2] * dot(w, d)
         if not slope < 0:
             return 0
         dd = sum(dot(d, d) for d in directions)
         pen_quad = lam * _combination_norm2(directions, signs, dd)
-        c = objective.curvature_blocks(x, [(block.slice, d) for (block, _), d in zip(copies, directions)])
+        if len(copies) == 1 and large:
+            # from ||d||^2 where f's Hessian is c I (objective.curvature_block): no pass over d; the same
+            # number up to rounding (f's own ||d||^2 is summed in another order), so only on large blocks
+            c = objective.curvature_block(x, copies[0][0].slice, directions[0], d_norm2=dd)
+        else:
+            c = objective.curvature_blocks(x, [(block.slice, d) for (block, _), d in zip(copies, directions)])
         if c is None:
             return 0
         gamma = exact_quadratic_step(slope, float(c) + pen_quad, 1.0)
@@ -315,12 +324,24 @@ class ProjectionStep:
         if gamma <= 0:
             return 0
         for (block, signed), d in zip(copies, directions):
+            if large:  # BLAS axpys from d itself: one pass per vector moved (as the sweep's _move_block)
+                blas.daxpy(d, x[block.slice], a=gamma)
+                blas.daxpy(d, r[lo:hi], a=signed[2] * gamma)
+                continue
             d *= gamma
             x[block.slice] += d
             if signed[2] > 0:
                 r[lo:hi] += d
             else:
                 r[lo:hi] -= d
+        # f and its gradient: followed along the move where f's Hessian on the copy is c I (one axpy on
+        # the kept gradient instead of averaging the copies and evaluating X - C again; a fresh
+        # evaluation every FOLLOW_STEPS moves, compiler/objective.py), else evaluated afresh
+        follow = getattr(objective, "follow_step", None)
+        if large and len(copies) == 1 and follow is not None and follow(it.g, copies[0][0].slice, directions[0], gamma):
+            it.f += gamma * slope_f + 0.5 * gamma * gamma * float(c)
+            directions = w = None
+            return 1
         directions = w = None  # views of arrays about to be replaced
         it.f, it.g = getattr(objective, "value_and_grad_shared", objective.value_and_grad)(x)
         return 1
