@@ -297,7 +297,7 @@ def test_l1_projection_in_place_with_bounded_scratch(monkeypatch, kind, budget):
     np.testing.assert_allclose(ball.project(x), expected, rtol=1e-9, atol=1e-9 * np.abs(x).max())
 
 
-@pytest.mark.parametrize("hint", ["level", "below", "far below", "above", "tiny budget"])
+@pytest.mark.parametrize("hint", ["level", "below", "far below", "above", "tiny budget", "growing capacity"])
 @pytest.mark.parametrize("kind", ["gaussian", "ties at the level", "zeros", "sparse signal", "one spike"])
 def test_l1_projection_warm_started_by_the_last_level(monkeypatch, kind, hint):
     """An L1 ball's in-place projection tries the last projection's level first (two passes over the
@@ -331,16 +331,18 @@ def test_l1_projection_warm_started_by_the_last_level(monkeypatch, kind, hint):
     assert level is not None and level > 0
     ball = fm.L1Ball(fm.Variable(n), radius=radius)
     ball._level_hint = {"level": level, "below": 0.9 * level, "far below": 1e-6 * level, "above": 3.0 * level,
-                        "tiny budget": level}[hint]
+                        "tiny budget": level, "growing capacity": level}[hint]
     if hint == "tiny budget":
         monkeypatch.setattr(l1_module, "_gather_budget", lambda n: 0)
+    if hint == "growing capacity":  # the gathered arrays start at 16 entries and double as needed
+        monkeypatch.setattr(l1_module, "_HINT_CAPACITY", 16)
     calls = []
     original = l1_module._project_from_hint
     monkeypatch.setattr(l1_module, "_project_from_hint", lambda *a: calls.append(original(*a)) or calls[-1])
     y = x.copy()
     assert ball.project_flat(y, out=y) is y
     assert len(calls) == 1
-    if hint in ("level", "below"):
+    if hint in ("level", "below", "growing capacity"):
         assert calls[0] is not None  # the warm start held: two passes
     elif hint in ("above", "tiny budget"):
         assert calls[0] is None  # it failed, x untouched, and the general path projected

@@ -197,10 +197,16 @@ def _project_in_place(x, radius, level_hint=None):
 HINT_FRACTION = 0.8
 
 
+#: entries per chunk of :func:`_project_from_hint`'s pass (its |x| scratch: half a megabyte)
+_HINT_CHUNK = 1 << 16
+#: first capacity of the gathered entries (doubled as needed up to ``_gather_budget``)
+_HINT_CAPACITY = 1 << 16
+
+
 def _project_from_hint(x, radius, q):
     """:func:`_project_in_place` in two passes over x, given a guess ``q > 0`` of a lower bound of the level.
 
-    Pass 1 gathers the entries with |x_i| > q (their positions and values;
+    Pass 1 gathers the entries with |x_i| > q (their positions and |x_i|;
     at most ``_gather_budget(n)`` of them). For any set S of entries,
     ``(sum_S |x_i| - radius) / |S|`` is at most the level tau (Condat 2016,
     as in :func:`_soft_threshold_level`); when that bound for S = {|x_i| > q}
@@ -216,38 +222,51 @@ def _project_from_hint(x, radius, q):
     """
     n = x.size
     budget = _gather_budget(n)
-    positions = np.empty(budget, dtype=np.intp)
-    values = np.empty(budget)
-    chunk = min(_CHUNK, n)
+    index_type = np.int32 if n <= np.iinfo(np.int32).max else np.intp
+    capacity = min(budget, _HINT_CAPACITY)
+    positions, magnitudes = np.empty(capacity, dtype=index_type), np.empty(capacity)
+    chunk = min(_HINT_CHUNK, n)
     magnitude, above = np.empty(chunk), np.empty(chunk, dtype=bool)
     filled = 0
-    for a in range(0, n, _CHUNK):
-        c = x[a:a + _CHUNK]
+    for a in range(0, n, _HINT_CHUNK):
+        c = x[a:a + _HINT_CHUNK]
         m, mask = magnitude[:c.size], above[:c.size]
         np.abs(c, out=m)
         np.greater(m, q, out=mask)
         found = np.flatnonzero(mask)
-        if filled + found.size > budget:
-            return None
-        np.add(found, a, out=positions[filled:filled + found.size])
-        np.take(c, found, out=values[filled:filled + found.size])
+        if filled + found.size > capacity:
+            if filled + found.size > budget:
+                return None
+            capacity = min(budget, max(2 * capacity, filled + found.size))
+            positions, magnitudes = _grown(positions, filled, capacity), _grown(magnitudes, filled, capacity)
+        np.add(found, a, out=positions[filled:filled + found.size], casting="unsafe")
+        np.take(m, found, out=magnitudes[filled:filled + found.size])
         filled += found.size
+    magnitude = above = found = None
     if not filled:
         return None
-    positions, values = positions[:filled], values[:filled]
-    candidates = np.abs(values)
+    positions, candidates = positions[:filled], magnitudes[:filled]
     bound = (candidates.sum() - radius) / filled
     if not bound >= q:
         return None
     tau = _michelot(candidates, radius, bound)
     if not tau > 0:  # the radius is below the sums' rounding: the general path decides
         return None
-    candidates -= tau  # soft-thresholding of the gathered entries, the same operations as the chunked pass
+    # soft-thresholding of the gathered entries, the same operations as the chunked pass of
+    # _project_in_place (|x_i| - tau, max with 0, the sign of x_i)
+    candidates -= tau
     np.maximum(candidates, 0.0, out=candidates)
-    np.copysign(candidates, values, out=candidates)
+    np.copysign(candidates, x[positions], out=candidates)
     np.copysign(0.0, x, out=x)
     x[positions] = candidates
     return tau
+
+
+def _grown(array, filled, capacity):
+    """A new array of ``capacity`` entries holding the first ``filled`` of ``array``."""
+    out = np.empty(capacity, dtype=array.dtype)
+    out[:filled] = array[:filled]
+    return out
 
 
 def _abs_sum_above(x, level):
