@@ -59,6 +59,10 @@ class BlockColumns:
         # d x d arrays of memory and 0.5 s); None for a block of another form
         self.signed = [Mop.signed_rows(blk.offset, blk.offset + blk.size) if self.m else None
                        for blk in blocks]
+        #: every block's columns are a signed identity (or absent): see BlockLagrangianGradient.applies
+        self.all_signed = self.m > 0 and all(sg is not None for sg in self.signed)
+        #: (start, stop) of each block's slice -> the block's index
+        self.block_of = {(blk.offset, blk.offset + blk.size): k for k, blk in enumerate(blocks)}
 
     def _build(self):
         self._built = True
@@ -129,14 +133,14 @@ class BlockLagrangianGradient:
         self.g = g
         self.dual_term = dual_term
         self.signed = cols.signed
-        self._block_of = {(blk.offset, blk.offset + blk.size): k for k, blk in enumerate(cols.blocks)}
+        self._block_of = cols.block_of  # made once per solve (this object is made every iteration)
         self._workspace = workspace  # size -> a reused array (the driver's buffers)
         self._current = None  # the block whose slice is in the buffer
 
     @staticmethod
     def applies(cols):
         """Every block's columns of M are a signed identity (or absent)."""
-        return cols.m > 0 and all(sg is not None for sg in cols.signed)
+        return cols.all_signed
 
     def block_buffer(self, size):
         """The shared buffer, for a caller that writes a block's gradient itself (its content is dropped)."""
@@ -375,7 +379,10 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
             pen_lin = dot(dual_term, Md)
             pen_quad = lam * dot(Md, Md)
         c_f = None
-        if curvature_fn is not None and block_curvature(sl):  # from the block alone: no full-size direction
+        if curvature_fn is not None and quadratic and reads_block is not None and not reads_block(sl):
+            # f does not read the block (z = D x): its curvature along d is 0, known without a tangent pass
+            c_f = 0.0
+        elif curvature_fn is not None and block_curvature(sl):  # from the block alone: no full-size direction
             c_f = objective.curvature_block(x, sl, d, d_norm2=d_norm2)
         elif curvature_fn is not None:
             if full is None:

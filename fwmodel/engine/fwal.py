@@ -353,7 +353,9 @@ def _is_finite(it):
     values = getattr(g, "values", None)
     sample = values if isinstance(values, np.ndarray) else g
     n = sample.size
-    return bool(np.isfinite(it.f) and np.isfinite(sample[:: max(1, n // 1000)]).all())
+    if not math.isfinite(it.f):
+        return False
+    return bool(np.isfinite(sample if n <= 1000 else sample[:: n // 1000]).all())
 
 
 def _stop_reason(t, gap, gap_known, feas, feas_rel, gap_f, dual_residual, elapsed, eta, it, stopping, progress,

@@ -316,7 +316,7 @@ class BlendedPairwiseStep(_ActiveSetStep):
     def propose(self, x_k, g_k, ctx=None):
         aset = self.active
         dots = aset.dots(g_k)
-        a, s_loc = int(np.argmax(dots)), int(np.argmin(dots))
+        a, s_loc = int(dots.argmax()), int(dots.argmin())  # the methods: no np.argmax wrapper per iteration
         local_gap = float(dots[a] - dots[s_loc])  # <a - s_loc, g>: the local pairwise gap
         # Lazy: skip the LMO while an active pair gives a fair fraction of the last
         # FW gap, but not once that gap is small enough that the FW gap could
@@ -826,16 +826,26 @@ class IntervalStep:
         self.lo, self.hi = bounds
         self.col_norms2 = col_norms2
         self.curvature_f = 0.0
+        self._curvatures = (None, None, None, None)  # (lam, curvature_f, c, c > 0): kept while both stay the same
 
     def fw_gap(self, x_k, g_k):
         """The block's FW gap alone (the gap of :meth:`propose`, without forming its direction)."""
         return dot(x_k - np.where(g_k < 0, self.hi, self.lo), g_k)
 
+    def _coordinate_curvatures(self, lam):
+        """c_i = lam ||M e_i||^2 + L_f, formed again only when lam or L_f changed (rarely: a quadratic f
+        gives the same L_f at every step, and lam moves only on the penalty's raises)."""
+        kept_lam, kept_curvature, c, positive = self._curvatures
+        if kept_lam != lam or kept_curvature != self.curvature_f:
+            c = lam * self.col_norms2 + self.curvature_f
+            positive = c > 0
+            self._curvatures = (lam, self.curvature_f, c, positive)
+        return c, positive
+
     def propose(self, x_k, g_k, ctx):
         s = np.where(g_k < 0, self.hi, self.lo)
         gap = dot(x_k - s, g_k)
-        c = ctx.lam * self.col_norms2 + self.curvature_f
-        positive = c > 0
+        c, positive = self._coordinate_curvatures(ctx.lam)
         # x_k - g_k / c where c > 0, else s (no errstate context: it costs more than the arithmetic here)
         d = np.divide(g_k, c, out=np.zeros(c.shape), where=positive)
         np.subtract(x_k, d, out=d)
