@@ -316,18 +316,22 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
         start.g = None
     # the objective's gradient kept once for tied copies, where it offers that (see compiler/objective.py)
     value_and_grad = getattr(objective, "value_and_grad_shared", objective.value_and_grad)
+    # the last block that proposes a move: the blocks before it keep dual_term current for it
+    last_moving = max((k for k, p in enumerate(proposals) if p is not None), default=-1)
     for k, p in enumerate(proposals):
         if p is None:
             continue
         sl = blocks[k].slice
         signed = cols.signed[k] if m else None
-        sparse = _sparse_direction(p, sl, signed, start, bool(moved), objective, line_search == "exact" and quadratic)
+        f_reads = reads_block is None or reads_block(sl)  # f (and its curvature) depends on this block
+        sparse = None if sl.stop - sl.start < LARGE_BLOCK else _sparse_direction(
+            p, sl, signed, start, bool(moved), objective, line_search == "exact" and quadratic)
         if sparse is not None:  # a few nonzeros (a pairwise step on a large block): O(nonzeros) throughout
             if moved and start.g is None:
                 start.f, start.g = value_and_grad(x)
             taken[k] = p
             gamma = _sparse_step(p, *sparse, sl, signed, steps[k], start, follow, x, r, dual_term, lam, bool(moved),
-                                 any(q is not None for q in proposals[k + 1:]))
+                                 k < last_moving)
             if gamma > 0:
                 moved[k] = gamma
             continue
@@ -379,7 +383,7 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
             pen_lin = dot(dual_term, Md)
             pen_quad = lam * dot(Md, Md)
         c_f = None
-        if curvature_fn is not None and quadratic and reads_block is not None and not reads_block(sl):
+        if curvature_fn is not None and quadratic and not f_reads:
             # f does not read the block (z = D x): its curvature along d is 0, known without a tangent pass
             c_f = 0.0
         elif curvature_fn is not None and block_curvature(sl):  # from the block alone: no full-size direction
@@ -414,11 +418,11 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
             full[sl] = 0.0  # the buffer is zero outside the next block's slice
         if gamma <= 0:
             continue
-        f_moves = start.g is not None and (reads_block is None or reads_block(sl))
+        f_moves = start.g is not None and f_reads
         follows = f_moves and follow is not None and c_f is not None and d.size >= LARGE_BLOCK
         if follows and slope_f is None:
             slope_f = dot(start.g[sl], d)  # f's slope along d, before x moves
-        _move_block(x[sl], d, gamma, Md, signed, r, y, dual_term, lam, any(q is not None for q in proposals[k + 1:]))
+        _move_block(x[sl], d, gamma, Md, signed, r, y, dual_term, lam, k < last_moving)
         moved[k] = gamma
         if f_moves:  # f and its gradient follow the move, or are evaluated afresh when next needed
             if follows and follow(start.g, sl, d, gamma):

@@ -430,15 +430,17 @@ def _propose(steps, blocks, x, grad, ctx, defer=False):
     :class:`~fwmodel.engine.steps.DeferredProposal` for the sweep to form.
     """
     proposals, gap, gap_known = [], 0.0, True
+    moving_before = False  # an earlier block proposes a direction (then a cheap step defers)
     for k, blk in enumerate(blocks):
-        step = steps[k]
-        if defer and getattr(step, "cheap_proposal", False) and any(q is not None for q in proposals):
-            p = DeferredProposal(step.fw_gap(x[blk.slice], grad[blk.slice]))
+        step, sl = steps[k], blk.slice
+        if defer and moving_before and getattr(step, "cheap_proposal", False):
+            p = DeferredProposal(step.fw_gap(x[sl], grad[sl]))
             proposals.append(p)
             gap += p.gap
             continue
-        p = step.propose(x[blk.slice], grad[blk.slice], ctx)
+        p = step.propose(x[sl], grad[sl], ctx)
         proposals.append(p if p.d is not None else None)
+        moving_before = moving_before or p.d is not None
         if p.gap is None:
             gap_known = False
             gap += steps[k].phi
