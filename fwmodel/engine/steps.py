@@ -48,6 +48,7 @@ Step kinds and the algorithms they implement:
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Optional
 
@@ -303,7 +304,7 @@ class BlendedPairwiseStep(_ActiveSetStep):
         ratios = self._curvature_ratios
         if self.coupled or ratios is None or d_norm2 <= 0:
             return
-        if c_f is None or not np.isfinite(c_f) or c_f <= 0 or (
+        if c_f is None or not math.isfinite(c_f) or c_f <= 0 or (
                 ratios and abs(c_f / d_norm2 - ratios[0]) > CURVATURE_MATCH * ratios[0]):
             self._curvature_ratios, self.model_curvature = None, None  # not isotropic: never again
             return
@@ -584,7 +585,7 @@ class GroupPairwiseStep:
 
     def observe_curvature(self, c_f, d_norm2):
         """Record the objective's curvature along this block's last direction (for the next c_g)."""
-        if d_norm2 > 0 and c_f is not None and np.isfinite(c_f):
+        if d_norm2 > 0 and c_f is not None and math.isfinite(c_f):
             self.curvature_f = max(float(c_f), 0.0) / d_norm2
 
 
@@ -688,7 +689,7 @@ class BatchBPCGStep:
         self.sets.update(local, a, lo, min(gamma, 1.0) * amount, s_idx, s_val)
 
     def observe_curvature(self, c_f, d_norm2):
-        if d_norm2 > 0 and c_f is not None and np.isfinite(c_f):
+        if d_norm2 > 0 and c_f is not None and math.isfinite(c_f):
             self.curvature_f = max(float(c_f), 0.0) / d_norm2
 
 
@@ -858,7 +859,7 @@ class IntervalStep:
         pass
 
     def observe_curvature(self, c_f, d_norm2):
-        if d_norm2 > 0 and c_f is not None and np.isfinite(c_f):
+        if d_norm2 > 0 and c_f is not None and math.isfinite(c_f):
             self.curvature_f = max(float(c_f), 0.0) / d_norm2
 
 
