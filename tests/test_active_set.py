@@ -175,3 +175,25 @@ def test_inner_products_cost_does_not_grow_with_atoms_added_and_removed():
                 aset.move_weight(int(np.argmin(w)), int(np.argmax(w)), float(w.min()))
     store = next(iter(aset._stores.values()))
     assert store.indices.shape[0] <= 64  # capacity follows the largest live size (21), not the 3000 inserts
+
+
+def test_one_kind_inner_products_in_position_order_after_removals():
+    """With one atom kind the store's rows are the positions (no scatter): checked against each atom's own
+    dot after random FW, pairwise and drop steps, and against the mixed-kind path once a dense atom joins."""
+    n = 30
+    rng = np.random.default_rng(3)
+    aset = ActiveSet(SparseAtom([0], [1.0], n))
+    g = rng.standard_normal(n)
+    for t in range(200):
+        vertex = SparseAtom([int(rng.integers(n))], [1.0], n)
+        if rng.random() < 0.6 or len(aset) < 2:
+            aset.fw_update(vertex, float(rng.uniform(0.05, 0.5)))
+        else:  # a pairwise step, a drop step half of the time
+            pos = int(rng.integers(len(aset)))
+            full = rng.random() < 0.5
+            aset.pairwise_update(vertex, pos, aset.weight(pos) * (1.0 if full else 0.5))
+        (store,) = aset._stores.values()
+        assert store.slots[:store.count].tolist() == list(range(len(aset)))
+        assert aset.dots(g).tolist() == [a.dot(g) for a in aset.atoms]
+    aset.fw_update(DenseAtom(rng.standard_normal(n)), 0.3)  # a second kind: the scatter path
+    assert np.allclose(aset.dots(g), [a.dot(g) for a in aset.atoms], atol=1e-12)

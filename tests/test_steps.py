@@ -112,6 +112,12 @@ def test_interval_step_is_the_clipped_newton_step_per_coordinate():
     # c = lam * ||M e_i||^2 = (2, 4, 0, 2): x - g / c clipped; no curvature: the FW vertex
     assert np.allclose(x + p.d, [0.0, 1.0, 0.0, 1.0])
     assert p.gap == pytest.approx(float((x - np.array([0, 1, 0, 1])) @ g))
+    # the curvatures c follow a new lam and a new L_f (kept between calls only while both stay the same):
+    # lam = 1, L_f = 4 gives c = (5, 6, 4, 5), so x - g / c clipped to the box
+    Ctx.lam = 1.0
+    step.observe_curvature(8.0, 2.0)
+    p = step.propose(x, g, Ctx)
+    assert np.allclose(x + p.d, np.clip(x - g / np.array([5.0, 6.0, 4.0, 5.0]), 0.0, 1.0))
 
 
 def _clarabel_birkhoff_projection(C):

@@ -59,6 +59,10 @@ class BlockColumns:
         # d x d arrays of memory and 0.5 s); None for a block of another form
         self.signed = [Mop.signed_rows(blk.offset, blk.offset + blk.size) if self.m else None
                        for blk in blocks]
+        #: every block's columns are a signed identity (or absent): see BlockLagrangianGradient.applies
+        self.all_signed = self.m > 0 and all(sg is not None for sg in self.signed)
+        #: (start, stop) of each block's slice -> the block's index
+        self.block_of = {(blk.offset, blk.offset + blk.size): k for k, blk in enumerate(blocks)}
 
     def _build(self):
         self._built = True
@@ -129,14 +133,14 @@ class BlockLagrangianGradient:
         self.g = g
         self.dual_term = dual_term
         self.signed = cols.signed
-        self._block_of = {(blk.offset, blk.offset + blk.size): k for k, blk in enumerate(cols.blocks)}
+        self._block_of = cols.block_of  # made once per solve (this object is made every iteration)
         self._workspace = workspace  # size -> a reused array (the driver's buffers)
         self._current = None  # the block whose slice is in the buffer
 
     @staticmethod
     def applies(cols):
         """Every block's columns of M are a signed identity (or absent)."""
-        return cols.m > 0 and all(sg is not None for sg in cols.signed)
+        return cols.all_signed
 
     def block_buffer(self, size):
         """The shared buffer, for a caller that writes a block's gradient itself (its content is dropped)."""
@@ -312,18 +316,22 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
         start.g = None
     # the objective's gradient kept once for tied copies, where it offers that (see compiler/objective.py)
     value_and_grad = getattr(objective, "value_and_grad_shared", objective.value_and_grad)
+    # the last block that proposes a move: the blocks before it keep dual_term current for it
+    last_moving = max((k for k, p in enumerate(proposals) if p is not None), default=-1)
     for k, p in enumerate(proposals):
         if p is None:
             continue
         sl = blocks[k].slice
         signed = cols.signed[k] if m else None
-        sparse = _sparse_direction(p, sl, signed, start, bool(moved), objective, line_search == "exact" and quadratic)
+        f_reads = reads_block is None or reads_block(sl)  # f (and its curvature) depends on this block
+        sparse = None if sl.stop - sl.start < LARGE_BLOCK else _sparse_direction(
+            p, sl, signed, start, bool(moved), objective, line_search == "exact" and quadratic)
         if sparse is not None:  # a few nonzeros (a pairwise step on a large block): O(nonzeros) throughout
             if moved and start.g is None:
                 start.f, start.g = value_and_grad(x)
             taken[k] = p
             gamma = _sparse_step(p, *sparse, sl, signed, steps[k], start, follow, x, r, dual_term, lam, bool(moved),
-                                 any(q is not None for q in proposals[k + 1:]))
+                                 k < last_moving)
             if gamma > 0:
                 moved[k] = gamma
             continue
@@ -375,7 +383,10 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
             pen_lin = dot(dual_term, Md)
             pen_quad = lam * dot(Md, Md)
         c_f = None
-        if curvature_fn is not None and block_curvature(sl):  # from the block alone: no full-size direction
+        if curvature_fn is not None and quadratic and not f_reads:
+            # f does not read the block (z = D x): its curvature along d is 0, known without a tangent pass
+            c_f = 0.0
+        elif curvature_fn is not None and block_curvature(sl):  # from the block alone: no full-size direction
             c_f = objective.curvature_block(x, sl, d, d_norm2=d_norm2)
         elif curvature_fn is not None:
             if full is None:
@@ -407,11 +418,11 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
             full[sl] = 0.0  # the buffer is zero outside the next block's slice
         if gamma <= 0:
             continue
-        f_moves = start.g is not None and (reads_block is None or reads_block(sl))
+        f_moves = start.g is not None and f_reads
         follows = f_moves and follow is not None and c_f is not None and d.size >= LARGE_BLOCK
         if follows and slope_f is None:
             slope_f = dot(start.g[sl], d)  # f's slope along d, before x moves
-        _move_block(x[sl], d, gamma, Md, signed, r, y, dual_term, lam, any(q is not None for q in proposals[k + 1:]))
+        _move_block(x[sl], d, gamma, Md, signed, r, y, dual_term, lam, k < last_moving)
         moved[k] = gamma
         if f_moves:  # f and its gradient follow the move, or are evaluated afresh when next needed
             if follows and follow(start.g, sl, d, gamma):

@@ -353,7 +353,9 @@ def _is_finite(it):
     values = getattr(g, "values", None)
     sample = values if isinstance(values, np.ndarray) else g
     n = sample.size
-    return bool(np.isfinite(it.f) and np.isfinite(sample[:: max(1, n // 1000)]).all())
+    if not math.isfinite(it.f):
+        return False
+    return bool(np.isfinite(sample if n <= 1000 else sample[:: n // 1000]).all())
 
 
 def _stop_reason(t, gap, gap_known, feas, feas_rel, gap_f, dual_residual, elapsed, eta, it, stopping, progress,
@@ -428,15 +430,17 @@ def _propose(steps, blocks, x, grad, ctx, defer=False):
     :class:`~fwmodel.engine.steps.DeferredProposal` for the sweep to form.
     """
     proposals, gap, gap_known = [], 0.0, True
+    moving_before = False  # an earlier block proposes a direction (then a cheap step defers)
     for k, blk in enumerate(blocks):
-        step = steps[k]
-        if defer and getattr(step, "cheap_proposal", False) and any(q is not None for q in proposals):
-            p = DeferredProposal(step.fw_gap(x[blk.slice], grad[blk.slice]))
+        step, sl = steps[k], blk.slice
+        if defer and moving_before and getattr(step, "cheap_proposal", False):
+            p = DeferredProposal(step.fw_gap(x[sl], grad[sl]))
             proposals.append(p)
             gap += p.gap
             continue
-        p = step.propose(x[blk.slice], grad[blk.slice], ctx)
+        p = step.propose(x[sl], grad[sl], ctx)
         proposals.append(p if p.d is not None else None)
+        moving_before = moving_before or p.d is not None
         if p.gap is None:
             gap_known = False
             gap += steps[k].phi

@@ -23,6 +23,8 @@ evaluating. Two rules (the line search of Alg. 1 line 13 and Alg. 2 line 3):
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
@@ -30,7 +32,7 @@ def exact_quadratic_step(slope, curvature, gamma_max):
     """argmin of slope*g + curvature*g^2/2 on [0, gamma_max]."""
     if slope >= 0:
         return 0.0
-    if curvature <= 0 or not np.isfinite(curvature):
+    if curvature <= 0 or not math.isfinite(curvature):  # math, not NumPy: a float, for every block of every iteration
         return gamma_max
     return float(min(-slope / curvature, gamma_max))
 

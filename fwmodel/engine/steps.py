@@ -48,6 +48,7 @@ Step kinds and the algorithms they implement:
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Optional
 
@@ -303,7 +304,7 @@ class BlendedPairwiseStep(_ActiveSetStep):
         ratios = self._curvature_ratios
         if self.coupled or ratios is None or d_norm2 <= 0:
             return
-        if c_f is None or not np.isfinite(c_f) or c_f <= 0 or (
+        if c_f is None or not math.isfinite(c_f) or c_f <= 0 or (
                 ratios and abs(c_f / d_norm2 - ratios[0]) > CURVATURE_MATCH * ratios[0]):
             self._curvature_ratios, self.model_curvature = None, None  # not isotropic: never again
             return
@@ -316,7 +317,7 @@ class BlendedPairwiseStep(_ActiveSetStep):
     def propose(self, x_k, g_k, ctx=None):
         aset = self.active
         dots = aset.dots(g_k)
-        a, s_loc = int(np.argmax(dots)), int(np.argmin(dots))
+        a, s_loc = int(dots.argmax()), int(dots.argmin())  # the methods: no np.argmax wrapper per iteration
         local_gap = float(dots[a] - dots[s_loc])  # <a - s_loc, g>: the local pairwise gap
         # Lazy: skip the LMO while an active pair gives a fair fraction of the last
         # FW gap, but not once that gap is small enough that the FW gap could
@@ -584,7 +585,7 @@ class GroupPairwiseStep:
 
     def observe_curvature(self, c_f, d_norm2):
         """Record the objective's curvature along this block's last direction (for the next c_g)."""
-        if d_norm2 > 0 and c_f is not None and np.isfinite(c_f):
+        if d_norm2 > 0 and c_f is not None and math.isfinite(c_f):
             self.curvature_f = max(float(c_f), 0.0) / d_norm2
 
 
@@ -688,7 +689,7 @@ class BatchBPCGStep:
         self.sets.update(local, a, lo, min(gamma, 1.0) * amount, s_idx, s_val)
 
     def observe_curvature(self, c_f, d_norm2):
-        if d_norm2 > 0 and c_f is not None and np.isfinite(c_f):
+        if d_norm2 > 0 and c_f is not None and math.isfinite(c_f):
             self.curvature_f = max(float(c_f), 0.0) / d_norm2
 
 
@@ -826,16 +827,26 @@ class IntervalStep:
         self.lo, self.hi = bounds
         self.col_norms2 = col_norms2
         self.curvature_f = 0.0
+        self._curvatures = (None, None, None, None)  # (lam, curvature_f, c, c > 0): kept while both stay the same
 
     def fw_gap(self, x_k, g_k):
         """The block's FW gap alone (the gap of :meth:`propose`, without forming its direction)."""
         return dot(x_k - np.where(g_k < 0, self.hi, self.lo), g_k)
 
+    def _coordinate_curvatures(self, lam):
+        """c_i = lam ||M e_i||^2 + L_f, formed again only when lam or L_f changed (rarely: a quadratic f
+        gives the same L_f at every step, and lam moves only on the penalty's raises)."""
+        kept_lam, kept_curvature, c, positive = self._curvatures
+        if kept_lam != lam or kept_curvature != self.curvature_f:
+            c = lam * self.col_norms2 + self.curvature_f
+            positive = c > 0
+            self._curvatures = (lam, self.curvature_f, c, positive)
+        return c, positive
+
     def propose(self, x_k, g_k, ctx):
         s = np.where(g_k < 0, self.hi, self.lo)
         gap = dot(x_k - s, g_k)
-        c = ctx.lam * self.col_norms2 + self.curvature_f
-        positive = c > 0
+        c, positive = self._coordinate_curvatures(ctx.lam)
         # x_k - g_k / c where c > 0, else s (no errstate context: it costs more than the arithmetic here)
         d = np.divide(g_k, c, out=np.zeros(c.shape), where=positive)
         np.subtract(x_k, d, out=d)
@@ -848,7 +859,7 @@ class IntervalStep:
         pass
 
     def observe_curvature(self, c_f, d_norm2):
-        if d_norm2 > 0 and c_f is not None and np.isfinite(c_f):
+        if d_norm2 > 0 and c_f is not None and math.isfinite(c_f):
             self.curvature_f = max(float(c_f), 0.0) / d_norm2
 
 

@@ -126,6 +126,8 @@ class SmoothFunction:
 
     # ------------------------------------------------------------ passes
     def _check(self, v, name="v"):
+        if type(v) is np.ndarray and v.dtype == np.float64 and v.ndim == 1 and v.size >= self._min_length:
+            return v  # the engine's case, every iteration: what np.asarray would return, without the call
         v = np.asarray(v, dtype=float)
         if v.ndim != 1 or v.size < self._min_length:
             raise ValueError(
@@ -370,8 +372,8 @@ class SmoothFunction:
                 continue
             node = nodes[i]
             arg_vals = [vals[j] for j in args[i]]
-            arg_seconds = [seconds.get(j) for j in args[i]]
-            nonlinear_args = any(s is not None for s in arg_seconds)
+            # an argument with a second derivative (an atom below): the common case has none yet
+            nonlinear_args = bool(seconds) and any(seconds.get(j) is not None for j in args[i])
             if node.is_atom:
                 if nonlinear_args:
                     return None
@@ -383,7 +385,7 @@ class SmoothFunction:
                 if node._affine and i in tangent_read:
                     tangents[i] = node._tangent(arg_vals, [tangents.get(j) for j in args[i]])
                 if nonlinear_args:
-                    seconds[i] = node._tangent(arg_vals, arg_seconds)
+                    seconds[i] = node._tangent(arg_vals, [seconds.get(j) for j in args[i]])
         second = seconds.get(self._root)
         return 0.0 if second is None else self._scalar(second)
 
