@@ -78,6 +78,45 @@ def test_projections_lift_the_ceiling():
     assert sched.theta == 1.0  # a good window never lowers theta
 
 
+def _drive_dual(schedule, residuals, windows):
+    """Run ``windows`` windows of the dual update y += eta_t r_t as the engine does, with r_t =
+    ``residuals(t)`` and a large FW gap (no stall rule); return lam after each window."""
+    y = np.zeros_like(residuals(0))
+    lams, t = [], 0
+    for _ in range(windows):
+        for _ in range(schedule.window):
+            r = residuals(t)
+            eta = schedule.step(t, feas=float(np.linalg.norm(r)), lam=schedule.lam, gap=1e9, y=y)
+            y += eta * r
+            schedule.penalty(schedule.lam)
+            t += 1
+        lams.append(schedule.lam)
+    return lams
+
+
+def test_a_steady_dual_drift_raises_lam():
+    """The same residual step after step (x has converged for each y, and y walks toward a far
+    multiplier): y's displacement over a window equals its path length (coherence 1). The first
+    window sets the reference, the next ``drift_windows`` (5) are coherent without halving the
+    feasibility: lam x 4 at the end of window 6, again at window 11."""
+    residual = np.array([0.3, -0.4])
+    sched = AdaptiveMultiplier(lam=1.0)
+    lams = _drive_dual(sched, lambda t: residual, 11)
+    assert lams == [1.0] * 5 + [4.0] * 5 + [16.0]
+
+
+def test_a_residual_that_turns_or_shrinks_does_not_raise_lam():
+    """FW's own pace: the residual changes direction from step to step (zigzag between vertices),
+    so y's displacement is a small part of its path; or the residual keeps its direction but
+    halves every window (the dual step makes progress). Neither raises lam."""
+    zigzag = [np.array([1.0, 0.2]), np.array([-1.0, 0.1])]
+    sched = AdaptiveMultiplier(lam=1.0)
+    assert _drive_dual(sched, lambda t: zigzag[t % 2], 20) == [1.0] * 20
+    sched = AdaptiveMultiplier(lam=1.0)
+    shrinking = lambda t: np.array([0.3, -0.4]) * 0.5 ** (t // sched.window)  # noqa: E731
+    assert _drive_dual(sched, shrinking, 20) == [1.0] * 20
+
+
 def _capped_portfolio(seed, n=60):
     rng = np.random.default_rng(seed)
     F = rng.standard_normal((n, 4)) * 0.1

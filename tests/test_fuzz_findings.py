@@ -134,3 +134,19 @@ def test_log_sum_exp_on_a_ksparse_polytope_with_rows_is_solved_in_any_units(s):
     value = prob.solve()
     assert prob.status == "optimal"
     assert abs(value - f_star) <= 1e-4 * max(abs(f_star), prob.stats.objective_scale / 100)
+
+
+@pytest.mark.parametrize("index", [796, 710, 1278])
+def test_models_whose_default_penalty_is_far_too_small_are_solved(index):
+    """Models 796 (a simplex with three rows that meet it in one point), 710 (Birkhoff ∩ PSD trace ball with an
+    entry row) and 1278 (k-sparse ∩ L2 ball, two rows, a Huber objective): the default penalty was 10-10^4 times
+    smaller than the rows' multipliers need, y drifted toward them at a steady pace with the same residual window
+    after window, and the solves ended at max_iter (796 90 % off). The schedule now raises lam on that drift."""
+    model = _fuzz_model(index)
+    obj, cons, _ = model.build("cp", 1.0, 1.0)
+    f_star = cp.Problem(obj, cons).solve(solver="CLARABEL")
+    obj, cons, _ = model.build("fm", 1.0, 1.0)
+    prob = fm.Problem(obj, cons)
+    value = prob.solve()
+    assert prob.status == "optimal"
+    assert abs(value - f_star) <= 1e-4 * max(abs(f_star), prob.stats.objective_scale / 100)
