@@ -86,7 +86,7 @@ def _drive_dual(schedule, residuals, windows):
     for _ in range(windows):
         for _ in range(schedule.window):
             r = residuals(t)
-            eta = schedule.step(t, feas=float(np.linalg.norm(r)), lam=schedule.lam, gap=1e9, y=y)
+            eta = schedule.step(t, feas=float(np.linalg.norm(r)), lam=schedule.lam, gap=1e9, y=y, r=r)
             y += eta * r
             schedule.penalty(schedule.lam)
             t += 1
@@ -94,15 +94,18 @@ def _drive_dual(schedule, residuals, windows):
     return lams
 
 
-def test_a_steady_dual_drift_raises_lam():
+@pytest.mark.parametrize("m", [2, 10_001])
+def test_a_steady_dual_drift_raises_lam(m):
     """The same residual step after step (x has converged for each y, and y walks toward a far
     multiplier): y's displacement over a window equals its path length (coherence 1). The first
     window sets the reference, the next ``drift_windows`` (5) are coherent without halving the
-    feasibility: lam x 4 at the end of window 6, again at window 11."""
-    residual = np.array([0.3, -0.4])
+    feasibility: lam x 4 at the end of window 6, again at window 11. With more rows than
+    ``drift_sample`` the rule watches every k-th entry, and keeps no copy of the whole y."""
+    residual = np.random.default_rng(3).standard_normal(m)
     sched = AdaptiveMultiplier(lam=1.0)
     lams = _drive_dual(sched, lambda t: residual, 11)
     assert lams == [1.0] * 5 + [4.0] * 5 + [16.0]
+    assert sched._y_ref.size <= AdaptiveMultiplier.drift_sample
 
 
 def test_a_residual_that_turns_or_shrinks_does_not_raise_lam():

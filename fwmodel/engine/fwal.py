@@ -321,7 +321,7 @@ def minimize_fwal(
                 eta_t = schedule.step(t, feas=r_norm, lam=it.lam, gap=gap,
                                       gap_target=stopping.gap_target(), feas_target=stopping.feasibility_target(),
                                       dual_residual=dual_residual, dual_target=stopping.tol * stopping.accuracy_scale,
-                                      y=it.y)
+                                      y=it.y, r=it.r)
                 buffers.add_scaled(it.y, eta_t, it.r)
                 new_lam = schedule.penalty(it.lam)
                 if new_lam != it.lam:
