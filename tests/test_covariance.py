@@ -351,6 +351,31 @@ def test_l1_projection_warm_started_by_the_last_level(monkeypatch, kind, hint):
     assert ball._level_hint == level
 
 
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_l1_projection_warm_start_keeps_a_non_finite_entry(bad):
+    """A NaN or infinite entry in the point: the warm-started projection gives the numbers of the
+    projection without a hint, bit for bit, and a NaN stays in the result (the warm start must not
+    write a 0 over it, which would hide a diverging iterate)."""
+    rng = np.random.default_rng(8)
+    n = 100_000
+    x = rng.standard_normal(n)
+    x[77] = bad
+    radius = 0.002 * n
+    plain = fm.L1Ball(fm.Variable(n), radius=radius)
+    reference = x.copy()
+    with np.errstate(invalid="ignore"):
+        plain.project_flat(reference, out=reference)
+    warm = fm.L1Ball(fm.Variable(n), radius=radius)
+    z = rng.standard_normal(n)
+    warm.project_flat(z, out=z)  # a finite point first: its level is the hint
+    assert warm._level_hint is not None
+    y = x.copy()
+    with np.errstate(invalid="ignore"):
+        warm.project_flat(y, out=y)
+    assert np.isnan(y).any()
+    assert y.tobytes() == reference.tobytes()
+
+
 def test_trace_projection_matches_cvxpy():
     rng = np.random.default_rng(4)
     A = rng.standard_normal((10, 10))
