@@ -795,6 +795,11 @@ class RankKStep:
         gradient of L, :func:`_overwritable_gradient`), Y = X - G / L is formed over G: the Krylov
         products then take one matrix instead of two (:class:`ShiftedMatrix`), and
         <G, V> = L (<X, V> - <Y, V>) from Y V, which the Krylov method carries, and X V.
+        That difference cancels where ||G|| / L is small against ||X||: the slope's relative
+        rounding grows as eps (L ||X|| / ||G||)^2 (measured on a 150 x 150 instance at
+        ||G|| / (L ||X||) = 2e-3 / 2e-5 / 2e-7: 3e-10 / 6e-6 / 4e-2 here, 3e-14 / 5e-12 / 6e-11
+        with the two products).
+        On the paper's covariance problem (d = 300, rank_k=True) the ratio was 0.8-0.9 at its steps.
         """
         X, G = x_k.reshape(self.shape), g_k.reshape(self.shape)
         k, symmetric = self._prox_rank_and_symmetry(fw_atom)
