@@ -592,6 +592,23 @@ def test_a_solve_without_a_seed_is_reproducible():
     assert runs[1] == runs[0] and runs[2] == runs[0]
 
 
+def _assert_same_iterates_on_the_matrix_path(solve, prob, x_value):
+    """``solve()`` again on the generic sparse-matrix path (M's columns not read as signed identities,
+    g + M' r formed whole, f's gradient not shared): the same histories and point as ``prob``, ``x_value``."""
+    from fwmodel.compiler.consistency import ConsistencyOperator
+    from fwmodel.compiler.objective import BlockObjective
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ConsistencyOperator, "signed_rows", lambda self, start, stop: None)
+        mp.setattr(ConsistencyOperator, "add_rmatvec",
+                   lambda self, r, g, out=None: np.add(g, self.rmatvec(r), out=out))
+        mp.setattr(BlockObjective, "value_and_grad_shared", lambda self, x: self.value_and_grad(x))
+        generic, x_generic = solve()
+    for key in ("objective", "fw_gap", "feasibility"):
+        np.testing.assert_allclose(prob.history[key], generic.history[key], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(x_value, x_generic, rtol=1e-9, atol=1e-12)
+
+
 @pytest.mark.parametrize("lean", [False, True])
 def test_tied_copy_projection_steps_match_the_matrix_path(lean, monkeypatch):
     """Projection steps on the L1 copy of two tied copies (``projection=True``): the tied-copies step
@@ -599,7 +616,6 @@ def test_tied_copy_projection_steps_match_the_matrix_path(lean, monkeypatch):
     iterations. ``lean``: the path of large blocks forced on this small problem: the curvature from
     ||d||^2, x and r moved by axpys, f and its gradient followed along the move instead of evaluated
     afresh (rounding aside, the same iterates; fewer gradient evaluations)."""
-    from fwmodel.compiler.consistency import ConsistencyOperator
     from fwmodel.compiler.objective import BlockObjective
     from fwmodel.engine import block_search, fwal, projection_step
 
@@ -629,18 +645,7 @@ def test_tied_copy_projection_steps_match_the_matrix_path(lean, monkeypatch):
         assert evaluations[0] <= 20
     else:
         assert evaluations[0] >= 60
-    mp = pytest.MonkeyPatch()
-    try:
-        mp.setattr(ConsistencyOperator, "signed_rows", lambda self, start, stop: None)
-        mp.setattr(ConsistencyOperator, "add_rmatvec",
-                   lambda self, r, g, out=None: np.add(g, self.rmatvec(r), out=out))
-        mp.setattr(BlockObjective, "value_and_grad_shared", lambda self, x: self.value_and_grad(x))
-        generic, x_generic = solve()
-    finally:
-        mp.undo()
-    for key in ("objective", "fw_gap", "feasibility"):
-        np.testing.assert_allclose(tied.history[key], generic.history[key], rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(x_tied, x_generic, rtol=1e-9, atol=1e-12)
+    _assert_same_iterates_on_the_matrix_path(solve, tied, x_tied)
 
 
 @pytest.mark.parametrize("two_variables,lean", [(False, False), (True, False), (False, True), (True, True)])
@@ -652,8 +657,6 @@ def test_copy_structured_steps_match_the_matrix_path(two_variables, lean, monkey
     (block_search.LARGE_BLOCK) on this small problem: slopes from the proposals' atoms, the block's
     gradient of L sharing its array with the lazy directions, f and its gradient followed along each
     move (rounding aside, the same iterates)."""
-    from fwmodel.compiler.consistency import ConsistencyOperator
-    from fwmodel.compiler.objective import BlockObjective
     from fwmodel.engine import block_search, fwal
 
     if lean:
@@ -677,18 +680,7 @@ def test_copy_structured_steps_match_the_matrix_path(two_variables, lean, monkey
         return prob, X.value
 
     lean, x_lean = solve()
-    mp = pytest.MonkeyPatch()
-    try:
-        mp.setattr(ConsistencyOperator, "signed_rows", lambda self, start, stop: None)
-        mp.setattr(ConsistencyOperator, "add_rmatvec",
-                   lambda self, r, g, out=None: np.add(g, self.rmatvec(r), out=out))
-        mp.setattr(BlockObjective, "value_and_grad_shared", lambda self, x: self.value_and_grad(x))
-        generic, x_generic = solve()
-    finally:
-        mp.undo()
-    for key in ("objective", "fw_gap", "feasibility"):
-        np.testing.assert_allclose(lean.history[key], generic.history[key], rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(x_lean, x_generic, rtol=1e-9, atol=1e-12)
+    _assert_same_iterates_on_the_matrix_path(solve, lean, x_lean)
 
 
 def test_signed_identity_columns_match_the_matrix():

@@ -288,6 +288,52 @@ def test_lean_rank_k_step_with_y_formed_over_the_gradient(signs):
     np.testing.assert_allclose([s1, n1], [s0, n0], rtol=1e-10)
 
 
+@pytest.mark.parametrize("ratio", [1e-2, 1e-4, 1e-7])
+def test_lean_rank_k_slope_over_the_gradient_is_refused_where_rounding_could_swamp_it(ratio):
+    """<G, V> = L (<X, V> - <Y, V>) cancels where ||G|| / (L ||X||) is tiny. Either the step returns a
+    slope that agrees with the dense <G, V - X> of the two-product path, or it returns none (the caller
+    then takes the FW direction); at 1e-7 the over-gradient slope was 4e-2 off, and must be refused."""
+    from types import SimpleNamespace
+
+    from fwmodel.engine.fwal import Block
+    from fwmodel.engine.inface import LowRankFace
+    from fwmodel.engine.rank_k import RankKStep
+
+    n, L = 150, 1.5
+    rng = np.random.default_rng(12)
+    B = rng.standard_normal((n, 3))
+    X = B @ B.T / n
+    A = rng.standard_normal((n, n))
+    G = -(A + A.T) / 4
+    G *= ratio * L * np.linalg.norm(X) / np.linalg.norm(G)
+    blk = Block(offset=0, size=n * n, lmo=None, initial_atom=None, face=LowRankFace(3.0, False, (n, n)))
+    u = np.linalg.eigh(G)[1][:, 0]
+    atom = SimpleNamespace(u=u, v=u)
+    x, g = X.ravel().copy(), G.ravel().copy()
+
+    class Lender:
+        array = np.empty(n * n)
+
+        def shared_direction(self, block):
+            return self.array
+
+    two_products = RankKStep(blk, blk.face, np.ones(1))
+    two_products.k = 8
+    d, reference, _ = two_products._lean_rank_k_direction(x, g.copy(), L, atom, float(x @ g), float(x @ x), Lender())
+    np.testing.assert_allclose(reference, g @ d.form(), rtol=1e-6)
+    lender = Lender()
+    lender.array[:] = g
+    over = RankKStep(blk, blk.face, np.ones(1))
+    over.k = 8
+    _, slope, _ = over._lean_rank_k_direction(x, lender.array, L, atom, float(x @ g), float(x @ x), lender)
+    if ratio >= 1e-2:
+        assert slope is not None
+    if ratio <= 1e-7:
+        assert slope is None
+    if slope is not None:
+        np.testing.assert_allclose(slope, reference, rtol=1e-3)
+
+
 def test_auto_rank_k_on_tied_copies_is_capped_without_the_gain_extension():
     """make_step passes ``coupled`` on: a trace-norm copy tied to another set gets the plain cost cap."""
     from fwmodel.engine.fwal import Block

@@ -206,7 +206,7 @@ _HINT_CAPACITY = 1 << 16
 def _project_from_hint(x, radius, q):
     """:func:`_project_in_place` in two passes over x, given a guess ``q > 0`` of a lower bound of the level.
 
-    Pass 1 gathers the entries with |x_i| > q (their positions and |x_i|;
+    Pass 1 gathers the entries with |x_i| > q or NaN (their positions and |x_i|;
     at most ``_gather_budget(n)`` of them). For any set S of entries,
     ``(sum_S |x_i| - radius) / |S|`` is at most the level tau (Condat 2016,
     as in :func:`_soft_threshold_level`); when that bound for S = {|x_i| > q}
@@ -218,7 +218,7 @@ def _project_from_hint(x, radius, q):
     the entries above tau in their order, as the other paths do, so the level
     and the point are the same numbers. Returns tau, or None (x untouched)
     when the guess fails: more entries above q than the budget, or the bound
-    below q (q was above the level).
+    below q (q was above the level) or NaN (x holds a NaN).
     """
     n = x.size
     budget = _gather_budget(n)
@@ -232,7 +232,10 @@ def _project_from_hint(x, radius, q):
         c = x[a:a + _HINT_CHUNK]
         m, mask = magnitude[:c.size], above[:c.size]
         np.abs(c, out=m)
-        np.greater(m, q, out=mask)
+        # not |x_i| <= q rather than |x_i| > q: a NaN entry is gathered too, so the bound below is
+        # NaN and the general path projects (it keeps the NaN; skipping it would write a 0 there)
+        np.less_equal(m, q, out=mask)
+        np.logical_not(mask, out=mask)
         found = np.flatnonzero(mask)
         if filled + found.size > capacity:
             if filled + found.size > budget:
