@@ -175,9 +175,13 @@ def _fresh_block_gradient(g, sl, signed, dual_term, grad, Mop):
     Into the driver's block buffer when its gradient is per block: that array
     is also the one lazy directions are formed in (engine/steps.py), and no
     lazy direction is alive here (the earlier blocks' are spent, the later
-    ones not formed yet; a cheap step forms its own direction).
+    ones not formed yet; a cheap step forms its own direction). A block
+    whose columns are not in M (sign 0) reads f's gradient in place instead:
+    the sweep forms its lazy direction after this, in that same buffer.
     """
-    if not Mop.shape[0]:
+    if not Mop.shape[0] or (signed is not None and not signed[2]):
+        # the block's columns are not in M: its gradient of L is f's, read in place (not copied into
+        # the block buffer, which is also the array its lazy direction is formed in on a large block)
         return g[sl]
     if signed is not None:
         size = sl.stop - sl.start
