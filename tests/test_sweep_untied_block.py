@@ -85,3 +85,24 @@ def test_untied_large_block_after_tied_copies_matches_closed_form_and_cvxpy(monk
     assert abs(prob.value - f_star) <= 1e-5 * abs(f_star)
     assert np.linalg.norm(Z.value - z_star) <= 1e-3 * np.linalg.norm(z_star)
     assert np.linalg.norm(W.value - Wc.value) <= 1e-3 * max(1.0, np.linalg.norm(Wc.value))
+
+
+def test_block_gradient_is_formed_again_after_its_shared_buffer_is_written():
+    """The per-block gradient of L lives in one buffer that large blocks' lazy directions share; after
+    ``forget`` (what the sweep calls once a direction is formed) a read forms g_k + sign w again
+    instead of returning whatever the buffer holds. Checked against the slice formed by hand."""
+    from types import SimpleNamespace
+
+    from fwmodel.engine.block_search import BlockLagrangianGradient
+
+    rng = np.random.default_rng(3)
+    g, w = rng.standard_normal(8), rng.standard_normal(4)
+    buffer = np.empty(4)
+    cols = SimpleNamespace(signed=[(0, 4, 1.0), (0, 4, -1.0)], block_of={(0, 4): 0, (4, 8): 1})
+    grad = BlockLagrangianGradient(g, w, cols, lambda size: buffer)
+    first = grad[slice(0, 4)]
+    np.testing.assert_array_equal(first, g[:4] + w)
+    buffer[:] = -7.0  # a direction formed in the shared array
+    grad.forget()
+    np.testing.assert_array_equal(grad[slice(0, 4)], g[:4] + w)
+    np.testing.assert_array_equal(grad[slice(4, 8)], g[4:] - w)

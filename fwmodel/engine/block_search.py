@@ -147,6 +147,11 @@ class BlockLagrangianGradient:
         self._current = None
         return self._workspace(size)
 
+    def forget(self):
+        """The shared buffer was written by another user (a lazy direction formed in it, see
+        ``fwal._Buffers.shared_direction``): the next read forms its block's slice again."""
+        self._current = None
+
     def __getitem__(self, key):
         k = self._block_of.get((key.start, key.stop)) if isinstance(key, slice) and key.step in (None, 1) else None
         if k is None:
@@ -352,6 +357,8 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
                 # <g_k + sign w[rows], d> as <g_k, d> + <w, M_k d>: the block's gradient of L is not
                 # formed (its array is the one the lazy directions share, see engine/steps.py)
                 d = formed(p)
+                if isinstance(grad, BlockLagrangianGradient):
+                    grad.forget()  # d may have been formed in the gradient's buffer
                 lo, hi, sign = signed
                 pen_lin = sign * dot(dual_term[lo:hi], d)
                 slope_f = dot(g[sl], d)
@@ -375,6 +382,8 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
         if not slope < 0:
             continue
         d = formed(p)
+        if isinstance(grad, BlockLagrangianGradient):
+            grad.forget()  # on a large block d may have been formed in the gradient's buffer
         d_norm2 = dot(d, d)
         Md = None
         if not m:
