@@ -19,6 +19,11 @@ from fwmodel.experiments import (build_problem, certified_reference, dual_lower_
                                  support_scores, time_to_target)
 from fwmodel.sets.trace_norm import lanczos_extreme
 
+try:  # the closed form of the L1 ∩ box projection; tests/ may or may not be a package
+    from .test_problem import project_l1_box
+except ImportError:
+    from test_problem import project_l1_box
+
 cvxpy = pytest.importorskip("cvxpy")
 
 
@@ -376,21 +381,6 @@ def test_l1_projection_warm_start_keeps_a_non_finite_entry(bad):
     assert y.tobytes() == reference.tobytes()
 
 
-def _l1_box_projection(c, radius, bound):
-    """argmin ||x - c||^2 over ||x||_1 <= radius, |x_i| <= bound: x_i = clip(soft(c_i, tau), -bound, bound)
-    with the smallest tau >= 0 that meets the radius (KKT of the separable problem), tau by bisection."""
-    def point(tau):
-        return np.clip(np.sign(c) * np.maximum(np.abs(c) - tau, 0.0), -bound, bound)
-
-    if np.abs(point(0.0)).sum() <= radius:
-        return point(0.0)
-    lo, hi = 0.0, float(np.abs(c).max())
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if np.abs(point(mid)).sum() > radius else (lo, mid)
-    return point(hi)
-
-
 def test_l1_level_hint_kept_on_a_shared_set_never_changes_a_solve(monkeypatch):
     """The L1 ball keeps its last projection level (``_level_hint``) on the set object, across solves,
     Parameters and problems. Projection steps on an L1 + box model at n = 40,000 (the warm start's
@@ -419,7 +409,7 @@ def test_l1_level_hint_kept_on_a_shared_set_never_changes_a_solve(monkeypatch):
     references = [fresh(target) for target in targets]
     assert len(warm_starts) > 20 and all(tau is not None for tau in warm_starts)  # the warm start held
     for (point, _), target in zip(references, targets):
-        expected = _l1_box_projection(target, radius, bound)
+        expected = project_l1_box(target, radius, bound)
         np.testing.assert_allclose(point, expected, atol=1e-2 * np.linalg.norm(expected) / np.sqrt(n))
         assert np.linalg.norm(point - expected) <= 1e-4 * np.linalg.norm(expected)
 

@@ -229,17 +229,24 @@ def test_auto_cost_cap_shrinks_k_to_what_the_iteration_affords():
         assert capped.k == expected and AUTO_COUPLED_COST_CAP == 2.0
 
 
-@pytest.mark.parametrize("signs", ["positive", "mixed"])
-def test_lean_rank_k_step_with_y_formed_over_the_gradient(signs):
-    """Where G lies in the array the block's lazy directions are formed in, the lean rank-k step forms
-    Y = X - G / L over it (one Krylov product per column instead of two) and reads <G, V> as
-    L (<X, V> - <Y, V>). Its direction, slope and ||V - X||^2 against those of the two-product operator
-    on the same X, G, L, and both against the dense <G, V - X> and ||V - X||^2 of the formed direction."""
+class _SharedDirection:
+    """The driver's shared direction array (fwal._Buffers.shared_direction), lent to a lean rank-k step."""
+
+    def __init__(self, size):
+        self.array = np.empty(size)
+
+    def shared_direction(self, block):
+        return self.array
+
+
+def _lean_rank_k_case(adjust_gradient=None):
+    """The lean rank-k step tests' instance: X (150 x 150, PSD of rank 3), a symmetric G (reshaped by
+    ``adjust_gradient(X, G, L)`` where given), L = 1.5, a trace-norm block of radius 3, and G's symmetric
+    LMO vertex (the step then takes symmetric eigenpairs)."""
     from types import SimpleNamespace
 
     from fwmodel.engine.fwal import Block
     from fwmodel.engine.inface import LowRankFace
-    from fwmodel.engine.rank_k import RankKStep
 
     n, L = 150, 1.5
     rng = np.random.default_rng(12)
@@ -247,25 +254,29 @@ def test_lean_rank_k_step_with_y_formed_over_the_gradient(signs):
     X = B @ B.T / n
     A = rng.standard_normal((n, n))
     G = -(A + A.T) / 4
-    if signs == "positive":
-        G -= 2.0 * X  # Y = X - G / L near a PSD matrix: no negative kept value
-    radius = 3.0
-    blk = Block(offset=0, size=n * n, lmo=None, initial_atom=None, face=LowRankFace(radius, False, (n, n)))
+    if adjust_gradient is not None:
+        G = adjust_gradient(X, G, L)
+    blk = Block(offset=0, size=n * n, lmo=None, initial_atom=None, face=LowRankFace(3.0, False, (n, n)))
     u = np.linalg.eigh(G)[1][:, 0]
-    atom = SimpleNamespace(u=u, v=u)  # a symmetric LMO vertex: the step takes symmetric eigenpairs
+    return X, G, L, blk, SimpleNamespace(u=u, v=u)
+
+
+@pytest.mark.parametrize("signs", ["positive", "mixed"])
+def test_lean_rank_k_step_with_y_formed_over_the_gradient(signs):
+    """Where G lies in the array the block's lazy directions are formed in, the lean rank-k step forms
+    Y = X - G / L over it (one Krylov product per column instead of two) and reads <G, V> as
+    L (<X, V> - <Y, V>). Its direction, slope and ||V - X||^2 against those of the two-product operator
+    on the same X, G, L, and both against the dense <G, V - X> and ||V - X||^2 of the formed direction."""
+    from fwmodel.engine.rank_k import RankKStep
+
+    # Y = X - G / L near a PSD matrix where the signs are "positive": no negative kept value
+    X, G, L, blk, atom = _lean_rank_k_case((lambda X, G, L: G - 2.0 * X) if signs == "positive" else None)
     x, g = X.ravel().copy(), G.ravel().copy()
     xg, xx = float(x @ g), float(x @ x)
 
-    class Lender:  # the driver's shared direction array (fwal._Buffers.shared_direction)
-        def __init__(self):
-            self.array = np.empty(n * n)
-
-        def shared_direction(self, block):
-            return self.array
-
     results = []
     for over_gradient in (False, True):
-        lender = Lender()
+        lender = _SharedDirection(x.size)
         step = RankKStep(blk, blk.face, np.ones(1))
         step.k = 8
         if over_gradient:
@@ -293,35 +304,17 @@ def test_lean_rank_k_slope_over_the_gradient_is_refused_where_rounding_could_swa
     """<G, V> = L (<X, V> - <Y, V>) cancels where ||G|| / (L ||X||) is tiny. Either the step returns a
     slope that agrees with the dense <G, V - X> of the two-product path, or it returns none (the caller
     then takes the FW direction); at 1e-7 the over-gradient slope was 4e-2 off, and must be refused."""
-    from types import SimpleNamespace
-
-    from fwmodel.engine.fwal import Block
-    from fwmodel.engine.inface import LowRankFace
     from fwmodel.engine.rank_k import RankKStep
 
-    n, L = 150, 1.5
-    rng = np.random.default_rng(12)
-    B = rng.standard_normal((n, 3))
-    X = B @ B.T / n
-    A = rng.standard_normal((n, n))
-    G = -(A + A.T) / 4
-    G *= ratio * L * np.linalg.norm(X) / np.linalg.norm(G)
-    blk = Block(offset=0, size=n * n, lmo=None, initial_atom=None, face=LowRankFace(3.0, False, (n, n)))
-    u = np.linalg.eigh(G)[1][:, 0]
-    atom = SimpleNamespace(u=u, v=u)
+    X, G, L, blk, atom = _lean_rank_k_case(lambda X, G, L: G * (ratio * L * np.linalg.norm(X) / np.linalg.norm(G)))
     x, g = X.ravel().copy(), G.ravel().copy()
-
-    class Lender:
-        array = np.empty(n * n)
-
-        def shared_direction(self, block):
-            return self.array
 
     two_products = RankKStep(blk, blk.face, np.ones(1))
     two_products.k = 8
-    d, reference, _ = two_products._lean_rank_k_direction(x, g.copy(), L, atom, float(x @ g), float(x @ x), Lender())
+    d, reference, _ = two_products._lean_rank_k_direction(x, g.copy(), L, atom, float(x @ g), float(x @ x),
+                                                          _SharedDirection(x.size))
     np.testing.assert_allclose(reference, g @ d.form(), rtol=1e-6)
-    lender = Lender()
+    lender = _SharedDirection(x.size)
     lender.array[:] = g
     over = RankKStep(blk, blk.face, np.ones(1))
     over.k = 8
