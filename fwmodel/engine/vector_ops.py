@@ -46,9 +46,7 @@ def dot(a, b):
             return float(a[0]) * float(b[0]) * a.size
         constant, other = (a, b) if _is_broadcast(a) else (b, a)
         return float(constant[0]) * float(other.sum())
-    if a.size < _TUNE_MIN_SIZE:
-        return float(einsum_plain("i,i->", a, b))  # _einsum_dot, inlined
-    return _faster_dot(a.size, a, b)
+    return _faster_dot(a.size, a, b)  # a short pair has returned above, broadcast or not
 
 
 def norm(a):
