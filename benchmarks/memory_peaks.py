@@ -37,7 +37,7 @@ TARGETS = [
     (l1, "_soft_threshold_level_chunked"),
     (l1, "_michelot"),
     (trace_norm.TraceNormBall, "project_flat"),
-    (trace_norm.TraceNormBall, "lmo_atom"),
+    (trace_norm.TraceNormBall, "_atom"),  # a solve's LMO calls (lmo_for_solve) and direct lmo_atom calls
     (l1.L1Ball, "lmo_atom"),
     (rank_k.RankKStep, "propose"),
     (rank_k.RankKStep, "_lean_rank_k_direction"),

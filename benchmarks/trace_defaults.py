@@ -189,13 +189,17 @@ def cmd_iteration(args):
                     projections[_name] += 1
                     return _project(point, *args, **kwargs)
                 s.project_flat = counted
-            for s in (l1, trace):  # accumulate the time of every LMO call (FW steps, gap, certificates)
-                def timed_lmo(direction, _lmo=s.lmo_atom):
-                    t0 = time.perf_counter()
-                    out = _lmo(direction)
-                    spent[0] += time.perf_counter() - t0
-                    return out
-                s.lmo_atom = timed_lmo
+            for s in (l1, trace):  # accumulate the time of every LMO call of the solve (FW steps, gap, certificates)
+                def timed_lmo_for_solve(_make=s.lmo_for_solve):
+                    lmo = _make()  # the solve's LMO (the trace-norm ball's has its own Lanczos warm start)
+
+                    def timed_lmo(direction):
+                        t0 = time.perf_counter()
+                        out = lmo(direction)
+                        spent[0] += time.perf_counter() - t0
+                        return out
+                    return timed_lmo
+                s.lmo_for_solve = timed_lmo_for_solve
             prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [l1, trace])
             prob.compile()
             compile_peak = tracemalloc.get_traced_memory()[1]

@@ -245,3 +245,52 @@ def test_banded_soft_alignment_stays_in_band():
     constraints += [X[outside] == 0, cp.sum(cp.abs(X)) <= 3.0]
     ref, _ = solve_reference(flow, cp.sum_squares(X - T), constraints)
     assert_objective_close(value, ref)
+
+
+def test_problems_sharing_an_alignment_polytope_solve_in_two_threads_as_alone():
+    """The DP buffers belong to each solve (``AlignmentPolytope.lmo_for_solve``): two problems on the
+    same polytope object, solved at once in two threads (the interpreter switching threads every
+    microsecond, inside the LMOs), give the iterates of their solves one after the other, bit for bit;
+    one answer against the flow QP (CVXPY + Clarabel)."""
+    import sys
+    import threading
+
+    n, m = 20, 24
+    rng = np.random.default_rng(3)
+    targets = [matching_lmo(-rng.random((n, m))) + 0.3 * rng.standard_normal((n, m)) for _ in range(2)]
+    A = fm.Variable((n, m), name="A")
+    P = AlignmentPolytope(A)
+    problems = [fm.Problem(fm.Minimize(fm.sum_squares(A - T)), [P]) for T in targets]
+    options = dict(max_iter=150)
+
+    def run(prob):
+        prob.solve(**options)
+        return prob.point_in(P).copy(), list(prob.history["objective"])
+
+    alone = [run(prob) for prob in problems]
+    results, errors = {}, []
+
+    def solve(k):
+        try:
+            results[k] = run(problems[k])
+        except Exception as error:  # reported below: an exception in a thread would pass unseen
+            errors.append(error)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=solve, args=(k,)) for k in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors
+    for k in range(2):
+        assert np.array_equal(results[k][0], alone[k][0]) and results[k][1] == alone[k][1]
+    ref, X_ref = flow_reference([targets[0]])
+    problems[0].solve()
+    assert problems[0].status == "optimal"
+    assert_objective_close(problems[0].value, ref)
+    np.testing.assert_allclose(problems[0].point_in(P), X_ref, atol=POINT_ATOL)

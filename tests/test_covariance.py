@@ -498,7 +498,7 @@ def test_trace_lmo_warm_start_subspace():
         assert abs(atom.u @ Q[:, k]) == pytest.approx(1.0, abs=1e-6)
         assert atom.scale == -1.0
     S.reset()
-    assert S._v0 is None and S._recent == []
+    assert S._warm.leading is None and S._warm.recent == []
 
 
 def test_trace_lmo_has_no_dense_temporaries():

@@ -116,9 +116,9 @@ def test_warm_start_reuse_and_reset():
     S = fm.TraceNormBall(fm.Variable((n, n + 10)), radius=1.0, lmo_tol=1e-10)
     D = rng.standard_normal((n, n + 10))
     D += 4.0 * np.outer(rng.standard_normal(n), rng.standard_normal(n + 10)) / n
-    assert S._v0 is None
+    assert S._warm.leading is None
     s1 = S.lmo(D)
-    v0 = S._v0.copy()
+    v0 = S._warm.leading.copy()
     s2 = S.lmo(D)  # warm-started from the previous singular vector
     np.testing.assert_allclose(s2, s1, atol=1e-7)
     # the stored vector is the leading singular vector of the Gram side
@@ -128,7 +128,7 @@ def test_warm_start_reuse_and_reset():
     Uf, _, Vtf = np.linalg.svd(E)
     np.testing.assert_allclose(S.lmo(E), -np.outer(Uf[:, 0], Vtf[0]), atol=1e-6)
     S.reset()
-    assert S._v0 is None
+    assert S._warm.leading is None
     np.testing.assert_allclose(S.lmo(D), s1, atol=1e-7)
 
 

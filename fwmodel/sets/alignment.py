@@ -729,10 +729,17 @@ class AlignmentPolytope(ConvexSet):
     # -------------------------------------------------------------- the oracle
 
     def lmo_atom(self, flat_direction):
+        return self._atom(flat_direction, self._work)
+
+    def lmo_for_solve(self):
+        """:meth:`lmo_atom` with DP buffers of its own: solves sharing the set in several threads
+        do not write into each other's buffers (the vertices are the same)."""
+        work = _Workspace()
+        return lambda flat_direction: self._atom(flat_direction, work)
+
+    def _atom(self, flat_direction, work):
         d = as_flat_direction(self, flat_direction)
-        cells, _ = _solve(
-            d.reshape(self._batch_shape), self.kind, self._mask, self._lo, self._hi, self._work, self.backend
-        )
+        cells, _ = _solve(d.reshape(self._batch_shape), self.kind, self._mask, self._lo, self._hi, work, self.backend)
         return _CellsAtom(cells, self.size)
 
     def lmo(self, direction):

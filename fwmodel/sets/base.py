@@ -361,9 +361,10 @@ class ConvexSet:
 
         A set whose LMO can reuse work from one call to the next within a
         solve (the assignment problem's dual potentials on the Birkhoff
-        polytope) returns a fresh callable holding that state, so every
-        solve starts from the same state and its iterates do not depend on
-        earlier solves.
+        polytope, the trace-norm ball's Lanczos vectors) or needs buffers
+        returns a fresh callable holding that state, so every solve starts
+        from the same state: its iterates do not depend on earlier solves, nor
+        on solves sharing the set in other threads.
         """
         return self.lmo_atom
 

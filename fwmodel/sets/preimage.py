@@ -31,8 +31,17 @@ class AffinePreimage(InnerData, ConvexSet):
         self.is_polytope = inner.is_polytope
 
     def lmo_atom(self, flat_direction):
+        return self._vertex(self.inner.lmo_atom, flat_direction)
+
+    def lmo_for_solve(self):
+        """Through S's own :meth:`lmo_for_solve`: S's per-solve warm start (a trace-norm ball's
+        Lanczos vectors), not the state of S's direct calls, so a re-solve repeats the first."""
+        inner_lmo = self.inner.lmo_for_solve()
+        return lambda flat_direction: self._vertex(inner_lmo, flat_direction)
+
+    def _vertex(self, inner_lmo, flat_direction):
         d = as_flat_direction(self, flat_direction)
-        z = self.inner.lmo_atom(d / self._a).to_dense()
+        z = inner_lmo(d / self._a).to_dense()
         return DenseAtom((z - self._c) / self._a)
 
     def lmo(self, direction):

@@ -154,6 +154,31 @@ class InPlaceRankOneAtom(RankOneAtom):
             X += alpha * np.outer(self.u, self.v)
 
 
+class LanczosWarmStart:
+    """What the trace-norm LMO carries from one call to the next: its last vectors.
+
+    ``leading``: the last leading vector (the singular-value path's Lanczos
+    start); ``recent``: the last ``_KEEP`` LMO eigenvectors, the subspace of
+    the Rayleigh-Ritz warm start (:meth:`TraceNormBall._extreme_eig`). The
+    start changes the LMO's vertex within its tolerance ``lmo_tol``, so the
+    vertex depends on the calls before it: each solve gets a fresh one
+    (:meth:`TraceNormBall.lmo_for_solve`), and a re-solve, or a solve of
+    another problem sharing the set (in another thread too), does not see
+    an earlier solve's vectors. Direct calls of ``lmo`` and ``lmo_atom``
+    share the set's own, which :meth:`TraceNormBall.reset` forgets.
+    """
+
+    def __init__(self):
+        self.leading = None
+        self.recent = []
+
+    def remember(self, u):
+        self.leading = u
+        if _KEEP:
+            self.recent.append(u)
+            del self.recent[:-_KEEP]
+
+
 class TraceNormBall(ConvexSet):
     """Nuclear-norm ball ``{X : ||X||_* <= radius}`` of a matrix expression.
 
@@ -196,7 +221,10 @@ class TraceNormBall(ConvexSet):
     takes the eigenvalue path, an asymmetric one Lanczos on the Gram operator
     of its smaller side, as ``scipy.sparse.linalg.svds`` does. No temporary
     of the matrix's size is formed: ``sym(D)`` is applied as
-    ``(D v + D^T v) / 2``. :meth:`reset` forgets the warm start. The vertex
+    ``(D v + D^T v) / 2``. The warm start (:class:`LanczosWarmStart`) is
+    per solve (:meth:`lmo_for_solve`): solving a problem twice gives the
+    same iterates. Direct calls of :meth:`lmo` and :meth:`lmo_atom` share
+    the set's own, which :meth:`reset` forgets. The vertex
     is a :class:`RankOneAtom` that adds itself in place (BLAS ``dger``).
 
     Parameters
@@ -251,49 +279,43 @@ class TraceNormBall(ConvexSet):
         self._probe_i = rng.integers(0, m, _N_PROBES)
         self._probe_j = rng.integers(0, n, _N_PROBES)
         self._w = rng.standard_normal(min(m, n))
-        self._v0 = None
-        self._recent = []  # the last LMO eigenvectors: the warm-start subspace
-        #: Lanczos matrix-vector products of the last LMO call, and in all
+        self._warm = LanczosWarmStart()  # the warm start of direct lmo / lmo_atom calls (not of solves)
+        #: Lanczos matrix-vector products of the last LMO call, and in all (diagnostics: any caller's calls)
         self.last_matvecs = 0
         self.total_matvecs = 0
 
     def reset(self):
-        """Forget the Lanczos warm-start vectors."""
-        self._v0 = None
-        self._recent = []
+        """Forget the Lanczos warm-start vectors of direct :meth:`lmo` / :meth:`lmo_atom` calls
+        (a solve's start afresh anyway: :meth:`lmo_for_solve`)."""
+        self._warm = LanczosWarmStart()
 
     # ------------------------------------------------------------ linear algebra
-    def _start_vector(self, length):
+    @staticmethod
+    def _start_vector(warm, length):
         """The previous leading vector when it fits, else a fixed random vector."""
-        if self._v0 is not None and self._v0.size == length:
-            return self._v0
+        if warm.leading is not None and warm.leading.size == length:
+            return warm.leading
         # deterministic so that solves are reproducible
         return np.random.default_rng(0).standard_normal(length)
 
     def _use_dense(self, dim):
         return dim <= max(self.dense_threshold, 2)
 
-    def _basis(self, n):
+    def _basis(self, n, warm):
         """Orthonormal basis Q (n x k) of the last LMO vectors and the test vector w.
 
         Returns ``(Q, c)`` with ``w = Q @ c``. The fixed Gaussian ``w`` is in
         the span on purpose: it gives the warm start a component along every
         eigenvector (see :meth:`_extreme_eig`).
         """
-        if self._recent and self._recent[0].size != n:
-            self._recent = []
-        Q, R = np.linalg.qr(np.column_stack(self._recent + [self._w]))
+        if warm.recent and warm.recent[0].size != n:
+            warm.recent = []
+        Q, R = np.linalg.qr(np.column_stack(warm.recent + [self._w]))
         keep = np.abs(np.diag(R)) > 1e-10 * np.abs(R).max()
         keep[-1] = True  # w itself: never parallel to the previous vectors in practice
         return Q[:, keep], R[keep, -1]
 
-    def _remember(self, u):
-        self._v0 = u
-        if _KEEP:
-            self._recent.append(u)
-            del self._recent[:-_KEEP]
-
-    def _products(self, D):
+    def _products(self, D, warm):
         """Symmetry of square ``D`` and the products the eigensolver reuses.
 
         Returns ``(symmetric, Q, DQ)``: ``Q`` the warm-start basis (or None)
@@ -318,9 +340,9 @@ class TraceNormBall(ConvexSet):
         if np.any(np.abs(a - b) > _SYM_RTOL * probe_scale + 1e-300):
             if not self.symmetric:
                 return False, None, None  # the singular-value path
-            Q, _ = self._basis(n)
+            Q, _ = self._basis(n, warm)
             return False, Q, 0.5 * (D @ Q + D.T @ Q)
-        Q, c = self._basis(n)
+        Q, c = self._basis(n, warm)
         DQ = D @ Q
         Dw = DQ @ c
         diff = float(np.linalg.norm(Dw - _matvec(D.T, self._w)))
@@ -331,7 +353,7 @@ class TraceNormBall(ConvexSet):
             DQ = 0.5 * (DQ + D.T @ Q)
         return symmetric, Q, DQ
 
-    def _extreme_eig(self, D, which, symmetric, Q=None, DQ=None):
+    def _extreme_eig(self, D, which, symmetric, warm, Q=None, DQ=None):
         """Eigenpair of ``D`` (``symmetric``) or of ``sym(D)``: largest ``|lambda|`` or smallest.
 
         Warm start: a Rayleigh-Ritz step on the span ``Q`` of the last LMO
@@ -350,7 +372,7 @@ class TraceNormBall(ConvexSet):
             S = D if symmetric else 0.5 * (D + D.T)
             w, V = np.linalg.eigh(S)
             i = int(np.argmax(np.abs(w))) if which == "LM" else 0
-            self._v0 = V[:, i]
+            warm.leading = V[:, i]
             self.last_matvecs = 0
             return float(w[i]), V[:, i]
         if symmetric:
@@ -364,7 +386,7 @@ class TraceNormBall(ConvexSet):
                 return out
 
         if Q is None:
-            Q, _ = self._basis(n)
+            Q, _ = self._basis(n, warm)
             DQ = np.column_stack([matvec(q) for q in Q.T])
         H = Q.T @ DQ
         thetas, C = np.linalg.eigh(0.5 * (H + H.T))
@@ -383,10 +405,10 @@ class TraceNormBall(ConvexSet):
             w, V = np.linalg.eigh(S)
             i = int(np.argmax(np.abs(w))) if which == "LM" else 0
             theta, u = float(w[i]), V[:, i]
-        self._remember(u)
+        warm.remember(u)
         return theta, u
 
-    def _leading_singular(self, D):
+    def _leading_singular(self, D, warm):
         """Leading singular pair ``(u, sigma, v)`` of ``D``."""
         m, n = D.shape
         k = min(m, n)
@@ -398,8 +420,8 @@ class TraceNormBall(ConvexSet):
             else:
                 def gram(x):
                     return _matvec(D, _matvec(D.T, x))
-            v0 = self._start_vector(k)
-            if self._v0 is not None and self._v0.size == k:  # tilted warm start (see _extreme_eig)
+            v0 = self._start_vector(warm, k)
+            if warm.leading is not None and warm.leading.size == k:  # tilted warm start (see _extreme_eig)
                 v0 = v0 + _TILT * self._w / np.linalg.norm(self._w)
             _, x, count, converged = lanczos_extreme(gram, v0, which="LA", tol=self.lmo_tol)
             self.last_matvecs = 2 * count
@@ -408,15 +430,15 @@ class TraceNormBall(ConvexSet):
                 y = _matvec(D, x) if m >= n else _matvec(D.T, x)
                 sigma = float(np.linalg.norm(y))
                 if sigma > 0:
-                    self._v0 = x
+                    warm.leading = x
                     return (y / sigma, sigma, x) if m >= n else (x, sigma, y / sigma)
         U, s, Vt = np.linalg.svd(D, full_matrices=False)
-        self._v0 = Vt[0] if m >= n else U[:, 0]
+        warm.leading = Vt[0] if m >= n else U[:, 0]
         return U[:, 0], float(s[0]), Vt[0]
 
     # -------------------------------------------------------------- the oracle
-    def _factors(self, D):
-        """The LMO vertex as ``(u, v, scale)``: ``S = scale * outer(u, v)``."""
+    def _factors(self, D, warm):
+        """The LMO vertex as ``(u, v, scale)``: ``S = scale * outer(u, v)``, Lanczos started from ``warm``."""
         m, n = D.shape
         r = self.radius
         if not np.any(D):
@@ -424,25 +446,47 @@ class TraceNormBall(ConvexSet):
             e_m, e_n = np.zeros(m), np.zeros(n)
             e_m[0] = e_n[0] = 1.0
             return e_m, e_n, (0.0 if self.psd else -r)
-        symmetric, Q, DQ = self._products(D) if m == n else (False, None, None)
+        symmetric, Q, DQ = self._products(D, warm) if m == n else (False, None, None)
         if self.psd:
-            lam, u = self._extreme_eig(D, "SA", symmetric, Q, DQ)
+            lam, u = self._extreme_eig(D, "SA", symmetric, warm, Q, DQ)
             return u, u, (r if lam < 0 else 0.0)
         if symmetric or self.symmetric:
-            lam, u = self._extreme_eig(D, "LM", symmetric, Q, DQ)
+            lam, u = self._extreme_eig(D, "LM", symmetric, warm, Q, DQ)
             return u, u, (r if lam < 0 else -r)
-        u, _, v = self._leading_singular(D)
+        u, _, v = self._leading_singular(D, warm)
         return u, v, -r
 
-    def lmo_atom(self, flat_direction):
+    def _atom(self, flat_direction, warm):
         D = as_flat_direction(self, flat_direction).reshape(tuple(self.shape))
-        u, v, scale = self._factors(D)
+        u, v, scale = self._factors(D, warm)
         return InPlaceRankOneAtom(u, v, scale, self.shape)
+
+    def lmo_atom(self, flat_direction):
+        return self._atom(flat_direction, self._warm)
 
     def lmo(self, direction):
         D = as_direction(self, direction)
-        u, v, scale = self._factors(D)
+        u, v, scale = self._factors(D, self._warm)
         return scale * np.outer(u, v)
+
+    def lmo_for_solve(self):
+        """:meth:`lmo_atom` with a warm start of its own (:class:`LanczosWarmStart`), fresh for every solve.
+
+        Every solve then starts Lanczos from the same vectors, whatever was
+        solved before with this set (a re-solve of the same problem, a
+        problem sharing the set, direct calls) or beside it in another thread.
+        """
+        warm = LanczosWarmStart()
+
+        def lmo_atom(flat_direction):
+            return self._atom(flat_direction, warm)
+
+        return lmo_atom
+
+    def min_linear(self, flat_direction):
+        """``min_{s in set} <d, s>`` from a cold start (the compiler's bounds do not depend on earlier calls)."""
+        d = np.asarray(flat_direction, dtype=float).ravel()
+        return float(self._atom(d, LanczosWarmStart()).dot(d))
 
     def project(self, point):
         """Euclidean projection onto the set (for splitting baselines and tests).
