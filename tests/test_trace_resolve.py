@@ -201,3 +201,5 @@ def test_solve_lmo_has_its_own_warm_start():
         assert np.array_equal(again.u, vertex.u) and again.scale == vertex.scale
         top = np.abs(np.linalg.eigvalsh(d.reshape(60, 60))).max()
         assert vertex.dot(d) == pytest.approx(-2.0 * top, rel=1e-9)
+    # min_linear (the compiler's bounds) starts cold too: the first vertex's value, bit for bit
+    assert ball.min_linear(directions[0]) == vertices[0].dot(directions[0])

@@ -286,7 +286,7 @@ class TraceNormBall(ConvexSet):
 
     def reset(self):
         """Forget the Lanczos warm-start vectors of direct :meth:`lmo` / :meth:`lmo_atom` calls
-        (a solve's start afresh anyway: :meth:`lmo_for_solve`)."""
+        (each solve starts afresh anyway: :meth:`lmo_for_solve`)."""
         self._warm = LanczosWarmStart()
 
     # ------------------------------------------------------------ linear algebra
@@ -475,10 +475,12 @@ class TraceNormBall(ConvexSet):
         Every solve then starts Lanczos from the same vectors, whatever was
         solved before with this set (a re-solve of the same problem, a
         problem sharing the set, direct calls) or beside it in another thread.
+        A ``warm_start=True`` solve starts Lanczos afresh too (its first LMO
+        calls take a few more products; the solve's iterations measured the same).
         """
         warm = LanczosWarmStart()
 
-        def lmo_atom(flat_direction):
+        def lmo_atom(flat_direction):  # named as the method: profiles by function name count it as before
             return self._atom(flat_direction, warm)
 
         return lmo_atom
