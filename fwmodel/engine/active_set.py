@@ -24,8 +24,9 @@ gets one weight.
 
 On request (:meth:`ActiveSet.track_gram`) the set also keeps the Gram matrix
 ``<a_i, a_j>`` of its atoms, in the same positions: one column is computed
-when an atom enters (its inner products with the others, one vectorized pass)
-and a removal swaps a row and a column, so a step that works in weight space
+when an atom enters (its inner products with the others, one vectorized pass;
+for permutation matrices a count of the rows where they agree, see
+:class:`_UnitSegments`) and a removal swaps a row and a column, so a step that works in weight space
 (several local pairwise steps on a quadratic model, see
 :class:`fwmodel.engine.steps.BlendedPairwiseStep`) costs O(k) per local step
 instead of a pass over the atoms.
@@ -92,6 +93,8 @@ class _SparseStore(_Store):
         width = max(1, first.indices.size)
         self.indices = np.zeros((8, width), dtype=np.intp)
         self.values = np.zeros((8, width))
+        # the atoms' 0/1 segment pattern (permutation matrices), while every stored atom has it
+        self.pattern = _UnitSegments.of(first)
 
     @staticmethod
     def accepts(atom):
@@ -100,8 +103,16 @@ class _SparseStore(_Store):
     def grow(self, rows):
         self.indices = _grow_rows(self.indices, rows)
         self.values = _grow_rows(self.values, rows)
+        if self.pattern is not None:
+            self.pattern.grow(rows)
 
     def write(self, row, atom):
+        if self.pattern is not None:
+            offsets = self.pattern.offsets_of(atom)
+            if offsets is None:  # an atom of another kind: no more counting in this store
+                self.pattern = None
+            else:
+                self.pattern.offsets[:, row] = offsets
         nnz = atom.indices.size
         if nnz > self.indices.shape[1]:  # a wider atom: widen once, to at least double
             width = max(nnz, 2 * self.indices.shape[1])
@@ -118,9 +129,21 @@ class _SparseStore(_Store):
     def copy_row(self, src, dst):
         self.indices[dst] = self.indices[src]
         self.values[dst] = self.values[src]
+        if self.pattern is not None:
+            self.pattern.offsets[:, dst] = self.pattern.offsets[:, src]
 
     def clear_row(self, row):
         self.values[row] = 0.0
+
+    def shared_entries(self, atom):
+        """<atom, a_j> for every stored atom a_j by counting shared entries (see :class:`_UnitSegments`), or None.
+
+        None unless the stored atoms and ``atom`` all have one 0/1 segment pattern.
+        """
+        if self.pattern is None:
+            return None
+        offsets = self.pattern.offsets_of(atom)
+        return None if offsets is None else self.pattern.agreements(offsets, self.count)
 
     def dots(self, g):
         k = self.count
@@ -129,6 +152,68 @@ class _SparseStore(_Store):
         # the method and einsum's C kernel are called without NumPy's Python wrappers
         # (the same loops: this runs every iteration on a few hundred entries)
         return einsum_plain("ij,ij->i", g.take(self.indices[:k], mode="clip"), self.values[:k])
+
+
+class _UnitSegments:
+    """Atoms of value 1 at one entry in each of ``width`` consecutive segments of ``segment`` entries.
+
+    A permutation matrix, flat in C order, is one (a 1 in every row, row
+    after row; ``segment`` = n). Entry l of such an atom lies in segment l,
+    so two atoms of one pattern share the entry of segment l exactly when
+    their offsets within segment l agree, and their inner product is the
+    number of segments where the offsets agree. Counted on small integers
+    (a comparison and a sum), that is the same number as the inner product
+    summed in floating point (a sum of ones: an integer, exact) at a
+    fraction of the cost of gathering one atom's entries for every other
+    atom. This is how a new atom's Gram column is filled in
+    (:meth:`ActiveSet.track_gram`).
+
+    ``offsets`` holds the stored atoms' offsets, one *column* per store row:
+    the counts then add whole contiguous rows of the comparison.
+    """
+
+    def __init__(self, width, segment):
+        self.width, self.segment = width, segment
+        self.starts = np.arange(0, width * segment, segment)  # the first entry of every segment
+        self.offsets = np.zeros((width, 8), dtype=np.min_scalar_type(segment - 1))
+        self._matches = np.zeros((width, 8), dtype=bool)
+        # counts up to 65535 segments in uint16, more in float (also exact)
+        self._count_dtype = np.uint16 if width < 1 << 16 else np.float64
+        self._last = (None, None)  # the last atom checked and its offsets (it is usually written next)
+
+    @classmethod
+    def of(cls, atom):
+        """The pattern of ``atom``, or None when it has none (a value other than 1, entries out of order)."""
+        indices, size = getattr(atom, "indices", None), int(getattr(atom, "size", 0))
+        if not isinstance(indices, np.ndarray) or indices.size == 0 or size <= 0 or size % indices.size:
+            return None
+        pattern = cls(indices.size, size // indices.size)
+        return pattern if pattern.offsets_of(atom) is not None else None
+
+    def offsets_of(self, atom):
+        """The offsets of ``atom``'s entries within their segments, or None when it does not have this pattern."""
+        last, offsets = self._last
+        if atom is last:
+            return offsets
+        indices, values = getattr(atom, "indices", None), getattr(atom, "values", None)
+        offsets = None
+        if (isinstance(indices, np.ndarray) and isinstance(values, np.ndarray) and indices.shape == values.shape
+                == (self.width,) and int(getattr(atom, "size", 0)) == self.width * self.segment):
+            shifted = indices - self.starts
+            if shifted.min() >= 0 and shifted.max() < self.segment and (values == 1.0).all():
+                offsets = shifted.astype(self.offsets.dtype)
+        self._last = (atom, offsets)
+        return offsets
+
+    def grow(self, rows):
+        grown = np.zeros((self.width, rows), dtype=self.offsets.dtype)
+        grown[:, : self.offsets.shape[1]] = self.offsets
+        self.offsets, self._matches = grown, np.zeros(grown.shape, dtype=bool)
+
+    def agreements(self, offsets, k):
+        """For each of the first ``k`` stored atoms, the number of segments where its offset equals ``offsets``'s (float)."""
+        matches = np.equal(self.offsets[:, :k], offsets[:, None], out=self._matches[:, :k])
+        return np.add.reduce(matches.view(np.uint8), axis=0, dtype=self._count_dtype).astype(float)
 
 
 class _DenseStore(_Store):
@@ -456,6 +541,12 @@ class ActiveSet:
         entries are zeroed again afterwards (O(nnz)) instead of a fresh block-size
         array per new atom (its page faults cost more than the inner products).
         """
+        col = self._shared_entry_counts(atom) if pos else None
+        if col is not None:  # 0/1 atoms of one pattern: counts, <atom, atom> = its number of entries
+            self._gram[pos, :pos] = col
+            self._gram[:pos, pos] = col
+            self._gram[pos, pos] = float(atom.indices.size)
+            return
         v = self._gram_scratch
         if v is None or v.size != self._gram_size:
             v = self._gram_scratch = np.zeros(self._gram_size)
@@ -469,6 +560,16 @@ class ActiveSet:
             v[indices] = 0.0
         else:
             v.fill(0.0)
+
+    def _shared_entry_counts(self, atom):
+        """The new atom's Gram column by counting shared entries (:meth:`_SparseStore.shared_entries`), or None.
+
+        Only for a set whose atoms all sit in one sparse store (positions are its rows).
+        """
+        if len(self._stores) != 1:
+            return None
+        (store,) = self._stores.values()
+        return store.shared_entries(atom) if type(store) is _SparseStore else None
 
     def _remove(self, pos):
         """Swap-remove the atom at ``pos``: the last atom takes its position."""
