@@ -336,3 +336,24 @@ def test_gram_of_batched_simplex_vertices_counts_shared_groups():
         aset.fw_update(vertex(), 0.25)
     assert next(iter(aset._stores.values())).pattern is not None
     assert np.array_equal(aset.gram, _dense_gram(aset.atoms, groups * S))
+
+
+@pytest.mark.parametrize("n", [255, 256, 300])
+def test_gram_counts_of_large_permutations_do_not_overflow(n):
+    """Counts of up to n agreeing rows (offsets and counts in wider integer types past 255) stay exact:
+    the atom with itself (n agreements) and near-copies of it."""
+    rng = np.random.default_rng(n)
+    base = rng.permutation(n)
+    atoms = []
+    for t in range(6):  # the same permutation with t pairs of rows swapped: n - 2t agreements with the first
+        cols = base.copy()
+        for i in range(t):
+            cols[[2 * i, 2 * i + 1]] = cols[[2 * i + 1, 2 * i]]
+        atoms.append(SparseAtom(np.arange(n) * n + cols, 1.0, n * n))
+    aset = ActiveSet(atoms[0])
+    aset.track_gram(n * n)
+    for atom in atoms[1:]:
+        aset.fw_update(atom, 0.2)
+    assert next(iter(aset._stores.values())).pattern is not None
+    assert np.array_equal(aset.gram, _dense_gram(aset.atoms, n * n))
+    assert aset.gram[0].tolist() == [float(n - 2 * t) for t in range(6)]

@@ -138,7 +138,8 @@ class _SparseStore(_Store):
     def shared_entries(self, atom):
         """<atom, a_j> for every stored atom a_j by counting shared entries (see :class:`_UnitSegments`), or None.
 
-        None unless the stored atoms and ``atom`` all have one 0/1 segment pattern.
+        None unless the stored atoms and ``atom`` all have one 0/1 segment pattern. The
+        counts come as integers (exact; assigning them to a float array converts them).
         """
         if self.pattern is None:
             return None
@@ -177,8 +178,9 @@ class _UnitSegments:
         self.starts = np.arange(0, width * segment, segment)  # the first entry of every segment
         self.offsets = np.zeros((width, 8), dtype=np.min_scalar_type(segment - 1))
         self._matches = np.zeros((width, 8), dtype=bool)
-        # counts up to 65535 segments in uint16, more in float (also exact)
-        self._count_dtype = np.uint16 if width < 1 << 16 else np.float64
+        # the counts (at most width) in the smallest unsigned type that holds them: uint8 up to
+        # 255 segments, where the sum adds contiguous rows without a cast (half the time of uint16)
+        self._count_dtype = np.min_scalar_type(width)
         self._last = (None, None)  # the last atom checked and its offsets (it is usually written next)
 
     @classmethod
@@ -211,9 +213,9 @@ class _UnitSegments:
         self.offsets, self._matches = grown, np.zeros(grown.shape, dtype=bool)
 
     def agreements(self, offsets, k):
-        """For each of the first ``k`` stored atoms, the number of segments where its offset equals ``offsets``'s (float)."""
+        """For each of the first ``k`` stored atoms, the number of segments where its offset equals ``offsets``'s (integers)."""
         matches = np.equal(self.offsets[:, :k], offsets[:, None], out=self._matches[:, :k])
-        return np.add.reduce(matches.view(np.uint8), axis=0, dtype=self._count_dtype).astype(float)
+        return np.add.reduce(matches.view(np.uint8), axis=0, dtype=self._count_dtype)
 
 
 class _DenseStore(_Store):
