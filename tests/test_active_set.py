@@ -287,7 +287,7 @@ def test_gram_columns_by_counting_equal_the_gathered_inner_products_bit_for_bit(
 
     counted, grams_counted = run()
     assert next(iter(counted._stores.values())).pattern is not None
-    monkeypatch.setattr(active_set_module._UnitSegments, "of", classmethod(lambda cls, atom: None))
+    monkeypatch.setattr(active_set_module._UnitSegments, "of_rows", classmethod(lambda cls, *args: None))
     gathered, grams_gathered = run()
     assert next(iter(gathered._stores.values())).pattern is None
     for a, b in zip(grams_counted, grams_gathered):
@@ -357,3 +357,26 @@ def test_gram_counts_of_large_permutations_do_not_overflow(n):
     assert next(iter(aset._stores.values())).pattern is not None
     assert np.array_equal(aset.gram, _dense_gram(aset.atoms, n * n))
     assert aset.gram[0].tolist() == [float(n - 2 * t) for t in range(6)]
+
+
+def test_counting_starts_with_the_gram_matrix_and_stops_with_it():
+    """Offsets are kept only while the Gram matrix is: none before track_gram, built from the stored rows
+    then (their Gram entries as dense A A'), dropped by stop_gram, and rebuilt after a full FW step."""
+    n = 5
+    rng = np.random.default_rng(4)
+    aset = ActiveSet(_permutation_atom(n, rng))
+    for _ in range(6):
+        aset.fw_update(_permutation_atom(n, rng), 0.3)
+    store = next(iter(aset._stores.values()))
+    assert store.pattern is None
+    aset.track_gram(n * n)
+    assert store.pattern is not None
+    for _ in range(6):
+        aset.fw_update(_permutation_atom(n, rng), 0.3)
+    assert np.array_equal(aset.gram, _dense_gram(aset.atoms, n * n))
+    aset.fw_update(_permutation_atom(n, rng), 1.0)  # a full step: a fresh store, counting again
+    aset.fw_update(_permutation_atom(n, rng), 0.5)
+    assert next(iter(aset._stores.values())).pattern is not None
+    assert np.array_equal(aset.gram, _dense_gram(aset.atoms, n * n))
+    aset.stop_gram()
+    assert next(iter(aset._stores.values())).pattern is None and aset.gram is None

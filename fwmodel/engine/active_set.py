@@ -84,6 +84,13 @@ class _Store:
     def clear_row(self, row):
         pass
 
+    def count_shared_entries(self, size):
+        """Start (``size``: the block size) or stop (None) keeping what :meth:`shared_entries` needs."""
+
+    def shared_entries(self, atom):
+        """<atom, a_j> for every stored atom without a gather, where the store can count them; else None."""
+        return None
+
 
 class _SparseStore(_Store):
     """Sparse atoms: padded (row, width) index and value matrices (padding: index 0, value 0)."""
@@ -93,8 +100,9 @@ class _SparseStore(_Store):
         width = max(1, first.indices.size)
         self.indices = np.zeros((8, width), dtype=np.intp)
         self.values = np.zeros((8, width))
-        # the atoms' 0/1 segment pattern (permutation matrices), while every stored atom has it
-        self.pattern = _UnitSegments.of(first)
+        # the stored atoms' offsets in their 0/1 segment pattern (permutation matrices), kept
+        # while the active set keeps its Gram matrix and every stored atom has the pattern
+        self.pattern = None
 
     @staticmethod
     def accepts(atom):
@@ -135,6 +143,9 @@ class _SparseStore(_Store):
     def clear_row(self, row):
         self.values[row] = 0.0
 
+    def count_shared_entries(self, size):
+        self.pattern = None if size is None else _UnitSegments.of_rows(self.indices, self.values, self.count, size)
+
     def shared_entries(self, atom):
         """<atom, a_j> for every stored atom a_j by counting shared entries (see :class:`_UnitSegments`), or None.
 
@@ -173,24 +184,30 @@ class _UnitSegments:
     the counts then add whole contiguous rows of the comparison.
     """
 
-    def __init__(self, width, segment):
+    def __init__(self, width, segment, capacity):
         self.width, self.segment = width, segment
         self.starts = np.arange(0, width * segment, segment)  # the first entry of every segment
-        self.offsets = np.zeros((width, 8), dtype=np.min_scalar_type(segment - 1))
-        self._matches = np.zeros((width, 8), dtype=bool)
+        self.offsets = np.zeros((width, capacity), dtype=np.min_scalar_type(segment - 1))
+        self._matches = np.zeros((width, capacity), dtype=bool)
         # the counts (at most width) in the smallest unsigned type that holds them: uint8 up to
         # 255 segments, where the sum adds contiguous rows without a cast (half the time of uint16)
         self._count_dtype = np.min_scalar_type(width)
         self._last = (None, None)  # the last atom checked and its offsets (it is usually written next)
 
     @classmethod
-    def of(cls, atom):
-        """The pattern of ``atom``, or None when it has none (a value other than 1, entries out of order)."""
-        indices, size = getattr(atom, "indices", None), int(getattr(atom, "size", 0))
-        if not isinstance(indices, np.ndarray) or indices.size == 0 or size <= 0 or size % indices.size:
+    def of_rows(cls, indices, values, count, size):
+        """The pattern of a sparse store's first ``count`` rows (``size``: the block size), with their
+        offsets, or None when they have none (a value other than 1, padding, entries out of order)."""
+        capacity, width = indices.shape
+        if size <= 0 or size % width:
             return None
-        pattern = cls(indices.size, size // indices.size)
-        return pattern if pattern.offsets_of(atom) is not None else None
+        pattern = cls(width, size // width, capacity)
+        if count:
+            shifted = indices[:count] - pattern.starts
+            if shifted.min() < 0 or shifted.max() >= pattern.segment or not (values[:count] == 1.0).all():
+                return None
+            pattern.offsets[:, :count] = shifted.T
+        return pattern
 
     def offsets_of(self, atom):
         """The offsets of ``atom``'s entries within their segments, or None when it does not have this pattern."""
@@ -372,10 +389,14 @@ class ActiveSet:
             v = np.zeros(self._gram_size)
             atom.add_to(v, 1.0)
             self._gram[i, :k] = self.dots(v)
+        for store in self._stores.values():  # the next columns by counting, where the atoms allow it
+            store.count_shared_entries(self._gram_size)
 
     def stop_gram(self):
         """Stop keeping the Gram matrix (and free it)."""
         self._gram, self._gram_size, self._gram_scratch = None, 0, None
+        for store in self._stores.values():
+            store.count_shared_entries(None)
 
     @property
     def gram(self):
@@ -523,6 +544,8 @@ class ActiveSet:
         store = self._stores.get(store_cls)
         if store is None:
             store = self._stores[store_cls] = store_cls(atom)
+            if self._gram is not None:
+                store.count_shared_entries(self._gram_size)
         row = store.append(atom, pos)
         self._atoms.append(atom)
         self._store_of.append((store, row))
@@ -566,12 +589,12 @@ class ActiveSet:
     def _shared_entry_counts(self, atom):
         """The new atom's Gram column by counting shared entries (:meth:`_SparseStore.shared_entries`), or None.
 
-        Only for a set whose atoms all sit in one sparse store (positions are its rows).
+        Only for a set whose atoms all sit in one store (its rows are then the positions).
         """
         if len(self._stores) != 1:
             return None
         (store,) = self._stores.values()
-        return store.shared_entries(atom) if type(store) is _SparseStore else None
+        return store.shared_entries(atom)
 
     def _remove(self, pos):
         """Swap-remove the atom at ``pos``: the last atom takes its position."""
