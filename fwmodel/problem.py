@@ -144,7 +144,9 @@ class SolveStats:
     next to the objective's range (``objective_scale``), where ``tol``,
     relative to that range, is a loose promise about ``|p*|``. It can be
     negative where the point violates ``M x = b`` (it then lies below p*) and
-    is NaN when the last FW gap was not measured (a lazy step).
+    is NaN when the last FW gap was not measured (a lazy step that skipped
+    its LMO, at a time limit or a callback's stop; the last iteration before
+    ``max_iter`` always measures it).
     """
 
     __slots__ = ("iterations", "solve_time", "compile_time", "fw_gap", "feasibility", "feasibility_rel",

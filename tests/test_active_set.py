@@ -58,6 +58,7 @@ def _steps(atom_spec):
         st.tuples(st.just("local"), st.integers(0, 50), st.integers(0, 50), st.floats(0.0, 1.0)),
         st.tuples(st.just("weights"), st.lists(st.floats(0.0, 1.0), min_size=1, max_size=8)),
         st.tuples(st.just("gram")),
+        st.tuples(st.just("gram"), st.integers(1, 6)),  # tracked with a cap on the atoms
         st.tuples(st.just("stage"), atom_spec, st.lists(st.floats(0.0, 1.0), min_size=1, max_size=8), st.booleans()),
     )
 
@@ -104,12 +105,15 @@ def _apply(aset, x, move):
             atom.add_to(x, wi)
         aset.set_weights(w)
     elif kind == "gram":
-        aset.track_gram(SIZE)
+        aset.track_gram(SIZE, *move[1:])
     elif kind == "stage":  # a new atom's Gram column staged, then (maybe) added with new weights for all
         atom = _make_atom(*move[1])
         if aset.gram is None or aset.position_of(atom) is not None:
             return
         pos = aset.stage(atom)
+        if pos is None:  # the atom would pass the Gram matrix's cap: it was dropped instead
+            assert aset.gram is None and len(aset) >= aset._gram_max
+            return
         A = np.array([a.to_dense() for a in aset.atoms + [atom]]).reshape(k + 1, SIZE)
         assert pos == k and np.allclose(aset.gram_staged, A @ A.T, atol=1e-12)
         raw = np.resize(np.asarray(move[2]), k + 1)
@@ -146,6 +150,9 @@ def _check_invariants(aset, x):
     if aset.gram is not None:  # the tracked Gram matrix is A A' of the atoms, in position order
         A = np.array([a.to_dense() for a in aset.atoms]).reshape(len(aset), SIZE)
         assert np.allclose(aset.gram, A @ A.T, atol=1e-12)
+        # a capped Gram matrix is never stored beyond its cap (it is dropped instead)
+        cap = aset._gram_max
+        assert cap is None or aset._gram.shape[0] <= max(cap, len(aset))
 
 
 @settings(max_examples=300, deadline=None)
@@ -380,3 +387,37 @@ def test_counting_starts_with_the_gram_matrix_and_stops_with_it():
     assert np.array_equal(aset.gram, _dense_gram(aset.atoms, n * n))
     aset.stop_gram()
     assert next(iter(aset._stores.values())).pattern is None and aset.gram is None
+
+
+def test_capped_gram_matrix_is_dropped_not_grown_past_its_cap():
+    """track_gram(size, max_atoms): storage up to the cap, exact up to it, then no Gram matrix at all."""
+    aset = ActiveSet(_make_atom("sparse", 0))
+    aset.track_gram(SIZE, max_atoms=5)
+    x = aset.dense(SIZE)
+    seed = 1
+    while len(aset) < 5:
+        atom = _make_atom("sparse", seed)
+        seed += 1
+        if aset.position_of(atom) is not None:
+            continue
+        x = 0.5 * x
+        atom.add_to(x, 0.5)
+        aset.fw_update(atom, 0.5)
+        _check_invariants(aset, x)
+        assert aset.gram is not None and aset._gram.shape[0] <= 5
+    rng = np.random.default_rng(0)
+    while aset.position_of(atom := SparseAtom(rng.choice(SIZE, 3, replace=False), np.ones(3), SIZE)) is not None:
+        pass
+    x = 0.5 * x
+    atom.add_to(x, 0.5)
+    aset.fw_update(atom, 0.5)  # the sixth atom: past the cap
+    assert aset.gram is None
+    _check_invariants(aset, x)
+
+
+def test_entries_per_atom_is_the_sparse_stores_width():
+    """What one inner product <g, a_i> reads per atom: the padded width of the sparse store."""
+    aset = ActiveSet(SparseAtom(np.array([0, 3]), np.array([1.0, 2.0]), SIZE))
+    assert aset.entries_per_atom() == 2
+    aset.fw_update(SparseAtom(np.array([1, 4, 5, 7, 9]), np.ones(5), SIZE), 0.5)
+    assert aset.entries_per_atom() == aset._stores[next(iter(aset._stores))].indices.shape[1] >= 5

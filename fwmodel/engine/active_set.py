@@ -341,6 +341,7 @@ class ActiveSet:
         self._gram = None  # position x position inner products <a_i, a_j>, when tracked
         self._gram_size = 0  # the block size (atoms are expanded to dense vectors of this size)
         self._gram_scratch = None  # a zero vector of that size, for the new atoms' Gram columns
+        self._gram_max = None  # the Gram matrix is dropped past this many atoms (None: no cap)
         self._staged = None  # (key, position) of an atom whose Gram column is filled in but not yet added
         if atom is not None:
             self._append(atom, 1.0)
@@ -377,13 +378,19 @@ class ActiveSet:
         i = self._index.get(atom.key)
         return 0.0 if i is None else float(self._w[i])
 
-    def track_gram(self, size):
-        """Keep the Gram matrix of the atoms (``size``: the length of an atom as a vector) from now on."""
+    def track_gram(self, size, max_atoms=None):
+        """Keep the Gram matrix of the atoms (``size``: the length of an atom as a vector) from now on.
+
+        ``max_atoms``: the Gram matrix is dropped (:meth:`stop_gram`) rather
+        than grown past this many atoms (its storage is allocated up to it,
+        not to the next power of two).
+        """
         if self._gram is not None:
             return
         self._gram_size = int(size)
+        self._gram_max = max_atoms
         k = len(self)
-        cap = self._w.shape[0]
+        cap = self._w.shape[0] if max_atoms is None else min(self._w.shape[0], max(int(max_atoms), k))
         self._gram = np.zeros((cap, cap))
         for i, atom in enumerate(self._atoms):
             v = np.zeros(self._gram_size)
@@ -391,6 +398,12 @@ class ActiveSet:
             self._gram[i, :k] = self.dots(v)
         for store in self._stores.values():  # the next columns by counting, where the atoms allow it
             store.count_shared_entries(self._gram_size)
+
+    def entries_per_atom(self):
+        """The entries an inner product <g, a_i> reads per atom: a sparse store's padded width, else the block size."""
+        widths = [store.indices.shape[1] if hasattr(store, "indices") else self._gram_size
+                  for store in self._stores.values()]
+        return max(widths) if widths else 0
 
     def stop_gram(self):
         """Stop keeping the Gram matrix (and free it)."""
@@ -417,12 +430,16 @@ class ActiveSet:
         active atoms and this one (a view, no copy), so a step can plan a move
         in weight space that includes it, and :meth:`add_staged` adds it later
         without computing its column again. Any other update discards the
-        staged column. Needs the Gram matrix (:meth:`track_gram`).
+        staged column. Needs the Gram matrix (:meth:`track_gram`). Returns
+        the position, or None when the atom would take the Gram matrix past
+        its cap (the Gram matrix is then dropped, see :meth:`track_gram`).
         """
         if self._gram is None:
             raise ValueError("stage: the Gram matrix is not tracked")
         pos = len(self)
         self._reserve(pos)
+        if self._gram is None:
+            return None
         self._gram_column(pos, atom)
         self._staged = (atom.key, pos)
         return pos
@@ -530,7 +547,12 @@ class ActiveSet:
         if pos == self._w.shape[0]:
             self._w = _grow_rows(self._w, 2 * pos)
         if self._gram is not None and pos == self._gram.shape[0]:
-            grown = np.zeros((2 * pos, 2 * pos))
+            limit = self._gram_max
+            if limit is not None and pos >= limit:  # past the cap: the Gram matrix goes
+                self.stop_gram()
+                return
+            size = 2 * pos if limit is None else min(2 * pos, int(limit))
+            grown = np.zeros((size, size))
             grown[:pos, :pos] = self._gram[:pos, :pos]
             self._gram = grown
 

@@ -276,7 +276,7 @@ def minimize_fwal(
             grad = buffers.lagrangian_grad(Mop, it.g, dual_term, cols)
             # ---- every block proposes a step (its LMO, unless a lazy step reuses an
             # active atom); their FW gaps sum to the FW gap of L(., y)
-            ctx.start_iteration(t, it.lam, stopping.gap_target() / len(blocks))
+            ctx.start_iteration(t, it.lam, stopping.gap_target() / len(blocks), last=t == max_iter)
             proposals, gap, gap_known = _propose(steps, blocks, it.x, grad, ctx, defer=sweep == "gauss-seidel")
             # ---- measurements, bookkeeping and stopping
             feas = float(norm(it.r)) if r_norm is None else r_norm
@@ -490,10 +490,12 @@ class _StepContext:
         #: the product space's dimension (rank-k steps price an iteration's vector passes by it)
         self.space_size = None
 
-    def start_iteration(self, t, lam, gap_target):
+    def start_iteration(self, t, lam, gap_target, last=False):
+        """``last``: the iteration is the solve's last (max_iter): every block measures its FW gap,
+        so the returned point carries a certificate (``suboptimality_bound``)."""
         self.lam = lam
         self.gap_target = gap_target
-        self.lazy_allowed = t % LAZY_CHECK_EVERY != 0
+        self.lazy_allowed = not last and t % LAZY_CHECK_EVERY != 0
 
 
 def _block_curvature(objective, it):
