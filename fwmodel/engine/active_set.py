@@ -490,6 +490,23 @@ class ActiveSet:
         a, s = int(np.argmax(d)), int(np.argmin(d))
         return a, float(d[a]), s, float(d[s])
 
+    def add_unit_atoms(self, x, positions, weights):
+        """x += sum_i weights[i] a_{positions[i]}, atom after atom, where the atoms are 0/1 atoms of one
+        segment pattern (:class:`_UnitSegments`; kept while the Gram matrix is); returns False (and leaves
+        x alone) otherwise.
+
+        One ``np.add.at`` over the stored index rows: the same entries, added in the
+        same order, as each atom's ``add_to`` in turn (a weight times 1 is the weight),
+        without collecting the atoms' own arrays.
+        """
+        if len(self._stores) != 1:
+            return False
+        (store,) = self._stores.values()
+        if getattr(store, "pattern", None) is None:
+            return False
+        np.add.at(x, store.indices[positions].ravel(), np.repeat(weights, store.indices.shape[1]))
+        return True
+
     def dense(self, size):
         """The iterate rebuilt from its atoms (to remove rounding drift)."""
         x = np.zeros(size)

@@ -388,28 +388,38 @@ class BlendedPairwiseStep(_ActiveSetStep):
         # fraction of the cost: this loop runs up to MAX_LOCAL_STEPS times per iteration)
         steps = MAX_LOCAL_STEPS if max_steps is None else max_steps
         work = max(LOCAL_PHASE_WORK, LOCAL_PHASE_SHARE * w.size * self.active.entries_per_atom())
+        # the away atom is the largest q among positive weights; while every weight is positive
+        # (``empty`` counts those that are not) that is q itself, with no masked copy per step
+        empty = w.size - int(np.count_nonzero(w > 0))
+        change = np.empty_like(q)  # L amount (G[s] - G[a]), formed in place
         for _ in range(min(steps, max(2, int(work // w.size)))):
-            q_active = np.where(w > 0, q, -np.inf)
+            q_active = np.where(w > 0, q, -np.inf) if empty else q
             a, s = int(q_active.argmax()), int(q.argmin())
             local_gap = float(q_active[a]) - float(q[s])
             if a == s or not local_gap > target:
                 break
             curv = L * (float(G[a, a]) + float(G[s, s]) - 2.0 * float(G[a, s]))
             w_a = float(w[a])
+            s_was_empty = not w[s] > 0
             if curv <= 0 or local_gap >= curv * w_a:  # a drop step: a leaves the active set
                 amount, w[a] = w_a, 0.0
             else:
                 amount = local_gap / curv
                 w[a] = w_a - amount
             w[s] += amount
-            q += (L * amount) * (G[s] - G[a])
+            empty += (not w[a] > 0) + (not w[s] > 0) - s_was_empty  # a had weight before this step
+            np.subtract(G[s], G[a], out=change)
+            change *= L * amount
+            q += change
 
     def _weight_move(self, size, dw, staged=None):
         """The block's move ``sum_i dw_i a_i`` (``staged``: the atom behind a last, staged weight)."""
         aset = self.active
         moved = dw.nonzero()[0]
-        atoms = [staged if staged is not None and i == len(aset) else aset.atom(int(i)) for i in moved]
         d = np.zeros(size)
+        if staged is None and aset.add_unit_atoms(d, moved, dw[moved]):
+            return d
+        atoms = [staged if staged is not None and i == len(aset) else aset.atom(int(i)) for i in moved]
         _add_atoms(d, atoms, [float(dw[i]) for i in moved])
         return d
 
