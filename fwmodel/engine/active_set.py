@@ -24,10 +24,10 @@ gets one weight.
 
 On request (:meth:`ActiveSet.track_gram`) the set also keeps the Gram matrix
 ``<a_i, a_j>`` of its atoms, in the same positions: one column is computed
-when an atom enters (its inner products with the others, one vectorized pass;
-for permutation matrices a count of the rows where they agree, see
-:class:`_UnitSegments`) and a removal swaps a row and a column, so a step that works in weight space
-(several local pairwise steps on a quadratic model, see
+when an atom enters (its inner products with the others, one vectorized
+pass; for permutation matrices a count of the rows where they agree, see
+:class:`_UnitSegments`) and a removal swaps a row and a column, so a step
+that works in weight space (several local pairwise steps on a quadratic model, see
 :class:`fwmodel.engine.steps.BlendedPairwiseStep`) costs O(k) per local step
 instead of a pass over the atoms.
 """
@@ -230,7 +230,8 @@ class _UnitSegments:
         self.offsets, self._matches = grown, np.zeros(grown.shape, dtype=bool)
 
     def agreements(self, offsets, k):
-        """For each of the first ``k`` stored atoms, the number of segments where its offset equals ``offsets``'s (integers)."""
+        """For each of the first ``k`` stored atoms, the number of segments where its offset equals
+        ``offsets``'s (integers)."""
         matches = np.equal(self.offsets[:, :k], offsets[:, None], out=self._matches[:, :k])
         return np.add.reduce(matches.view(np.uint8), axis=0, dtype=self._count_dtype)
 
