@@ -27,7 +27,11 @@ Clarabel (SCS where Clarabel fails) on the same data. Flags:
 - ``d``: a model Clarabel finds infeasible that fwmodel does not call
   infeasible;
 - ``s``: the model in other units (data times s, objective times s_obj)
-  ends with another status than in unit scale.
+  ends with another status than in unit scale;
+- ``g``: the certificate fails: ``prob.value`` is further from Clarabel's
+  optimum (on the side away from it) than ``prob.stats.suboptimality_bound``
+  allows, by more than 1e-6 of ``max(|f*|, S_f / 100)`` (Clarabel's own
+  accuracy), whatever the status.
 """
 import argparse
 import math
@@ -440,6 +444,12 @@ def run_plain(model, verbose=False):
     ref_values = [v.value for v in vars_cp]
     fw_values = [v.value / model.s for v in vars_fm]
     row["viol"] = violation(cons_cp, vars_cp, fw_values)
+    bound = prob.stats.suboptimality_bound
+    if bound is not None and np.isfinite(bound) and scale > 0:
+        # value - f* (p* - value for Maximize) may not exceed the certified bound
+        row["bound_slack"] = (bound - row["signed"] * scale) / scale
+        if row["bound_slack"] < -1e-6:
+            row["flags"].append("g")
     if model.strongly_convex:
         row["point_err"] = math.sqrt(sum(float(np.sum((a - b) ** 2)) for a, b in zip(fw_values, ref_values)))
     if prob.status == "optimal":
@@ -617,7 +627,7 @@ def make_model(index, seed0):
 
 def fmt(row):
     keys = ["status", "iterations", "unit", "t_fw", "ref_status", "t_ref", "ref_iterations", "rel_diff", "signed", "rel_fstar",
-            "diff_over_S", "viol", "point_err", "lam", "error", "steps", "note"]
+            "diff_over_S", "bound_slack", "viol", "point_err", "lam", "error", "steps", "note"]
     parts = []
     for k in keys:
         if k in row:

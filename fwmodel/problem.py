@@ -135,10 +135,23 @@ class SolveStats:
     ``fw_gap <= tol * objective_scale`` and
     ``feasibility <= feas_tol * feasibility_scale``. ``feasibility_rel`` is
     ||Mx - b|| / max(1, ||x||, ||b||), as documented, not the stopping test.
+
+    ``suboptimality_bound`` is what the returned point is certified to:
+    ``prob.value - p* <= suboptimality_bound`` for Minimize (``p* -
+    prob.value`` for Maximize), p* the optimal value, by weak duality from
+    the FW gap and the multipliers (``fwmodel.engine.stopping``), up to the
+    accuracy of the LMOs. It is the number to read when the optimum is small
+    next to the objective's range (``objective_scale``), where ``tol``,
+    relative to that range, is a loose promise about ``|p*|``. It can be
+    negative where the point violates ``M x = b`` (it then lies below p*) and
+    is NaN when the last FW gap was not measured (a lazy step that skipped
+    its LMO, at a time limit or a callback's stop; the last iteration before
+    ``max_iter`` always measures it).
     """
 
     __slots__ = ("iterations", "solve_time", "compile_time", "fw_gap", "feasibility", "feasibility_rel",
-                 "lam", "eta", "status", "message", "step_counts", "objective_scale", "feasibility_scale")
+                 "lam", "eta", "status", "message", "step_counts", "objective_scale", "feasibility_scale",
+                 "suboptimality_bound")
 
     def __init__(self, **kw):
         for k in self.__slots__:
@@ -433,7 +446,7 @@ class Problem:
             fw_gap=result.fw_gap, feasibility=result.feasibility, feasibility_rel=result.feasibility_rel,
             lam=result.lam, eta=result.eta, status=result.status, message=result.message,
             step_counts=result.step_counts, objective_scale=result.objective_scale,
-            feasibility_scale=result.feasibility_scale,
+            feasibility_scale=result.feasibility_scale, suboptimality_bound=result.suboptimality_bound,
         )
 
         versions = compiled.data_versions()  # what a warm start compares against

@@ -1,5 +1,6 @@
 """Active-set invariants under random step sequences (weights >= 0 summing to one, x rebuilt from atoms)."""
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -32,6 +33,8 @@ def _make_atom(kind, seed):
         nnz = 1 + seed % 5
         idx = rng.choice(SIZE, size=nnz, replace=False)
         return SparseAtom(idx, rng.choice([-1.0, 1.0, 2.0], size=nnz), SIZE)
+    if kind in ("perm", "perm_scaled"):  # one entry in each of 3 segments of 4 (0/1: the Gram counting path)
+        return SparseAtom(np.arange(3) * 4 + rng.integers(0, 4, 3), 2.0 if kind == "perm_scaled" else 1.0, SIZE)
     if kind == "origin":
         return SparseAtom(np.zeros(0, dtype=np.intp), np.zeros(0), SIZE)
     if kind == "dense":
@@ -43,16 +46,26 @@ def _make_atom(kind, seed):
     return _OpaqueAtom(rng.standard_normal(SIZE), seed)
 
 
-atom_spec = st.tuples(st.sampled_from(["sparse", "dense", "rank1", "opaque", "origin"]), st.integers(0, 6))
-step = st.one_of(
-    st.tuples(st.just("fw"), atom_spec, st.floats(0.0, 1.0)),
-    st.tuples(st.just("away"), st.integers(0, 50), st.floats(0.0, 1.0)),
-    st.tuples(st.just("pairwise"), atom_spec, st.integers(0, 50), st.floats(0.0, 1.0)),
-    st.tuples(st.just("local"), st.integers(0, 50), st.integers(0, 50), st.floats(0.0, 1.0)),
-    st.tuples(st.just("weights"), st.lists(st.floats(0.0, 1.0), min_size=1, max_size=8)),
-    st.tuples(st.just("gram")),
-    st.tuples(st.just("stage"), atom_spec, st.lists(st.floats(0.0, 1.0), min_size=1, max_size=8), st.booleans()),
-)
+atom_spec = st.tuples(st.sampled_from(["sparse", "dense", "rank1", "opaque", "origin", "perm", "perm_scaled"]),
+                      st.integers(0, 6))
+
+
+def _steps(atom_spec):
+    return st.one_of(
+        st.tuples(st.just("fw"), atom_spec, st.floats(0.0, 1.0)),
+        st.tuples(st.just("away"), st.integers(0, 50), st.floats(0.0, 1.0)),
+        st.tuples(st.just("pairwise"), atom_spec, st.integers(0, 50), st.floats(0.0, 1.0)),
+        st.tuples(st.just("local"), st.integers(0, 50), st.integers(0, 50), st.floats(0.0, 1.0)),
+        st.tuples(st.just("weights"), st.lists(st.floats(0.0, 1.0), min_size=1, max_size=8)),
+        st.tuples(st.just("gram")),
+        st.tuples(st.just("gram"), st.integers(1, 6)),  # tracked with a cap on the atoms
+        st.tuples(st.just("stage"), atom_spec, st.lists(st.floats(0.0, 1.0), min_size=1, max_size=8), st.booleans()),
+    )
+
+
+step = _steps(atom_spec)
+# mostly 0/1 atoms of one segment pattern (their Gram columns are counted), now and then another kind
+pattern_spec = st.tuples(st.sampled_from(["perm"] * 8 + ["perm_scaled", "sparse"]), st.integers(0, 40))
 
 
 def _apply(aset, x, move):
@@ -92,12 +105,18 @@ def _apply(aset, x, move):
             atom.add_to(x, wi)
         aset.set_weights(w)
     elif kind == "gram":
-        aset.track_gram(SIZE)
+        tracked = aset.gram is not None
+        aset.track_gram(SIZE, *move[1:])
+        if not tracked and len(move) > 1:  # storage is allocated for the cap, or the atoms active now if more
+            aset.storage_bound_for_test = max(move[1], len(aset))
     elif kind == "stage":  # a new atom's Gram column staged, then (maybe) added with new weights for all
         atom = _make_atom(*move[1])
         if aset.gram is None or aset.position_of(atom) is not None:
             return
         pos = aset.stage(atom)
+        if pos is None:  # the atom would pass the Gram matrix's cap: it was dropped instead
+            assert aset.gram is None and len(aset) >= aset._gram_max
+            return
         A = np.array([a.to_dense() for a in aset.atoms + [atom]]).reshape(k + 1, SIZE)
         assert pos == k and np.allclose(aset.gram_staged, A @ A.T, atol=1e-12)
         raw = np.resize(np.asarray(move[2]), k + 1)
@@ -134,6 +153,10 @@ def _check_invariants(aset, x):
     if aset.gram is not None:  # the tracked Gram matrix is A A' of the atoms, in position order
         A = np.array([a.to_dense() for a in aset.atoms]).reshape(len(aset), SIZE)
         assert np.allclose(aset.gram, A @ A.T, atol=1e-12)
+        # a capped Gram matrix is never stored beyond its cap (it is dropped instead), or beyond the
+        # atoms active when it was tracked where they were more (removals do not shrink the storage)
+        cap = aset._gram_max
+        assert cap is None or aset._gram.shape[0] <= getattr(aset, "storage_bound_for_test", cap)
 
 
 @settings(max_examples=300, deadline=None)
@@ -141,6 +164,20 @@ def _check_invariants(aset, x):
 def test_active_set_invariants_under_random_steps(first, moves):
     atom = _make_atom(*first)
     aset = ActiveSet(atom)
+    x = atom.to_dense()
+    for move in moves:
+        _apply(aset, x, move)
+        _check_invariants(aset, x)
+    _check_invariants(aset, x)
+
+
+@settings(max_examples=300, deadline=None)
+@given(first=pattern_spec, moves=st.lists(_steps(pattern_spec), max_size=60))
+def test_active_set_invariants_with_counted_gram_columns(first, moves):
+    """The same invariants on sets of 0/1 atoms of one pattern, whose Gram columns are counts."""
+    atom = _make_atom(*first)
+    aset = ActiveSet(atom)
+    aset.track_gram(SIZE)
     x = atom.to_dense()
     for move in moves:
         _apply(aset, x, move)
@@ -197,3 +234,195 @@ def test_one_kind_inner_products_in_position_order_after_removals():
         assert aset.dots(g).tolist() == [a.dot(g) for a in aset.atoms]
     aset.fw_update(DenseAtom(rng.standard_normal(n)), 0.3)  # a second kind: the scatter path
     assert np.allclose(aset.dots(g), [a.dot(g) for a in aset.atoms], atol=1e-12)
+
+
+# ---------------------------------------------------------------- Gram columns by counting shared entries
+def _permutation_atom(n, rng, value=1.0, shuffle_entries=False):
+    """A permutation matrix of order n as a flat sparse atom (entry l in row l, unless shuffled)."""
+    indices = np.arange(n) * n + rng.permutation(n)
+    if shuffle_entries:  # the same point, its entries listed out of row order
+        indices = indices[rng.permutation(n)]
+    return SparseAtom(indices, value, n * n)
+
+
+def _dense_gram(atoms, size):
+    A = np.array([a.to_dense() for a in atoms]).reshape(len(atoms), size)
+    return A @ A.T
+
+
+def test_gram_of_permutations_is_the_count_of_agreeing_rows_exactly():
+    """Permutation atoms take the counting path; their Gram matrix equals the dense inner products exactly,
+    through FW, pairwise and drop steps (swap-removes move the stored offsets with their rows)."""
+    n = 7
+    rng = np.random.default_rng(5)
+    aset = ActiveSet(_permutation_atom(n, rng))
+    aset.track_gram(n * n)
+    (store,) = aset._stores.values()
+    assert store.pattern is not None and store.pattern.offsets.dtype == np.uint8
+    for t in range(300):
+        if rng.random() < 0.6 or len(aset) < 2:
+            aset.fw_update(_permutation_atom(n, rng), float(rng.uniform(0.01, 0.3)))
+        else:
+            pos = int(rng.integers(len(aset)))
+            target = _permutation_atom(n, rng)
+            aset.pairwise_update(target, pos, aset.weight(pos) * (1.0 if rng.random() < 0.5 else 0.5))
+        assert store.pattern is not None  # every atom kept the pattern: the counting path ran
+        assert np.array_equal(aset.gram, _dense_gram(aset.atoms, n * n))
+    assert len(aset) > 20
+
+
+def test_gram_columns_by_counting_equal_the_gathered_inner_products_bit_for_bit(monkeypatch):
+    """The same steps on two active sets, one with the counting path switched off: identical Gram matrices
+    (staged columns too), so the steps that read them take the same decisions."""
+    import fwmodel.engine.active_set as active_set_module
+
+    n = 12
+    rng = np.random.default_rng(11)
+    atoms = [_permutation_atom(n, rng) for _ in range(60)]
+    plans = [(int(rng.integers(60)), float(rng.uniform(0.02, 0.4))) for _ in range(150)]
+
+    def run():
+        aset = ActiveSet(atoms[0])
+        aset.track_gram(n * n)
+        grams = []
+        for i, gamma in plans:
+            aset.fw_update(atoms[i], gamma)
+            w = aset.weights
+            if len(aset) > 3 and w.min() < 0.01:
+                aset.move_weight(int(np.argmin(w)), int(np.argmax(w)), float(w.min()))
+            grams.append(aset.gram.copy())
+        staged = next(a for a in atoms if aset.position_of(a) is None)
+        aset.stage(staged)
+        grams.append(aset.gram_staged.copy())
+        return aset, grams
+
+    counted, grams_counted = run()
+    assert next(iter(counted._stores.values())).pattern is not None
+    monkeypatch.setattr(active_set_module._UnitSegments, "of_rows", classmethod(lambda cls, *args: None))
+    gathered, grams_gathered = run()
+    assert next(iter(gathered._stores.values())).pattern is None
+    for a, b in zip(grams_counted, grams_gathered):
+        assert a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("intruder", ["scaled", "shuffled", "other_order", "dense", "one_hot"])
+def test_gram_stays_exact_when_an_atom_of_another_kind_joins_permutations(intruder):
+    """A 0/1 pattern broken by a new atom (another value, entries out of row order, another size of segment,
+    a dense atom, a one-hot vertex): the set falls back to gathered inner products; Gram = dense A A'."""
+    n = 6
+    rng = np.random.default_rng(2)
+    aset = ActiveSet(_permutation_atom(n, rng))
+    aset.track_gram(n * n)
+    for _ in range(8):
+        aset.fw_update(_permutation_atom(n, rng), 0.2)
+    if intruder == "scaled":
+        atom = _permutation_atom(n, rng, value=2.0)
+    elif intruder == "shuffled":
+        atom = _permutation_atom(n, rng, shuffle_entries=True)
+    elif intruder == "other_order":  # 3 entries in segments of 12: a 0/1 atom of another pattern
+        atom = SparseAtom(np.arange(3) * 12 + rng.integers(0, 12, 3), 1.0, n * n)
+    elif intruder == "dense":
+        atom = DenseAtom(rng.standard_normal(n * n))
+    else:
+        atom = SparseAtom([int(rng.integers(n * n))], 1.0, n * n)
+    staged_pos = aset.stage(atom)
+    assert np.allclose(aset.gram_staged, _dense_gram(aset.atoms + [atom], n * n), atol=1e-12)
+    assert staged_pos == len(aset)
+    aset.fw_update(atom, 0.3)
+    for _ in range(5):  # permutations again after the intruder
+        aset.fw_update(_permutation_atom(n, rng), 0.2)
+    assert np.allclose(aset.gram, _dense_gram(aset.atoms, n * n), atol=1e-12)
+    assert np.allclose(aset.dots(np.arange(n * n, dtype=float)), [a.dot(np.arange(n * n, dtype=float))
+                                                                  for a in aset.atoms], atol=1e-9)
+
+
+def test_gram_of_batched_simplex_vertices_counts_shared_groups():
+    """One-hot vertices of a batch of simplices (one 1 in each group of S entries) share the counting path."""
+    groups, S = 5, 4
+    rng = np.random.default_rng(8)
+    vertex = lambda: SparseAtom(np.arange(groups) * S + rng.integers(0, S, groups), 1.0, groups * S)  # noqa: E731
+    aset = ActiveSet(vertex())
+    aset.track_gram(groups * S)
+    for _ in range(40):
+        aset.fw_update(vertex(), 0.25)
+    assert next(iter(aset._stores.values())).pattern is not None
+    assert np.array_equal(aset.gram, _dense_gram(aset.atoms, groups * S))
+
+
+@pytest.mark.parametrize("n", [255, 256, 300])
+def test_gram_counts_of_large_permutations_do_not_overflow(n):
+    """Counts of up to n agreeing rows (offsets and counts in wider integer types past 255) stay exact:
+    the atom with itself (n agreements) and near-copies of it."""
+    rng = np.random.default_rng(n)
+    base = rng.permutation(n)
+    atoms = []
+    for t in range(6):  # the same permutation with t pairs of rows swapped: n - 2t agreements with the first
+        cols = base.copy()
+        for i in range(t):
+            cols[[2 * i, 2 * i + 1]] = cols[[2 * i + 1, 2 * i]]
+        atoms.append(SparseAtom(np.arange(n) * n + cols, 1.0, n * n))
+    aset = ActiveSet(atoms[0])
+    aset.track_gram(n * n)
+    for atom in atoms[1:]:
+        aset.fw_update(atom, 0.2)
+    assert next(iter(aset._stores.values())).pattern is not None
+    assert np.array_equal(aset.gram, _dense_gram(aset.atoms, n * n))
+    assert aset.gram[0].tolist() == [float(n - 2 * t) for t in range(6)]
+
+
+def test_counting_starts_with_the_gram_matrix_and_stops_with_it():
+    """Offsets are kept only while the Gram matrix is: none before track_gram, built from the stored rows
+    then (their Gram entries as dense A A'), dropped by stop_gram, and rebuilt after a full FW step."""
+    n = 5
+    rng = np.random.default_rng(4)
+    aset = ActiveSet(_permutation_atom(n, rng))
+    for _ in range(6):
+        aset.fw_update(_permutation_atom(n, rng), 0.3)
+    store = next(iter(aset._stores.values()))
+    assert store.pattern is None
+    aset.track_gram(n * n)
+    assert store.pattern is not None
+    for _ in range(6):
+        aset.fw_update(_permutation_atom(n, rng), 0.3)
+    assert np.array_equal(aset.gram, _dense_gram(aset.atoms, n * n))
+    aset.fw_update(_permutation_atom(n, rng), 1.0)  # a full step: a fresh store, counting again
+    aset.fw_update(_permutation_atom(n, rng), 0.5)
+    assert next(iter(aset._stores.values())).pattern is not None
+    assert np.array_equal(aset.gram, _dense_gram(aset.atoms, n * n))
+    aset.stop_gram()
+    assert next(iter(aset._stores.values())).pattern is None and aset.gram is None
+
+
+def test_capped_gram_matrix_is_dropped_not_grown_past_its_cap():
+    """track_gram(size, max_atoms): storage up to the cap, exact up to it, then no Gram matrix at all."""
+    aset = ActiveSet(_make_atom("sparse", 0))
+    aset.track_gram(SIZE, max_atoms=5)
+    x = aset.dense(SIZE)
+    seed = 1
+    while len(aset) < 5:
+        atom = _make_atom("sparse", seed)
+        seed += 1
+        if aset.position_of(atom) is not None:
+            continue
+        x = 0.5 * x
+        atom.add_to(x, 0.5)
+        aset.fw_update(atom, 0.5)
+        _check_invariants(aset, x)
+        assert aset.gram is not None and aset._gram.shape[0] <= 5
+    rng = np.random.default_rng(0)
+    while aset.position_of(atom := SparseAtom(rng.choice(SIZE, 3, replace=False), np.ones(3), SIZE)) is not None:
+        pass
+    x = 0.5 * x
+    atom.add_to(x, 0.5)
+    aset.fw_update(atom, 0.5)  # the sixth atom: past the cap
+    assert aset.gram is None
+    _check_invariants(aset, x)
+
+
+def test_entries_per_atom_is_the_sparse_stores_width():
+    """What one inner product <g, a_i> reads per atom: the padded width of the sparse store."""
+    aset = ActiveSet(SparseAtom(np.array([0, 3]), np.array([1.0, 2.0]), SIZE))
+    assert aset.entries_per_atom() == 2
+    aset.fw_update(SparseAtom(np.array([1, 4, 5, 7, 9]), np.ones(5), SIZE), 0.5)
+    assert aset.entries_per_atom() == aset._stores[next(iter(aset._stores))].indices.shape[1] >= 5
+

@@ -108,6 +108,21 @@ def test_a_steady_dual_drift_raises_lam(m):
     assert sched._y_ref.size <= AdaptiveMultiplier.drift_sample
 
 
+def test_drift_path_counts_each_steps_own_residual():
+    """y's path length sums eta_t ||r_t|| with each step's own ||r_t||, also at the window's last
+    step, where the rule compares the window's best feasibility (not this step's)."""
+    sched = AdaptiveMultiplier(lam=1.0)
+    y = np.zeros(2)
+    direction = np.array([0.6, 0.8])
+    for t in range(2 * sched.window):
+        r = direction * (1.0 + (t + 1) % 3)  # norms 2, 3, 1, ...: the window's best is 1, the last step's 2
+        eta = sched.step(t, feas=float(np.linalg.norm(r)), lam=sched.lam, gap=1e9, y=y, r=r)
+        y += eta * r
+    # the second window just ended: its path restarted with the last step alone
+    assert sched._drift_path == pytest.approx(eta * float(np.linalg.norm(r)), rel=1e-12)
+    assert float(np.linalg.norm(r)) > 1.0  # not the window's best
+
+
 def test_a_residual_that_turns_or_shrinks_does_not_raise_lam():
     """FW's own pace: the residual changes direction from step to step (zigzag between vertices),
     so y's displacement is a small part of its path; or the residual keeps its direction but

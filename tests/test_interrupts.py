@@ -156,6 +156,8 @@ def test_random_interrupts_leave_a_consistent_resumable_answer(lasso_data):
                 else:
                     assert prob.status == "interrupted", prob.stats
                     caught += 1
+                    # the point rebuilt after the interrupt keeps a valid certificate
+                    assert prob.value - f_star <= prob.stats.suboptimality_bound + 1e-7 * abs(f_star)
             _check_consistent(prob, x, A, b)
             _check_warm_resolve(prob, x, f_star)
     finally:

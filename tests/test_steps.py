@@ -591,3 +591,71 @@ def test_lazy_directions_are_the_eager_ones_and_the_proposal_slope_is_the_direct
             assert d is lazy_ctx.directions.shared_direction(block)
         np.testing.assert_array_equal(d, eager.d)
         np.testing.assert_allclose(eager.slope, np.dot(g, eager.d), rtol=1e-12, atol=1e-12)
+
+
+def _reference_local_steps(L, w, q, G, target, steps):
+    """BPCG's local steps as first written (a masked copy of q per step, fresh temporaries), for comparison."""
+    target = max(target, steps_module.LOCAL_GAP_ROUNDING * float(np.abs(q).max()))
+    for _ in range(steps):
+        q_active = np.where(w > 0, q, -np.inf)
+        a, s = int(q_active.argmax()), int(q.argmin())
+        local_gap = float(q_active[a]) - float(q[s])
+        if a == s or not local_gap > target:
+            break
+        curv = L * (float(G[a, a]) + float(G[s, s]) - 2.0 * float(G[a, s]))
+        w_a = float(w[a])
+        if curv <= 0 or local_gap >= curv * w_a:
+            amount, w[a] = w_a, 0.0
+        else:
+            amount = local_gap / curv
+            w[a] = w_a - amount
+        w[s] += amount
+        q += (L * amount) * (G[s] - G[a])
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_local_steps_equal_the_masked_reference_bit_for_bit(seed):
+    """The local steps skip the masked copy of q while every weight is positive and form their update in
+    place: the same weights and model gradient, bit for bit, as the first-written loop, with drop steps,
+    atoms that regain weight, and starting weights with zeros (a blended FW step's start)."""
+    rng = np.random.default_rng(seed)
+    n, k = 6, int(rng.integers(3, 30))
+    atoms = [SparseAtom(np.arange(n) * n + rng.permutation(n), 1.0, n * n) for _ in range(k)]
+    A = np.array([a.to_dense() for a in atoms])
+    w = rng.dirichlet(np.full(k, 0.3))
+    if seed % 3 == 0:  # zeros among the starting weights
+        w[rng.choice(k, size=k // 3, replace=False)] = 0.0
+        w /= w.sum()
+    step = BlendedPairwiseStep(_simplex_block(n * n), ActiveSet.from_atoms(atoms, np.ones(k)), coupled=False)
+    step.model_curvature = 2.0
+    g = 2 * (A.T @ w - rng.random(n * n))
+    q = A @ g
+    G = A @ A.T
+    w_new, q_new = w.copy(), q.copy()
+    step._local_steps(w_new, q_new, G, 0.0, max_steps=100)
+    w_ref, q_ref = w.copy(), q.copy()
+    work = max(steps_module.LOCAL_PHASE_WORK, steps_module.LOCAL_PHASE_SHARE * k * step.active.entries_per_atom())
+    _reference_local_steps(2.0, w_ref, q_ref, G, 0.0, min(100, max(2, int(work // k))))
+    assert w_new.tobytes() == w_ref.tobytes() and q_new.tobytes() == q_ref.tobytes()
+    assert not np.array_equal(w_new, w)  # the steps moved
+
+
+def test_local_phase_move_from_stored_rows_equals_the_atoms_own_sums():
+    """A local phase's move formed from the store's index rows (permutation atoms) is the sum of the atoms'
+    own add_to, in the same order: the same array bit for bit, and the dense A' dw."""
+    n, k = 7, 15
+    rng = np.random.default_rng(3)
+    atoms = [SparseAtom(np.arange(n) * n + rng.permutation(n), 1.0, n * n) for _ in range(k)]
+    aset = ActiveSet.from_atoms(atoms, rng.random(k) + 0.1)
+    aset.track_gram(n * n)
+    dw = np.where(rng.random(len(aset)) < 0.5, rng.standard_normal(len(aset)), 0.0)
+    moved = dw.nonzero()[0]
+    d = np.zeros(n * n)
+    assert aset.add_unit_atoms(d, moved, dw[moved])
+    ref = np.zeros(n * n)
+    for i in moved:
+        aset.atom(int(i)).add_to(ref, float(dw[i]))
+    assert d.tobytes() == ref.tobytes()
+    assert np.allclose(d, np.array([a.to_dense() for a in aset.atoms]).T @ dw, atol=1e-12)
+    aset.stop_gram()  # no pattern kept: the caller sums the atoms itself
+    assert not aset.add_unit_atoms(np.zeros(n * n), moved, dw[moved])

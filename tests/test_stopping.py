@@ -316,3 +316,93 @@ def test_setup_scales_and_penalty_match_a_hand_computation():
     lam = 2 * np.vdot(0.5 * (d1 + d2), 0.5 * (d1 + d2)) / np.vdot(d1 - d2, d1 - d2)
     prob.solve(max_iter=0)
     assert prob.stats.lam == pytest.approx(lam, rel=1e-9)
+
+
+# ---------------------------------------------------------------- the certified bound
+def _birkhoff_projection(n, seed):
+    """min ||X - C||^2 over doubly stochastic X (no consistency rows) and Clarabel's optimum."""
+    rng = np.random.default_rng(seed)
+    C = (1.0 + rng.standard_normal((n, n))) / n
+    Xc = cp.Variable((n, n))
+    f_star = cp.Problem(cp.Minimize(cp.sum_squares(Xc - C)),
+                        [Xc >= 0, cp.sum(Xc, axis=0) == 1, cp.sum(Xc, axis=1) == 1]).solve(solver="CLARABEL")
+    return C, f_star
+
+
+@pytest.mark.parametrize("max_iter", [3, 30, 10_000])
+def test_suboptimality_bound_holds_without_rows(max_iter):
+    C, f_star = _birkhoff_projection(8, seed=1)
+    X = fm.Variable(C.shape)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.BirkhoffPolytope(X)])
+    prob.solve(max_iter=max_iter)
+    bound = prob.stats.suboptimality_bound
+    # no rows: the bound is the FW gap itself, an upper bound on the error (weak duality)
+    assert bound == pytest.approx(prob.stats.fw_gap, rel=1e-12)
+    assert prob.value - f_star <= bound + 1e-9
+    if max_iter == 3:  # a few iterations: far from the optimum, and the bound says so
+        assert prob.status == "max_iter" and bound > 1e-3
+
+
+def test_suboptimality_bound_is_tight_where_tol_is_loose():
+    """A small optimum next to a large range: tol (relative to the range) promises little about |f*|,
+    the bound says how close the returned point is, and a smaller tol brings it down."""
+    C, f_star = _birkhoff_projection(30, seed=0)
+    X = fm.Variable(C.shape)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.BirkhoffPolytope(X)])
+    prob.solve()
+    assert prob.stats.objective_scale > 100 * f_star  # the regime of the test
+    loose = prob.stats.suboptimality_bound
+    assert 0 <= prob.value - f_star <= loose + 1e-9
+    prob.solve(tol=1e-6)
+    assert 0 <= prob.value - f_star <= prob.stats.suboptimality_bound + 1e-9
+    assert prob.stats.suboptimality_bound < loose / 10
+
+
+@pytest.mark.parametrize("sense", ["min", "max"])
+@pytest.mark.parametrize("max_iter", [5, 10_000])
+def test_suboptimality_bound_holds_with_consistency_rows(l1_box_least_squares, sense, max_iter):
+    """Two copies tied by M: the bound is FW gap - <y + lam r, r>, and holds on either side of f*."""
+    A, b, radius, bound, f_star, _ = l1_box_least_squares
+    x = fm.Variable(50)
+    expr = fm.sum_squares(A @ x - b)
+    objective = fm.Minimize(expr) if sense == "min" else fm.Maximize(-expr)
+    prob = fm.Problem(objective, [fm.L1Ball(x, radius), fm.Box(x, -bound, bound)])
+    prob.solve(max_iter=max_iter)
+    certified = prob.stats.suboptimality_bound
+    assert np.isfinite(certified)
+    error = prob.value - f_star if sense == "min" else -f_star - prob.value
+    assert error <= certified + 1e-9 * abs(f_star)
+    if max_iter == 10_000:
+        assert prob.status == "optimal"
+        # "optimal" means tests (1) and (2): gap <= tol S_f and |<w, r>| <= tol A_t <= tol S_f
+        assert certified <= 2 * 1e-4 * prob.stats.objective_scale
+
+
+def test_suboptimality_bound_follows_the_units(l1_box_least_squares):
+    """The bound is in the objective's units: scaling the objective scales it by the same factor."""
+    bounds = []
+    for s_obj in (1.0, 1e-6):
+        prob, _ = _solve_scaled(l1_box_least_squares, s_obj, 1.0)
+        bounds.append(prob.stats.suboptimality_bound / s_obj)
+    assert bounds[1] == pytest.approx(bounds[0], rel=1e-6, abs=1e-12)
+
+
+def test_engine_bound_against_a_hand_computed_certificate():
+    """minimize_fwal's bound equals FW gap - <y + lam r, r> recomputed from the returned x, y, lam."""
+    rng = np.random.default_rng(3)
+    c = rng.standard_normal(12)
+    x = fm.Variable(12)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - c)), [fm.L1Ball(x, 1.0), fm.Box(x, -0.2, 0.2)])
+    compiled = prob.compile()
+    prob.solve(max_iter=40)
+    state = prob._state
+    M, b = compiled.M, compiled.b
+    r = M @ state.x - b
+    w = state.y + state.lam * r
+    # the FW gap of f + <w, M x - b> over the product of the two sets, with the LMOs in closed
+    # form: min over the L1 ball of <g, s> is -||g||_inf, over the box -0.2 ||g||_1
+    x_blocks = {type(blk.set).__name__: slice(blk.offset, blk.offset + blk.size) for blk in compiled.blocks}
+    assert sorted(x_blocks) == ["Box", "L1Ball"]
+    grad = compiled.objective.value_and_grad(state.x)[1] + M.T @ w
+    gap = grad @ state.x + np.abs(grad[x_blocks["L1Ball"]]).max() + 0.2 * np.abs(grad[x_blocks["Box"]]).sum()
+    assert prob.stats.suboptimality_bound == pytest.approx(gap - w @ r, rel=1e-9, abs=1e-12)

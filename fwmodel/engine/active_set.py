@@ -24,9 +24,10 @@ gets one weight.
 
 On request (:meth:`ActiveSet.track_gram`) the set also keeps the Gram matrix
 ``<a_i, a_j>`` of its atoms, in the same positions: one column is computed
-when an atom enters (its inner products with the others, one vectorized pass)
-and a removal swaps a row and a column, so a step that works in weight space
-(several local pairwise steps on a quadratic model, see
+when an atom enters (its inner products with the others, one vectorized
+pass; for permutation matrices a count of the rows where they agree, see
+:class:`_UnitSegments`) and a removal swaps a row and a column, so a step
+that works in weight space (several local pairwise steps on a quadratic model, see
 :class:`fwmodel.engine.steps.BlendedPairwiseStep`) costs O(k) per local step
 instead of a pass over the atoms.
 """
@@ -83,6 +84,13 @@ class _Store:
     def clear_row(self, row):
         pass
 
+    def count_shared_entries(self, size):
+        """Start (``size``: the block size) or stop (None) keeping what :meth:`shared_entries` needs."""
+
+    def shared_entries(self, atom):
+        """<atom, a_j> for every stored atom without a gather, where the store can count them; else None."""
+        return None
+
 
 class _SparseStore(_Store):
     """Sparse atoms: padded (row, width) index and value matrices (padding: index 0, value 0)."""
@@ -92,6 +100,9 @@ class _SparseStore(_Store):
         width = max(1, first.indices.size)
         self.indices = np.zeros((8, width), dtype=np.intp)
         self.values = np.zeros((8, width))
+        # the stored atoms' offsets in their 0/1 segment pattern (permutation matrices), kept
+        # while the active set keeps its Gram matrix and every stored atom has the pattern
+        self.pattern = None
 
     @staticmethod
     def accepts(atom):
@@ -100,8 +111,16 @@ class _SparseStore(_Store):
     def grow(self, rows):
         self.indices = _grow_rows(self.indices, rows)
         self.values = _grow_rows(self.values, rows)
+        if self.pattern is not None:
+            self.pattern.grow(rows)
 
     def write(self, row, atom):
+        if self.pattern is not None:
+            offsets = self.pattern.offsets_of(atom)
+            if offsets is None:  # an atom of another kind: no more counting in this store
+                self.pattern = None
+            else:
+                self.pattern.offsets[:, row] = offsets
         nnz = atom.indices.size
         if nnz > self.indices.shape[1]:  # a wider atom: widen once, to at least double
             width = max(nnz, 2 * self.indices.shape[1])
@@ -118,9 +137,25 @@ class _SparseStore(_Store):
     def copy_row(self, src, dst):
         self.indices[dst] = self.indices[src]
         self.values[dst] = self.values[src]
+        if self.pattern is not None:
+            self.pattern.offsets[:, dst] = self.pattern.offsets[:, src]
 
     def clear_row(self, row):
         self.values[row] = 0.0
+
+    def count_shared_entries(self, size):
+        self.pattern = None if size is None else _UnitSegments.of_rows(self.indices, self.values, self.count, size)
+
+    def shared_entries(self, atom):
+        """<atom, a_j> for every stored atom a_j by counting shared entries (see :class:`_UnitSegments`), or None.
+
+        None unless the stored atoms and ``atom`` all have one 0/1 segment pattern. The
+        counts come as integers (exact; assigning them to a float array converts them).
+        """
+        if self.pattern is None:
+            return None
+        offsets = self.pattern.offsets_of(atom)
+        return None if offsets is None else self.pattern.agreements(offsets, self.count)
 
     def dots(self, g):
         k = self.count
@@ -129,6 +164,76 @@ class _SparseStore(_Store):
         # the method and einsum's C kernel are called without NumPy's Python wrappers
         # (the same loops: this runs every iteration on a few hundred entries)
         return einsum_plain("ij,ij->i", g.take(self.indices[:k], mode="clip"), self.values[:k])
+
+
+class _UnitSegments:
+    """Atoms of value 1 at one entry in each of ``width`` consecutive segments of ``segment`` entries.
+
+    A permutation matrix, flat in C order, is one (a 1 in every row, row
+    after row; ``segment`` = n). Entry l of such an atom lies in segment l,
+    so two atoms of one pattern share the entry of segment l exactly when
+    their offsets within segment l agree, and their inner product is the
+    number of segments where the offsets agree. Counted on small integers
+    (a comparison and a sum), that is the same number as the inner product
+    summed in floating point (a sum of ones: an integer, exact) at a
+    fraction of the cost of gathering one atom's entries for every other
+    atom. This is how a new atom's Gram column is filled in
+    (:meth:`ActiveSet.track_gram`).
+
+    ``offsets`` holds the stored atoms' offsets, one *column* per store row:
+    the counts then add whole contiguous rows of the comparison.
+    """
+
+    def __init__(self, width, segment, capacity):
+        self.width, self.segment = width, segment
+        self.starts = np.arange(0, width * segment, segment)  # the first entry of every segment
+        self.offsets = np.zeros((width, capacity), dtype=np.min_scalar_type(segment - 1))
+        self._matches = np.zeros((width, capacity), dtype=bool)
+        # the counts (at most width) in the smallest unsigned type that holds them: uint8 up to
+        # 255 segments, where the sum adds contiguous rows without a cast (half the time of uint16)
+        self._count_dtype = np.min_scalar_type(width)
+        self._last = (None, None)  # the last atom checked and its offsets (it is usually written next)
+
+    @classmethod
+    def of_rows(cls, indices, values, count, size):
+        """The pattern of a sparse store's first ``count`` rows (``size``: the block size), with their
+        offsets, or None when they have none (a value other than 1, padding, entries out of order)."""
+        capacity, width = indices.shape
+        if size <= 0 or size % width:
+            return None
+        pattern = cls(width, size // width, capacity)
+        if count:
+            shifted = indices[:count] - pattern.starts
+            if shifted.min() < 0 or shifted.max() >= pattern.segment or not (values[:count] == 1.0).all():
+                return None
+            pattern.offsets[:, :count] = shifted.T
+        return pattern
+
+    def offsets_of(self, atom):
+        """The offsets of ``atom``'s entries within their segments, or None when it does not have this pattern."""
+        last, offsets = self._last
+        if atom is last:
+            return offsets
+        indices, values = getattr(atom, "indices", None), getattr(atom, "values", None)
+        offsets = None
+        if (isinstance(indices, np.ndarray) and isinstance(values, np.ndarray) and indices.shape == values.shape
+                == (self.width,) and int(getattr(atom, "size", 0)) == self.width * self.segment):
+            shifted = indices - self.starts
+            if shifted.min() >= 0 and shifted.max() < self.segment and (values == 1.0).all():
+                offsets = shifted.astype(self.offsets.dtype)
+        self._last = (atom, offsets)
+        return offsets
+
+    def grow(self, rows):
+        grown = np.zeros((self.width, rows), dtype=self.offsets.dtype)
+        grown[:, : self.offsets.shape[1]] = self.offsets
+        self.offsets, self._matches = grown, np.zeros(grown.shape, dtype=bool)
+
+    def agreements(self, offsets, k):
+        """For each of the first ``k`` stored atoms, the number of segments where its offset equals
+        ``offsets``'s (integers)."""
+        matches = np.equal(self.offsets[:, :k], offsets[:, None], out=self._matches[:, :k])
+        return np.add.reduce(matches.view(np.uint8), axis=0, dtype=self._count_dtype)
 
 
 class _DenseStore(_Store):
@@ -237,6 +342,7 @@ class ActiveSet:
         self._gram = None  # position x position inner products <a_i, a_j>, when tracked
         self._gram_size = 0  # the block size (atoms are expanded to dense vectors of this size)
         self._gram_scratch = None  # a zero vector of that size, for the new atoms' Gram columns
+        self._gram_max = None  # the Gram matrix is dropped past this many atoms (None: no cap)
         self._staged = None  # (key, position) of an atom whose Gram column is filled in but not yet added
         if atom is not None:
             self._append(atom, 1.0)
@@ -273,22 +379,38 @@ class ActiveSet:
         i = self._index.get(atom.key)
         return 0.0 if i is None else float(self._w[i])
 
-    def track_gram(self, size):
-        """Keep the Gram matrix of the atoms (``size``: the length of an atom as a vector) from now on."""
+    def track_gram(self, size, max_atoms=None):
+        """Keep the Gram matrix of the atoms (``size``: the length of an atom as a vector) from now on.
+
+        ``max_atoms``: the Gram matrix is dropped (:meth:`stop_gram`) rather
+        than grown past this many atoms (its storage is allocated up to it,
+        not to the next power of two).
+        """
         if self._gram is not None:
             return
         self._gram_size = int(size)
+        self._gram_max = max_atoms
         k = len(self)
-        cap = self._w.shape[0]
+        cap = self._w.shape[0] if max_atoms is None else min(self._w.shape[0], max(int(max_atoms), k))
         self._gram = np.zeros((cap, cap))
         for i, atom in enumerate(self._atoms):
             v = np.zeros(self._gram_size)
             atom.add_to(v, 1.0)
             self._gram[i, :k] = self.dots(v)
+        for store in self._stores.values():  # the next columns by counting, where the atoms allow it
+            store.count_shared_entries(self._gram_size)
+
+    def entries_per_atom(self):
+        """The entries an inner product <g, a_i> reads per atom: a sparse store's padded width, else the block size."""
+        widths = [store.indices.shape[1] if hasattr(store, "indices") else self._gram_size
+                  for store in self._stores.values()]
+        return max(widths) if widths else 0
 
     def stop_gram(self):
         """Stop keeping the Gram matrix (and free it)."""
         self._gram, self._gram_size, self._gram_scratch = None, 0, None
+        for store in self._stores.values():
+            store.count_shared_entries(None)
 
     @property
     def gram(self):
@@ -309,12 +431,16 @@ class ActiveSet:
         active atoms and this one (a view, no copy), so a step can plan a move
         in weight space that includes it, and :meth:`add_staged` adds it later
         without computing its column again. Any other update discards the
-        staged column. Needs the Gram matrix (:meth:`track_gram`).
+        staged column. Needs the Gram matrix (:meth:`track_gram`). Returns
+        the position, or None when the atom would take the Gram matrix past
+        its cap (the Gram matrix is then dropped, see :meth:`track_gram`).
         """
         if self._gram is None:
             raise ValueError("stage: the Gram matrix is not tracked")
         pos = len(self)
         self._reserve(pos)
+        if self._gram is None:
+            return None
         self._gram_column(pos, atom)
         self._staged = (atom.key, pos)
         return pos
@@ -364,6 +490,23 @@ class ActiveSet:
         d = self.dots(g)
         a, s = int(np.argmax(d)), int(np.argmin(d))
         return a, float(d[a]), s, float(d[s])
+
+    def add_unit_atoms(self, x, positions, weights):
+        """x += sum_i weights[i] a_{positions[i]}, atom after atom, where the atoms are 0/1 atoms of one
+        segment pattern (:class:`_UnitSegments`; kept while the Gram matrix is); returns False (and leaves
+        x alone) otherwise.
+
+        One ``np.add.at`` over the stored index rows: the same entries, added in the
+        same order, as each atom's ``add_to`` in turn (a weight times 1 is the weight),
+        without collecting the atoms' own arrays.
+        """
+        if len(self._stores) != 1:
+            return False
+        (store,) = self._stores.values()
+        if getattr(store, "pattern", None) is None:
+            return False
+        np.add.at(x, store.indices[positions].ravel(), np.repeat(weights, store.indices.shape[1]))
+        return True
 
     def dense(self, size):
         """The iterate rebuilt from its atoms (to remove rounding drift)."""
@@ -422,7 +565,12 @@ class ActiveSet:
         if pos == self._w.shape[0]:
             self._w = _grow_rows(self._w, 2 * pos)
         if self._gram is not None and pos == self._gram.shape[0]:
-            grown = np.zeros((2 * pos, 2 * pos))
+            limit = self._gram_max
+            if limit is not None and pos >= limit:  # past the cap: the Gram matrix goes
+                self.stop_gram()
+                return
+            size = 2 * pos if limit is None else min(2 * pos, int(limit))
+            grown = np.zeros((size, size))
             grown[:pos, :pos] = self._gram[:pos, :pos]
             self._gram = grown
 
@@ -436,6 +584,8 @@ class ActiveSet:
         store = self._stores.get(store_cls)
         if store is None:
             store = self._stores[store_cls] = store_cls(atom)
+            if self._gram is not None:
+                store.count_shared_entries(self._gram_size)
         row = store.append(atom, pos)
         self._atoms.append(atom)
         self._store_of.append((store, row))
@@ -456,6 +606,12 @@ class ActiveSet:
         entries are zeroed again afterwards (O(nnz)) instead of a fresh block-size
         array per new atom (its page faults cost more than the inner products).
         """
+        col = self._shared_entry_counts(atom) if pos else None
+        if col is not None:  # 0/1 atoms of one pattern: counts, <atom, atom> = its number of entries
+            self._gram[pos, :pos] = col
+            self._gram[:pos, pos] = col
+            self._gram[pos, pos] = float(atom.indices.size)
+            return
         v = self._gram_scratch
         if v is None or v.size != self._gram_size:
             v = self._gram_scratch = np.zeros(self._gram_size)
@@ -469,6 +625,16 @@ class ActiveSet:
             v[indices] = 0.0
         else:
             v.fill(0.0)
+
+    def _shared_entry_counts(self, atom):
+        """The new atom's Gram column by counting shared entries (:meth:`_SparseStore.shared_entries`), or None.
+
+        Only for a set whose atoms all sit in one store (its rows are then the positions).
+        """
+        if len(self._stores) != 1:
+            return None
+        (store,) = self._stores.values()
+        return store.shared_entries(atom)
 
     def _remove(self, pos):
         """Swap-remove the atom at ``pos``: the last atom takes its position."""

@@ -17,7 +17,7 @@ import numpy as np
 
 from .progress import BEST_POINT_FACTOR
 from .result import FWALResult, SolverState
-from .stopping import objective_gap
+from .stopping import objective_gap, suboptimality_bound
 from .vector_ops import dot, norm
 from .warm_start import make_active_sets_consistent
 
@@ -36,8 +36,13 @@ def value_and_gap(objective, blocks, Mop, x, y, r, lam):
     return float(f), float(gap)
 
 
-def finish(status, message, lagrangian, stopping, it, gap, t, active, faces, progress, schedule, backtracking):
-    """Assemble the :class:`FWALResult` without changing the loop's variables (so it can be retried)."""
+def finish(status, message, lagrangian, stopping, it, gap, gap_known, t, active, faces, progress, schedule,
+           backtracking):
+    """Assemble the :class:`FWALResult` without changing the loop's variables (so it can be retried).
+
+    ``gap`` is the FW gap of L(., y) at the last iterate, ``gap_known`` False
+    when a lazy step skipped its LMO there (then the gap is not measured).
+    """
     objective, blocks, Mop, b = lagrangian.objective, lagrangian.blocks, lagrangian.Mop, lagrangian.b
     x, y, r, f, lam_value = it.x, it.y, it.r, it.f, it.lam
     b_norm = float(norm(b))
@@ -51,6 +56,7 @@ def finish(status, message, lagrangian, stopping, it, gap, t, active, faces, pro
         make_active_sets_consistent(blocks, x, active, faces)
         r = Mop.matvec(x) - b
         f, gap = value_and_gap(objective, blocks, Mop, x, y, r, lam_value)
+        gap_known = True
     feas = float(norm(r))
     gap_f = None  # as in the loop: the FW gap of f, while the objective scale is unknown
     if stopping.needs_objective_scale and np.isfinite(f):
@@ -59,11 +65,12 @@ def finish(status, message, lagrangian, stopping, it, gap, t, active, faces, pro
     # ---- return the best point found when the last one is not acceptable
     stopping.observe_value(f)
     dual_residual = dot(y + lam_value * r, r) if r.size else 0.0  # test (2) of stopping.py
+    bound = suboptimality_bound(gap, dual_residual, gap_known)
     final_merit = stopping.merit(gap, feas, gap_f, dual_residual) \
         if np.isfinite(gap) and np.isfinite(f) and np.isfinite(feas) else np.inf
     best = progress.best
     if status != "optimal" and best is not None and best[0] < BEST_POINT_FACTOR * final_merit:
-        x, y, f, gap = best[1].copy(), best[2].copy(), best[3], best[4]
+        x, y, f, gap, bound = best[1].copy(), best[2].copy(), best[3], best[4], best[5]
         r = Mop.matvec(x) - b
         feas = float(norm(r))
         if status != "diverged":
@@ -73,14 +80,14 @@ def finish(status, message, lagrangian, stopping, it, gap, t, active, faces, pro
     feas_rel = feas / max(1.0, float(norm(x)), b_norm)
     solve_time = time.perf_counter() - progress.start
     step_counts = progress.step_counts
-    progress.printer.footer(status, message, t, f, gap, feas, stopping, solve_time, step_counts)
+    progress.printer.footer(status, message, t, f, gap, feas, stopping, solve_time, step_counts, bound)
     active.update({("face", k): aset for k, aset in faces.items()})
     # the warm-start state shares the result's x and y (a warm start copies them, warm_start.py):
     # copies here would be three more full-size arrays at d = 4000 (x has two copies of X), the
     # largest memory of the whole solve
     state = SolverState(x, y, active, lam_value, schedule.current, backtracking.lipschitz)
     return FWALResult(
-        x=x, y=y, status=status, message=message, objective=float(f), fw_gap=float(gap),
+        x=x, y=y, status=status, message=message, objective=float(f), fw_gap=float(gap), suboptimality_bound=bound,
         feasibility=float(feas), feasibility_rel=float(feas_rel), iterations=int(t),
         solve_time=solve_time, lam=float(lam_value), eta=float(schedule.current), history=progress.history,
         state=state, step_counts=dict(step_counts), objective_scale=stopping.objective_scale,

@@ -64,7 +64,7 @@ from .projection_step import ProjectedBlock, ProjectionStep, initial_projection_
 from .result import FWALResult, SolverState  # noqa: F401 (the result types of minimize_fwal)
 from .schedules import make_dual_schedule, default_penalty
 from .steps import LAZY_CHECK_EVERY, DeferredProposal, make_step
-from .stopping import StoppingRule, objective_gap, reference_point
+from .stopping import StoppingRule, objective_gap, reference_point, suboptimality_bound
 from .pages import with_plain_pages
 from .threads import with_blas_threads
 from .vector_ops import dot, norm
@@ -259,7 +259,7 @@ def minimize_fwal(
     repeat_drops = step not in ("pairwise", "auto")
     drops_in_row = 0
     max_drops = max_drop_steps if max_drop_steps is not None else 10 * len(blocks) + 10
-    status, message, gap, t = "max_iter", "", np.inf, 0
+    status, message, gap, gap_known, t = "max_iter", "", np.inf, False, 0
     r_norm = None  # ||r|| when measured since r last moved (the dual step's is the next iteration's)
 
     try:
@@ -276,7 +276,7 @@ def minimize_fwal(
             grad = buffers.lagrangian_grad(Mop, it.g, dual_term, cols)
             # ---- every block proposes a step (its LMO, unless a lazy step reuses an
             # active atom); their FW gaps sum to the FW gap of L(., y)
-            ctx.start_iteration(t, it.lam, stopping.gap_target() / len(blocks))
+            ctx.start_iteration(t, it.lam, stopping.gap_target() / len(blocks), last=t == max_iter)
             proposals, gap, gap_known = _propose(steps, blocks, it.x, grad, ctx, defer=sweep == "gauss-seidel")
             # ---- measurements, bookkeeping and stopping
             feas = float(norm(it.r)) if r_norm is None else r_norm
@@ -292,7 +292,8 @@ def minimize_fwal(
                 stopping.observe_objective_gap(gap_f)
             elapsed, eta_now = progress.elapsed(), schedule.current
             progress.record(t, elapsed, it, gap, feas, feas_rel, eta_now, stopping,
-                            stopping.merit(gap, feas, gap_f, dual_residual))
+                            stopping.merit(gap, feas, gap_f, dual_residual),
+                            suboptimality_bound(gap, dual_residual, gap_known))
             status, message = _stop_reason(t, gap, gap_known, feas, feas_rel, gap_f, dual_residual, elapsed, eta_now,
                                            it, stopping, progress, certificate, max_iter, time_limit)
             if status is not None:
@@ -338,8 +339,8 @@ def minimize_fwal(
     grad = dual_term = proposals = buffers = lagrangian.buffers = ctx.directions = None  # not needed for the result
     for attempt in range(MAX_FINISH_ATTEMPTS):
         try:
-            return finish(status, message, lagrangian, stopping, it, gap, t, active, infaces.faces, progress,
-                          schedule, backtracking)
+            return finish(status, message, lagrangian, stopping, it, gap, gap_known, t, active, infaces.faces,
+                          progress, schedule, backtracking)
         except KeyboardInterrupt:
             if attempt == MAX_FINISH_ATTEMPTS - 1:
                 raise
@@ -489,10 +490,12 @@ class _StepContext:
         #: the product space's dimension (rank-k steps price an iteration's vector passes by it)
         self.space_size = None
 
-    def start_iteration(self, t, lam, gap_target):
+    def start_iteration(self, t, lam, gap_target, last=False):
+        """``last``: the iteration is the solve's last (max_iter): every block measures its FW gap,
+        so the returned point carries a certificate (``suboptimality_bound``)."""
         self.lam = lam
         self.gap_target = gap_target
-        self.lazy_allowed = t % LAZY_CHECK_EVERY != 0
+        self.lazy_allowed = not last and t % LAZY_CHECK_EVERY != 0
 
 
 def _block_curvature(objective, it):

@@ -10,6 +10,7 @@ the last point's (:func:`fwmodel.engine.finish.finish`); else the last point.
 """
 from __future__ import annotations
 
+import math
 import time
 
 from .lagrangian import IterationState
@@ -42,18 +43,22 @@ class Progress:
             self.step_counts[kind] = 0
         self.callback = callback
         self.keep_best = n + m <= BEST_POINT_MAX_ENTRIES
-        self.best = None  # (merit, x, y, f, gap) snapshot, for returning the best point found
+        self.best = None  # (merit, x, y, f, gap, bound) snapshot, for returning the best point found
 
     def elapsed(self):
         return time.perf_counter() - self.start
 
-    def record(self, t, elapsed, it, gap, feas, feas_rel, eta, stopping, merit):
-        """One iteration's history row, verbose row and best-point snapshot."""
+    def record(self, t, elapsed, it, gap, feas, feas_rel, eta, stopping, merit, bound=math.nan):
+        """One iteration's history row, verbose row and best-point snapshot.
+
+        ``bound``: the certified bound on f(x_t) - f* (:func:`fwmodel.engine.stopping.suboptimality_bound`),
+        kept with the snapshot so a returned best point reports its own.
+        """
         # the columns of HISTORY_KEYS, in order (a tuple: no keyword dict per iteration)
         self.history.append((t, elapsed, it.f, gap, feas, feas_rel, it.lam, eta, sum(self.step_counts.values())))
         self.printer.row(t, it.f, gap, feas, stopping, it.lam, eta, elapsed, self.step_counts)
         if self.keep_best and (self.best is None or merit < BEST_POINT_FACTOR * self.best[0]):
-            self.best = (merit, it.x.copy(), it.y.copy(), it.f, gap)
+            self.best = (merit, it.x.copy(), it.y.copy(), it.f, gap, bound)
 
     def callback_stops(self, t, elapsed, it, gap, feas, feas_rel, eta):
         """Call the user's callback with this iteration's state; True when it returned False (stop)."""

@@ -78,6 +78,8 @@ class FWALResult(dict):
     """Result of :func:`minimize_fwal`, in the style of scipy's OptimizeResult.
 
     Keys are also attributes: x, y, status, message, objective, fw_gap,
+    suboptimality_bound (the certified bound on objective - f*, see
+    :func:`fwmodel.engine.stopping.suboptimality_bound`),
     feasibility, feasibility_rel, iterations, solve_time, lam, eta, history,
     state, step_counts, and the stopping rule's tol, feas_tol,
     objective_scale and feasibility_scale (see :mod:`fwmodel.engine.stopping`).

@@ -210,6 +210,7 @@ class AdaptiveMultiplier:
         if lam is not None:
             self.lam = lam
         self._steps += 1
+        feas_now = feas  # this step's ||Mx - b|| (``feas`` becomes the window's best below)
         multiplier_binds = False  # test (2) of the stopping rule is the furthest from its target
         if self._steps % self.window == 0 and feas is not None and gap is not None:
             # each test of the stopping rule relative to its target (None: no target to compare with)
@@ -248,8 +249,8 @@ class AdaptiveMultiplier:
         self.current = self.theta * self.lam
         if r is not None and r.size > self.drift_sample:
             self._drift_path += self.current * float(np.linalg.norm(self._watched(r)))
-        elif feas is not None:
-            self._drift_path += self.current * feas
+        elif feas_now is not None:
+            self._drift_path += self.current * feas_now
         return self.current
 
     def _watched(self, v):

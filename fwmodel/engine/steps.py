@@ -65,14 +65,21 @@ LAZY_CHECK_EVERY = 20
 #: BPCG's local phase stops once the local gap is below this fraction of the last FW gap
 LOCAL_PHASE_REDUCTION = 0.1
 #: at most this many local steps per local phase (each O(k), k active atoms)
-MAX_LOCAL_STEPS = 20
-#: and at most this many atom-steps (steps x k) per phase: with many atoms the
-#: phase takes fewer steps, so an iteration's cost does not grow with the active set
+MAX_LOCAL_STEPS = 100
+#: and at most max(LOCAL_PHASE_WORK, LOCAL_PHASE_SHARE * k * e) atom-steps (steps x k) per
+#: phase, e the entries per stored atom: k * e is the cost of the inner products <g, a_i>
+#: that every iteration pays, so the phase costs at most half of them and an iteration's
+#: cost grows with the active set no faster than those products. Measured on the Birkhoff
+#: projection at n = 200 (benchmarks/RESULTS.md, "the local phase's budget"): 20 steps of
+#: at most 4000 atom-steps left 4 steps per phase at 1000 atoms, and the solve to 1e-6
+#: ended at max_iter; 100 steps took it to "optimal" in 3,463 iterations
 LOCAL_PHASE_WORK = 4000
+LOCAL_PHASE_SHARE = 0.5
 #: a local gap below this fraction of max |<g, a>| is rounding: the local phase stops there
 LOCAL_GAP_ROUNDING = 1e-12
-#: above this many atoms the local phase stops (its Gram matrix is k x k: 32 MB at 2000)
-GRAM_MAX_ATOMS = 2000
+#: above this many atoms the local phase stops (its Gram matrix is k x k: 128 MB at 4000;
+#: the Birkhoff projection at n = 200 needs ~3,500 atoms for 1e-6)
+GRAM_MAX_ATOMS = 4000
 #: follow each BPCG FW step by local steps in the same move where the quadratic model is exact
 #: (``BlendedPairwiseStep._blended_fw``); off: on the Birkhoff projection it cuts iterations
 #: but not LMO calls, and costs more time than it saves (benchmarks/birkhoff_corrective.py)
@@ -282,7 +289,7 @@ class BlendedPairwiseStep(_ActiveSetStep):
     O(k) each with the Gram matrix ``A'A`` that the active set keeps, until
     the local gap falls below ``LOCAL_PHASE_REDUCTION`` times the last FW gap
     (at most ``MAX_LOCAL_STEPS`` steps, fewer with many atoms: see
-    ``LOCAL_PHASE_WORK``). The driver receives the combined
+    ``LOCAL_PHASE_WORK``, ``LOCAL_PHASE_SHARE``). The driver receives the combined
     move ``d`` (gamma = 1 intended; its line search is exact for a quadratic).
     An LMO call (an assignment problem on a Birkhoff block) costs far more
     than these steps, and each LMO call now finds the active set near its
@@ -312,7 +319,7 @@ class BlendedPairwiseStep(_ActiveSetStep):
         if len(ratios) >= CURVATURE_CHECKS and self.model_curvature is None \
                 and _sparse_atoms(self.active):
             self.model_curvature = ratios[0]
-            self.active.track_gram(self.block.size)
+            self.active.track_gram(self.block.size, GRAM_MAX_ATOMS)
 
     def propose(self, x_k, g_k, ctx=None):
         aset = self.active
@@ -340,8 +347,8 @@ class BlendedPairwiseStep(_ActiveSetStep):
     def _weight_space_model(self):
         """Whether the quadratic model in weight space is exact and its Gram matrix kept (and small enough)."""
         aset = self.active
-        if self.model_curvature is not None and len(aset) > GRAM_MAX_ATOMS:  # the Gram matrix would be too big
-            aset.stop_gram()
+        if self.model_curvature is not None and (len(aset) > GRAM_MAX_ATOMS or aset.gram is None):
+            aset.stop_gram()  # the Gram matrix would be too big (the active set also stops at its cap)
             self.model_curvature, self._curvature_ratios = None, None
         return self.model_curvature is not None and aset.gram is not None
 
@@ -371,7 +378,8 @@ class BlendedPairwiseStep(_ActiveSetStep):
         ``w``: the weights, ``q``: the model's gradient in weight space
         (A'g + L G (w - w_start)), ``G``: the Gram matrix of the atoms that ``w``
         weighs. Stops once the local gap is at most ``target``, after at most
-        ``MAX_LOCAL_STEPS`` steps (fewer with many atoms, ``LOCAL_PHASE_WORK``).
+        ``MAX_LOCAL_STEPS`` steps (fewer with many atoms: ``LOCAL_PHASE_WORK``,
+        ``LOCAL_PHASE_SHARE``).
         """
         L = self.model_curvature
         # below this the local gap is rounding in q (a converged active set: no step is worth taking)
@@ -379,28 +387,39 @@ class BlendedPairwiseStep(_ActiveSetStep):
         # scalars as Python floats (the same IEEE operations as on NumPy scalars, at a
         # fraction of the cost: this loop runs up to MAX_LOCAL_STEPS times per iteration)
         steps = MAX_LOCAL_STEPS if max_steps is None else max_steps
-        for _ in range(min(steps, max(2, LOCAL_PHASE_WORK // w.size))):
-            q_active = np.where(w > 0, q, -np.inf)
+        work = max(LOCAL_PHASE_WORK, LOCAL_PHASE_SHARE * w.size * self.active.entries_per_atom())
+        # the away atom is the largest q among positive weights; while every weight is positive
+        # (``empty`` counts those that are not) that is q itself, with no masked copy per step
+        empty = w.size - int(np.count_nonzero(w > 0))
+        change = np.empty_like(q)  # L amount (G[s] - G[a]), formed in place
+        for _ in range(min(steps, max(2, int(work // w.size)))):
+            q_active = np.where(w > 0, q, -np.inf) if empty else q
             a, s = int(q_active.argmax()), int(q.argmin())
             local_gap = float(q_active[a]) - float(q[s])
             if a == s or not local_gap > target:
                 break
             curv = L * (float(G[a, a]) + float(G[s, s]) - 2.0 * float(G[a, s]))
             w_a = float(w[a])
+            s_was_empty = not w[s] > 0
             if curv <= 0 or local_gap >= curv * w_a:  # a drop step: a leaves the active set
                 amount, w[a] = w_a, 0.0
             else:
                 amount = local_gap / curv
                 w[a] = w_a - amount
             w[s] += amount
-            q += (L * amount) * (G[s] - G[a])
+            empty += (not w[a] > 0) + (not w[s] > 0) - s_was_empty  # a had weight before this step
+            np.subtract(G[s], G[a], out=change)
+            change *= L * amount
+            q += change
 
     def _weight_move(self, size, dw, staged=None):
         """The block's move ``sum_i dw_i a_i`` (``staged``: the atom behind a last, staged weight)."""
         aset = self.active
         moved = dw.nonzero()[0]
-        atoms = [staged if staged is not None and i == len(aset) else aset.atom(int(i)) for i in moved]
         d = np.zeros(size)
+        if staged is None and aset.add_unit_atoms(d, moved, dw[moved]):
+            return d
+        atoms = [staged if staged is not None and i == len(aset) else aset.atom(int(i)) for i in moved]
         _add_atoms(d, atoms, [float(dw[i]) for i in moved])
         return d
 
@@ -432,6 +451,9 @@ class BlendedPairwiseStep(_ActiveSetStep):
         staged = None
         if pos is None:  # a new atom: its Gram column goes in at position len(aset)
             pos = aset.stage(s)
+            if pos is None:  # past the Gram matrix's cap: no weight-space model from now on
+                self.model_curvature, self._curvature_ratios = None, None
+                return self._fw(x_k, s, gap, ctx)
             G, staged = aset.gram_staged, s
             w0, q0 = np.append(aset.weights, 0.0), np.append(dots, s_dot)
         else:

@@ -118,6 +118,25 @@ def objective_gap(blocks, x, grad_f, with_vertex=False, out=None):
     return (gap, s) if with_vertex else gap
 
 
+def suboptimality_bound(gap, dual_residual, gap_known=True):
+    """The certified bound f(x_t) - f* <= gap_t - <w, r_t>, w = y_t + lam r_t (weak duality).
+
+    gap_t is the FW gap of the plain Lagrangian f + <w, M x - b> at x_t (the
+    same number as the FW gap of L(., y_t), see the module docstring), so
+    for any feasible x*, f(x*) = f(x*) + <w, M x* - b> >= f(x_t) + <w, r_t>
+    - gap_t. The bound holds whatever the tolerances: it is what the
+    returned point is certified to, up to the accuracy of the LMOs (the
+    Lanczos tolerance of the spectral sets). It may be negative: an
+    infeasible x_t can lie below f*. NaN when the gap was not measured (a
+    lazy step skipped its LMO) and +inf when it is not finite.
+    """
+    if not gap_known:
+        return math.nan
+    if not math.isfinite(gap):
+        return math.inf
+    return float(gap - dual_residual)
+
+
 #: the accuracy scale A_t is never finer than this fraction of the objective's range
 #: (see the module docstring): where |f| is smaller, f is "about 0" at this tolerance
 VALUE_FLOOR = 1e-2

@@ -76,12 +76,13 @@ class VerbosePrinter:
                     f"{stopping.feas_rel(feas):9.2e} {lam:9.2e} {eta:9.2e} {elapsed:8.2f}  {self.steps(counts)}")
         self._last_print = self.clock()
 
-    def footer(self, status, message, t, f, gap, feas, stopping, elapsed, counts):
+    def footer(self, status, message, t, f, gap, feas, stopping, elapsed, counts, bound=float("nan")):
         if not self.on:
             return
         self._print("-" * 112)
         self._print(f"status: {status} ({message}) after {t} iterations, {elapsed:.3f} s")
         self._print(f"objective {f:.8e}   FW gap {gap:.3e} (tol * S_f = {stopping.gap_target():.3e})   "
                     f"||Mx-b|| {feas:.3e} (feas_tol * S_x = {stopping.feasibility_target():.3e})")
+        self._print(f"certified: objective - optimum <= {bound:.3e} (FW gap - <y + lam r, r>)")
         self._print(f"steps: {self.steps(counts)}")
         self._print("-" * 112)

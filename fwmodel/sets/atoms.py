@@ -80,8 +80,10 @@ class SparseAtom(Atom):
     def __init__(self, indices, values, size):
         self.indices = np.asarray(indices, dtype=np.intp).ravel()
         values = np.array(values, dtype=float)  # a copy: the atom owns its values
-        if values.shape != self.indices.shape:  # one value for every entry (an array of the same
-            values = np.broadcast_to(values, self.indices.shape).copy()  # shape needs no broadcast)
+        if values.ndim == 0:  # one value for every entry (a permutation's ones): filled, no broadcast view
+            values = np.full(self.indices.shape, values)
+        elif values.shape != self.indices.shape:  # (an array of the same shape needs no broadcast)
+            values = np.broadcast_to(values, self.indices.shape).copy()
         self.values = values
         self.size = int(size)
         self.key = ("sparse", self.indices.tobytes(), self.values.tobytes())
