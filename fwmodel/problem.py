@@ -139,14 +139,16 @@ class SolveStats:
     ``suboptimality_bound`` is what the returned point is certified to:
     ``prob.value - p* <= suboptimality_bound`` for Minimize (``p* -
     prob.value`` for Maximize), p* the optimal value, by weak duality from
-    the FW gap and the multipliers (``fwmodel.engine.stopping``), up to the
-    accuracy of the LMOs. It is the number to read when the optimum is small
+    the FW gap and the multipliers (``fwmodel.engine.stopping``), with exact
+    LMOs (the spectral sets' Lanczos runs to ``lmo_tol``). It is the number to read when the optimum is small
     next to the objective's range (``objective_scale``), where ``tol``,
     relative to that range, is a loose promise about ``|p*|``. It can be
     negative where the point violates ``M x = b`` (it then lies below p*) and
     is NaN when the last FW gap was not measured (a lazy step that skipped
-    its LMO, at a time limit or a callback's stop; the last iteration before
-    ``max_iter`` always measures it).
+    its LMO, at a time limit, a callback's stop or a returned best point; the
+    iteration at ``max_iter`` always measures it), when an LMO was seen to
+    be inexact (a block's FW gap below zero, possible with a loose
+    ``lmo_tol``), and after a divergence.
     """
 
     __slots__ = ("iterations", "solve_time", "compile_time", "fw_gap", "feasibility", "feasibility_rel",

@@ -426,3 +426,19 @@ def test_entries_per_atom_is_the_sparse_stores_width():
     aset.fw_update(SparseAtom(np.array([1, 4, 5, 7, 9]), np.ones(5), SIZE), 0.5)
     assert aset.entries_per_atom() == aset._stores[next(iter(aset._stores))].indices.shape[1] >= 5
 
+
+
+def test_gram_matrix_is_not_tracked_when_the_set_is_already_past_the_cap():
+    """No k x k matrix built only to be dropped at the next add: past the cap nothing is tracked."""
+    aset = ActiveSet(_make_atom("sparse", 0))
+    seed = 1
+    while len(aset) < 6:
+        atom = _make_atom("sparse", seed)
+        seed += 1
+        if aset.position_of(atom) is None:
+            aset.fw_update(atom, 0.5)
+    aset.track_gram(SIZE, max_atoms=5)
+    assert aset.gram is None
+    aset.track_gram(SIZE, max_atoms=6)  # at the cap: tracked, and exact
+    A = np.array([a.to_dense() for a in aset.atoms]).reshape(len(aset), SIZE)
+    assert np.allclose(aset.gram, A @ A.T, atol=1e-12)

@@ -406,3 +406,33 @@ def test_engine_bound_against_a_hand_computed_certificate():
     grad = compiled.objective.value_and_grad(state.x)[1] + M.T @ w
     gap = grad @ state.x + np.abs(grad[x_blocks["L1Ball"]]).max() + 0.2 * np.abs(grad[x_blocks["Box"]]).sum()
     assert prob.stats.suboptimality_bound == pytest.approx(gap - w @ r, rel=1e-9, abs=1e-12)
+
+
+def _project_onto_nuclear_ball(C, radius):
+    """Closed form: soft-threshold the singular values so they sum to at most ``radius``."""
+    U, s, Vt = np.linalg.svd(C, full_matrices=False)
+    if s.sum() > radius:
+        u = np.sort(s)[::-1]
+        css = np.cumsum(u) - radius
+        rho = np.nonzero(u - css / np.arange(1, u.size + 1) > 0)[0][-1]
+        s = np.maximum(s - css[rho] / (rho + 1), 0.0)
+    return (U * s) @ Vt
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_an_inexact_lmo_gives_no_false_certificate(seed):
+    """A loose Lanczos tolerance can return an eigenpair that is not the extreme one: the block's FW
+    gap then comes out negative, which an exact LMO never gives. The bound must not certify such a
+    point (NaN), whatever the status; with the default tolerance the bound holds."""
+    C = np.random.default_rng(seed).standard_normal((60, 50))
+    f_star = float(np.sum((_project_onto_nuclear_ball(C, 5.0) - C) ** 2))
+    for lmo_tol in (1e-2, 0.3, None):
+        X = fm.Variable(C.shape)
+        options = {} if lmo_tol is None else dict(lmo_tol=lmo_tol, dense_threshold=2)
+        prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.TraceNormBall(X, 5.0, **options)])
+        prob.solve()
+        bound = prob.stats.suboptimality_bound
+        assert np.isnan(bound) or prob.value - f_star <= bound + 1e-9 * f_star, (lmo_tol, bound)
+        if lmo_tol is None:
+            assert prob.status == "optimal" and np.isfinite(bound)
+            assert prob.value - f_star <= bound + 1e-9 * f_star

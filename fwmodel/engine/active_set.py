@@ -384,9 +384,10 @@ class ActiveSet:
 
         ``max_atoms``: the Gram matrix is dropped (:meth:`stop_gram`) rather
         than grown past this many atoms (its storage is allocated up to it,
-        not to the next power of two).
+        not to the next power of two); with more atoms than that already
+        active, nothing is tracked (a k x k matrix dropped at the next add).
         """
-        if self._gram is not None:
+        if self._gram is not None or (max_atoms is not None and len(self) > max_atoms):
             return
         self._gram_size = int(size)
         self._gram_max = max_atoms

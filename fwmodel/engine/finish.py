@@ -17,7 +17,7 @@ import numpy as np
 
 from .progress import BEST_POINT_FACTOR
 from .result import FWALResult, SolverState
-from .stopping import objective_gap, suboptimality_bound
+from .stopping import GAP_ROUNDING, objective_gap, suboptimality_bound
 from .vector_ops import dot, norm
 from .warm_start import make_active_sets_consistent
 
@@ -41,7 +41,8 @@ def finish(status, message, lagrangian, stopping, it, gap, gap_known, t, active,
     """Assemble the :class:`FWALResult` without changing the loop's variables (so it can be retried).
 
     ``gap`` is the FW gap of L(., y) at the last iterate, ``gap_known`` False
-    when a lazy step skipped its LMO there (then the gap is not measured).
+    when it cannot certify the returned point: a lazy step skipped its LMO
+    there, an LMO was seen to be inexact, or the solve diverged.
     """
     objective, blocks, Mop, b = lagrangian.objective, lagrangian.blocks, lagrangian.Mop, lagrangian.b
     x, y, r, f, lam_value = it.x, it.y, it.r, it.f, it.lam
@@ -56,7 +57,7 @@ def finish(status, message, lagrangian, stopping, it, gap, gap_known, t, active,
         make_active_sets_consistent(blocks, x, active, faces)
         r = Mop.matvec(x) - b
         f, gap = value_and_gap(objective, blocks, Mop, x, y, r, lam_value)
-        gap_known = True
+        gap_known = gap >= -GAP_ROUNDING * stopping.objective_scale  # an exact LMO gives gap >= 0
     feas = float(norm(r))
     gap_f = None  # as in the loop: the FW gap of f, while the objective scale is unknown
     if stopping.needs_objective_scale and np.isfinite(f):
@@ -65,7 +66,7 @@ def finish(status, message, lagrangian, stopping, it, gap, gap_known, t, active,
     # ---- return the best point found when the last one is not acceptable
     stopping.observe_value(f)
     dual_residual = dot(y + lam_value * r, r) if r.size else 0.0  # test (2) of stopping.py
-    bound = suboptimality_bound(gap, dual_residual, gap_known)
+    bound = suboptimality_bound(gap, dual_residual, gap_known and np.isfinite(f))
     final_merit = stopping.merit(gap, feas, gap_f, dual_residual) \
         if np.isfinite(gap) and np.isfinite(f) and np.isfinite(feas) else np.inf
     best = progress.best

@@ -64,7 +64,7 @@ from .projection_step import ProjectedBlock, ProjectionStep, initial_projection_
 from .result import FWALResult, SolverState  # noqa: F401 (the result types of minimize_fwal)
 from .schedules import make_dual_schedule, default_penalty
 from .steps import LAZY_CHECK_EVERY, DeferredProposal, make_step
-from .stopping import StoppingRule, objective_gap, reference_point, suboptimality_bound
+from .stopping import StoppingRule, certifies, objective_gap, reference_point, suboptimality_bound
 from .pages import with_plain_pages
 from .threads import with_blas_threads
 from .vector_ops import dot, norm
@@ -259,13 +259,14 @@ def minimize_fwal(
     repeat_drops = step not in ("pairwise", "auto")
     drops_in_row = 0
     max_drops = max_drop_steps if max_drop_steps is not None else 10 * len(blocks) + 10
-    status, message, gap, gap_known, t = "max_iter", "", np.inf, False, 0
+    status, message, gap, gap_known, lowest_gap, t = "max_iter", "", np.inf, False, -np.inf, 0
     r_norm = None  # ||r|| when measured since r last moved (the dual step's is the next iteration's)
 
     try:
         for t in range(max_iter + 1):
             if not _is_finite(it):
                 status, message = "diverged", "the objective or its gradient is not finite"
+                gap_known = False  # the last gap was measured at an earlier point
                 break
             if auto_projection is not None and auto_projection.due(t):
                 # the point to time is made in the per-block gradient array (free before the sweep)
@@ -277,7 +278,8 @@ def minimize_fwal(
             # ---- every block proposes a step (its LMO, unless a lazy step reuses an
             # active atom); their FW gaps sum to the FW gap of L(., y)
             ctx.start_iteration(t, it.lam, stopping.gap_target() / len(blocks), last=t == max_iter)
-            proposals, gap, gap_known = _propose(steps, blocks, it.x, grad, ctx, defer=sweep == "gauss-seidel")
+            proposals, gap, gap_known, lowest_gap = _propose(steps, blocks, it.x, grad, ctx,
+                                                             defer=sweep == "gauss-seidel")
             # ---- measurements, bookkeeping and stopping
             feas = float(norm(it.r)) if r_norm is None else r_norm
             x_norm = float(norm(it.x))
@@ -293,7 +295,8 @@ def minimize_fwal(
             elapsed, eta_now = progress.elapsed(), schedule.current
             progress.record(t, elapsed, it, gap, feas, feas_rel, eta_now, stopping,
                             stopping.merit(gap, feas, gap_f, dual_residual),
-                            suboptimality_bound(gap, dual_residual, gap_known))
+                            suboptimality_bound(gap, dual_residual,
+                                                certifies(gap_known, lowest_gap, stopping.objective_scale)))
             status, message = _stop_reason(t, gap, gap_known, feas, feas_rel, gap_f, dual_residual, elapsed, eta_now,
                                            it, stopping, progress, certificate, max_iter, time_limit)
             if status is not None:
@@ -339,7 +342,8 @@ def minimize_fwal(
     grad = dual_term = proposals = buffers = lagrangian.buffers = ctx.directions = None  # not needed for the result
     for attempt in range(MAX_FINISH_ATTEMPTS):
         try:
-            return finish(status, message, lagrangian, stopping, it, gap, gap_known, t, active, infaces.faces,
+            certified = certifies(gap_known, lowest_gap, stopping.objective_scale)
+            return finish(status, message, lagrangian, stopping, it, gap, certified, t, active, infaces.faces,
                           progress, schedule, backtracking)
         except KeyboardInterrupt:
             if attempt == MAX_FINISH_ATTEMPTS - 1:
@@ -423,7 +427,9 @@ def _move_blocks(sweep, proposals, steps, lagrangian, it, grad, dual_term, cols,
 def _propose(steps, blocks, x, grad, ctx, defer=False):
     """Every block's proposal at x, and the FW gap of L(., y) (paper OPT2) summed over the blocks.
 
-    Returns (proposals, gap, gap_known): a block that moves by a corrective
+    Returns (proposals, gap, gap_known, lowest): ``lowest`` is the smallest
+    measured block gap (negative only where an LMO is inexact, see
+    :func:`fwmodel.engine.stopping.certifies`). A block that moves by a corrective
     step (a proposal without a direction) contributes its FW gap and
     proposes nothing (None); a lazy step that skipped its LMO contributes its
     last measured gap, and then ``gap_known`` is False (the stopping rule
@@ -431,7 +437,7 @@ def _propose(steps, blocks, x, grad, ctx, defer=False):
     after a block that proposes a direction gives its FW gap only, and a
     :class:`~fwmodel.engine.steps.DeferredProposal` for the sweep to form.
     """
-    proposals, gap, gap_known = [], 0.0, True
+    proposals, gap, gap_known, lowest = [], 0.0, True, math.inf
     moving_before = False  # an earlier block proposes a direction (then a cheap step defers)
     for k, blk in enumerate(blocks):
         step, sl = steps[k], blk.slice
@@ -439,6 +445,7 @@ def _propose(steps, blocks, x, grad, ctx, defer=False):
             p = DeferredProposal(step.fw_gap(x[sl], grad[sl]))
             proposals.append(p)
             gap += p.gap
+            lowest = min(lowest, p.gap)
             continue
         p = step.propose(x[sl], grad[sl], ctx)
         proposals.append(p if p.d is not None else None)
@@ -448,7 +455,8 @@ def _propose(steps, blocks, x, grad, ctx, defer=False):
             gap += steps[k].phi
         else:
             gap += p.gap
-    return proposals, gap, gap_known
+            lowest = min(lowest, p.gap)
+    return proposals, gap, gap_known, lowest
 
 
 def _commit(proposals, moved, steps, infaces, step_counts):

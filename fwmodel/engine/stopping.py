@@ -118,17 +118,30 @@ def objective_gap(blocks, x, grad_f, with_vertex=False, out=None):
     return (gap, s) if with_vertex else gap
 
 
+#: a block's FW gap below -GAP_ROUNDING * objective_scale proves that its LMO missed the minimizer
+#: (an exact LMO gives a gap >= 0 up to rounding): the bound is then not certified
+GAP_ROUNDING = 1e-9
+
+
+def certifies(block_gaps_known, lowest_block_gap, objective_scale):
+    """Whether the summed FW gap may serve in :func:`suboptimality_bound`: every block's gap was
+    measured, and none is negative beyond rounding (which only an inexact LMO can give: a Lanczos
+    run with a loose ``lmo_tol`` that found an eigenpair, not the extreme one)."""
+    return bool(block_gaps_known) and lowest_block_gap >= -GAP_ROUNDING * objective_scale
+
+
 def suboptimality_bound(gap, dual_residual, gap_known=True):
     """The certified bound f(x_t) - f* <= gap_t - <w, r_t>, w = y_t + lam r_t (weak duality).
 
     gap_t is the FW gap of the plain Lagrangian f + <w, M x - b> at x_t (the
     same number as the FW gap of L(., y_t), see the module docstring), so
     for any feasible x*, f(x*) = f(x*) + <w, M x* - b> >= f(x_t) + <w, r_t>
-    - gap_t. The bound holds whatever the tolerances: it is what the
-    returned point is certified to, up to the accuracy of the LMOs (the
-    Lanczos tolerance of the spectral sets). It may be negative: an
-    infeasible x_t can lie below f*. NaN when the gap was not measured (a
-    lazy step skipped its LMO) and +inf when it is not finite.
+    - gap_t. The bound holds whatever the tolerances, provided the LMOs are
+    exact (the spectral sets' Lanczos runs to ``lmo_tol``, 1e-6 by default:
+    see :func:`certifies` for the check on each block). It may be negative:
+    an infeasible x_t can lie below f*. NaN when the gap was not measured
+    (a lazy step skipped its LMO) or not certified (``gap_known`` False),
+    +inf when it is not finite.
     """
     if not gap_known:
         return math.nan

@@ -83,6 +83,8 @@ class VerbosePrinter:
         self._print(f"status: {status} ({message}) after {t} iterations, {elapsed:.3f} s")
         self._print(f"objective {f:.8e}   FW gap {gap:.3e} (tol * S_f = {stopping.gap_target():.3e})   "
                     f"||Mx-b|| {feas:.3e} (feas_tol * S_x = {stopping.feasibility_target():.3e})")
-        self._print(f"certified: objective - optimum <= {bound:.3e} (FW gap - <y + lam r, r>)")
+        certified = f"{bound:.3e} (FW gap - <y + lam r, r>)" if bound == bound else \
+            "not certified (the last FW gap was not measured, or an LMO was inexact)"
+        self._print(f"certified: objective - optimum <= {certified}")
         self._print(f"steps: {self.steps(counts)}")
         self._print("-" * 112)
