@@ -252,8 +252,10 @@ def test_problems_sharing_an_alignment_polytope_solve_in_two_threads_as_alone():
     same polytope object, solved at once in two threads (the interpreter switching threads every
     microsecond, inside the LMOs), give the iterates of their solves one after the other, bit for bit;
     one answer against the flow QP (CVXPY + Clarabel)."""
-    import sys
-    import threading
+    try:  # the two-thread harness; tests/ may or may not be a package
+        from .test_trace_resolve import run_at_once
+    except ImportError:
+        from test_trace_resolve import run_at_once
 
     n, m = 20, 24
     rng = np.random.default_rng(3)
@@ -268,25 +270,7 @@ def test_problems_sharing_an_alignment_polytope_solve_in_two_threads_as_alone():
         return prob.point_in(P).copy(), list(prob.history["objective"])
 
     alone = [run(prob) for prob in problems]
-    results, errors = {}, []
-
-    def solve(k):
-        try:
-            results[k] = run(problems[k])
-        except Exception as error:  # reported below: an exception in a thread would pass unseen
-            errors.append(error)
-
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        threads = [threading.Thread(target=solve, args=(k,)) for k in range(2)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    finally:
-        sys.setswitchinterval(interval)
-    assert not errors
+    results = run_at_once([lambda k=k: run(problems[k]) for k in range(2)])
     for k in range(2):
         assert np.array_equal(results[k][0], alone[k][0]) and results[k][1] == alone[k][1]
     ref, X_ref = flow_reference([targets[0]])

@@ -18,6 +18,33 @@ import pytest
 
 import fwmodel as fm
 
+
+def run_at_once(calls):
+    """Run each of ``calls`` in its own thread, the interpreter switching threads every microsecond
+    (so the threads interleave inside the LMOs); returns their results in order, and re-raises an
+    exception of any thread (one in a thread would otherwise pass unseen)."""
+    results, errors = [None] * len(calls), []
+
+    def run(k):
+        try:
+            results[k] = calls[k]()
+        except Exception as error:
+            errors.append(error)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=run, args=(k,)) for k in range(len(calls))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    if errors:
+        raise errors[0]
+    return results
+
 D = 40
 
 
@@ -136,25 +163,7 @@ def test_trace_models_sharing_sets_solve_in_two_threads_as_alone():
     X = fm.Variable((D, D))
     shared = [fm.L1Ball(X, r1), trace_ball(X, r2)]
     problems = [l1_and_trace(C, *shared, X) for C in targets]
-    results, errors = {}, []
-
-    def solve(k):
-        try:
-            results[k] = solved(problems[k], shared[1])
-        except Exception as error:  # reported below: an exception in a thread would pass unseen
-            errors.append(error)
-
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        threads = [threading.Thread(target=solve, args=(k,)) for k in range(2)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    finally:
-        sys.setswitchinterval(interval)
-    assert not errors
+    results = run_at_once([lambda k=k: solved(problems[k], shared[1]) for k in range(2)])
     for k, (C, reference) in enumerate(zip(targets, references)):
         assert_identical(results[k], reference)
         assert problems[k].status == "optimal"
