@@ -27,9 +27,7 @@ medians over ``--repeat`` repeats, each solving with every method in turn.
 """
 import argparse
 import time
-import warnings
 
-import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
@@ -37,9 +35,9 @@ from scipy.sparse.csgraph import connected_components
 import fwmodel as fm
 
 try:
-    from .birkhoff import LMOTimer
+    from .birkhoff import LMOTimer, cvxpy_projection
 except ImportError:
-    from birkhoff import LMOTimer
+    from birkhoff import LMOTimer, cvxpy_projection
 
 
 def instance(kind, n, sigma, seed=0):
@@ -48,17 +46,6 @@ def instance(kind, n, sigma, seed=0):
         return (1.0 + rng.standard_normal((n, n))) / n
     P = np.eye(n)[rng.permutation(n)]
     return P + sigma * rng.standard_normal((n, n)) * 3.0 / np.sqrt(n)
-
-
-def cvxpy_solve(C, solver):
-    n = C.shape[0]
-    Z = cp.Variable((n, n), nonneg=True)
-    prob = cp.Problem(cp.Minimize(cp.sum_squares(Z - C)), [cp.sum(Z, axis=0) == 1, cp.sum(Z, axis=1) == 1])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        t = time.perf_counter()
-        prob.solve(solver=solver)
-        return time.perf_counter() - t, prob.value, Z.value
 
 
 def face_vertices_needed(X, threshold=1e-7):
@@ -104,7 +91,8 @@ def main():
             runs, cvx = {}, {"CLARABEL": [], "SCS": []}
             for _ in range(args.repeat):
                 for solver in cvx:
-                    cvx[solver].append(cvxpy_solve(C, solver))
+                    elapsed, _, value, X = cvxpy_projection(C, solver)
+                    cvx[solver].append((elapsed, value, X))
                 for backend in args.backends:
                     for tol in args.tols:
                         runs.setdefault((backend, tol), []).append(fwmodel_solve(C, backend, tol, args.max_iter))
