@@ -234,7 +234,12 @@ class TraceNormBall(ConvexSet):
     psd : restrict to symmetric positive semidefinite matrices.
     symmetric : restrict to symmetric matrices.
     lmo_tol : Lanczos stops when the Ritz residual is at most ``lmo_tol * |theta|``
-        (0: machine precision).
+        (0: machine precision). Keep it small (default 1e-6) where the FW gap
+        and ``prob.stats.suboptimality_bound`` must be trusted: with a loose
+        tolerance (1e-2 measured) Lanczos can stop at an eigenpair that is not
+        the extreme one, and then the gap, the stopping rule and the bound
+        are wrong (a gap seen below zero marks the bound NaN, but not every
+        miss shows one).
     dense_threshold : use dense LAPACK when the smaller side is at most this.
         Default 150: measured on FW-AL iterations of the covariance problem
         (single-threaded BLAS), a warm-started Lanczos LMO took 6.0 ms at
