@@ -84,8 +84,11 @@ class _Store:
     def clear_row(self, row):
         pass
 
-    def count_shared_entries(self, size):
-        """Start (``size``: the block size) or stop (None) keeping what :meth:`shared_entries` needs."""
+    def start_counting(self, size):
+        """Keep what :meth:`shared_entries` needs from now on (``size``: the block size)."""
+
+    def stop_counting(self):
+        """Stop keeping it."""
 
     def shared_entries(self, atom):
         """<atom, a_j> for every stored atom without a gather, where the store can count them; else None."""
@@ -143,8 +146,11 @@ class _SparseStore(_Store):
     def clear_row(self, row):
         self.values[row] = 0.0
 
-    def count_shared_entries(self, size):
-        self.pattern = None if size is None else _UnitSegments.of_rows(self.indices, self.values, self.count, size)
+    def start_counting(self, size):
+        self.pattern = _UnitSegments.of_rows(self.indices, self.values, self.count, size)
+
+    def stop_counting(self):
+        self.pattern = None
 
     def shared_entries(self, atom):
         """<atom, a_j> for every stored atom a_j by counting shared entries (see :class:`_UnitSegments`), or None.
@@ -399,7 +405,7 @@ class ActiveSet:
             atom.add_to(v, 1.0)
             self._gram[i, :k] = self.dots(v)
         for store in self._stores.values():  # the next columns by counting, where the atoms allow it
-            store.count_shared_entries(self._gram_size)
+            store.start_counting(self._gram_size)
 
     def entries_per_atom(self):
         """The entries an inner product <g, a_i> reads per atom: a sparse store's padded width, else the block size."""
@@ -411,7 +417,7 @@ class ActiveSet:
         """Stop keeping the Gram matrix (and free it)."""
         self._gram, self._gram_size, self._gram_scratch = None, 0, None
         for store in self._stores.values():
-            store.count_shared_entries(None)
+            store.stop_counting()
 
     @property
     def gram(self):
@@ -586,7 +592,7 @@ class ActiveSet:
         if store is None:
             store = self._stores[store_cls] = store_cls(atom)
             if self._gram is not None:
-                store.count_shared_entries(self._gram_size)
+                store.start_counting(self._gram_size)
         row = store.append(atom, pos)
         self._atoms.append(atom)
         self._store_of.append((store, row))

@@ -259,14 +259,15 @@ def minimize_fwal(
     repeat_drops = step not in ("pairwise", "auto")
     drops_in_row = 0
     max_drops = max_drop_steps if max_drop_steps is not None else 10 * len(blocks) + 10
-    status, message, gap, gap_known, lowest_gap, t = "max_iter", "", np.inf, False, -np.inf, 0
+    # certified: the last gap may serve as a certificate (every block's measured, none below zero)
+    status, message, gap, certified, t = "max_iter", "", np.inf, False, 0
     r_norm = None  # ||r|| when measured since r last moved (the dual step's is the next iteration's)
 
     try:
         for t in range(max_iter + 1):
             if not _is_finite(it):
                 status, message = "diverged", "the objective or its gradient is not finite"
-                gap_known = False  # the last gap was measured at an earlier point
+                certified = False  # the last gap was measured at an earlier point
                 break
             if auto_projection is not None and auto_projection.due(t):
                 # the point to time is made in the per-block gradient array (free before the sweep)
@@ -280,6 +281,7 @@ def minimize_fwal(
             ctx.start_iteration(t, it.lam, stopping.gap_target() / len(blocks), last=t == max_iter)
             proposals, gap, gap_known, lowest_gap = _propose(steps, blocks, it.x, grad, ctx,
                                                              defer=sweep == "gauss-seidel")
+            certified = certifies(gap_known, lowest_gap, stopping.objective_scale)
             # ---- measurements, bookkeeping and stopping
             feas = float(norm(it.r)) if r_norm is None else r_norm
             x_norm = float(norm(it.x))
@@ -295,8 +297,7 @@ def minimize_fwal(
             elapsed, eta_now = progress.elapsed(), schedule.current
             progress.record(t, elapsed, it, gap, feas, feas_rel, eta_now, stopping,
                             stopping.merit(gap, feas, gap_f, dual_residual),
-                            suboptimality_bound(gap, dual_residual,
-                                                certifies(gap_known, lowest_gap, stopping.objective_scale)))
+                            suboptimality_bound(gap, dual_residual, certified))
             status, message = _stop_reason(t, gap, gap_known, feas, feas_rel, gap_f, dual_residual, elapsed, eta_now,
                                            it, stopping, progress, certificate, max_iter, time_limit)
             if status is not None:
@@ -342,7 +343,6 @@ def minimize_fwal(
     grad = dual_term = proposals = buffers = lagrangian.buffers = ctx.directions = None  # not needed for the result
     for attempt in range(MAX_FINISH_ATTEMPTS):
         try:
-            certified = certifies(gap_known, lowest_gap, stopping.objective_scale)
             return finish(status, message, lagrangian, stopping, it, gap, certified, t, active, infaces.faces,
                           progress, schedule, backtracking)
         except KeyboardInterrupt:

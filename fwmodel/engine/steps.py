@@ -389,11 +389,11 @@ class BlendedPairwiseStep(_ActiveSetStep):
         steps = MAX_LOCAL_STEPS if max_steps is None else max_steps
         work = max(LOCAL_PHASE_WORK, LOCAL_PHASE_SHARE * w.size * self.active.entries_per_atom())
         # the away atom is the largest q among positive weights; while every weight is positive
-        # (``empty`` counts those that are not) that is q itself, with no masked copy per step
-        empty = w.size - int(np.count_nonzero(w > 0))
+        # (``zero_weights`` counts those that are not) that is q itself, with no masked copy per step
+        zero_weights = w.size - int(np.count_nonzero(w > 0))
         change = np.empty_like(q)  # L amount (G[s] - G[a]), formed in place
         for _ in range(min(steps, max(2, int(work // w.size)))):
-            q_active = np.where(w > 0, q, -np.inf) if empty else q
+            q_active = np.where(w > 0, q, -np.inf) if zero_weights else q
             a, s = int(q_active.argmax()), int(q.argmin())
             local_gap = float(q_active[a]) - float(q[s])
             if a == s or not local_gap > target:
@@ -407,7 +407,7 @@ class BlendedPairwiseStep(_ActiveSetStep):
                 amount = local_gap / curv
                 w[a] = w_a - amount
             w[s] += amount
-            empty += (not w[a] > 0) + (not w[s] > 0) - s_was_empty  # a had weight before this step
+            zero_weights += (not w[a] > 0) + (not w[s] > 0) - s_was_empty  # a had weight before this step
             np.subtract(G[s], G[a], out=change)
             change *= L * amount
             q += change
