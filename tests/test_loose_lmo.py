@@ -125,3 +125,16 @@ def test_no_check_where_the_lmo_is_trusted(kwargs):
     """The default tolerance (or tighter), or a matrix on the dense path: the plain LMO, no check."""
     lmo = fm.TraceNormBall(fm.Variable((40, 30)), **kwargs).lmo_for_solve()
     assert not isinstance(lmo, CheckedLmo) and not hasattr(lmo, "exact")
+
+
+@pytest.mark.parametrize("stop_at", [1, 2])
+def test_loose_lanczos_bound_holds_when_the_callback_stops(stop_at):
+    """Another ending than "optimal" or max_iter (a callback's stop): the last gap is checked too."""
+    C = np.random.default_rng(5).standard_normal((60, 50))
+    f_star = float(np.sum((_project_onto_nuclear_ball(C, 5.0) - C) ** 2))
+    X = fm.Variable(C.shape)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.TraceNormBall(X, 5.0, **LOOSE)])
+    prob.solve(callback=lambda state: state.iteration < stop_at, verbose=True)
+    assert prob.status == "interrupted"
+    bound = prob.stats.suboptimality_bound
+    assert np.isfinite(bound) and prob.value - f_star <= bound + 1e-9 * f_star
