@@ -16,8 +16,8 @@ class PreimageAtom(DenseAtom):
     :class:`~fwmodel.engine.inface.LowRankFace`) read it there.
     """
 
-    def __init__(self, vector, inner):
-        super().__init__(vector)
+    def __init__(self, vector, inner, key=None):
+        super().__init__(vector, key)
         self.inner = inner
 
 
@@ -51,6 +51,7 @@ class AffinePreimage(InnerData, ConvexSet):
         # one scale for every entry: x -> a x + c is a similarity (a projection and a face read through)
         self._uniform_scale = float(self._a[0]) if self._a.size and np.all(self._a == self._a[0]) else None
         self.has_projection = bool(getattr(inner, "has_projection", False)) and self._uniform_scale is not None
+        self._declares_face = self.low_rank_face() is not None
 
     def lmo_atom(self, flat_direction):
         return self._vertex(self.inner.lmo_atom, flat_direction)
@@ -63,17 +64,21 @@ class AffinePreimage(InnerData, ConvexSet):
 
     def _vertex(self, inner_lmo, flat_direction):
         d = as_flat_direction(self, flat_direction)
-        z_atom = inner_lmo(d / self._a)
-        return PreimageAtom((z_atom.to_dense() - self._c) / self._a, z_atom)
+        return self._preimage_atom(inner_lmo(d / self._a))
+
+    def _preimage_atom(self, z_atom):
+        # on a low-rank face the ball's atom is the identity (its key), not a hash of the dense
+        # vector (an 8 MB hash per LMO call at d = 1000, 20 ms); a fixed map keeps keys one-to-one
+        key = ("preimage", z_atom.key) if self._declares_face and z_atom.key is not None else None
+        return PreimageAtom((z_atom.to_dense() - self._c) / self._a, z_atom, key)
 
     def initial_atom(self):
         """The preimage of S's initial point where S declares a low-rank face (the iterate minus the
         offset starts low rank, as the face's steps need), else the base class's (the origin when
         the preimage holds it)."""
-        if self.low_rank_face() is None:
+        if not self._declares_face:
             return super().initial_atom()
-        z_atom = self.inner.initial_atom()
-        return PreimageAtom((z_atom.to_dense() - self._c) / self._a, z_atom)
+        return self._preimage_atom(self.inner.initial_atom())
 
     def low_rank_face(self):
         """S's low-rank face with the map: ``(radius, psd, shape, scale, offset)``, or None.
