@@ -6,6 +6,8 @@ so the ball binds):
 ``affine``    s.t. ``TraceNormBall(X - X0, r)``: compiled to an AffinePreimage on X.
 ``affine2``   s.t. ``TraceNormBall(2 X - X0, r')`` (r' half of ||2 C - X0||_*): a scaled map.
 ``affl1``     s.t. ``TraceNormBall(X - X0, r)`` and ``L1Ball(X, r1)``, r1 half of ||C||_1 (both bind).
+``affnoise``  s.t. ``TraceNormBall(X - X0, r)`` with C = X0 + N(0, 1) (full rank), r = 0.2 ||C - X0||_*:
+              the optimum is C's singular values soft-thresholded around X0, of high rank.
 ``plain``     the ``affine`` model written on Z = X - X0: ``TraceNormBall(Z, r)``, objective
               ||Z + X0 - C||^2; the same optimum, the ball on the variable itself.
 
@@ -29,7 +31,7 @@ import time
 
 import numpy as np
 
-MODELS = ("affine", "affine2", "affl1", "plain")
+MODELS = ("affine", "affine2", "affl1", "affnoise", "plain")
 
 
 def instance(d, seed=0):
@@ -37,19 +39,28 @@ def instance(d, seed=0):
     X0 = rng.standard_normal((d, d))
     C = X0 + rng.standard_normal((d, 3)) @ rng.standard_normal((3, d)) + 0.1 * rng.standard_normal((d, d))
     nuclear = lambda A: float(np.linalg.svd(A, compute_uv=False).sum())  # noqa: E731
-    return dict(C=C, X0=X0, r=0.5 * nuclear(C - X0), r2=0.5 * nuclear(2 * C - X0), r1=0.5 * float(np.abs(C).sum()))
+    noisy = X0 + rng.standard_normal((d, d))
+    return dict(C=C, X0=X0, r=0.5 * nuclear(C - X0), r2=0.5 * nuclear(2 * C - X0), r1=0.5 * float(np.abs(C).sum()),
+                C_noisy=noisy, r_noisy=0.2 * nuclear(noisy - X0))
+
+
+def model_data(model, d):
+    """(C, X0, r) of a model's ball and objective; the L1 radius and the scaled radius are in ``instance``."""
+    data = instance(d)
+    if model == "affnoise":
+        return data["C_noisy"], data["X0"], data["r_noisy"], data
+    return data["C"], data["X0"], data["r"], data
 
 
 def solve_fwmodel(model, d, max_iter):
     import fwmodel as fm
 
-    data = instance(d)
-    C, X0 = data["C"], data["X0"]
+    C, X0, r, data = model_data(model, d)
     X = fm.Variable((d, d))
     if model == "plain":
-        prob = fm.Problem(fm.Minimize(fm.sum_squares(X + X0 - C)), [fm.TraceNormBall(X, data["r"])])
+        prob = fm.Problem(fm.Minimize(fm.sum_squares(X + X0 - C)), [fm.TraceNormBall(X, r)])
     else:
-        ball = fm.TraceNormBall(2 * X - X0, data["r2"]) if model == "affine2" else fm.TraceNormBall(X - X0, data["r"])
+        ball = fm.TraceNormBall(2 * X - X0, data["r2"]) if model == "affine2" else fm.TraceNormBall(X - X0, r)
         constraints = [ball] + ([fm.L1Ball(X, data["r1"])] if model == "affl1" else [])
         prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), constraints)
     t = time.perf_counter()
@@ -62,13 +73,12 @@ def solve_fwmodel(model, d, max_iter):
 def solve_cvxpy(model, d, solver):
     import cvxpy as cp
 
-    data = instance(d)
-    C, X0 = data["C"], data["X0"]
+    C, X0, r, data = model_data(model, d)
     X = cp.Variable((d, d))
     if model == "affine2":
         cons = [cp.normNuc(2 * X - X0) <= data["r2"]]
     else:
-        cons = [cp.normNuc(X - X0) <= data["r"]]
+        cons = [cp.normNuc(X - X0) <= r]
     if model == "affl1":
         cons.append(cp.sum(cp.abs(X)) <= data["r1"])
     prob = cp.Problem(cp.Minimize(cp.sum_squares(X - C)), cons)

@@ -39,7 +39,8 @@ class SymmetricPart(InnerData, ConvexSet):
     def lmo_for_solve(self):
         """Through the inner set's own :meth:`lmo_for_solve`: its per-solve state (the Birkhoff
         polytope's warm-started assignment solver) serves the solve, fresh for each solve, so that
-        a re-solve repeats the first."""
+        a re-solve repeats the first. A subclass builds its vertex in :meth:`_vertex` (one LMO for
+        both paths); one that overrides :meth:`lmo_atom` instead overrides this method too."""
         inner_lmo = self.inner.lmo_for_solve()
         return lambda flat_direction: self._vertex(inner_lmo, flat_direction)
 
