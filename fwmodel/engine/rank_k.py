@@ -61,10 +61,10 @@ the block's size (m n entries); the counts are exact and the prices fixed:
   matrices, counted (``BLOCK_COLUMN_COST`` each: BLAS-3), or its dense
   factorization (``DENSE_EIGH_COST`` / ``DENSE_SVD_COST`` times the smaller
   side), plus forming V - X (its kept rank in columns, and a pass or more);
-* the rest of an iteration: the block's LMO, its Lanczos products counted
-  (``MATVEC_COST`` each; ``LMO_MATVECS`` where the set does not count them),
-  plus ``ITERATION_PASSES`` passes over the whole product space (gradient,
-  directions, line search).
+* the rest of an iteration: the block's LMO at a fixed ``LMO_MATVECS``
+  Lanczos products (``MATVEC_COST`` each; not the products it counted: see
+  ``LMO_MATVECS``), plus ``ITERATION_PASSES`` passes over the whole product
+  space (gradient, directions, line search).
 
 The gains (model decreases of L(., y)) are deterministic already; the
 threshold tests compare them per unit of counted cost, with a relative
@@ -116,7 +116,11 @@ DENSE_EIGH_COST = 0.25
 DENSE_SVD_COST = 0.6
 #: passes over the product space in an iteration outside the LMOs and the rank-k work
 ITERATION_PASSES = 10.0
-#: the LMO's matvecs where its set does not report them (``last_matvecs``)
+#: the price of the block's LMO, in Lanczos matvecs: fixed, not counted. Priced by the products
+#: each call counted (10 to 576 per call on the paper's problem at d = 1000, 130 on average), the
+#: budgets below let k reach 64 by iteration 7 at d = 4000, and past iteration 30 an iteration took 3.5-8x
+#: longer and the estimate error rose from 0.339 to 0.345 (benchmarks/RESULTS.md, "Pricing the LMO
+#: by its counted products (round 9)"); the budgets were tuned at this price
 LMO_MATVECS = 30
 #: the pays test's relative margin: within it, a rank-k step neither resets nor adds to the losses
 PAYS_MARGIN = 0.1
@@ -643,10 +647,9 @@ class RankKStep:
         return L if L > 0 and np.isfinite(L) else None
 
     def _observe_iteration_cost(self, ctx):
-        """The cost of this iteration outside the rank-k work (module docstring, "Costs"): the LMO's
-        counted Lanczos products and ``ITERATION_PASSES`` passes over the product space."""
-        matvecs = getattr(self.block, "last_matvecs", None)
-        lmo = MATVEC_COST * (LMO_MATVECS if matvecs is None else matvecs)
+        """The cost of this iteration outside the rank-k work (module docstring, "Costs"): the LMO at its
+        fixed price ``LMO_MATVECS`` and ``ITERATION_PASSES`` passes over the product space."""
+        lmo = MATVEC_COST * LMO_MATVECS  # a fixed price (see LMO_MATVECS)
         size = max(int(np.prod(self.shape)), 1)
         space = getattr(ctx, "space_size", None) or size
         cost = lmo + ITERATION_PASSES * space / size
