@@ -63,15 +63,45 @@ def project_small_nuclear(C, radius, psd):
 
 
 class LowRankFace:
-    """The data an in-face step needs about a trace-norm block."""
+    """The data an in-face step needs about a trace-norm block.
 
-    def __init__(self, radius, psd, shape, max_rank=None):
+    ``scale`` and ``offset``: the block holds ``x = (z - offset) / scale``
+    with z in the ball ``{||Z||_* <= radius}`` (a trace-norm ball of
+    ``scale * X + offset``, :class:`~fwmodel.sets.preimage.AffinePreimage`);
+    the face's active set holds z's rank-one atoms, and the steps work on z:
+    with ``z = a x + c`` the gradient in z is ``g / a`` and a direction
+    ``d_z`` moves x by ``d_z / a`` (the same step size for both). The
+    default, scale 1 and no offset, is the ball of the block itself.
+    """
+
+    def __init__(self, radius, psd, shape, scale=1.0, offset=None, max_rank=None):
         self.radius = float(radius)
         self.psd = bool(psd)
         self.shape = tuple(shape)
+        self.scale = float(scale)
+        if self.scale == 0.0 or not np.isfinite(self.scale):
+            raise ValueError(f"LowRankFace: scale must be finite and nonzero, got {scale!r}")
+        self.offset = None if offset is None or not np.any(offset) else np.asarray(offset, dtype=float).ravel()
         # The face step costs O(m n k) for k atoms; past this rank it would cost
         # as much as a projection, and the step is skipped.
         self.max_rank = max_rank if max_rank is not None else max(30, min(60, min(self.shape) // 2))
+
+    @property
+    def affine(self):
+        """True when the ball is on ``scale * x + offset`` rather than on the block's x itself."""
+        return self.scale != 1.0 or self.offset is not None
+
+    def atom_on_face(self, atom):
+        """The ball's atom (in z) of a block vertex: the vertex's ``inner`` atom where the face is affine."""
+        return atom.inner if self.affine else atom
+
+    def block_point(self, z):
+        """x = (z - offset) / scale for a point z of the ball (flat; z itself when the face is not affine)."""
+        if not self.affine:
+            return z
+        x = z - self.offset if self.offset is not None else np.array(z, dtype=float)
+        x /= self.scale
+        return x
 
 
 def _factor(aset, shape):
@@ -234,7 +264,7 @@ class InFaceStep:
     def follow(self, k, atom, gamma):
         """Block k took a FW step of size gamma toward ``atom``: its face's active set follows (Alg. 2's update)."""
         if k in self.faces and gamma > 0:
-            self.faces[k].fw_update(atom, gamma)
+            self.faces[k].fw_update(self.all_blocks[k].face.atom_on_face(atom), gamma)
 
     def take(self, lagrangian, it):
         """Move every face block of ``it`` (x and r in place, f and g refreshed); returns how many moved."""
@@ -266,7 +296,16 @@ class InFaceStep:
                 merit.last = (d, Md)
                 return slope, curv, phi
 
-            out = inface_step(self.all_blocks[k].face, aset, x[sl], grad[sl], merit)
+            face = self.all_blocks[k].face
+            if face.affine:
+                # the step works on z = a x + c (the ball's coordinate): gradient g / a, and a
+                # direction d_z of z moves x by d_z / a, with the same step size
+                a = face.scale
+                out = inface_step(face, aset, None, grad[sl] / a, lambda d_z, _m=merit, _a=a: _m(d_z / _a))
+                if out is not None:
+                    out = (out[0], out[1] / a, out[2])
+            else:
+                out = inface_step(face, aset, x[sl], grad[sl], merit)
             if out is None:
                 continue
             gamma, d_block, new_set = out

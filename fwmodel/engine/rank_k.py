@@ -595,6 +595,11 @@ class RankKStep:
     ``d' H d`` (``curvature`` absent or None) keeps FW steps throughout, as
     does a block with ``L = 0``. ``face``: the
     block's :class:`~fwmodel.engine.inface.LowRankFace` (radius, psd, shape).
+
+    A face over an affine map (the ball of ``z = a x + c``, ``face.affine``)
+    takes the prox in z: with ``G_z = G / a`` and ``L_z = L / a^2``,
+    ``Y_z = Z - G_z / L_z = a Y + c``, and the step ``V - Z`` moves x by
+    ``(V - c) / a - X``. Such a block keeps its own arrays (no lean step).
     """
 
     replaces_inface = True  # the driver takes no in-face steps on this block
@@ -604,6 +609,7 @@ class RankKStep:
         self.block = block
         self.active = None
         self.radius, self.psd, self.shape = face.radius, face.psd, tuple(face.shape)
+        self.face = face
         norms2 = np.asarray(col_norms2, dtype=float)
         self.penalty_scale = float(norms2.mean()) if norms2.size else 0.0
         self.curvature_f = None  # L_f, unknown until the driver measured one direction
@@ -731,7 +737,7 @@ class RankKStep:
         small blocks) the three are kept.
         """
         return (getattr(ctx, "directions", None) is not None and getattr(ctx, "lazy_directions", False)
-                and self.block.size >= LARGE_BLOCK)
+                and self.block.size >= LARGE_BLOCK and not self.face.affine)
 
     def _first_curvature(self, ctx, d_fw, x_k, atom):
         """The objective's curvature per unit squared step on the block, before the first line search:
@@ -789,12 +795,25 @@ class RankKStep:
         Y, D = Y.reshape(shape), D.reshape(shape)
         np.multiply(g_k.reshape(shape), -1.0 / L, out=Y)
         Y += X
+        face = self.face
+        if face.affine:  # the prox point of the ball's coordinate: Y_z = a Y + c (class docstring)
+            Y *= face.scale
+            if face.offset is not None:
+                Y += face.offset.reshape(shape)
         k, symmetric = self._prox_rank_and_symmetry(fw_atom)
         U, s, V = rank_k_prox(Y, self.radius, k, psd=self.psd, symmetric=symmetric,
                               start=self._start_vectors(fw_atom), rng=self.rng, work=work)
         kept = self._follow_rank(int(np.count_nonzero(s > 0)), k, U, V)
         Y = None
-        return _low_rank_minus(x_k, U[:, :kept] * s[:kept], V[:, :kept], symmetric, D.ravel())
+        US, Vk = U[:, :kept] * s[:kept], V[:, :kept]
+        if not face.affine:
+            return _low_rank_minus(x_k, US, Vk, symmetric, D.ravel())
+        # x's step (V - c) / a - X: V - c formed as _low_rank_minus does V - X
+        d = _low_rank_minus(face.offset if face.offset is not None else np.zeros(x_k.size), US, Vk, symmetric,
+                            D.ravel())
+        d /= face.scale
+        d -= x_k
+        return d
 
     def _lean_rank_k_direction(self, x_k, g_k, L, fw_atom, xg, xx, lend, work=None):
         """(V - X as a lazy direction, its slope <G, V - X>, ||V - X||^2) without a block-size array.
@@ -853,6 +872,7 @@ class RankKStep:
     def _prox_rank_and_symmetry(self, fw_atom):
         """k for this step, and whether V is taken symmetric: a symmetric LMO vertex (u is v) means a
         symmetric gradient, or a set of symmetric matrices (sym(Y)'s eigenpairs)."""
+        fw_atom = self.face.atom_on_face(fw_atom)
         symmetric = self.psd or (getattr(fw_atom, "u", None) is not None and fw_atom.u is fw_atom.v)
         self._symmetric = symmetric
         return min(self.k, self.max_rank), symmetric
@@ -874,7 +894,7 @@ class RankKStep:
         cols = []
         if self.start is not None:
             cols.append(self.start)
-        v = getattr(fw_atom, "v", None)
+        v = getattr(self.face.atom_on_face(fw_atom), "v", None)
         if v is not None and np.ndim(v) == 1:
             cols.append(np.asarray(v, dtype=float)[:, None])
         return cols or None

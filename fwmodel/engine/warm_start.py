@@ -68,8 +68,15 @@ def make_active_sets_consistent(blocks, x, active, faces):
                 del table[k]
                 continue
             fresh = rebuilt_active_set(aset)
-            x[blocks[k].slice] = fresh.dense(blocks[k].size)
+            x[blocks[k].slice] = _block_point(blocks[k], fresh, table is faces)
             table[k] = fresh
+
+
+def _block_point(blk, aset, on_face):
+    """The block's x for an active set: its point, mapped from the ball's coordinate when the set is
+    a low-rank face's over an affine map (:class:`~fwmodel.engine.inface.LowRankFace`)."""
+    point = aset.dense(blk.size)
+    return blk.face.block_point(point) if on_face else point
 
 
 def _wants_active_set(blk, step):
@@ -136,10 +143,10 @@ def initial_point(blocks, n, m, warm_state, step, proj_blocks, face_blocks):
         aset = warm_state.active_sets.get(("face", k)) if warm_state is not None else None
         if aset is not None and is_sound(aset):
             aset = rebuilt_active_set(aset)
-            x[blk.slice] = aset.dense(blk.size)
+            x[blk.slice] = _block_point(blk, aset, True)
         else:
             atom = blk.initial_atom()
-            aset = ActiveSet(atom)
+            aset = ActiveSet(blk.face.atom_on_face(atom))
             if warm_state is not None:  # restart this block from its initial point
                 x[blk.slice] = 0.0
                 atom.add_to(x[blk.slice], 1.0)

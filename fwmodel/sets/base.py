@@ -50,8 +50,11 @@ caller tests the set's type):
 - ``interval_bounds()``: flat ``(lower, upper)`` when the set is a box: a
   Frank-Wolfe step in every coordinate (:class:`~fwmodel.sets.box.Box`).
 - ``low_rank_face()``: ``(radius, psd, shape)`` for sets whose faces are
-  low-rank matrices: in-face steps
-  (:class:`~fwmodel.sets.trace_norm.TraceNormBall`).
+  low-rank matrices: in-face and rank-k steps
+  (:class:`~fwmodel.sets.trace_norm.TraceNormBall`); or
+  ``(radius, psd, shape, scale, offset)`` for such a ball of ``scale * x +
+  offset`` (:class:`~fwmodel.sets.preimage.AffinePreimage`), whose steps
+  work on the ball's coordinate (the vertices carry the ball's atom as ``inner``).
 - ``has_cheap_projection`` and ``project_flat(point)``: projected-gradient
   steps (option ``projection``); ``has_projection`` (any cost) with an
   optional ``projection_time_estimate()``: measured by ``projection="auto"``.
@@ -144,7 +147,8 @@ class ConvexSet:
         return None
 
     def low_rank_face(self):
-        """``(radius, psd, shape)`` when the set's faces are low-rank matrices (in-face steps), else None."""
+        """``(radius, psd, shape)`` when the set's faces are low-rank matrices (in-face steps), else None
+        (``(radius, psd, shape, scale, offset)`` for a ball of ``scale * x + offset``, module docstring)."""
         return None
 
     def batch_group_size(self):

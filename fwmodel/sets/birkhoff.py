@@ -317,3 +317,15 @@ class SymmetricStochastic(SymmetricPart):
         D = self._sym(as_flat_direction(self, flat_direction)).reshape(self._n, self._n)
         permutation = SparseAtom(assignment_indices(D), 1.0, self.size)
         return symmetrized_atom(permutation, self._n, self.size, scale=self.inner.total)
+
+    def lmo_for_solve(self):
+        """A fresh warm-started assignment solver per solve (:class:`WarmStartedAssignment`), exact
+        minimizers as :meth:`lmo_atom` (not the inner simplex's LMO, which :class:`SymmetricPart` would pass)."""
+        solver = WarmStartedAssignment(self._n)
+
+        def lmo_atom(flat_direction):
+            D = self._sym(as_flat_direction(self, flat_direction)).reshape(self._n, self._n)
+            permutation = SparseAtom(solver(D), 1.0, self.size)
+            return symmetrized_atom(permutation, self._n, self.size, scale=self.inner.total)
+
+        return lmo_atom

@@ -8,6 +8,19 @@ from .atoms import DenseAtom
 from .base import ConvexSet
 
 
+class PreimageAtom(DenseAtom):
+    """A vertex ``x = (z - c) / a`` of an :class:`AffinePreimage`, stored densely, with S's vertex ``z``.
+
+    ``inner`` is S's atom (a rank-one atom of a trace-norm ball): the steps
+    that work in S's coordinate (in-face and rank-k steps on a low-rank face,
+    :class:`~fwmodel.engine.inface.LowRankFace`) read it there.
+    """
+
+    def __init__(self, vector, inner, key=None):
+        super().__init__(vector, key)
+        self.inner = inner
+
+
 class AffinePreimage(InnerData, ConvexSet):
     """``{x : a * x + c in S}`` for a set S on ``a * x + c`` with every ``a_i != 0``.
 
@@ -21,6 +34,12 @@ class AffinePreimage(InnerData, ConvexSet):
     stored densely. ``expr`` is the selection of the variable's entries (in
     the order of S's entries); ``scale`` and ``offset`` are flat arrays in
     that order.
+
+    Structure read through to S where the map keeps it: a box's preimage is
+    a box (:meth:`interval_bounds`); with one scale ``a`` for every entry,
+    the map is a similarity, so S's Euclidean projection gives the
+    preimage's (:meth:`project_flat`) and S's low-rank face is declared with
+    the map (:meth:`low_rank_face`: the iterate minus the offset is low rank).
     """
 
     def __init__(self, inner, expr, scale, offset):
@@ -29,6 +48,10 @@ class AffinePreimage(InnerData, ConvexSet):
         self._a = np.asarray(scale, dtype=float).ravel()
         self._c = np.asarray(offset, dtype=float).ravel()
         self.is_polytope = inner.is_polytope
+        # one scale for every entry: x -> a x + c is a similarity (a projection and a face read through)
+        self._uniform_scale = float(self._a[0]) if self._a.size and np.all(self._a == self._a[0]) else None
+        self.has_projection = bool(getattr(inner, "has_projection", False)) and self._uniform_scale is not None
+        self._declares_face = self.low_rank_face() is not None
 
     def lmo_atom(self, flat_direction):
         return self._vertex(self.inner.lmo_atom, flat_direction)
@@ -41,8 +64,36 @@ class AffinePreimage(InnerData, ConvexSet):
 
     def _vertex(self, inner_lmo, flat_direction):
         d = as_flat_direction(self, flat_direction)
-        z = inner_lmo(d / self._a).to_dense()
-        return DenseAtom((z - self._c) / self._a)
+        return self._preimage_atom(inner_lmo(d / self._a))
+
+    def _preimage_atom(self, z_atom):
+        # on a low-rank face the ball's atom is the identity (its key), not a hash of the dense
+        # vector (an 8 MB hash per LMO call at d = 1000, 20 ms); a fixed map keeps keys one-to-one
+        key = ("preimage", z_atom.key) if self._declares_face and z_atom.key is not None else None
+        return PreimageAtom((z_atom.to_dense() - self._c) / self._a, z_atom, key)
+
+    def initial_atom(self):
+        """The preimage of S's initial point where S declares a low-rank face (the iterate minus the
+        offset starts low rank, as the face's steps need), else the base class's (the origin when
+        the preimage holds it)."""
+        if not self._declares_face:
+            return super().initial_atom()
+        return self._preimage_atom(self.inner.initial_atom())
+
+    def low_rank_face(self):
+        """S's low-rank face with the map: ``(radius, psd, shape, scale, offset)``, or None.
+
+        Declared when S declares one and every entry has the same scale ``a``:
+        then ``z = a x + c`` is low rank where x's block is not (x = (z - c) / a
+        with z a combination of S's rank-one atoms), and the engine's in-face
+        and rank-k steps work on z (``fwmodel.engine.inface.LowRankFace``). An
+        entrywise scale would not keep z's rank; no face is declared then.
+        """
+        face = self.inner.low_rank_face()
+        if face is None or self._uniform_scale is None:
+            return None
+        radius, psd, shape = face
+        return radius, psd, shape, self._uniform_scale, self._c
 
     def lmo(self, direction):
         return dense_vertex(self, self.lmo_atom(as_direction(self, direction).ravel()))
@@ -82,11 +133,22 @@ class AffinePreimage(InnerData, ConvexSet):
         return self.interval_bounds() is not None
 
     def project_flat(self, flat_point):
-        """Euclidean projection when S is a box: clip to the box in x's coordinates."""
+        """Euclidean projection: a clip when S is a box; with one scale ``a`` and S's projection
+        ``P_S``, ``(P_S(a x + c) - c) / a`` (the map is a similarity: distances scale by |a|)."""
         bounds = self.interval_bounds()
-        if bounds is None:
-            raise NotImplementedError(f"{self!r} has no projection (only a box's preimage has one here)")
-        return np.clip(np.asarray(flat_point, dtype=float).ravel(), *bounds)
+        if bounds is not None:
+            return np.clip(np.asarray(flat_point, dtype=float).ravel(), *bounds)
+        if not self.has_projection:
+            raise NotImplementedError(f"{self!r} has no projection (a box's preimage, or a preimage with "
+                                      "one scale of a set with a projection, has one)")
+        a = self._uniform_scale
+        z = self.inner.project_flat(a * np.asarray(flat_point, dtype=float).ravel() + self._c)
+        return (z - self._c) / a
+
+    @property
+    def projection_time_estimate(self):
+        estimate = getattr(self.inner, "projection_time_estimate", None)
+        return estimate if self.has_projection else None
 
     def diameter(self):
         inner = self.inner.diameter()

@@ -36,6 +36,18 @@ class SymmetricPart(InnerData, ConvexSet):
     def lmo_atom(self, flat_direction):
         return self.inner.lmo_atom(self._sym(as_flat_direction(self, flat_direction)))
 
+    def lmo_for_solve(self):
+        """Through the inner set's own :meth:`lmo_for_solve`: its per-solve state (the Birkhoff
+        polytope's warm-started assignment solver) serves the solve, fresh for each solve, so that
+        a re-solve repeats the first. A subclass builds its vertex in :meth:`_vertex` (one LMO for
+        both paths); one that overrides :meth:`lmo_atom` instead overrides this method too."""
+        inner_lmo = self.inner.lmo_for_solve()
+        return lambda flat_direction: self._vertex(inner_lmo, flat_direction)
+
+    def _vertex(self, inner_lmo, flat_direction):
+        """The intersection's vertex from an LMO of the inner set: its vertex along sym(D)."""
+        return inner_lmo(self._sym(as_flat_direction(self, flat_direction)))
+
     def lmo(self, direction):
         return dense_vertex(self, self.lmo_atom(as_direction(self, direction).ravel()))
 
@@ -108,5 +120,9 @@ class SymmetrizedVertices(SymmetricPart):
     stochastic matrices, ``(P + P^T) / 2`` (Katz 1970).
     """
 
+    def _vertex(self, inner_lmo, flat_direction):
+        """(V + V^T) / 2 for the inner LMO's vertex V along sym(D)."""
+        return symmetrized_atom(SymmetricPart._vertex(self, inner_lmo, flat_direction), self._n, self.size)
+
     def lmo_atom(self, flat_direction):
-        return symmetrized_atom(SymmetricPart.lmo_atom(self, flat_direction), self._n, self.size)
+        return self._vertex(self.inner.lmo_atom, flat_direction)
