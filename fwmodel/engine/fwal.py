@@ -252,7 +252,7 @@ def minimize_fwal(
     correctives = (projections, infaces)
     backtracking = Backtracking(warm_state.lipschitz if warm_state is not None else None)
     certificate = InfeasibilityCheck(blocks, Mop, b, infeasibility_check_every)
-    lmo_check = LmoCheck(blocks)  # empty (falsy) where every LMO is exact
+    lmo_check = LmoCheck.of(blocks)  # None where every LMO is exact
     progress = Progress(start, n, m, blocks, verbose, print_every, callback,
                         [c.kind for c in correctives if c.blocks]
                         + (["rank_k"] if any(getattr(st, "replaces_inface", False) for st in steps) else []))
@@ -282,9 +282,9 @@ def minimize_fwal(
             # ---- every block proposes a step (its LMO, unless a lazy step reuses an
             # active atom); their FW gaps sum to the FW gap of L(., y)
             ctx.start_iteration(t, it.lam, stopping.gap_target() / len(blocks), last=t == max_iter)
-            proposals, gap, gap_known, block_gaps = _propose(steps, blocks, it.x, grad, ctx,
-                                                             defer=sweep == "gauss-seidel")
-            certified = certifies(gap_known, lowest_gap(block_gaps), stopping.objective_scale)
+            proposals, gap, gap_known, lowest, block_gaps = _propose(steps, blocks, it.x, grad, ctx,
+                                                                     defer=sweep == "gauss-seidel")
+            certified = certifies(gap_known, lowest, stopping.objective_scale)
             # ---- measurements, bookkeeping and stopping
             feas = float(norm(it.r)) if r_norm is None else r_norm
             x_norm = float(norm(it.x))
@@ -298,11 +298,12 @@ def minimize_fwal(
                 gap_f = objective_gap(blocks, it.x, it.g)
                 stopping.observe_objective_gap(gap_f)
             checked = False  # the gap of blocks with an inexact LMO re-measured at this iterate (stopping.LmoCheck)
-            if lmo_check and gap_known and (t == max_iter or stopping.met(gap, feas, gap_f, dual_residual)):
+            if lmo_check is not None and gap_known and (
+                    t == max_iter or stopping.met(gap, feas, gap_f, dual_residual)):
                 gap, certified = _checked_gap(lmo_check, blocks, it.x, grad, gap, block_gaps, stopping,
                                               (feas, gap_f, dual_residual))
                 checked = True
-            elif lmo_check:
+            elif lmo_check is not None:
                 certified = False  # an unchecked gap of an inexact LMO certifies nothing
             elapsed, eta_now = progress.elapsed(), schedule.current
             progress.record(t, elapsed, it, gap, feas, feas_rel, eta_now, stopping,
@@ -311,7 +312,7 @@ def minimize_fwal(
             status, message = _stop_reason(t, gap, gap_known, feas, feas_rel, gap_f, dual_residual, elapsed, eta_now,
                                            it, stopping, progress, certificate, max_iter, time_limit)
             if status is not None:
-                if lmo_check and gap_known and not checked:  # another ending (time limit, callback): checked too
+                if lmo_check is not None and gap_known and not checked:  # another ending (time limit, callback)
                     gap, certified = _checked_gap(lmo_check, blocks, it.x, grad, gap, block_gaps, stopping,
                                                   (feas, gap_f, dual_residual))
                 break
@@ -460,10 +461,10 @@ def _move_blocks(sweep, proposals, steps, lagrangian, it, grad, dual_term, cols,
 def _propose(steps, blocks, x, grad, ctx, defer=False):
     """Every block's proposal at x, and the FW gap of L(., y) (paper OPT2) summed over the blocks.
 
-    Returns (proposals, gap, gap_known, block_gaps): ``block_gaps`` holds
-    each block's measured FW gap, None where a lazy step skipped its LMO
-    (negative only where an LMO is inexact, see
-    :func:`fwmodel.engine.stopping.certifies`). A block that moves by a corrective
+    Returns (proposals, gap, gap_known, lowest, block_gaps): ``block_gaps``
+    holds each block's measured FW gap (None where a lazy step skipped its
+    LMO), ``lowest`` the smallest of them (negative only where an LMO is
+    inexact, see :func:`fwmodel.engine.stopping.certifies`). A block that moves by a corrective
     step (a proposal without a direction) contributes its FW gap and
     proposes nothing (None); a lazy step that skipped its LMO contributes its
     last measured gap, and then ``gap_known`` is False (the stopping rule
@@ -471,7 +472,7 @@ def _propose(steps, blocks, x, grad, ctx, defer=False):
     after a block that proposes a direction gives its FW gap only, and a
     :class:`~fwmodel.engine.steps.DeferredProposal` for the sweep to form.
     """
-    proposals, gap, gap_known, block_gaps = [], 0.0, True, []
+    proposals, gap, gap_known, lowest, block_gaps = [], 0.0, True, math.inf, []
     moving_before = False  # an earlier block proposes a direction (then a cheap step defers)
     for k, blk in enumerate(blocks):
         step, sl = steps[k], blk.slice
@@ -479,6 +480,7 @@ def _propose(steps, blocks, x, grad, ctx, defer=False):
             p = DeferredProposal(step.fw_gap(x[sl], grad[sl]))
             proposals.append(p)
             gap += p.gap
+            lowest = min(lowest, p.gap)
             block_gaps.append(p.gap)
             continue
         p = step.propose(x[sl], grad[sl], ctx)
@@ -490,7 +492,8 @@ def _propose(steps, blocks, x, grad, ctx, defer=False):
             gap += steps[k].phi
         else:
             gap += p.gap
-    return proposals, gap, gap_known, block_gaps
+            lowest = min(lowest, p.gap)
+    return proposals, gap, gap_known, lowest, block_gaps
 
 
 def _commit(proposals, moved, steps, infaces, step_counts):

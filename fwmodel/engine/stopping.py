@@ -168,8 +168,11 @@ class LmoCheck:
         self.blocks = [(k, blk) for k, blk in enumerate(blocks) if blk.lmo_check is not None]
         self.checks = 0  # the gaps re-measured so far (diagnostics)
 
-    def __bool__(self):
-        return bool(self.blocks)
+    @classmethod
+    def of(cls, blocks):
+        """The check of ``blocks``, or None where no block offers one (every LMO exact)."""
+        check = cls(blocks)
+        return check if check.blocks else None
 
     def checked_gap(self, x, block_gradient, gap, block_gaps, objective_scale):
         """Re-measure the checked blocks' gaps at x: ``(gap, block_gaps, missed)``.
