@@ -1,4 +1,4 @@
-"""Birkhoff projection: do fully-corrective or blended steps cut the assignment LMO calls?
+"""Birkhoff projection: do fully-corrective steps or extra vertices cut the assignment LMO calls?
 
 min ||X - C||_F^2 over doubly stochastic X (the model of benchmarks/birkhoff.py),
 solved with ``prob.solve()`` under variants of BPCG's steps
@@ -11,16 +11,13 @@ solved with ``prob.solve()`` under variants of BPCG's steps
   gap (no step or work cap): the iterate is (near) the minimizer of f over
   the convex hull of its atoms at every LMO call (Holloway 1974; the
   fully-corrective FW of Lacoste-Julien & Jaggi 2015);
-* ``blended`` / ``blended5``: every FW step followed, in the same move, by up
-  to 20 / 5 local steps over the active atoms and the new vertex
-  (``BLENDED_FW``; blended conditional gradients, Braun, Pokutta, Tu & Wright
-  2019);
 * ``swaps3``: each FW step goes toward the average of the LMO's permutation
   and its 3 best 2-swaps (three cheap extra vertices near the LMO's).
 
 Each repeat solves every variant in turn; times are process CPU seconds
 (medians), the ratio is the median over repeats of the variant's time over
-the default's in the same repeat.
+the default's in the same repeat. (Blended FW steps, measured here too, were
+then removed from the engine: benchmarks/RESULTS.md.)
 
     python benchmarks/birkhoff_corrective.py --sizes 30 100 200 --repeat 3
 """
@@ -100,8 +97,6 @@ VARIANTS = {
     "default": lambda: contextlib.nullcontext(),
     "corrective": lambda: patched(steps_module, LAZY_FACTOR=1e12, LOCAL_PHASE_REDUCTION=1e-4,
                                   MAX_LOCAL_STEPS=10 ** 6, LOCAL_PHASE_WORK=10 ** 12),
-    "blended": lambda: patched(steps_module, BLENDED_FW=True, BLENDED_LOCAL_STEPS=20),
-    "blended5": lambda: patched(steps_module, BLENDED_FW=True, BLENDED_LOCAL_STEPS=5),
     "swaps3": lambda: swap_extras(3),
 }
 

@@ -140,15 +140,16 @@ class SolveStats:
     ``prob.value - p* <= suboptimality_bound`` for Minimize (``p* -
     prob.value`` for Maximize), p* the optimal value, by weak duality from
     the FW gap and the multipliers (``fwmodel.engine.stopping``), with exact
-    LMOs (the spectral sets' Lanczos runs to ``lmo_tol``). It is the number to read when the optimum is small
+    LMOs (a trace-norm ball's Lanczos at a loose ``lmo_tol`` is checked at 1e-6 first,
+    ``fwmodel.engine.stopping.LmoCheck``). It is the number to read when the optimum is small
     next to the objective's range (``objective_scale``), where ``tol``,
     relative to that range, is a loose promise about ``|p*|``. It can be
     negative where the point violates ``M x = b`` (it then lies below p*) and
     is NaN when the last FW gap was not measured (a lazy step that skipped
     its LMO, at a time limit, a callback's stop or a returned best point; the
     iteration at ``max_iter`` always measures it), when an LMO was seen to
-    be inexact (a block's FW gap below zero, possible with a loose
-    ``lmo_tol``), and after a divergence.
+    be inexact (a block's FW gap below zero), at a returned best point whose
+    loose trace-norm LMO was not checked, and after a divergence.
     """
 
     __slots__ = ("iterations", "solve_time", "compile_time", "fw_gap", "feasibility", "feasibility_rel",
@@ -540,8 +541,11 @@ class Problem:
 
         def block(b):
             s = b.set
+            lmo = s.lmo_for_solve()
             return Block(
-                offset=b.offset, size=b.size, lmo=s.lmo_for_solve(), initial_atom=s.initial_atom,
+                offset=b.offset, size=b.size, lmo=lmo, initial_atom=s.initial_atom,
+                # an LMO that may miss its minimizer offers the check of its gap (TraceNormBall, lmo_tol)
+                lmo_check=lmo if callable(getattr(lmo, "exact", None)) else None,
                 is_polytope=bool(s.is_polytope), name=b.name,
                 face=declared(s.low_rank_face(), LowRankFace),
                 # a product of many small polytopes (Simplex(axis=...) over a factor

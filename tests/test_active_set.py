@@ -59,7 +59,6 @@ def _steps(atom_spec):
         st.tuples(st.just("weights"), st.lists(st.floats(0.0, 1.0), min_size=1, max_size=8)),
         st.tuples(st.just("gram")),
         st.tuples(st.just("gram"), st.integers(1, 6)),  # tracked with a cap on the atoms
-        st.tuples(st.just("stage"), atom_spec, st.lists(st.floats(0.0, 1.0), min_size=1, max_size=8), st.booleans()),
     )
 
 
@@ -109,22 +108,6 @@ def _apply(aset, x, move):
         aset.track_gram(SIZE, *move[1:])
         if not tracked and len(move) > 1:  # storage is allocated for the cap, or the atoms active now if more
             aset.storage_bound_for_test = max(move[1], len(aset))
-    elif kind == "stage":  # a new atom's Gram column staged, then (maybe) added with new weights for all
-        atom = _make_atom(*move[1])
-        if aset.gram is None or aset.position_of(atom) is not None:
-            return
-        pos = aset.stage(atom)
-        if pos is None:  # the atom would pass the Gram matrix's cap: it was dropped instead
-            assert aset.gram is None and len(aset) >= aset._gram_max
-            return
-        A = np.array([a.to_dense() for a in aset.atoms + [atom]]).reshape(k + 1, SIZE)
-        assert pos == k and np.allclose(aset.gram_staged, A @ A.T, atol=1e-12)
-        raw = np.resize(np.asarray(move[2]), k + 1)
-        if not move[3] or raw.sum() <= 1e-3:
-            return  # left staged: the next update discards or uses it
-        w = raw / raw.sum()
-        x[:] = A.T @ w
-        aset.add_staged(atom, w)
     else:
         src, dst = move[1] % k, move[2] % k
         if src == dst:
@@ -272,8 +255,8 @@ def test_gram_of_permutations_is_the_count_of_agreeing_rows_exactly():
 
 
 def test_gram_columns_by_counting_equal_the_gathered_inner_products_bit_for_bit(monkeypatch):
-    """The same steps on two active sets, one with the counting path switched off: identical Gram matrices
-    (staged columns too), so the steps that read them take the same decisions."""
+    """The same steps on two active sets, one with the counting path switched off: identical Gram matrices,
+    so the steps that read them take the same decisions."""
     import fwmodel.engine.active_set as active_set_module
 
     n = 12
@@ -291,9 +274,6 @@ def test_gram_columns_by_counting_equal_the_gathered_inner_products_bit_for_bit(
             if len(aset) > 3 and w.min() < 0.01:
                 aset.move_weight(int(np.argmin(w)), int(np.argmax(w)), float(w.min()))
             grams.append(aset.gram.copy())
-        staged = next(a for a in atoms if aset.position_of(a) is None)
-        aset.stage(staged)
-        grams.append(aset.gram_staged.copy())
         return aset, grams
 
     counted, grams_counted = run()
@@ -325,10 +305,8 @@ def test_gram_stays_exact_when_an_atom_of_another_kind_joins_permutations(intrud
         atom = DenseAtom(rng.standard_normal(n * n))
     else:
         atom = SparseAtom([int(rng.integers(n * n))], 1.0, n * n)
-    staged_pos = aset.stage(atom)
-    assert np.allclose(aset.gram_staged, _dense_gram(aset.atoms + [atom], n * n), atol=1e-12)
-    assert staged_pos == len(aset)
     aset.fw_update(atom, 0.3)
+    assert np.allclose(aset.gram, _dense_gram(aset.atoms, n * n), atol=1e-12)
     for _ in range(5):  # permutations again after the intruder
         aset.fw_update(_permutation_atom(n, rng), 0.2)
     assert np.allclose(aset.gram, _dense_gram(aset.atoms, n * n), atol=1e-12)

@@ -142,79 +142,6 @@ def _count_calls(monkeypatch, method_name):
     return calls
 
 
-def _count_blended_steps(monkeypatch):
-    monkeypatch.setattr(steps_module, "BLENDED_FW", True)
-    return _count_calls(monkeypatch, "_blended_fw")
-
-
-@pytest.mark.parametrize("n, seed", [(4, 0), (6, 5), (9, 2)])
-def test_blended_fw_steps_match_cvxpy_on_birkhoff_projections(monkeypatch, n, seed):
-    """BPCG with blended FW steps (FW step + local steps in one move) finds Clarabel's projection."""
-    calls = _count_blended_steps(monkeypatch)
-    rng = np.random.default_rng(seed)
-    C = (1.0 + rng.standard_normal((n, n))) / n
-    X = fm.Variable((n, n))
-    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.BirkhoffPolytope(X)])
-    prob.solve(tol=1e-9)
-    ref, Z = _clarabel_birkhoff_projection(C)
-    assert calls, "no blended FW step was taken"
-    assert prob.status == "optimal"
-    assert prob.value == pytest.approx(ref.value, rel=1e-6, abs=1e-9)
-    assert np.allclose(X.value, Z.value, atol=1e-4)
-
-
-def test_blended_fw_steps_find_the_simplex_projection(monkeypatch):
-    """||x - c||^2 over a simplex block with blended FW steps: the closed-form projection."""
-    n = 40
-    c = np.random.default_rng(17).standard_normal(n) * 0.3
-    calls = _count_blended_steps(monkeypatch)
-    res = minimize_fwal(_WeightedSquares(c, np.ones(n)), [_simplex_block(n)], tol=1e-10)
-    assert res.status == "optimal" and calls
-    assert np.allclose(res.x, _project_simplex(c), atol=1e-7)
-
-
-@pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("local_steps", [0, 50])
-def test_blended_fw_step_is_the_exact_fw_step_then_descends_and_keeps_a_convex_combination(
-        monkeypatch, seed, local_steps):
-    """One blended step from a random convex combination of simplex vertices.
-
-    Without local steps the move is the FW step with the exact step size on
-    f(x) = ||x - c||^2 (closed form t = min(1, gap / (2 ||s - x||^2))); with
-    them f falls further. After the commit the weights are positive, sum to
-    one and rebuild x + d, with the new vertex in the active set.
-    """
-    n = 10
-    rng = np.random.default_rng(seed)
-    c = rng.standard_normal(n) * 0.5
-    active_idx = rng.choice(n, size=4, replace=False)
-    atoms = [SparseAtom([int(i)], 1.0, n) for i in active_idx]
-    step = BlendedPairwiseStep(_simplex_block(n), ActiveSet.from_atoms(atoms, rng.uniform(0.2, 1.0, 4)),
-                               coupled=False, blended=True)
-    for d in np.eye(n)[:3] - np.eye(n)[3:6]:  # three directions with the same curvature ratio 2
-        step.observe_curvature(2.0 * float(d @ d), float(d @ d))
-    monkeypatch.setattr(steps_module, "BLENDED_LOCAL_STEPS", local_steps)
-    x = step.active.dense(n)
-    g = 2 * (x - c)
-    s = SparseAtom([int(np.argmin(g))], 1.0, n)
-    gap = float(x @ g - s.dot(g))
-    p = step._blended_fw(x, step.active.dots(g), s, s.dot(g), gap, None)
-    f = lambda z: float(np.sum((z - c) ** 2))  # noqa: E731
-    s_dense = s.to_dense()
-    t = min(1.0, gap / (2.0 * float((s_dense - x) @ (s_dense - x))))
-    if local_steps == 0:
-        assert np.allclose(x + p.d, x + t * (s_dense - x), atol=1e-12)
-    else:
-        assert f(x + p.d) <= f(x + t * (s_dense - x)) + 1e-12
-    assert p.slope == pytest.approx(float(g @ p.d), abs=1e-10)
-    step.commit(p, 1.0)
-    w = step.active.weights
-    assert np.all(w > 0) and abs(w.sum() - 1.0) <= 1e-12
-    assert np.allclose(step.active.dense(n), x + p.d, atol=1e-12)
-    A = np.array([a.to_dense() for a in step.active.atoms])
-    assert np.allclose(step.active.gram, A @ A.T)
-
-
 def test_lazy_bpcg_reuses_active_atoms_and_matches_cvxpy_on_birkhoff():
     """BPCG calls the assignment LMO on a fraction of the iterations and finds CVXPY's projection."""
     n = 6
@@ -617,7 +544,7 @@ def _reference_local_steps(L, w, q, G, target, steps):
 def test_local_steps_equal_the_masked_reference_bit_for_bit(seed):
     """The local steps skip the masked copy of q while every weight is positive and form their update in
     place: the same weights and model gradient, bit for bit, as the first-written loop, with drop steps,
-    atoms that regain weight, and starting weights with zeros (a blended FW step's start)."""
+    atoms that regain weight, and starting weights with zeros."""
     rng = np.random.default_rng(seed)
     n, k = 6, int(rng.integers(3, 30))
     atoms = [SparseAtom(np.arange(n) * n + rng.permutation(n), 1.0, n * n) for _ in range(k)]
@@ -632,10 +559,10 @@ def test_local_steps_equal_the_masked_reference_bit_for_bit(seed):
     q = A @ g
     G = A @ A.T
     w_new, q_new = w.copy(), q.copy()
-    step._local_steps(w_new, q_new, G, 0.0, max_steps=100)
+    step._local_steps(w_new, q_new, G, 0.0)
     w_ref, q_ref = w.copy(), q.copy()
     work = max(steps_module.LOCAL_PHASE_WORK, steps_module.LOCAL_PHASE_SHARE * k * step.active.entries_per_atom())
-    _reference_local_steps(2.0, w_ref, q_ref, G, 0.0, min(100, max(2, int(work // k))))
+    _reference_local_steps(2.0, w_ref, q_ref, G, 0.0, min(steps_module.MAX_LOCAL_STEPS, max(2, int(work // k))))
     assert w_new.tobytes() == w_ref.tobytes() and q_new.tobytes() == q_ref.tobytes()
     assert not np.array_equal(w_new, w)  # the steps moved
 

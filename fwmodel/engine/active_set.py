@@ -349,7 +349,6 @@ class ActiveSet:
         self._gram_size = 0  # the block size (atoms are expanded to dense vectors of this size)
         self._gram_scratch = None  # a zero vector of that size, for the new atoms' Gram columns
         self._gram_max = None  # the Gram matrix is dropped past this many atoms (None: no cap)
-        self._staged = None  # (key, position) of an atom whose Gram column is filled in but not yet added
         if atom is not None:
             self._append(atom, 1.0)
 
@@ -430,44 +429,6 @@ class ActiveSet:
     def position_of(self, atom):
         """The position of ``atom`` (by key) when it is active, else None."""
         return self._index.get(atom.key)
-
-    def stage(self, atom):
-        """Fill in the Gram row and column of an atom that is not active, at position ``len(self)``.
-
-        The atom is not added: ``gram_staged`` then shows the Gram matrix of the
-        active atoms and this one (a view, no copy), so a step can plan a move
-        in weight space that includes it, and :meth:`add_staged` adds it later
-        without computing its column again. Any other update discards the
-        staged column. Needs the Gram matrix (:meth:`track_gram`). Returns
-        the position, or None when the atom would take the Gram matrix past
-        its cap (the Gram matrix is then dropped, see :meth:`track_gram`).
-        """
-        if self._gram is None:
-            raise ValueError("stage: the Gram matrix is not tracked")
-        pos = len(self)
-        self._reserve(pos)
-        if self._gram is None:
-            return None
-        self._gram_column(pos, atom)
-        self._staged = (atom.key, pos)
-        return pos
-
-    @property
-    def gram_staged(self):
-        """The Gram matrix of the active atoms and the staged one (last), a view."""
-        k = len(self) + 1
-        return self._gram[:k, :k]
-
-    def add_staged(self, atom, weights):
-        """Add the staged ``atom`` (its Gram column already filled in), then set all weights.
-
-        ``weights``: the active atoms' weights in position order, then the new
-        atom's (nonnegative, summing to one; zeros are dropped, see :meth:`set_weights`).
-        """
-        if self._staged != (atom.key, len(self)):
-            raise ValueError("add_staged: this atom is not the staged one")
-        self._append(atom, 0.0)
-        self.set_weights(weights)
 
     # ----------------------------------------------------------- queries
     def dots(self, g):
@@ -584,9 +545,8 @@ class ActiveSet:
     def _append(self, atom, weight):
         pos = len(self._atoms)
         self._reserve(pos)
-        if self._gram is not None and self._staged != (atom.key, pos):
+        if self._gram is not None:
             self._gram_column(pos, atom)
-        self._staged = None
         store_cls = _store_kind(atom)
         store = self._stores.get(store_cls)
         if store is None:
@@ -645,7 +605,6 @@ class ActiveSet:
 
     def _remove(self, pos):
         """Swap-remove the atom at ``pos``: the last atom takes its position."""
-        self._staged = None
         store, row = self._store_of[pos]
         moved_slot = store.remove(row)
         if moved_slot is not None:  # the store's last row now sits in ``row``
@@ -670,7 +629,6 @@ class ActiveSet:
         self._w[last] = 0.0
 
     def _clear(self):
-        self._staged = None
         self._atoms, self._store_of, self._stores, self._index = [], [], {}, {}
         self._w[:] = 0.0
         if self._gram is not None:

@@ -34,7 +34,8 @@ def infeasibility_bound(blocks, Mop, b, candidates):
         z = Mop.rmatvec(w)
         total = -dot(w, b)
         for blk in blocks:
-            total += blk.lmo(z[blk.slice]).dot(z[blk.slice])
+            # an LMO that may miss its minimizer would overstate the bound: the trusted one
+            total += blk.trusted_lmo(z[blk.slice]).dot(z[blk.slice])
         best = max(best, total / w_norm)
     return best
 

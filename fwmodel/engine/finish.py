@@ -27,12 +27,12 @@ MAX_FINISH_ATTEMPTS = 3
 
 
 def value_and_gap(objective, blocks, Mop, x, y, r, lam):
-    """f(x) and the FW gap of L(., y) at x (paper OPT2), computed from scratch."""
+    """f(x) and the FW gap of L(., y) at x (paper OPT2), computed from scratch (with the LMOs that certify)."""
     f, g = objective.value_and_grad(x)
     grad = g + Mop.rmatvec(y + lam * r) if Mop.shape[0] else g
     gap = dot(x, grad)
     for blk in blocks:
-        gap -= blk.lmo(grad[blk.slice]).dot(grad[blk.slice])
+        gap -= blk.trusted_lmo(grad[blk.slice]).dot(grad[blk.slice])
     return float(f), float(gap)
 
 

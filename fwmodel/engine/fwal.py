@@ -51,7 +51,8 @@ from typing import Optional
 import numpy as np
 from scipy.linalg import blas
 
-from .block_search import LARGE_BLOCK, BlockColumns, BlockLagrangianGradient, gauss_seidel_sweep, jacobi_step
+from .block_search import (LARGE_BLOCK, BlockColumns, BlockLagrangianGradient, gauss_seidel_sweep, jacobi_step,
+                           signed_block_gradient)
 from .certificates import InfeasibilityCheck
 from .finish import INTERRUPT_MESSAGE, MAX_FINISH_ATTEMPTS, finish
 from .inface import InFaceStep, inface_blocks
@@ -64,7 +65,8 @@ from .projection_step import ProjectedBlock, ProjectionStep, initial_projection_
 from .result import FWALResult, SolverState  # noqa: F401 (the result types of minimize_fwal)
 from .schedules import make_dual_schedule, default_penalty
 from .steps import LAZY_CHECK_EVERY, DeferredProposal, make_step
-from .stopping import StoppingRule, certifies, objective_gap, reference_point, suboptimality_bound
+from .stopping import (LmoCheck, StoppingRule, certifies, lowest_gap, objective_gap, reference_point,
+                       suboptimality_bound)
 from .pages import with_plain_pages
 from .threads import with_blas_threads
 from .vector_ops import dot, norm
@@ -250,6 +252,7 @@ def minimize_fwal(
     correctives = (projections, infaces)
     backtracking = Backtracking(warm_state.lipschitz if warm_state is not None else None)
     certificate = InfeasibilityCheck(blocks, Mop, b, infeasibility_check_every)
+    lmo_check = LmoCheck.of(blocks)  # None where every LMO is exact
     progress = Progress(start, n, m, blocks, verbose, print_every, callback,
                         [c.kind for c in correctives if c.blocks]
                         + (["rank_k"] if any(getattr(st, "replaces_inface", False) for st in steps) else []))
@@ -279,9 +282,9 @@ def minimize_fwal(
             # ---- every block proposes a step (its LMO, unless a lazy step reuses an
             # active atom); their FW gaps sum to the FW gap of L(., y)
             ctx.start_iteration(t, it.lam, stopping.gap_target() / len(blocks), last=t == max_iter)
-            proposals, gap, gap_known, lowest_gap = _propose(steps, blocks, it.x, grad, ctx,
-                                                             defer=sweep == "gauss-seidel")
-            certified = certifies(gap_known, lowest_gap, stopping.objective_scale)
+            proposals, gap, gap_known, lowest, block_gaps = _propose(steps, blocks, it.x, grad, ctx,
+                                                                     defer=sweep == "gauss-seidel")
+            certified = certifies(gap_known, lowest, stopping.objective_scale)
             # ---- measurements, bookkeeping and stopping
             feas = float(norm(it.r)) if r_norm is None else r_norm
             x_norm = float(norm(it.x))
@@ -294,6 +297,14 @@ def minimize_fwal(
             if stopping.needs_objective_scale:  # rare: f's FW gap was 0 at the reference point
                 gap_f = objective_gap(blocks, it.x, it.g)
                 stopping.observe_objective_gap(gap_f)
+            checked = False  # the gap of blocks with an inexact LMO re-measured at this iterate (stopping.LmoCheck)
+            if lmo_check is not None and gap_known and (
+                    t == max_iter or stopping.met(gap, feas, gap_f, dual_residual)):
+                gap, certified = _checked_gap(lmo_check, blocks, it.x, grad, gap, block_gaps, stopping,
+                                              (feas, gap_f, dual_residual))
+                checked = True
+            elif lmo_check is not None:
+                certified = False  # an unchecked gap of an inexact LMO certifies nothing
             elapsed, eta_now = progress.elapsed(), schedule.current
             progress.record(t, elapsed, it, gap, feas, feas_rel, eta_now, stopping,
                             stopping.merit(gap, feas, gap_f, dual_residual),
@@ -301,6 +312,9 @@ def minimize_fwal(
             status, message = _stop_reason(t, gap, gap_known, feas, feas_rel, gap_f, dual_residual, elapsed, eta_now,
                                            it, stopping, progress, certificate, max_iter, time_limit)
             if status is not None:
+                if lmo_check is not None and gap_known and not checked:  # another ending (time limit, callback)
+                    gap, certified = _checked_gap(lmo_check, blocks, it.x, grad, gap, block_gaps, stopping,
+                                                  (feas, gap_f, dual_residual))
                 break
             # ---- step sizes per block (line search on L(., y) restricted to each block); x and r move,
             # f and its gradient follow them where f is quadratic (else it.g is None: evaluated below)
@@ -390,6 +404,26 @@ def _stop_reason(t, gap, gap_known, feas, feas_rel, gap_f, dual_residual, elapse
     return None, ""
 
 
+def _checked_gap(lmo_check, blocks, x, grad, gap, block_gaps, stopping, tests):
+    """The FW gap with the blocks of inexact LMOs re-measured (:class:`~fwmodel.engine.stopping.LmoCheck`),
+    and whether it certifies; where it no longer meets the stopping rule, the LMOs that missed run at the
+    trusted tolerance from now on. ``tests``: (feas, gap_f, dual_residual) of :meth:`StoppingRule.met`."""
+    gap, block_gaps, missed = lmo_check.checked_gap(x, lambda k: _own_block_gradient(grad, blocks, k), gap,
+                                                    block_gaps, stopping.objective_scale)
+    if missed and not stopping.met(gap, *tests):
+        lmo_check.tighten(missed)
+    return gap, certifies(True, lowest_gap(block_gaps), stopping.objective_scale)
+
+
+def _own_block_gradient(grad, blocks, k):
+    """Block k's slice of the gradient of L(., y); in an array of its own where that gradient is formed
+    per block (its shared buffer may hold another block's slice, or a direction, by now)."""
+    blk = blocks[k]
+    if isinstance(grad, BlockLagrangianGradient):
+        return signed_block_gradient(grad.g[blk.slice], grad.dual_term, grad.signed[k], np.empty(blk.size))
+    return grad[blk.slice]
+
+
 def _switch_to_projections(chosen, projections, infaces, steps, active, step_counts, schedule):
     """projection="auto" decided: the ``chosen`` blocks move by projections from now on."""
     for k in chosen:
@@ -427,9 +461,10 @@ def _move_blocks(sweep, proposals, steps, lagrangian, it, grad, dual_term, cols,
 def _propose(steps, blocks, x, grad, ctx, defer=False):
     """Every block's proposal at x, and the FW gap of L(., y) (paper OPT2) summed over the blocks.
 
-    Returns (proposals, gap, gap_known, lowest): ``lowest`` is the smallest
-    measured block gap (negative only where an LMO is inexact, see
-    :func:`fwmodel.engine.stopping.certifies`). A block that moves by a corrective
+    Returns (proposals, gap, gap_known, lowest, block_gaps): ``block_gaps``
+    holds each block's measured FW gap (None where a lazy step skipped its
+    LMO), ``lowest`` the smallest of them (negative only where an LMO is
+    inexact, see :func:`fwmodel.engine.stopping.certifies`). A block that moves by a corrective
     step (a proposal without a direction) contributes its FW gap and
     proposes nothing (None); a lazy step that skipped its LMO contributes its
     last measured gap, and then ``gap_known`` is False (the stopping rule
@@ -437,7 +472,7 @@ def _propose(steps, blocks, x, grad, ctx, defer=False):
     after a block that proposes a direction gives its FW gap only, and a
     :class:`~fwmodel.engine.steps.DeferredProposal` for the sweep to form.
     """
-    proposals, gap, gap_known, lowest = [], 0.0, True, math.inf
+    proposals, gap, gap_known, lowest, block_gaps = [], 0.0, True, math.inf, []
     moving_before = False  # an earlier block proposes a direction (then a cheap step defers)
     for k, blk in enumerate(blocks):
         step, sl = steps[k], blk.slice
@@ -446,17 +481,19 @@ def _propose(steps, blocks, x, grad, ctx, defer=False):
             proposals.append(p)
             gap += p.gap
             lowest = min(lowest, p.gap)
+            block_gaps.append(p.gap)
             continue
         p = step.propose(x[sl], grad[sl], ctx)
         proposals.append(p if p.d is not None else None)
         moving_before = moving_before or p.d is not None
+        block_gaps.append(p.gap)
         if p.gap is None:
             gap_known = False
             gap += steps[k].phi
         else:
             gap += p.gap
             lowest = min(lowest, p.gap)
-    return proposals, gap, gap_known, lowest
+    return proposals, gap, gap_known, lowest, block_gaps
 
 
 def _commit(proposals, moved, steps, infaces, step_counts):

@@ -61,10 +61,20 @@ class Block:
     #: optional int S: the block is a batch of polytopes over consecutive runs of S
     #: entries whose joint LMO vertex splits into the groups' vertices (BPCG per group)
     batch_group_size: int = None
+    #: optional: where ``lmo`` may miss its minimizer (a trace-norm ball with a loose ``lmo_tol``),
+    #: an object with ``exact(g)``, the LMO at a tolerance the certificate trusts, and ``tighten()``,
+    #: after which ``lmo`` answers at that tolerance too: the block's FW gap is checked with it
+    #: before the solve trusts it (:class:`~fwmodel.engine.stopping.LmoCheck`)
+    lmo_check: object = None
 
     @property
     def slice(self):
         return slice(self.offset, self.offset + self.size)
+
+    @property
+    def trusted_lmo(self):
+        """The LMO whose answers may certify (a gap, infeasibility): ``lmo_check.exact`` where ``lmo`` may miss."""
+        return self.lmo if self.lmo_check is None else self.lmo_check.exact
 
 
 class _Operator:

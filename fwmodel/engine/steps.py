@@ -34,9 +34,7 @@ Step kinds and the algorithms they implement:
   Where the block's quadratic model is exact (no consistency rows, the
   objective's curvature a multiple of ``||d||^2``, as in a projection), a
   local phase takes up to ``MAX_LOCAL_STEPS`` local steps per iteration in
-  weight space with the active set's Gram matrix; optionally (``BLENDED_FW``)
-  right after each FW step, in the same move (blended conditional gradients,
-  Braun, Pokutta, Tu & Wright 2019).
+  weight space with the active set's Gram matrix.
 * :class:`GroupPairwiseStep`: for a block that is a product of many small
   simplices (a batched Simplex, the node and edge tables of a MAP LP): a
   pairwise step *in every group at once*, each group with its own step size
@@ -80,12 +78,6 @@ LOCAL_GAP_ROUNDING = 1e-12
 #: above this many atoms the local phase stops (its Gram matrix is k x k: 128 MB at 4000;
 #: the Birkhoff projection at n = 200 needs ~3,500 atoms for 1e-6)
 GRAM_MAX_ATOMS = 4000
-#: follow each BPCG FW step by local steps in the same move where the quadratic model is exact
-#: (``BlendedPairwiseStep._blended_fw``); off: on the Birkhoff projection it cuts iterations
-#: but not LMO calls, and costs more time than it saves (benchmarks/birkhoff_corrective.py)
-BLENDED_FW = False
-#: at most this many local steps after a blended FW step (and at most LOCAL_PHASE_WORK atom-steps)
-BLENDED_LOCAL_STEPS = 20
 #: directions whose curvature ratios c_f / ||d||^2 must agree before the local phase starts
 CURVATURE_CHECKS = 3
 #: relative agreement of those ratios
@@ -296,11 +288,9 @@ class BlendedPairwiseStep(_ActiveSetStep):
     own optimum, as fully-corrective FW would (Lacoste-Julien & Jaggi 2015).
     """
 
-    def __init__(self, block, active=None, lazy=True, coupled=True, blended=None):
+    def __init__(self, block, active=None, lazy=True, coupled=True):
         super().__init__(block, active)
         self.lazy = lazy
-        # FW steps followed by local steps in the same move (see _blended_fw; default BLENDED_FW)
-        self.blended = BLENDED_FW if blended is None else blended
         self.phi = np.inf  # the last FW gap measured (the lazy oracle's threshold)
         self.coupled = coupled  # the block has consistency rows: the penalty term is not isotropic
         self._curvature_ratios = []  # c_f / ||d||^2 along the directions measured so far
@@ -340,8 +330,6 @@ class BlendedPairwiseStep(_ActiveSetStep):
         self.phi = max(gap, 0.0)
         if a != s_loc and local_gap >= gap:  # line 7 of BPCG: the local step is at least as good
             return self._local(x_k.size, dots, a, s_loc, gap, ctx)
-        if self.blended and self._weight_space_model():
-            return self._blended_fw(x_k, dots, s, s_dot, gap, ctx)
         return self._fw(x_k, s, gap, ctx)
 
     def _weight_space_model(self):
@@ -372,7 +360,7 @@ class BlendedPairwiseStep(_ActiveSetStep):
         return Proposal(self._weight_move(size, dw), 1.0, "pairwise", gap, None, (w0, w), prescaled=True,
                         slope=float(np.dot(dots[moved], dw[moved])))
 
-    def _local_steps(self, w, q, G, target, max_steps=None):
+    def _local_steps(self, w, q, G, target):
         """BPCG's local pairwise steps (Alg. 1, line 7, exact step sizes) on the quadratic model, in place.
 
         ``w``: the weights, ``q``: the model's gradient in weight space
@@ -386,13 +374,12 @@ class BlendedPairwiseStep(_ActiveSetStep):
         target = max(target, LOCAL_GAP_ROUNDING * float(np.abs(q).max()))
         # scalars as Python floats (the same IEEE operations as on NumPy scalars, at a
         # fraction of the cost: this loop runs up to MAX_LOCAL_STEPS times per iteration)
-        steps = MAX_LOCAL_STEPS if max_steps is None else max_steps
         work = max(LOCAL_PHASE_WORK, LOCAL_PHASE_SHARE * w.size * self.active.entries_per_atom())
         # the away atom is the largest q among positive weights; while every weight is positive
         # (``zero_weights`` counts those that are not) that is q itself, with no masked copy per step
         zero_weights = w.size - int(np.count_nonzero(w > 0))
         change = np.empty_like(q)  # L amount (G[s] - G[a]), formed in place
-        for _ in range(min(steps, max(2, int(work // w.size)))):
+        for _ in range(min(MAX_LOCAL_STEPS, max(2, int(work // w.size)))):
             q_active = np.where(w > 0, q, -np.inf) if zero_weights else q
             a, s = int(q_active.argmax()), int(q.argmin())
             local_gap = float(q_active[a]) - float(q[s])
@@ -412,82 +399,21 @@ class BlendedPairwiseStep(_ActiveSetStep):
             change *= L * amount
             q += change
 
-    def _weight_move(self, size, dw, staged=None):
-        """The block's move ``sum_i dw_i a_i`` (``staged``: the atom behind a last, staged weight)."""
+    def _weight_move(self, size, dw):
+        """The block's move ``sum_i dw_i a_i``."""
         aset = self.active
         moved = dw.nonzero()[0]
         d = np.zeros(size)
-        if staged is None and aset.add_unit_atoms(d, moved, dw[moved]):
+        if aset.add_unit_atoms(d, moved, dw[moved]):
             return d
-        atoms = [staged if staged is not None and i == len(aset) else aset.atom(int(i)) for i in moved]
-        _add_atoms(d, atoms, [float(dw[i]) for i in moved])
+        _add_atoms(d, [aset.atom(int(i)) for i in moved], [float(dw[i]) for i in moved])
         return d
 
-    def _blended_fw(self, x_k, dots, s, s_dot, gap, ctx):
-        """A FW step toward the LMO's vertex and local steps after it, in one move (blended conditional gradients).
-
-        Where the block's quadratic model is exact (see the class docstring),
-        the FW step ``x -> (1 - t) x + t s`` is taken in weight space with its
-        exact step size, the new atom's Gram column staged in the active set,
-        and the local pairwise steps of the local phase follow at once on the
-        active atoms and ``s``: each LMO call is followed by descent over the
-        convex hull of the active atoms before the next one, as in blended
-        conditional gradients (Braun, Pokutta, Tu & Wright 2019, Alg. 1: a FW
-        step, then simplex descent steps while they make progress), with
-        BPCG's pairwise steps as the descent steps. The driver receives the
-        combined move (gamma = 1 intended; its line search is exact on a
-        quadratic).
-
-        Off by default (``BLENDED_FW``): on the Birkhoff projection it takes
-        fewer iterations (256 -> 174 at n = 30, 408 -> 369 at n = 200) but
-        the same number of LMO calls, and each iteration costs more (the
-        staged Gram column, ``G w``, the local steps), so the solves took
-        0.98-1.17x the default's time (``benchmarks/birkhoff_corrective.py``,
-        benchmarks/RESULTS.md). Running the local phases to convergence
-        (fully corrective) does not reduce the LMO calls either.
-        """
-        aset = self.active
-        pos = aset.position_of(s)
-        staged = None
-        if pos is None:  # a new atom: its Gram column goes in at position len(aset)
-            pos = aset.stage(s)
-            if pos is None:  # past the Gram matrix's cap: no weight-space model from now on
-                self.model_curvature, self._curvature_ratios = None, None
-                return self._fw(x_k, s, gap, ctx)
-            G, staged = aset.gram_staged, s
-            w0, q0 = np.append(aset.weights, 0.0), np.append(dots, s_dot)
-        else:
-            G, w0, q0 = aset.gram, aset.weights, dots
-        L = self.model_curvature
-        Gw0 = G @ w0
-        slope = float(q0[pos]) - float(np.dot(q0, w0))  # <g, s - x> on the model: -gap up to rounding
-        curv = L * (float(G[pos, pos]) - 2.0 * float(Gw0[pos]) + float(np.dot(w0, Gw0)))
-        if not slope < 0:  # no descent along s - x on the model: a plain FW step
-            return self._fw(x_k, s, gap, ctx)
-        t = 1.0 if curv <= 0 else min(1.0, -slope / curv)
-        w = (1.0 - t) * w0
-        w[pos] += t
-        q = q0 + (L * t) * (G[pos] - Gw0)
-        w_fw = w.copy()
-        target = max(LOCAL_PHASE_REDUCTION * self.phi, getattr(ctx, "gap_target", 0.0))
-        self._local_steps(w, q, G, target, BLENDED_LOCAL_STEPS)
-        # d = t (s - x) + the local steps' move (a few atoms): no pass over every atom
-        d_local = w - w_fw
-        d = self._weight_move(x_k.size, d_local, staged)
-        d += t * _fw_direction(x_k, s)
-        return Proposal(d, 1.0, "fw", gap, s, (w0, w, staged), prescaled=True,
-                        slope=-t * gap + float(np.dot(q0, d_local)))
-
     def commit(self, p, gamma):
-        if p.prescaled:  # a local phase or a blended FW step: weights w0 + gamma (w - w0)
+        if p.prescaled:  # a local phase: weights w0 + gamma (w - w0)
             if gamma > 0:
-                w0, w = p.data[:2]
-                weights = w0 + min(gamma, 1.0) * (w - w0)
-                staged = p.data[2] if len(p.data) > 2 else None
-                if staged is not None:
-                    self.active.add_staged(staged, weights)
-                else:
-                    self.active.set_weights(weights)
+                w0, w = p.data
+                self.active.set_weights(w0 + min(gamma, 1.0) * (w - w0))
         elif p.kind == "pairwise":
             if gamma > 0:
                 self.active.move_weight(p.data[0], p.data[1], min(gamma, p.gamma_max))
