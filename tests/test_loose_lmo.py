@@ -140,8 +140,6 @@ def test_loose_lanczos_bound_holds_when_the_callback_stops(stop_at):
     assert np.isfinite(bound) and prob.value - f_star <= bound + 1e-9 * f_star
 
 
-@pytest.mark.xfail(strict=True, reason="AffinePreimage.lmo_for_solve does not yet pass the ball's check "
-                                       "(exact, tighten) through its map: the loose LMO is unchecked there")
 @pytest.mark.parametrize("seed", [0, 1])
 def test_loose_lanczos_on_an_affine_expression(seed):
     """TraceNormBall(X - X0) at lmo_tol=1e-2: the projection of C onto X0 + the nuclear ball, in closed form."""

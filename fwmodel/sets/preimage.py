@@ -60,6 +60,8 @@ class AffinePreimage(InnerData, ConvexSet):
         """Through S's own :meth:`lmo_for_solve`: S's per-solve warm start (a trace-norm ball's
         Lanczos vectors), not the state of S's direct calls, so a re-solve repeats the first."""
         inner_lmo = self.inner.lmo_for_solve()
+        if callable(getattr(inner_lmo, "exact", None)):  # S's LMO may miss (a loose lmo_tol): its check passes through
+            return _CheckedPreimageLmo(self, inner_lmo)
         return lambda flat_direction: self._vertex(inner_lmo, flat_direction)
 
     def _vertex(self, inner_lmo, flat_direction):
@@ -156,3 +158,20 @@ class AffinePreimage(InnerData, ConvexSet):
 
     def __repr__(self):
         return f"{self.inner!r} (on {self.expr!r})"
+
+
+class _CheckedPreimageLmo:
+    """S's LMO with its check (``exact``, ``tighten``: a trace-norm ball's loose ``lmo_tol``, see
+    :class:`~fwmodel.sets.trace_norm.CheckedLmo`) seen through the map ``a * x + c``."""
+
+    def __init__(self, preimage, inner_lmo):
+        self._preimage, self._inner = preimage, inner_lmo
+
+    def __call__(self, flat_direction):
+        return self._preimage._vertex(self._inner, flat_direction)
+
+    def exact(self, flat_direction):
+        return self._preimage._vertex(self._inner.exact, flat_direction)
+
+    def tighten(self):
+        self._inner.tighten()

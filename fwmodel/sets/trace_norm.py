@@ -293,8 +293,8 @@ class TraceNormBall(ConvexSet):
         LMO at 1e-6 from then on, where the checked gap is above ``tol``:
         "optimal" and the bound mean the same as at the default (between
         checks the bound is NaN). Not checked where the LMO is dense anyway
-        (``dense_threshold``) or ``lmo_tol <= 1e-6``, nor yet on a ball of an
-        affine expression (``X - X0``: its LMO does not pass the check through).
+        (``dense_threshold``) or ``lmo_tol <= 1e-6``. A ball of an affine
+        expression (``X - X0``) passes the check through its map.
     dense_threshold : use dense LAPACK when the smaller side is at most this.
         Default 150: measured on FW-AL iterations of the covariance problem
         (single-threaded BLAS), a warm-started Lanczos LMO took 6.0 ms at
