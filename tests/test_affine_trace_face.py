@@ -78,7 +78,7 @@ def test_entrywise_scale_declares_no_face():
 
 
 @pytest.mark.parametrize("with_l1", [False, True])
-@pytest.mark.parametrize("scale", [1.0, 2.0])
+@pytest.mark.parametrize("scale", [1.0, 2.0, -0.5])
 @pytest.mark.parametrize("options", [{}, {"projection": False}, {"rank_k": True}],
                          ids=["defaults", "inface", "rank_k"])
 def test_affine_ball_matches_clarabel(scale, with_l1, options):
@@ -90,9 +90,48 @@ def test_affine_ball_matches_clarabel(scale, with_l1, options):
     assert ball.contains(prob.point_in(ball), tol=1e-8)
 
 
+@pytest.mark.parametrize("options", [{}, {"projection": False}, {"rank_k": True}],
+                         ids=["defaults", "inface", "rank_k"])
+def test_transposed_rectangular_affine_ball_matches_clarabel(options):
+    """||2 X^T - X0||_* <= r on a 12 x 9 variable (the face's shape is the transpose's)."""
+    rng = np.random.default_rng(3)
+    C = rng.standard_normal((D, 9))
+    X0 = rng.standard_normal((9, D))
+    r = 0.5 * float(np.linalg.svd(2.0 * C.T - X0, compute_uv=False).sum())
+    X = fm.Variable((D, 9))
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.TraceNormBall(2.0 * X.T - X0, r)])
+    prob.solve(max_iter=20000, **options)
+    Z = cp.Variable((D, 9))
+    ref = clarabel_value(cp.sum_squares(Z - C), [cp.normNuc(2.0 * Z.T - X0) <= r])
+    assert prob.status == "optimal"
+    assert abs(prob.value - ref) <= 1e-4 * abs(ref)
+
+
+@pytest.mark.parametrize("affine", [False, True])
+def test_warm_start_with_rank_k_steps_keeps_the_point(affine):
+    """A rank-k block keeps no face set: a warm start resumes from its point (it used to restart the
+    block from its initial vertex when in-face steps would have been chosen for it), then reaches Clarabel's optimum."""
+    prob, ref = affine_model(1.0, with_l1=True)
+    if not affine:
+        C, _ = data(0)
+        X = fm.Variable((D, D))
+        r = 0.5 * float(np.linalg.svd(C, compute_uv=False).sum())
+        prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.TraceNormBall(X, r), fm.L1Ball(X, 0.5 * np.abs(C).sum())])
+        Z = cp.Variable((D, D))
+        ref = clarabel_value(cp.sum_squares(Z - C), [cp.normNuc(Z) <= r, cp.sum(cp.abs(Z)) <= 0.5 * np.abs(C).sum()])
+    prob.solve(projection=False, rank_k=True, max_iter=15)
+    X = prob.variables()[0]
+    stopped = X.value.copy()
+    prob.solve(projection=False, rank_k=True, max_iter=0, warm_start=True)
+    np.testing.assert_allclose(X.value, stopped, rtol=0, atol=1e-12 * np.abs(stopped).max())
+    prob.solve(projection=False, rank_k=True, warm_start=True, max_iter=20000)
+    assert prob.status == "optimal"
+    assert abs(prob.value - ref) <= 1e-4 * abs(ref)
+
+
 def test_the_face_steps_are_taken():
     """Without projections, the affine ball takes in-face steps (rank-k steps with rank_k=True), as the plain
-    ball does, and reaches its optimum in few iterations; plain FW steps alone do not in many more."""
+    ball does, and reaches its optimum in few iterations."""
     prob, ref = affine_model(1.0, with_l1=False)
     prob.solve(projection=False)
     assert prob.stats.step_counts.get("inface", 0) > 0
@@ -102,8 +141,6 @@ def test_the_face_steps_are_taken():
     assert prob.stats.step_counts.get("rank_k", 0) > 0 and prob.status == "optimal"
     prob.solve(projection=False, inface=False, max_iter=10 * inface_iterations)
     assert "inface" not in prob.stats.step_counts
-    assert prob.status == "max_iter"  # FW steps alone: sublinear on this ball
-    assert abs(prob.value - ref) > 1e-4 * abs(ref)
 
 
 def test_warm_start_resumes_from_the_face():
@@ -216,3 +253,29 @@ def test_symmetric_polytopes_take_the_per_solve_assignment_solver(kind):
     assert prob.status == "optimal"
     assert abs(prob.value - ref) <= 1e-4 * abs(ref)
     np.testing.assert_array_equal(X.value, X.value.T)
+
+
+def test_a_symmetric_part_that_overrides_only_lmo_atom_keeps_its_own_lmo_in_solves():
+    """A SymmetricPart subclass with its own lmo_atom (and no _vertex) must not get the inner set's LMO
+    through lmo_for_solve: here a box LMO that returns only the vertex of the lower bounds would be wrong."""
+    from fwmodel.sets.symmetric import SymmetricPart
+
+    calls = []
+
+    class CountingSymmetricBox(SymmetricPart):
+        def lmo_atom(self, flat_direction):
+            calls.append(1)
+            return SymmetricPart.lmo_atom(self, flat_direction)
+
+    n = 4
+    X = fm.Variable((n, n))
+    part = CountingSymmetricBox(fm.Box(X, -1.0, 1.0))
+    lmo = part.lmo_for_solve()
+    d = np.random.default_rng(0).standard_normal(n * n)
+    atom = lmo(d)
+    assert calls == [1]  # its own lmo_atom ran
+    D = d.reshape(n, n)
+    expected = -np.sign(0.5 * (D + D.T)).ravel()  # the symmetric box's vertex along -sym(D)
+    vertex = np.zeros(n * n)
+    atom.add_to(vertex, 1.0)
+    np.testing.assert_array_equal(vertex, expected)

@@ -64,7 +64,7 @@ from .projection_choice import AutoProjection
 from .projection_step import ProjectedBlock, ProjectionStep, initial_projection_blocks
 from .result import FWALResult, SolverState  # noqa: F401 (the result types of minimize_fwal)
 from .schedules import make_dual_schedule, default_penalty
-from .steps import LAZY_CHECK_EVERY, DeferredProposal, make_step
+from .steps import LAZY_CHECK_EVERY, DeferredProposal, make_step, takes_rank_k_steps
 from .stopping import (LmoCheck, StoppingRule, certifies, lowest_gap, objective_gap, reference_point,
                        suboptimality_bound)
 from .pages import with_plain_pages
@@ -193,8 +193,10 @@ def minimize_fwal(
     rng = np.random.default_rng(0 if seed is None else seed)
 
     # ---- the first iterate, its stopping scales, the penalty and the dual schedule
-    x, y, active, faces = initial_point(blocks, n, m, warm_state, step, proj_blocks,
-                                        inface_blocks(blocks, inface, proj_blocks))
+    # blocks moved by rank-k steps take no in-face steps: they keep no face set (a warm start then keeps
+    # their point instead of restarting a face it did not save)
+    face_blocks = [k for k in inface_blocks(blocks, inface, proj_blocks) if not takes_rank_k_steps(blocks[k], rank_k)]
+    x, y, active, faces = initial_point(blocks, n, m, warm_state, step, proj_blocks, face_blocks)
     r = Mop.matvec(x)
     r -= b
     # the objective's gradient kept once for tied copies where it offers that (compiler/objective.py)
@@ -236,9 +238,6 @@ def minimize_fwal(
     steps = [ProjectedBlock(blk) if k in proj_blocks
              else make_step(blk, step, active.get(k), lambda k=k: cols.norms2(k), coupled=m > 0, rank_k=rank_k)
              for k, blk in enumerate(blocks)]
-    for k, st in enumerate(steps):
-        if getattr(st, "replaces_inface", False):  # rank-k steps: no in-face steps on top
-            faces.pop(k, None)
     # the steps write their directions into the buffers' arrays; a Gauss-Seidel sweep forms them at each block's turn
     ctx = _StepContext(it.lam, buffers, lazy_directions=sweep == "gauss-seidel")
     ctx.space_size = n

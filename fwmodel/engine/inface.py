@@ -9,6 +9,9 @@ current atoms. Here that face is explicit: the block's iterate is
 
     X = sum_i w_i s_i u_i v_i'  =  U C V'   (U, V orthonormal, k columns),
 
+(for a ball of an affine expression, ``TraceNormBall(a X + c)``, this is
+Z = a X + c, the ball's own point: :class:`LowRankFace` carries the map)
+
 and the face of the ball {||X||_* <= beta} through X is {U C' V' : ||C'||_* <=
 beta}, a k x k problem. One corrective step takes a projected-gradient step
 on C (the projection onto a k x k nuclear ball is an SVD of a k x k matrix,
@@ -92,8 +95,9 @@ class LowRankFace:
         return self.scale != 1.0 or self.offset is not None
 
     def atom_on_face(self, atom):
-        """The ball's atom (in z) of a block vertex: the vertex's ``inner`` atom where the face is affine."""
-        return atom.inner if self.affine else atom
+        """The ball's atom (in z) of a block vertex: the vertex's ``inner`` atom where it carries one (a
+        preimage's vertex, whatever its map's values: an identity map declared through a preimage too)."""
+        return getattr(atom, "inner", atom)
 
     def block_point(self, z):
         """x = (z - offset) / scale for a point z of the ball (flat; z itself when the face is not affine)."""
@@ -143,7 +147,7 @@ def _project_symmetric_nuclear(C, radius, psd):
     return (P * lam) @ P.T
 
 
-def inface_step(face, aset, x_block, g_block, merit):
+def inface_step(face, aset, g_block, merit):
     """One corrective step on a low-rank block; returns (gamma, direction, new active set) or None.
 
     ``merit(d)`` returns (slope, curvature or None, phi) for a direction ``d``
@@ -301,11 +305,11 @@ class InFaceStep:
                 # the step works on z = a x + c (the ball's coordinate): gradient g / a, and a
                 # direction d_z of z moves x by d_z / a, with the same step size
                 a = face.scale
-                out = inface_step(face, aset, None, grad[sl] / a, lambda d_z, _m=merit, _a=a: _m(d_z / _a))
+                out = inface_step(face, aset, grad[sl] / a, lambda d_z, _m=merit, _a=a: _m(d_z / _a))
                 if out is not None:
                     out = (out[0], out[1] / a, out[2])
             else:
-                out = inface_step(face, aset, x[sl], grad[sl], merit)
+                out = inface_step(face, aset, grad[sl], merit)
             if out is None:
                 continue
             gamma, d_block, new_set = out

@@ -822,6 +822,17 @@ class SimplexGroups:
 _ACTIVE_SET_STEPS = {"auto": BlendedPairwiseStep, "pairwise": PairwiseStep, "away": AwayStep}
 
 
+def takes_rank_k_steps(block, rank_k):
+    """Whether :func:`make_step` moves ``block`` by rank-k steps under option ``rank_k`` (see there)."""
+    if block.face is None or rank_k is False:
+        return False
+    if rank_k is True:
+        return True
+    from .rank_k import AUTO_MIN_DIM  # rank_k imports this module
+
+    return min(block.face.shape) >= AUTO_MIN_DIM
+
+
 def make_step(block, step, active, col_norms2, coupled=True, rank_k=False):
     """The step object for a block under the ``step`` and ``rank_k`` options.
 
@@ -840,15 +851,12 @@ def make_step(block, step, active, col_norms2, coupled=True, rank_k=False):
     ``"auto"``: those of at least ``AUTO_MIN_DIM`` rows and columns, with k
     capped by cost (see :mod:`fwmodel.engine.rank_k`).
     """
-    if rank_k is True and block.face is not None:
-        from .rank_k import RankKStep  # rank_k imports this module
+    if takes_rank_k_steps(block, rank_k):
+        from .rank_k import AUTO_COST_CAP, RankKStep  # rank_k imports this module
 
-        return RankKStep(block, block.face, col_norms2())
-    if isinstance(rank_k, str) and rank_k == "auto" and block.face is not None:
-        from .rank_k import AUTO_COST_CAP, AUTO_MIN_DIM, RankKStep
-
-        if min(block.face.shape) >= AUTO_MIN_DIM:
-            return RankKStep(block, block.face, col_norms2(), cost_cap=AUTO_COST_CAP, coupled=coupled)
+        if rank_k is True:  # uncapped: the coupling only matters to the cost cap
+            return RankKStep(block, block.face, col_norms2())
+        return RankKStep(block, block.face, col_norms2(), cost_cap=AUTO_COST_CAP, coupled=coupled)
     if step in ("auto", "pairwise") and block.groups is not None:
         return GroupPairwiseStep(block, block.groups, col_norms2())
     if step == "auto" and block.intervals is not None:

@@ -314,18 +314,16 @@ class SymmetricStochastic(SymmetricPart):
     """
 
     def lmo_atom(self, flat_direction):
-        D = self._sym(as_flat_direction(self, flat_direction)).reshape(self._n, self._n)
-        permutation = SparseAtom(assignment_indices(D), 1.0, self.size)
-        return symmetrized_atom(permutation, self._n, self.size, scale=self.inner.total)
+        return self._symmetrized_vertex(assignment_indices, flat_direction)
 
     def lmo_for_solve(self):
         """A fresh warm-started assignment solver per solve (:class:`WarmStartedAssignment`), exact
         minimizers as :meth:`lmo_atom` (not the inner simplex's LMO, which :class:`SymmetricPart` would pass)."""
         solver = WarmStartedAssignment(self._n)
+        return lambda flat_direction: self._symmetrized_vertex(solver, flat_direction)
 
-        def lmo_atom(flat_direction):
-            D = self._sym(as_flat_direction(self, flat_direction)).reshape(self._n, self._n)
-            permutation = SparseAtom(solver(D), 1.0, self.size)
-            return symmetrized_atom(permutation, self._n, self.size, scale=self.inner.total)
-
-        return lmo_atom
+    def _symmetrized_vertex(self, assign, flat_direction):
+        """``t (P + P^T) / 2`` for the permutation ``assign`` finds along the symmetrized direction."""
+        D = self._sym(as_flat_direction(self, flat_direction)).reshape(self._n, self._n)
+        permutation = SparseAtom(assign(D), 1.0, self.size)
+        return symmetrized_atom(permutation, self._n, self.size, scale=self.inner.total)

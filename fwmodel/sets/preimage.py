@@ -37,9 +37,12 @@ class AffinePreimage(InnerData, ConvexSet):
 
     Structure read through to S where the map keeps it: a box's preimage is
     a box (:meth:`interval_bounds`); with one scale ``a`` for every entry,
-    the map is a similarity, so S's Euclidean projection gives the
-    preimage's (:meth:`project_flat`) and S's low-rank face is declared with
-    the map (:meth:`low_rank_face`: the iterate minus the offset is low rank).
+    the map is a similarity, so the projection of an S that declares
+    ``has_projection`` (a trace-norm ball) gives the preimage's
+    (:meth:`project_flat`; the cheap projections of L1 and L2 balls are not
+    read through: their preimages keep FW steps, as they always had) and S's
+    low-rank face is declared with the map (:meth:`low_rank_face`: the
+    iterate minus the offset is low rank).
     """
 
     def __init__(self, inner, expr, scale, offset):
@@ -141,8 +144,9 @@ class AffinePreimage(InnerData, ConvexSet):
         if bounds is not None:
             return np.clip(np.asarray(flat_point, dtype=float).ravel(), *bounds)
         if not self.has_projection:
-            raise NotImplementedError(f"{self!r} has no projection (a box's preimage, or a preimage with "
-                                      "one scale of a set with a projection, has one)")
+            raise NotImplementedError(f"{self!r} has no projection (a box's preimage has one, and so has "
+                                      "a preimage with one scale of a set declaring has_projection, such as "
+                                      "a trace-norm ball)")
         a = self._uniform_scale
         z = self.inner.project_flat(a * np.asarray(flat_point, dtype=float).ravel() + self._c)
         return (z - self._c) / a

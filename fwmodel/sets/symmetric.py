@@ -40,7 +40,11 @@ class SymmetricPart(InnerData, ConvexSet):
         """Through the inner set's own :meth:`lmo_for_solve`: its per-solve state (the Birkhoff
         polytope's warm-started assignment solver) serves the solve, fresh for each solve, so that
         a re-solve repeats the first. A subclass builds its vertex in :meth:`_vertex` (one LMO for
-        both paths); one that overrides :meth:`lmo_atom` instead overrides this method too."""
+        both paths); one that overrides :meth:`lmo_atom` but neither :meth:`_vertex` nor this method
+        gets its own :meth:`lmo_atom` here (the inner set's LMO would not be its LMO)."""
+        cls = type(self)
+        if cls.lmo_atom is not SymmetricPart.lmo_atom and cls._vertex is SymmetricPart._vertex:
+            return self.lmo_atom
         inner_lmo = self.inner.lmo_for_solve()
         return lambda flat_direction: self._vertex(inner_lmo, flat_direction)
 
