@@ -148,8 +148,11 @@ class SolveStats:
     is NaN when the last FW gap was not measured (a lazy step that skipped
     its LMO, at a time limit, a callback's stop or a returned best point; the
     iteration at ``max_iter`` always measures it), when an LMO was seen to
-    be inexact (a block's FW gap below zero), at a returned best point whose
-    loose trace-norm LMO was not checked, and after a divergence.
+    be inexact (a block's FW gap below zero), and after a divergence. (An
+    iterate whose loose trace-norm LMO was not checked is never returned as
+    the best point; the solve's history, the verbose rows and a callback's
+    ``state.fw_gap`` show such an iterate's unchecked gap, the result the
+    checked one.)
     """
 
     __slots__ = ("iterations", "solve_time", "compile_time", "fw_gap", "feasibility", "feasibility_rel",

@@ -105,8 +105,17 @@ def test_auto_projection_rule_weighs_a_projection_against_an_iteration():
     assert choose([cheap, guessed], [0, 1], iteration, x, g, max_iterations=5.0) == [0]
     assert choose([cheap, over], [0, 1], iteration, x, g, max_iterations=5.0) == [0]
     assert choose([cheap, under], [0, 1], iteration, x, g, max_iterations=5.0) == [0, 1]
-    # products of polytopes keep their pairwise FW steps
-    assert candidates([cheap, block(5, polytope=True, project=np.copy)]) == []
+    # products of polytopes keep their pairwise FW steps where the model has rows, a linear objective
+    # or a block without a cheap projection; without those, every block projects
+    both_cheap = [cheap, block(5, polytope=True, project=np.copy)]
+    assert candidates(both_cheap, rows=3) == []
+    assert candidates(both_cheap, keep_vertex_steps=True) == []
+    assert candidates([cheap, block(5, polytope=True, project=np.copy, cheap=False)]) == []
+    assert candidates([cheap, block(5, polytope=True)]) == []
+    assert candidates(both_cheap) == [0, 1]
+    box = Block(offset=5, size=5, lmo=None, initial_atom=None, is_polytope=True, project=np.copy,
+                intervals=(np.zeros(5), np.ones(5)))
+    assert candidates([cheap, box]) == []  # a box keeps its per-coordinate FW steps
     assert candidates([cheap, block(5)]) == [0]
     # decisions after the probe iterations, then after 2x, 4x, ... as many, from the time of
     # the iterations since the last one; a block switched once is not timed again
@@ -124,7 +133,8 @@ def test_auto_projection_rule_weighs_a_projection_against_an_iteration():
     assert initial_projection_blocks([cheap, quick], True) == [0]
     assert initial_projection_blocks([cheap, quick], False) == []
     assert initial_projection_blocks([cheap, quick], "auto") == [0]
-    assert initial_projection_blocks([cheap, block(5, polytope=True, project=np.copy)], "auto") == []
+    assert initial_projection_blocks([cheap, block(5, polytope=True, project=np.copy)], "auto", rows=2) == []
+    assert initial_projection_blocks([cheap, block(5, polytope=True, project=np.copy)], "auto") == [0, 1]
     assert AutoProjection([cheap, quick], projected=[0]).ks == [1]
 
 
@@ -918,3 +928,34 @@ def test_inner_products_of_broadcast_views_need_no_copy():
     assert peak < n  # far below one n-vector of float64 (8 n bytes)
     expected = (0.0, 2.0 * np.sqrt(n), 2.0 * v.sum(), 2.0 * v.sum(), 4.0 * n)
     np.testing.assert_allclose(values, expected, rtol=1e-12)
+
+
+def test_l1_least_squares_without_rows_takes_projection_steps_and_matches_clarabel():
+    """projection="auto" on a model made only of an L1 ball, no rows, a curved objective: projection
+    steps from the start (projection_choice.candidates); a step kind asked for by name, a linear
+    objective or a tied copy keeps the vertex steps. Every answer against CVXPY + Clarabel."""
+    cp = pytest.importorskip("cvxpy")
+    rng = np.random.default_rng(2)
+    A, b, c = rng.standard_normal((80, 200)), rng.standard_normal(80), rng.standard_normal(200)
+    z = cp.Variable(200)
+    ref = cp.Problem(cp.Minimize(cp.sum_squares(A @ z - b)), [cp.norm1(z) <= 5.0]).solve(solver="CLARABEL")
+    x = fm.Variable(200)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(A @ x - b)), [fm.norm1(x) <= 5.0])
+    prob.solve()
+    assert prob.status == "optimal" and abs(prob.value - ref) <= 1e-4 * abs(ref)
+    assert prob.stats.step_counts["projection"] == prob.stats.iterations
+    prob.solve(step="pairwise")
+    assert prob.status == "optimal" and abs(prob.value - ref) <= 1e-4 * abs(ref)
+    assert prob.stats.step_counts.get("projection", 0) == 0 and prob.stats.step_counts["pairwise"] > 0
+    # a linear objective: its optimum is a vertex, one LMO call away
+    linear = fm.Problem(fm.Minimize(c @ x), [fm.norm1(x) <= 5.0])
+    linear.solve()
+    assert linear.status == "optimal" and linear.value == pytest.approx(-5.0 * np.abs(c).max(), rel=1e-9)
+    assert linear.stats.step_counts.get("projection", 0) == 0
+    # a second set on x ties copies by rows: vertex steps
+    tied = fm.Problem(fm.Minimize(fm.sum_squares(A @ x - b)), [fm.norm1(x) <= 5.0, fm.Box(x, -0.1, 0.1)])
+    tied.solve()
+    ref_tied = cp.Problem(cp.Minimize(cp.sum_squares(A @ z - b)),
+                          [cp.norm1(z) <= 5.0, z >= -0.1, z <= 0.1]).solve(solver="CLARABEL")
+    assert tied.status == "optimal" and abs(tied.value - ref_tied) <= 1e-3 * abs(ref_tied)
+    assert tied.stats.step_counts.get("projection", 0) == 0

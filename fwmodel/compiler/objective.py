@@ -234,6 +234,11 @@ class BlockObjective:
             g.setflags(write=False)  # shared by every call: nobody may change it
             self._linear = (self.sign * f0, g)
 
+    @property
+    def is_linear(self):
+        """Whether the objective is affine in x (a constant gradient)."""
+        return self._linear is not None
+
     def value(self, x):
         if self._linear is not None:
             # einsum, not np.dot: a threaded BLAS dot can stall for milliseconds on a busy machine

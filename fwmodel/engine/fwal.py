@@ -146,8 +146,10 @@ def minimize_fwal(
     projection : True: blocks with a cheap Euclidean projection (``Block.project``
         with ``cheap_projection``: L1, L2 balls, boxes) take projected-gradient
         steps instead of FW steps (see :mod:`fwmodel.engine.projection_step`); False: never;
-        "auto": after a few FW iterations, the blocks whose projection costs
-        at most a few iterations, measured (see
+        "auto": the cheap ones from the start and, after a few FW iterations,
+        the blocks whose projection costs at most a few iterations, measured;
+        on a model made only of polytopes, none, except L1 balls in a model
+        without rows and with a curved objective (see
         :mod:`fwmodel.engine.projection_choice`).
     rank_k : True: blocks with a low-rank face (trace-norm balls) that do not
         take projection steps take BlockFW rank-k steps instead of FW steps
@@ -178,8 +180,11 @@ def minimize_fwal(
     if b.shape != (m,):
         raise ValueError(f"b has shape {b.shape}, expected ({m},) to match the rows of M")
     b_norm = float(norm(b))
-    proj_blocks = initial_projection_blocks(blocks, projection)
-    auto_projection = AutoProjection(blocks, projected=proj_blocks) if projection == "auto" else None
+    # polytope blocks keep vertex steps for a linear objective and for a step kind asked for by name
+    keep_vertex = step != "auto" or bool(getattr(objective, "is_linear", False))
+    proj_blocks = initial_projection_blocks(blocks, projection, rows=m, keep_vertex_steps=keep_vertex)
+    auto_projection = (AutoProjection(blocks, projected=proj_blocks, rows=m, keep_vertex_steps=keep_vertex)
+                       if projection == "auto" else None)
     warm_choice = warm_state.active_sets.get(("projection",)) if warm_state is not None else None
     if auto_projection is not None and warm_choice is not None:
         proj_blocks, auto_projection = list(warm_choice), None  # the last solve's choice
@@ -305,13 +310,15 @@ def minimize_fwal(
             elif lmo_check is not None:
                 certified = False  # an unchecked gap of an inexact LMO certifies nothing
             elapsed, eta_now = progress.elapsed(), schedule.current
-            progress.record(t, elapsed, it, gap, feas, feas_rel, eta_now, stopping,
-                            stopping.merit(gap, feas, gap_f, dual_residual),
+            # an unchecked gap of an inexact LMO may understate: such an iterate does not compete for
+            # the best point (its merit would beat checked ones on a gap that is not true)
+            merit = stopping.merit(gap, feas, gap_f, dual_residual) if lmo_check is None or checked else math.inf
+            progress.record(t, elapsed, it, gap, feas, feas_rel, eta_now, stopping, merit,
                             suboptimality_bound(gap, dual_residual, certified))
             status, message = _stop_reason(t, gap, gap_known, feas, feas_rel, gap_f, dual_residual, elapsed, eta_now,
                                            it, stopping, progress, certificate, max_iter, time_limit)
             if status is not None:
-                if lmo_check is not None and gap_known and not checked:  # another ending (time limit, callback)
+                if lmo_check is not None and gap_known and not checked and status != "diverged":  # time limit, callback
                     gap, certified = _checked_gap(lmo_check, blocks, it.x, grad, gap, block_gaps, stopping,
                                                   (feas, gap_f, dual_residual))
                 break

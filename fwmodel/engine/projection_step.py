@@ -41,7 +41,7 @@ from .steps import Proposal
 from .vector_ops import dot
 
 
-def initial_projection_blocks(blocks, projection):
+def initial_projection_blocks(blocks, projection, rows=0, keep_vertex_steps=False):
     """Indices of the blocks that take projected-gradient steps from the start.
 
     True: the blocks with a cheap projection. "auto": the blocks whose set
@@ -58,7 +58,7 @@ def initial_projection_blocks(blocks, projection):
     if projection == "auto":
         from .projection_choice import candidates
 
-        return [k for k in candidates(blocks) if blocks[k].cheap_projection]
+        return [k for k in candidates(blocks, rows, keep_vertex_steps) if blocks[k].cheap_projection]
     return []
 
 
