@@ -369,10 +369,12 @@ class Problem:
         - projection ("auto", True, False): projected-gradient steps instead
           of FW steps. True: on blocks whose set has a cheap projection (L1/L2
           balls, boxes). "auto", when the problem has a block that is not a
-          polytope: after a few FW iterations, on every block whose
-          projection costs at most five iterations, measured (a
-          trace-norm ball's up to d of about 2000 on one core; see
-          ``fwmodel.engine.projection_choice``).
+          polytope: the cheap ones from the start and, after a few FW
+          iterations, every block whose projection costs at most five
+          iterations, measured (a trace-norm ball's up to d of about 2000 on
+          one core); on a model made only of polytopes, none, except L1
+          balls in a model without rows, with a curved objective and
+          ``step="auto"`` (see ``fwmodel.engine.projection_choice``).
         - rank_k ("auto", True, False): BlockFW rank-k steps on trace-norm
           blocks that take FW steps (``fwmodel.engine.rank_k``); "auto" (the
           default): on those of at least 1000 rows and columns, with the
@@ -549,7 +551,7 @@ class Problem:
                 offset=b.offset, size=b.size, lmo=lmo, initial_atom=s.initial_atom,
                 # an LMO that may miss its minimizer offers the check of its gap (TraceNormBall, lmo_tol)
                 lmo_check=lmo if callable(getattr(lmo, "exact", None)) else None,
-                is_polytope=bool(s.is_polytope), name=b.name,
+                is_polytope=bool(s.is_polytope), name=b.name, is_box=bool(s.is_box),
                 face=declared(s.low_rank_face(), LowRankFace),
                 # a product of many small polytopes (Simplex(axis=...) over a factor
                 # graph, many alignments): pairwise steps there move every group along

@@ -140,7 +140,7 @@ def test_the_face_steps_are_taken():
     prob.solve(projection=False, rank_k=True)
     assert prob.stats.step_counts.get("rank_k", 0) > 0 and prob.status == "optimal"
     prob.solve(projection=False, inface=False, max_iter=10 * inface_iterations)
-    assert "inface" not in prob.stats.step_counts
+    assert "inface" not in prob.stats.step_counts and prob.stats.step_counts["fw"] > 0
 
 
 def test_warm_start_resumes_from_the_face():
@@ -279,3 +279,21 @@ def test_a_symmetric_part_that_overrides_only_lmo_atom_keeps_its_own_lmo_in_solv
     vertex = np.zeros(n * n)
     atom.add_to(vertex, 1.0)
     np.testing.assert_array_equal(vertex, expected)
+
+
+def test_a_symmetric_stochastic_subclass_that_overrides_only_lmo_atom_keeps_it_in_solves():
+    from fwmodel.sets.birkhoff import SymmetricStochastic
+
+    calls = []
+
+    class Counting(SymmetricStochastic):
+        def lmo_atom(self, flat_direction):
+            calls.append(1)
+            return SymmetricStochastic.lmo_atom(self, flat_direction)
+
+    n = 5
+    X = fm.Variable((n, n))
+    part = Counting(fm.Simplex(X, total=1.0, axis=1))
+    d = np.random.default_rng(1).standard_normal(n * n)
+    assert part.lmo_for_solve()(d).dot(d) == pytest.approx(SymmetricStochastic.lmo_atom(part, d).dot(d))
+    assert calls == [1]

@@ -952,6 +952,26 @@ def test_l1_least_squares_without_rows_takes_projection_steps_and_matches_clarab
     linear.solve()
     assert linear.status == "optimal" and linear.value == pytest.approx(-5.0 * np.abs(c).max(), rel=1e-9)
     assert linear.stats.step_counts.get("projection", 0) == 0
+    # ... also with its cost in a Parameter (re-solved with new costs: the reason for a Parameter)
+    cost = fm.Parameter(200, value=c)
+    held = fm.Problem(fm.Minimize(cost @ x), [fm.norm1(x) <= 5.0])
+    for value in (c, -c[::-1]):
+        cost.value = value
+        held.solve()
+        assert held.status == "optimal" and held.value == pytest.approx(-5.0 * np.abs(value).max(), rel=1e-9)
+        assert held.stats.step_counts.get("projection", 0) == 0
+    # a symmetric box is a box (no intervals declared): its vertex steps are kept
+    S = fm.Variable((6, 6), symmetric=True)
+    W = rng.uniform(0.5, 2.0, (6, 6))
+    W, T = W + W.T, rng.standard_normal((6, 6))
+    boxed = fm.Problem(fm.Minimize(fm.sum(fm.multiply(W, fm.square(S - T)))), [fm.Box(S, -0.5, 0.5)])
+    boxed.solve()
+    assert boxed.stats.step_counts.get("projection", 0) == 0
+    # the minimizer in closed form: separable per symmetric pair (a weighted mean of T_ij, T_ji), clipped
+    expected = np.clip((W * T + (W * T).T) / (W + W.T), -0.5, 0.5)
+    f_star = float(np.sum(W * (expected - T) ** 2))
+    assert boxed.status == "optimal"
+    assert -1e-9 <= boxed.value - f_star <= 1e-4 * boxed.stats.objective_scale
     # a second set on x ties copies by rows: vertex steps
     tied = fm.Problem(fm.Minimize(fm.sum_squares(A @ x - b)), [fm.norm1(x) <= 5.0, fm.Box(x, -0.1, 0.1)])
     tied.solve()

@@ -228,16 +228,13 @@ class BlockObjective:
         self._hessian = None  # h with Hessian of f = h I in v, shown by the last lent gradient (see follow_step)
         self._follows_left = 0  # moves follow_step may still follow before a fresh evaluation
         self._linear = None  # (f(0), constant gradient in x) for affine objectives
-        if smooth.expr.is_affine() and not smooth.expr.parameters():
+        #: affine in x whatever its Parameters' values (a linear cost held in a Parameter too)
+        self.is_linear = bool(smooth.expr.is_affine())
+        if self.is_linear and not smooth.expr.parameters():
             f0, gv = smooth.value_and_grad(np.zeros(copy_map.n_v))
             g = copy_map.to_blocks(self.sign * gv)
             g.setflags(write=False)  # shared by every call: nobody may change it
             self._linear = (self.sign * f0, g)
-
-    @property
-    def is_linear(self):
-        """Whether the objective is affine in x (a constant gradient)."""
-        return self._linear is not None
 
     def value(self, x):
         if self._linear is not None:

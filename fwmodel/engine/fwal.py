@@ -149,7 +149,7 @@ def minimize_fwal(
         "auto": the cheap ones from the start and, after a few FW iterations,
         the blocks whose projection costs at most a few iterations, measured;
         on a model made only of polytopes, none, except L1 balls in a model
-        without rows and with a curved objective (see
+        without rows, with a curved objective and ``step="auto"`` (see
         :mod:`fwmodel.engine.projection_choice`).
     rank_k : True: blocks with a low-rank face (trace-norm balls) that do not
         take projection steps take BlockFW rank-k steps instead of FW steps

@@ -58,6 +58,9 @@ class Block:
     groups: object = None
     #: optional (lower, upper) flat bounds: the block is a box (per-coordinate FW steps)
     intervals: object = None
+    #: the set is a box, with or without ``intervals`` (a symmetric box has none): projection="auto" keeps
+    #: its vertex steps on a model made only of polytopes (``projection_choice.candidates``)
+    is_box: bool = False
     #: optional int S: the block is a batch of polytopes over consecutive runs of S
     #: entries whose joint LMO vertex splits into the groups' vertices (BPCG per group)
     batch_group_size: int = None

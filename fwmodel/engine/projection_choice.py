@@ -57,10 +57,10 @@ measured: a model without rows (no tied copies, no equality rows), with a
 curved objective, whose blocks are all L1 balls (cheap projections, not
 boxes: those keep their exact per-coordinate steps) projects them from the
 start. Least squares in an L1 ball (80 x 200, radius 5: 65 nonzeros at the
-optimum) took 3,720 BPCG iterations against 576 projection steps, 4.6x the
-time; logistic regression in an L1 ball 153 against 16 iterations; on the
-1,600 random models of ``benchmarks/trust_fuzz.py`` the rule changes 53,
-463 iterations against 664 (benchmarks/RESULTS.md, "Projection steps for
+optimum) took 3,620 BPCG iterations against 763 projection steps, 4.2x the
+time; logistic regression in an L1 ball 58 against 12 and 200 against 11
+iterations; on the 1,600 random models of ``benchmarks/trust_fuzz.py`` the
+rule changes 19, 463 iterations against 664 (benchmarks/RESULTS.md, "Projection steps for
 L1 balls without rows (round 9)"). A linear objective keeps FW steps: its
 optimum is a vertex, found by an LMO call (one iteration against up to 91);
 so does a step kind asked for by name (``step="fw"``, "away", "pairwise").
@@ -115,7 +115,8 @@ def candidates(blocks, rows=0, keep_vertex_steps=False):
     """
     if all(blk.is_polytope for blk in blocks):
         if rows == 0 and not keep_vertex_steps and all(
-                blk.project is not None and blk.cheap_projection and blk.intervals is None for blk in blocks):
+                blk.project is not None and blk.cheap_projection and not blk.is_box and blk.intervals is None
+                for blk in blocks):
             return list(range(len(blocks)))
         return []
     return [k for k, blk in enumerate(blocks) if blk.project is not None]

@@ -115,6 +115,9 @@ class ConvexSet:
 
     #: True when the set is a polytope (finitely many vertices).
     is_polytope = False
+    #: True for a box (and sets that are one, such as its symmetric part): on a model made only of
+    #: polytopes, solve(projection="auto") keeps a box's vertex steps (``engine.projection_choice``)
+    is_box = False
     #: True when :meth:`project_flat` is about as cheap as the LMO (one or a
     #: few passes over the entries): the engine may then take projected-gradient
     #: steps on the set's block (``solve(projection=...)``).

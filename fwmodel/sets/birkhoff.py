@@ -318,7 +318,10 @@ class SymmetricStochastic(SymmetricPart):
 
     def lmo_for_solve(self):
         """A fresh warm-started assignment solver per solve (:class:`WarmStartedAssignment`), exact
-        minimizers as :meth:`lmo_atom` (not the inner simplex's LMO, which :class:`SymmetricPart` would pass)."""
+        minimizers as :meth:`lmo_atom` (not the inner simplex's LMO, which :class:`SymmetricPart` would pass).
+        A subclass that overrides :meth:`lmo_atom` alone gets it here."""
+        if type(self).lmo_atom is not SymmetricStochastic.lmo_atom:
+            return self.lmo_atom
         solver = WarmStartedAssignment(self._n)
         return lambda flat_direction: self._symmetrized_vertex(solver, flat_direction)
 

@@ -48,6 +48,8 @@ class Box(ConvexSet):
     """
 
     is_polytope = True
+    #: a box (``projection_choice.candidates``: its per-coordinate FW steps are kept on polytope-only models)
+    is_box = True
 
     def __init__(self, expr, lower, upper):
         super().__init__(expr)

@@ -51,6 +51,7 @@ class AffinePreimage(InnerData, ConvexSet):
         self._a = np.asarray(scale, dtype=float).ravel()
         self._c = np.asarray(offset, dtype=float).ravel()
         self.is_polytope = inner.is_polytope
+        self.is_box = inner.is_box
         # one scale for every entry: x -> a x + c is a similarity (a projection and a face read through)
         self._uniform_scale = float(self._a[0]) if self._a.size and np.all(self._a == self._a[0]) else None
         self.has_projection = bool(getattr(inner, "has_projection", False)) and self._uniform_scale is not None

@@ -26,6 +26,7 @@ class SymmetricPart(InnerData, ConvexSet):
         super().__init__(inner.expr)
         self.inner = inner
         self.is_polytope = inner.is_polytope
+        self.is_box = inner.is_box
         self.has_cheap_projection = getattr(inner, "has_cheap_projection", False)
         self._n = self.shape[0]
 
