@@ -551,7 +551,7 @@ class Problem:
                 offset=b.offset, size=b.size, lmo=lmo, initial_atom=s.initial_atom,
                 # an LMO that may miss its minimizer offers the check of its gap (TraceNormBall, lmo_tol)
                 lmo_check=lmo if callable(getattr(lmo, "exact", None)) else None,
-                is_polytope=bool(s.is_polytope), name=b.name, is_box=bool(s.is_box),
+                is_polytope=bool(s.is_polytope), name=b.name, is_box=bool(s.is_box), atoms_of_point=s.atoms_of_point,
                 face=declared(s.low_rank_face(), LowRankFace),
                 # a product of many small polytopes (Simplex(axis=...) over a factor
                 # graph, many alignments): pairwise steps there move every group along

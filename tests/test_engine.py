@@ -979,3 +979,30 @@ def test_l1_least_squares_without_rows_takes_projection_steps_and_matches_clarab
                           [cp.norm1(z) <= 5.0, z >= -0.1, z <= 0.1]).solve(solver="CLARABEL")
     assert tied.status == "optimal" and abs(tied.value - ref_tied) <= 1e-3 * abs(ref_tied)
     assert tied.stats.step_counts.get("projection", 0) == 0
+
+
+def test_a_warm_start_with_vertex_steps_after_projection_steps_resumes_from_the_point():
+    """A lasso's default solve projects (no active set); a warm start with projection=False rebuilds
+    the L1 ball's active set from the point (its signed unit vectors and the origin) instead of
+    restarting the block, and ends at Clarabel's optimum."""
+    cp = pytest.importorskip("cvxpy")
+    rng = np.random.default_rng(7)
+    A, b0 = rng.standard_normal((60, 40)), rng.standard_normal(60)
+    b = fm.Parameter(60, value=b0)  # the objective's data: a new value keeps the block's point
+    x = fm.Variable(40)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(A @ x - b)), [fm.norm1(x) <= 3.0])
+    prob.solve()
+    assert prob.stats.step_counts["projection"] == prob.stats.iterations
+    point = x.value.copy()
+    prob.solve(projection=False, warm_start=True, max_iter=0)
+    np.testing.assert_allclose(x.value, point, rtol=0, atol=1e-12)  # the point kept, as atoms
+    b1 = b0 + 0.05 * rng.standard_normal(60)
+    b.value = b1
+    prob.solve(projection=False, warm_start=True)
+    warm_iterations = prob.stats.iterations
+    z = cp.Variable(40)
+    ref = cp.Problem(cp.Minimize(cp.sum_squares(A @ z - b1)), [cp.norm1(z) <= 3.0]).solve(solver="CLARABEL")
+    assert prob.status == "optimal" and abs(prob.value - ref) <= 1e-4 * abs(ref)
+    cold = fm.Problem(fm.Minimize(fm.sum_squares(A @ x - b1)), [fm.norm1(x) <= 3.0])
+    cold.solve(projection=False)
+    assert warm_iterations < cold.stats.iterations

@@ -69,6 +69,9 @@ class Block:
     #: after which ``lmo`` answers at that tolerance too: the block's FW gap is checked with it
     #: before the solve trusts it (:class:`~fwmodel.engine.stopping.LmoCheck`)
     lmo_check: object = None
+    #: optional flat point -> (atoms, weights) or None: the point as a convex combination of the set's
+    #: atoms (``ConvexSet.atoms_of_point``), for a warm start of a block that has no active set
+    atoms_of_point: Callable = None
 
     @property
     def slice(self):

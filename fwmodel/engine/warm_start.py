@@ -99,8 +99,9 @@ def initial_point(blocks, n, m, warm_state, step, proj_blocks, face_blocks):
     starts at its set's initial vertex and y = 0, returned as None (the driver
     makes the zeros after its setup, which does not read y: at d = 4000 one
     full-size array less at the setup's peak memory); with a warm state, x and
-    y are copied from it and a block without a usable active set restarts from
-    its initial vertex.
+    y are copied from it and a block without a usable active set resumes from
+    its point where its set writes the point as atoms (``Block.atoms_of_point``:
+    an L1 ball after projection steps), else restarts from its initial vertex.
     """
     use_active = step in ("auto", "away", "pairwise")
     if warm_state is not None:
@@ -126,7 +127,13 @@ def initial_point(blocks, n, m, warm_state, step, proj_blocks, face_blocks):
                 atom = blk.initial_atom()
                 active[k] = ActiveSet(atom)
             else:
-                # Warm start without an active set for this block: restart it.
+                # Warm start without an active set for this block (the last solve projected it, or
+                # took other steps): its point as atoms where the set knows them, else a restart
+                found = blk.atoms_of_point(x[blk.slice]) if blk.atoms_of_point is not None else None
+                if found is not None:
+                    active[k] = ActiveSet.from_atoms(*found)
+                    x[blk.slice] = active[k].dense(blk.size)
+                    continue
                 atom = blk.initial_atom()
                 active[k] = ActiveSet(atom)
                 x[blk.slice] = 0.0

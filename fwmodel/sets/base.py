@@ -324,6 +324,16 @@ class ConvexSet:
             )
         return DenseAtom(vertex.ravel())
 
+    def atoms_of_point(self, flat_point):
+        """``(atoms, weights)``: the point as a convex combination of the set's atoms, where the set
+        knows one cheaply, else None (the default).
+
+        A warm start uses it for a block that has a point but no active set
+        (the last solve moved it by projection steps): BPCG then resumes from
+        the point instead of restarting the block from :meth:`initial_atom`.
+        """
+        return None
+
     def initial_atom(self):
         """The point the iterates start from.
 

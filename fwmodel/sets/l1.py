@@ -418,6 +418,23 @@ class L1Ball(ConvexSet):
         d = as_direction(self, direction)
         return dense_vertex(self, self.lmo_atom(d.ravel()))
 
+    def atoms_of_point(self, flat_point):
+        """x = sum_i (|x_i| / r) (r sign(x_i) e_i) + (1 - ||x||_1 / r) 0: the vertices the LMO returns
+        (one entry, +-radius) and the origin (:meth:`initial_atom`). None over symmetric matrices
+        (``symmetric=True``: one-entry atoms would break the iterates' symmetry) or at radius 0."""
+        r = float(self.radius)
+        if self.symmetric is True or r <= 0:
+            return None
+        x = np.asarray(flat_point, dtype=float).ravel()
+        support = np.flatnonzero(x)
+        total = max(float(np.abs(x[support]).sum()), r)  # a point on the sphere up to rounding: weights sum to 1
+        atoms = [SparseAtom([int(k)], [r if x[k] > 0 else -r], self.size) for k in support]
+        weights = [abs(float(x[k])) / total for k in support]
+        if total - float(np.abs(x[support]).sum()) > 0:
+            atoms.append(self.initial_atom())
+            weights.append(1.0 - float(np.abs(x[support]).sum()) / total)
+        return atoms, weights
+
     def project(self, point):
         """Euclidean projection onto the ball (for splitting baselines and tests).
 
