@@ -64,6 +64,12 @@ caller tests the set's type):
 - ``group_count()``: how many independent sets of one kind the set is a
   product of (the groups of a batched Simplex, a batch of alignments);
   above a few, step="auto" takes no active-set steps on the whole block.
+- ``is_box`` (attribute): the set is a box (its symmetric part too): on a
+  model made only of polytopes, ``projection="auto"`` keeps its vertex steps.
+- ``atoms_of_point(flat_point)``: the point as ``(atoms, weights)``, where the
+  set knows a cheap decomposition: a warm start then resumes a block that has
+  no active set (after projection steps) instead of restarting it
+  (:class:`~fwmodel.sets.l1.L1Ball`).
 - ``keeps_symmetric``: every point and every LMO vertex is a symmetric
   matrix, so a symmetric variable held by the set needs no symmetry rows.
 - ``implies_psd``: the set holds its expression symmetric PSD (a PSD trace
