@@ -1006,3 +1006,63 @@ def test_a_warm_start_with_vertex_steps_after_projection_steps_resumes_from_the_
     cold = fm.Problem(fm.Minimize(fm.sum_squares(A @ x - b1)), [fm.norm1(x) <= 3.0])
     cold.solve(projection=False)
     assert warm_iterations < cold.stats.iterations
+
+
+def test_l1_ball_writes_a_point_as_its_lmo_vertices():
+    """atoms_of_point: nonnegative weights summing to one that rebuild the point; mirrored pairs of a
+    square matrix as the LMO's symmetric vertices (a symmetric point stays symmetric under BPCG's
+    steps); None where no cheap exact decomposition is written."""
+    from fwmodel.engine.active_set import ActiveSet
+
+    rng = np.random.default_rng(0)
+    X = fm.Variable((6, 6))
+    S = rng.standard_normal((6, 6))
+    S = 0.9 * 3.0 * (S + S.T) / np.abs(S + S.T).sum()
+    A = 0.8 * 3.0 * rng.standard_normal((6, 6))
+    A *= 0.8 * 3.0 / np.abs(A).sum()
+
+    def rebuilt(ball, point):
+        atoms, weights = ball.atoms_of_point(point.ravel())
+        assert min(weights) > 0 and sum(weights) == pytest.approx(1.0, abs=1e-12)
+        np.testing.assert_allclose(ActiveSet.from_atoms(atoms, weights).dense(point.size), point.ravel(),
+                                   rtol=0, atol=1e-15)
+        return atoms
+
+    pairs = [a for a in rebuilt(fm.L1Ball(X, 3.0), S) if a.indices.size == 2]
+    assert len(pairs) == 15  # every off-diagonal pair of the symmetric point, as the LMO writes it
+    # the same atoms (keys) as the LMO returns: its vertex along -S is one of them
+    assert fm.L1Ball(X, 3.0).lmo_atom(-S.ravel()).key in {a.key for a in rebuilt(fm.L1Ball(X, 3.0), S)}
+    rebuilt(fm.L1Ball(X, 3.0), A)
+    rebuilt(fm.L1Ball(X, 3.0, symmetric=False), S)
+    assert fm.L1Ball(X, 3.0, symmetric=True).atoms_of_point(A.ravel()) is None  # not in the symmetric ball
+    v = fm.Variable(10)
+    assert fm.L1Ball(v, 3.0).atoms_of_point(np.full(10, np.nan)) is None
+    assert fm.L1Ball(v, 0.0).atoms_of_point(np.zeros(10)) is None
+    atoms, weights = fm.L1Ball(v, 3.0).atoms_of_point(np.zeros(10))
+    assert weights == [1.0] and atoms[0].key == fm.L1Ball(v, 3.0).initial_atom().key
+
+
+def test_a_symmetric_point_stays_symmetric_after_a_warm_start_with_vertex_steps():
+    """Weighted least squares over an L1 ball of a square matrix with symmetric data: the iterates are
+    symmetric (the LMO's symmetric vertices); a warm start with vertex steps after a projected solve
+    keeps them so, and reaches Clarabel's optimum."""
+    cp = pytest.importorskip("cvxpy")
+    rng = np.random.default_rng(3)
+    n = 12
+    W = rng.uniform(0.5, 2.0, (n, n))
+    W = W + W.T
+    M0 = rng.standard_normal((n, n))
+    M0 = M0 + M0.T
+    target = fm.Parameter((n, n), value=M0)
+    X = fm.Variable((n, n))
+    prob = fm.Problem(fm.Minimize(fm.sum(fm.multiply(W, fm.square(X - target)))), [fm.L1Ball(X, 12.0)])
+    prob.solve()
+    M1 = M0 + 0.1 * (lambda E: E + E.T)(rng.standard_normal((n, n)))
+    target.value = M1
+    for step in ("auto", "pairwise"):
+        prob.solve(projection=False, step=step, warm_start=True)
+        assert np.array_equal(X.value, X.value.T)
+        Z = cp.Variable((n, n))
+        ref = cp.Problem(cp.Minimize(cp.sum(cp.multiply(W, cp.square(Z - M1)))),
+                         [cp.sum(cp.abs(Z)) <= 12.0]).solve(solver="CLARABEL")
+        assert prob.status == "optimal" and abs(prob.value - ref) <= 1e-4 * max(abs(ref), prob.stats.objective_scale)

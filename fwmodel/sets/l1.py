@@ -418,22 +418,51 @@ class L1Ball(ConvexSet):
         d = as_direction(self, direction)
         return dense_vertex(self, self.lmo_atom(d.ravel()))
 
+    #: atoms_of_point writes at most this many atoms (one Python object each, ~1 KB: past it a
+    #: warm start's restart costs less than the decomposition)
+    MAX_POINT_ATOMS = 100_000
+
     def atoms_of_point(self, flat_point):
-        """x = sum_i (|x_i| / r) (r sign(x_i) e_i) + (1 - ||x||_1 / r) 0: the vertices the LMO returns
-        (one entry, +-radius) and the origin (:meth:`initial_atom`). None over symmetric matrices
-        (``symmetric=True``: one-entry atoms would break the iterates' symmetry) or at radius 0."""
+        """The point as the LMO's vertices and the origin (:meth:`initial_atom`), with its weights.
+
+        x = sum_k (|x_k| / r) (r sign(x_k) e_k) + (1 - ||x||_1 / r) 0. On a square
+        matrix whose LMO returns the symmetric vertices ``+-r (E_ij + E_ji) / 2``
+        (``symmetric`` None or True), each mirrored pair x_ij = x_ji (i < j) is
+        written with that vertex, weight 2 |x_ij| / r, so that BPCG's steps keep
+        a symmetric point symmetric; with ``symmetric=True`` a point that is
+        not symmetric gives None. None also at radius 0, for a non-finite
+        point, and past ``MAX_POINT_ATOMS`` nonzeros.
+        """
         r = float(self.radius)
-        if self.symmetric is True or r <= 0:
-            return None
         x = np.asarray(flat_point, dtype=float).ravel()
-        support = np.flatnonzero(x)
-        total = max(float(np.abs(x[support]).sum()), r)  # a point on the sphere up to rounding: weights sum to 1
-        atoms = [SparseAtom([int(k)], [r if x[k] > 0 else -r], self.size) for k in support]
-        weights = [abs(float(x[k])) / total for k in support]
-        if total - float(np.abs(x[support]).sum()) > 0:
-            atoms.append(self.initial_atom())
-            weights.append(1.0 - float(np.abs(x[support]).sum()) / total)
-        return atoms, weights
+        if r <= 0 or not np.all(np.isfinite(x)):
+            return None
+        nonzero = x != 0
+        if int(np.count_nonzero(nonzero)) > self.MAX_POINT_ATOMS:
+            return None
+        l1 = float(np.abs(x).sum())
+        total = max(l1, r)  # a point on the sphere up to rounding: the weights still sum to 1
+        atoms, weights = [], []
+        single = nonzero.copy()
+        if self._square and self.symmetric is not False:
+            n = self.shape[0]
+            X = x.reshape(n, n)
+            i, j = np.nonzero(np.triu(nonzero.reshape(n, n), k=1) & (X == X.T))
+            single.reshape(n, n)[i, j] = single.reshape(n, n)[j, i] = False
+            if self.symmetric is True and np.any(single.reshape(n, n)[~np.eye(n, dtype=bool)]):
+                return None  # an asymmetric point is not in the symmetric ball's hull of symmetric vertices
+            for a, b in zip(i.tolist(), j.tolist()):
+                value = r if X[a, b] > 0 else -r
+                atoms.append(SparseAtom([a * n + b, b * n + a], [0.5 * value, 0.5 * value], self.size))
+                weights.append(2.0 * abs(float(X[a, b])) / total)
+        for k in np.flatnonzero(single).tolist():
+            atoms.append(SparseAtom([k], [r if x[k] > 0 else -r], self.size))
+            weights.append(abs(float(x[k])) / total)
+        kept = [(atom, w) for atom, w in zip(atoms, weights) if w > 0]  # a subnormal entry's weight underflows
+        rest = (total - l1) / total  # exactly 0 on the sphere (no origin atom of rounding weight)
+        if rest > 0 or not kept:
+            kept.append((self.initial_atom(), rest if kept else 1.0))
+        return [atom for atom, _ in kept], [w for _, w in kept]
 
     def project(self, point):
         """Euclidean projection onto the ball (for splitting baselines and tests).
