@@ -71,8 +71,8 @@ def test_deferred_proposals_report_the_gap_and_form_the_same_direction():
         x = np.concatenate([rng.dirichlet(np.ones(n // groups), groups).ravel(), rng.uniform(0, 0.3, n)])
         grad = rng.standard_normal(2 * n)
         ctx = _StepContext(2.0)
-        eager, gap_eager, _, _, _ = _propose(steps, blocks, x, grad, ctx)
-        lazy, gap_lazy, _, _, _ = _propose(steps, blocks, x, grad, ctx, defer=True)
+        eager, gap_eager, _, _ = _propose(steps, blocks, x, grad, ctx)
+        lazy, gap_lazy, _, _ = _propose(steps, blocks, x, grad, ctx, defer=True)
         assert isinstance(lazy[1], DeferredProposal) and not isinstance(lazy[0], DeferredProposal)
         assert gap_lazy == gap_eager
         formed = steps[1].propose(x[blocks[1].slice], grad[blocks[1].slice], ctx)

@@ -286,9 +286,9 @@ def minimize_fwal(
             # ---- every block proposes a step (its LMO, unless a lazy step reuses an
             # active atom); their FW gaps sum to the FW gap of L(., y)
             ctx.start_iteration(t, it.lam, stopping.gap_target() / len(blocks), last=t == max_iter)
-            proposals, gap, gap_known, lowest, block_gaps = _propose(steps, blocks, it.x, grad, ctx,
-                                                                     defer=sweep == "gauss-seidel")
-            certified = certifies(gap_known, lowest, stopping.objective_scale)
+            proposals, gap, gap_known, block_gaps = _propose(steps, blocks, it.x, grad, ctx,
+                                                             defer=sweep == "gauss-seidel")
+            certified = certifies(gap_known, lowest_gap(block_gaps), stopping.objective_scale)
             # ---- measurements, bookkeeping and stopping
             feas = float(norm(it.r)) if r_norm is None else r_norm
             x_norm = float(norm(it.x))
@@ -467,10 +467,10 @@ def _move_blocks(sweep, proposals, steps, lagrangian, it, grad, dual_term, cols,
 def _propose(steps, blocks, x, grad, ctx, defer=False):
     """Every block's proposal at x, and the FW gap of L(., y) (paper OPT2) summed over the blocks.
 
-    Returns (proposals, gap, gap_known, lowest, block_gaps): ``block_gaps``
-    holds each block's measured FW gap (None where a lazy step skipped its
-    LMO), ``lowest`` the smallest of them (negative only where an LMO is
-    inexact, see :func:`fwmodel.engine.stopping.certifies`). A block that moves by a corrective
+    Returns (proposals, gap, gap_known, block_gaps): ``block_gaps`` holds
+    each block's measured FW gap (None where a lazy step skipped its LMO;
+    one below zero only where an LMO is inexact, see
+    :func:`fwmodel.engine.stopping.certifies`). A block that moves by a corrective
     step (a proposal without a direction) contributes its FW gap and
     proposes nothing (None); a lazy step that skipped its LMO contributes its
     last measured gap, and then ``gap_known`` is False (the stopping rule
@@ -478,7 +478,7 @@ def _propose(steps, blocks, x, grad, ctx, defer=False):
     after a block that proposes a direction gives its FW gap only, and a
     :class:`~fwmodel.engine.steps.DeferredProposal` for the sweep to form.
     """
-    proposals, gap, gap_known, lowest, block_gaps = [], 0.0, True, math.inf, []
+    proposals, gap, gap_known, block_gaps = [], 0.0, True, []
     moving_before = False  # an earlier block proposes a direction (then a cheap step defers)
     for k, blk in enumerate(blocks):
         step, sl = steps[k], blk.slice
@@ -486,7 +486,6 @@ def _propose(steps, blocks, x, grad, ctx, defer=False):
             p = DeferredProposal(step.fw_gap(x[sl], grad[sl]))
             proposals.append(p)
             gap += p.gap
-            lowest = min(lowest, p.gap)
             block_gaps.append(p.gap)
             continue
         p = step.propose(x[sl], grad[sl], ctx)
@@ -498,8 +497,7 @@ def _propose(steps, blocks, x, grad, ctx, defer=False):
             gap += steps[k].phi
         else:
             gap += p.gap
-            lowest = min(lowest, p.gap)
-    return proposals, gap, gap_known, lowest, block_gaps
+    return proposals, gap, gap_known, block_gaps
 
 
 def _commit(proposals, moved, steps, infaces, step_counts):

@@ -569,12 +569,14 @@ def _overwritable_gradient(g_k, lend, block):
 
 
 def _low_rank_minus(x_k, US, V, symmetric, out):
-    """``out`` <- U S V' - X (flat; ``US`` = U diag(s)): a lean rank-k step's direction, formed at the sweep's turn."""
+    """``out`` <- U S V' - X (flat; ``US`` = U diag(s); ``x_k`` None: U S V' alone): a lean rank-k step's
+    direction, formed at the sweep's turn."""
     D = out.reshape(US.shape[0], V.shape[0])
     np.matmul(US, V.T, out=D)
     if symmetric:  # exactly symmetric: rounding must not build up an asymmetry
         _symmetrize(D)
-    D -= x_k.reshape(D.shape)
+    if x_k is not None:
+        D -= x_k.reshape(D.shape)
     return out
 
 
@@ -809,8 +811,7 @@ class RankKStep:
         if not face.affine:
             return _low_rank_minus(x_k, US, Vk, symmetric, D.ravel())
         # x's step (V - c) / a - X: V - c formed as _low_rank_minus does V - X
-        d = _low_rank_minus(face.offset if face.offset is not None else np.zeros(x_k.size), US, Vk, symmetric,
-                            D.ravel())
+        d = _low_rank_minus(face.offset, US, Vk, symmetric, D.ravel())
         d /= face.scale
         d -= x_k
         return d

@@ -113,7 +113,7 @@ def objective_gap(blocks, x, grad_f, with_vertex=False, out=None):
     for blk in blocks:
         # the trusted LMO (a loose one checked: Block.trusted_lmo): this gap sets the objective's
         # scale, and a miss here would make "optimal" meet a scale of 0 without any check
-        atom = getattr(blk, "trusted_lmo", blk.lmo)(grad_f[blk.slice])
+        atom = blk.trusted_lmo(grad_f[blk.slice])
         gap -= atom.dot(grad_f[blk.slice])
         if with_vertex:
             atom.add_to(s[blk.slice], 1.0)
