@@ -105,17 +105,24 @@ def test_auto_projection_rule_weighs_a_projection_against_an_iteration():
     assert choose([cheap, guessed], [0, 1], iteration, x, g, max_iterations=5.0) == [0]
     assert choose([cheap, over], [0, 1], iteration, x, g, max_iterations=5.0) == [0]
     assert choose([cheap, under], [0, 1], iteration, x, g, max_iterations=5.0) == [0, 1]
-    # products of polytopes keep their pairwise FW steps where the model has rows, a linear objective
-    # or a block without a cheap projection; without those, every block projects
+    # on products of polytopes: the blocks with a cheap projection that are not boxes, with or
+    # without rows; none for a linear objective or a step kind asked for by name (keep_vertex_steps)
     both_cheap = [cheap, block(5, polytope=True, project=np.copy)]
-    assert candidates(both_cheap, rows=3) == []
-    assert candidates(both_cheap, keep_vertex_steps=True) == []
-    assert candidates([cheap, block(5, polytope=True, project=np.copy, cheap=False)]) == []
-    assert candidates([cheap, block(5, polytope=True)]) == []
+    assert candidates(both_cheap, rows=3) == [0, 1]
     assert candidates(both_cheap) == [0, 1]
+    assert candidates(both_cheap, rows=3, keep_vertex_steps=True) == []
+    # a block the objective does not read (an L1 ball of D x, tied by rows) keeps its vertex steps
+    assert candidates(both_cheap, rows=3, read_alone=lambda sl: sl.start == 0) == [0]
+    assert AutoProjection(both_cheap, rows=3, read_alone=lambda sl: sl.start == 0, projected=[0]).ks == []
+    assert candidates(both_cheap, keep_vertex_steps=True) == []
+    assert candidates([cheap, block(5, polytope=True, project=np.copy, cheap=False)], rows=2) == [0]
+    assert candidates([cheap, block(5, polytope=True)]) == [0]
     box = Block(offset=5, size=5, lmo=None, initial_atom=None, is_polytope=True, project=np.copy,
                 intervals=(np.zeros(5), np.ones(5)))
-    assert candidates([cheap, box]) == []  # a box keeps its per-coordinate FW steps
+    assert candidates([cheap, box], rows=5) == [0]  # a box keeps its per-coordinate FW steps
+    symmetric_box = Block(offset=5, size=5, lmo=None, initial_atom=None, is_polytope=True, project=np.copy,
+                          is_box=True)
+    assert candidates([symmetric_box, cheap]) == [1]
     assert candidates([cheap, block(5)]) == [0]
     # decisions after the probe iterations, then after 2x, 4x, ... as many, from the time of
     # the iterations since the last one; a block switched once is not timed again
@@ -133,7 +140,8 @@ def test_auto_projection_rule_weighs_a_projection_against_an_iteration():
     assert initial_projection_blocks([cheap, quick], True) == [0]
     assert initial_projection_blocks([cheap, quick], False) == []
     assert initial_projection_blocks([cheap, quick], "auto") == [0]
-    assert initial_projection_blocks([cheap, block(5, polytope=True, project=np.copy)], "auto", rows=2) == []
+    assert initial_projection_blocks([cheap, block(5, polytope=True, project=np.copy)], "auto", rows=2) == [0, 1]
+    assert initial_projection_blocks([cheap, box], "auto", rows=5) == [0]
     assert initial_projection_blocks([cheap, block(5, polytope=True, project=np.copy)], "auto") == [0, 1]
     assert AutoProjection([cheap, quick], projected=[0]).ks == [1]
 
@@ -885,6 +893,8 @@ def test_both_tied_copies_projected_match_the_general_step_and_clarabel(large, m
     prob, C = solve(max_iter=40)
     assert prob.stats.step_counts["projection"] > 0 and 2 in copies_seen
     monkeypatch.setattr(ProjectionStep, "_tied_copies", lambda self, lagrangian: None)
+    # the same dual schedule (lam kept fixed after tied copies' steps): only the step's arithmetic differs
+    monkeypatch.setattr(ProjectionStep, "on_tied_copies", lambda self, lagrangian: True)
     general, _ = solve(max_iter=40)
     for key in ("objective", "fw_gap", "feasibility"):
         np.testing.assert_allclose(prob.history[key], general.history[key], rtol=1e-8, atol=1e-12)
@@ -972,13 +982,64 @@ def test_l1_least_squares_without_rows_takes_projection_steps_and_matches_clarab
     f_star = float(np.sum(W * (expected - T) ** 2))
     assert boxed.status == "optimal"
     assert -1e-9 <= boxed.value - f_star <= 1e-4 * boxed.stats.objective_scale
-    # a second set on x ties copies by rows: vertex steps
-    tied = fm.Problem(fm.Minimize(fm.sum_squares(A @ x - b)), [fm.norm1(x) <= 5.0, fm.Box(x, -0.1, 0.1)])
-    tied.solve()
-    ref_tied = cp.Problem(cp.Minimize(cp.sum_squares(A @ z - b)),
-                          [cp.norm1(z) <= 5.0, z >= -0.1, z <= 0.1]).solve(solver="CLARABEL")
-    assert tied.status == "optimal" and abs(tied.value - ref_tied) <= 1e-3 * abs(ref_tied)
-    assert tied.stats.step_counts.get("projection", 0) == 0
+
+
+def test_l1_balls_with_rows_take_projection_steps_and_match_clarabel():
+    """projection="auto" on polytope models with rows (projection_choice.candidates): an L1 ball's
+    block projects beside equality rows and beside the slacks of inequality rows (a box: FW steps);
+    an L1 ball tied to a box on the same variable (one of two copies), the capped portfolio (simplex ∩
+    box: no L1 ball), an L1 ball of D x (a block the objective does not read) and a linear objective
+    keep vertex steps throughout. With every block projected through general rows lam may still be
+    halved by the balance rule (``ProjectionStep.on_tied_copies`` is False). Every answer against CVXPY + Clarabel."""
+    cp = pytest.importorskip("cvxpy")
+    from fwmodel.engine.projection_step import ProjectionStep
+
+    rng = np.random.default_rng(11)
+    m, n = 60, 40
+    A, b = rng.standard_normal((m, n)), rng.standard_normal(m)
+    E = rng.standard_normal((3, n))
+    G = rng.standard_normal((4, n))
+    x0 = rng.standard_normal(n)
+    x0 *= 1.0 / np.abs(x0).sum()
+    e, h = E @ x0, G @ x0 + 0.1
+    D = np.diff(np.eye(n), axis=0)
+    x, z = fm.Variable(n), cp.Variable(n)
+    multiplier_steps = []
+    original = ProjectionStep.on_tied_copies
+    ProjectionStep_spy = lambda self, lagrangian: multiplier_steps.append(original(self, lagrangian)) or multiplier_steps[-1]
+    cases = [  # (fwmodel constraints, CVXPY constraints, whether the L1 block projects, every block does)
+        # an L1 ball and a box on x: two tied copies, whose average is x's value (the L1 copy keeps vertex steps)
+        ([fm.norm1(x) <= 3.0, fm.Box(x, -0.15, 0.15)], [cp.norm1(z) <= 3.0, cp.abs(z) <= 0.15], False, False),
+        ([fm.norm1(x) <= 3.0, E @ x == e], [cp.norm1(z) <= 3.0, E @ z == e], True, True),
+        ([fm.norm1(x) <= 3.0, G @ x <= h], [cp.norm1(z) <= 3.0, G @ z <= h], True, False),
+        ([fm.Simplex(x, 1.0), fm.Box(x, 0.0, 0.05)], [z >= 0, cp.sum(z) == 1, z <= 0.05], False, False),
+        # an L1 ball of D x: a block of the expression, tied to x by rows, that the objective does not read
+        ([fm.L1Ball(D @ x, 1.0), fm.Box(x, -0.3, 0.3)], [cp.norm1(D @ z) <= 1.0, cp.abs(z) <= 0.3], False, False),
+    ]
+    for constraints, reference, projects, every_block in cases:
+        multiplier_steps.clear()
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(ProjectionStep, "on_tied_copies", ProjectionStep_spy)
+            prob = fm.Problem(fm.Minimize(fm.sum_squares(A @ x - b)), constraints)
+            prob.solve()
+        ref = cp.Problem(cp.Minimize(cp.sum_squares(A @ z - b)), reference).solve(solver="CLARABEL")
+        assert prob.status == "optimal" and abs(prob.value - ref) <= 1e-3 * abs(ref)
+        assert (prob.stats.step_counts.get("projection", 0) == prob.stats.iterations) == projects
+        if not projects:
+            assert prob.stats.step_counts.get("projection", 0) == 0
+        # asked only where every block projects (the equality rows' model): lam not kept fixed through rows
+        assert multiplier_steps == ([False] if every_block else [])
+        # a step kind named keeps the vertex steps, with the same answer
+        prob.solve(step="pairwise")
+        assert prob.status == "optimal" and abs(prob.value - ref) <= 1e-3 * abs(ref)
+        assert prob.stats.step_counts.get("projection", 0) == 0
+    # a linear objective keeps vertex steps (its optimum is a vertex), beside equality rows too
+    c = rng.standard_normal(n)
+    linear = fm.Problem(fm.Minimize(c @ x), [fm.norm1(x) <= 3.0, E @ x == e])
+    linear.solve()
+    ref = cp.Problem(cp.Minimize(c @ z), [cp.norm1(z) <= 3.0, E @ z == e]).solve(solver="CLARABEL")
+    assert linear.status == "optimal" and abs(linear.value - ref) <= 1e-3 * abs(ref)
+    assert linear.stats.step_counts.get("projection", 0) == 0
 
 
 def test_a_warm_start_with_vertex_steps_after_projection_steps_resumes_from_the_point():

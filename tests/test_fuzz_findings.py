@@ -82,6 +82,8 @@ def test_tied_copies_step_without_curvature_is_the_general_step(s, s_obj, monkey
     tied.solve(max_iter=6)
     assert tied_calls  # the tied-copies path ran
     monkeypatch.setattr(ProjectionStep, "_tied_copies", lambda self, lagrangian: None)
+    # the same dual schedule (lam kept fixed after tied copies' steps): only the step's arithmetic differs
+    monkeypatch.setattr(ProjectionStep, "on_tied_copies", lambda self, lagrangian: True)
     general, x_general = _linear_over_l2_and_linf(s, s_obj, c)
     general.solve(max_iter=6)
     np.testing.assert_allclose(x_tied.value, x_general.value, rtol=1e-9, atol=1e-12 * s)

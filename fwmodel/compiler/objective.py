@@ -81,6 +81,13 @@ class CopyMap:
             return None
         return self._whole.get((block_slice.start, block_slice.stop))
 
+    def shared(self, block_slice):
+        """Whether ``block_slice`` holds a copy of a variable that has other copies (tied to them by rows):
+        the variable's value is then the average of the copies."""
+        return any(len(copies) > 1 and any(sl.start < block_slice.stop and block_slice.start < sl.stop
+                                           for _, sl in copies)
+                   for copies in self.copies.values())
+
     def to_variables(self, x, out=None):
         """v = W x (each variable entry the average of its copies)."""
         v = np.empty(self.n_v) if out is None else out

@@ -49,21 +49,48 @@ first iterations are much cheaper (1 ms at d = 400, 0.03 s at d = 1000),
 hence the decisions taken again as the solve goes on; each block's
 projection is timed once.
 
-Projection steps are considered only when some block is not a polytope: on
-products of polytopes (simplex ∩ box, L1 ∩ box) pairwise FW converges
-linearly and keeps its steps (projecting the box of the capped portfolio
-took 482 iterations against BPCG's 274, 2x the time). One exception,
-measured: a model without rows (no tied copies, no equality rows), with a
-curved objective, whose blocks are all L1 balls (cheap projections, not
-boxes: those keep their exact per-coordinate steps) projects them from the
-start. Least squares in an L1 ball (80 x 200, radius 5: 65 nonzeros at the
-optimum) took 3,620 BPCG iterations against 763 projection steps, 4.2x the
-time; logistic regression in an L1 ball 58 against 12 and 200 against 11
-iterations; on the 1,600 random models of ``benchmarks/trust_fuzz.py`` the
-rule changes 19, 463 iterations against 664 (benchmarks/RESULTS.md, "Projection steps for
-L1 balls without rows (round 9)"). A linear objective keeps FW steps: its
-optimum is a vertex, found by an LMO call (one iteration against up to 91);
-so does a step kind asked for by name (``step="fw"``, "away", "pairwise").
+On a model made only of polytopes, the blocks that project are its L1
+balls (cheap projections that are not boxes: a box keeps its exact
+per-coordinate FW steps, a simplex declares no projection), from the
+start, with or without rows (equality rows, the slacks of inequality rows),
+where the objective is curved and reads the block as its variable's only
+copy. A vertex (BPCG) iterate needs about one iteration per atom of the
+solution and then some; a projection step moves every entry at once.
+
+* Without rows: least squares in an L1 ball (80 x 200, radius 5: 65
+  nonzeros at the optimum) took 3,620 BPCG iterations against 763
+  projection steps, 4.2x the time; logistic regression in an L1 ball 58
+  against 12 and 200 against 11 iterations (benchmarks/RESULTS.md,
+  "Projection steps for L1 balls without rows (round 9)").
+* With rows (benchmarks/RESULTS.md, "Projection steps on models with rows
+  (round 10)"; benchmarks/rows_projection.py): least squares in an L1 ball
+  with 3 equality rows 641 -> 212 iterations, with 10 rows 2,240 -> 275,
+  with 5 inequality rows 452 -> 73. Boxes stay on vertex steps: projecting
+  the capped portfolio's box (simplex ∩ box) took 482 iterations against
+  274, 2x the time (on benchmarks/rows_projection.py's instance 507
+  against 343), and projecting the slacks' box too of 5 inequality rows
+  1,159 against 73.
+* An L1 ball tied to another set on the same variable (an L1 ball and a
+  box on x: two copies, x's value their average) keeps vertex steps,
+  although projecting it took 10x fewer iterations (460 -> 43, 1,420 ->
+  223): the projected copy's difference to the other copy is dense, and
+  the average then leaves the L1 ball by up to sqrt(n) / 2 times the
+  residual that the stopping rule bounds. On the random models of
+  benchmarks/trust_fuzz.py the returned point's violation of the sets grew
+  5-10x on such models, and one went past the cross-check's 1e-3 (2.2e-3
+  against 5.2e-4 with vertex steps, whose residual is sparse).
+* An L1 block the objective does not read (an L1 ball of ``D @ x``, a block
+  of the expression tied to x by rows: the TV denoiser of benchmarks/zoo.py)
+  keeps vertex steps: its projection step is only the penalty's pull
+  towards D x, and it took 850 iterations against 430.
+* A linear objective keeps FW steps: its optimum is a vertex, found by an
+  LMO call (one iteration against up to 91); so does a step kind asked for
+  by name (``step="fw"``, "away", "pairwise").
+
+When every block projects, the dual schedule takes the method of
+multipliers' step eta = lam (``primal_steps_are_projections``); through
+general rows it may still halve lam, since a penalty stiffer than the rows
+need shortens every projected-gradient step (``fwal._multiplier_step_of_projections``).
 
 A solve's result then depends on the measured times (a loaded machine can
 move a borderline block to the other side); ``projection=True`` or ``False``
@@ -102,23 +129,28 @@ def timed(fn, *args):
     return elapsed, out
 
 
-def candidates(blocks, rows=0, keep_vertex_steps=False):
+def candidates(blocks, rows=0, keep_vertex_steps=False, read_alone=None):
     """Blocks that projection="auto" may switch to projection steps.
 
-    On a product of polytopes, none, unless the model has no rows (``rows``:
-    M's; no copies tied, no equality rows), ``keep_vertex_steps`` is False
-    (the driver sets it for a linear objective, minimized at a vertex that
-    FW steps reach by their LMO calls, and for a step kind asked for by name:
-    ``step="fw"``, "away", "pairwise") and every block projects cheaply and
-    is not a box (L1 balls; a box keeps its exact per-coordinate FW steps):
-    projected gradient on the whole space then (see the module docstring).
+    On a product of polytopes: the blocks whose projection is cheap and that
+    are not boxes (L1 balls; a box keeps its exact per-coordinate FW steps,
+    a simplex has no projection here), with or without rows (``rows``: M's;
+    tied copies, equality rows), unless ``keep_vertex_steps`` (the driver
+    sets it for a linear objective, minimized at a vertex that FW steps
+    reach by their LMO calls, and for a step kind asked for by name:
+    ``step="fw"``, "away", "pairwise"). ``read_alone`` (block slice -> bool;
+    the driver's ``fwal._read_alone``): an L1 block that the objective does
+    not read (a ball of ``D @ x``), or reads as one of several tied copies of
+    its variable (an L1 ball and a box on x), keeps its vertex steps. They
+    project from the start (see the module docstring). Elsewhere: every
+    block with a projection.
     """
     if all(blk.is_polytope for blk in blocks):
-        if rows == 0 and not keep_vertex_steps and all(
-                blk.project is not None and blk.cheap_projection and not blk.is_box and blk.intervals is None
-                for blk in blocks):
-            return list(range(len(blocks)))
-        return []
+        if keep_vertex_steps:
+            return []
+        return [k for k, blk in enumerate(blocks)
+                if blk.project is not None and blk.cheap_projection and not blk.is_box and blk.intervals is None
+                and (read_alone is None or read_alone(blk.slice))]
     return [k for k, blk in enumerate(blocks) if blk.project is not None]
 
 
@@ -165,10 +197,10 @@ class AutoProjection:
     """
 
     def __init__(self, blocks, probe=PROBE_ITERATIONS, max_iterations=MAX_ITERATIONS, projected=(), rows=0,
-                 keep_vertex_steps=False):
+                 keep_vertex_steps=False, read_alone=None):
         self.blocks = blocks
         # ``projected``: blocks that project from the start (declared cheap), not measured
-        self.ks = [k for k in candidates(blocks, rows, keep_vertex_steps) if k not in projected]
+        self.ks = [k for k in candidates(blocks, rows, keep_vertex_steps, read_alone) if k not in projected]
         self.probe = probe
         self.max_iterations = max_iterations
         self._window = None  # (iteration, clock) where the current timing window began

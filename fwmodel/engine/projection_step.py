@@ -41,7 +41,7 @@ from .steps import Proposal
 from .vector_ops import dot
 
 
-def initial_projection_blocks(blocks, projection, rows=0, keep_vertex_steps=False):
+def initial_projection_blocks(blocks, projection, rows=0, keep_vertex_steps=False, read_alone=None):
     """Indices of the blocks that take projected-gradient steps from the start.
 
     True: the blocks with a cheap projection. "auto": the blocks whose set
@@ -58,7 +58,7 @@ def initial_projection_blocks(blocks, projection, rows=0, keep_vertex_steps=Fals
     if projection == "auto":
         from .projection_choice import candidates
 
-        return [k for k in candidates(blocks, rows, keep_vertex_steps) if blocks[k].cheap_projection]
+        return [k for k in candidates(blocks, rows, keep_vertex_steps, read_alone) if blocks[k].cheap_projection]
     return []
 
 
@@ -195,6 +195,12 @@ class ProjectionStep:
             r += Md
         it.f, it.g = getattr(objective, "value_and_grad_shared", objective.value_and_grad)(x)
         return 1
+
+    def on_tied_copies(self, lagrangian):
+        """Whether the projected blocks are tied copies of a quadratic (:meth:`_take_tied_copies`: an exact
+        line search along a step that is the exact minimizer of L(., y) where the copies' Hessian is c I),
+        or the model has no rows."""
+        return not lagrangian.m or self._tied_copies(lagrangian) is not None
 
     def _tied_copies(self, lagrangian):
         """The projected blocks as tied copies: ``((lo, hi), [(block, signed), ...])``, or None.

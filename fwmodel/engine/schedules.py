@@ -150,10 +150,11 @@ class AdaptiveMultiplier:
     and (2)), lam is halved, down to ``lam0 / 16``: a penalty stiffer than
     the constraints need slows every FW step. It is never raised this way:
     on the TV denoiser, raising lam when the multiplier test lagged took 3x
-    the iterations. Not once every block moves by projections (a smaller lam
-    does not speed those up; unbounded, halving took lam from 0.5 to 6e-8 on
-    a small L2-ball model and stalled it). Measured: simplex with three
-    equality rows 335 -> 151 iterations, the other zoo models unchanged.
+    the iterations. Not once every block moves by projections on tied
+    copies of a quadratic (unbounded, halving took lam from 0.5 to 6e-8 on
+    a small L2-ball model and stalled it; see ``primal_steps_are_projections``
+    for projections through general rows, where it pays). Measured: simplex
+    with three equality rows 335 -> 151 iterations, the other zoo models unchanged.
     """
 
     window = 20
@@ -188,7 +189,7 @@ class AdaptiveMultiplier:
         self._drift_path = 0.0  # sum of eta_t ||r_t|| over the window: the length of y's path
         self._drift_feas = []  # best feasibility of the windows of the current coherent run (and the one before)
 
-    def primal_steps_are_projections(self):
+    def primal_steps_are_projections(self, keep_lam=True):
         """Every block now moves by projected-gradient steps: take the multiplier step eta = lam.
 
         The small start (theta = 1/4) guards against FW's inexact primal steps.
@@ -199,11 +200,21 @@ class AdaptiveMultiplier:
         models with both copies projected, eta = lam took 43-61 iterations
         where the adaptive start took 93-111, with the same answers; the
         adaptive rule still halves theta if feasibility grows.
+
+        ``keep_lam``: no halving of lam by the balance rule from now on (the
+        driver's choice for tied copies of a quadratic, the case measured
+        above). Elsewhere the rule stays: a projected-gradient step is
+        ``1 / L_c`` long and L_c includes the penalty's lam ||M d||^2 /
+        ||d||^2, so a penalty stiffer than the rows need shortens every step
+        (``fwal._multiplier_step_of_projections``; least squares in an L1 ball
+        with 3 equality rows: 1,314 iterations with lam kept, 212 with the
+        rule; the halving stops at ``lam0 / 16``).
         """
         self.theta = 1.0
         self.ceiling = 1.0  # overshoots measured under FW steps say nothing about projected ones
         self.current = self.lam
-        self.balance = math.inf  # a smaller lam does not speed up projections: keep it
+        if keep_lam:
+            self.balance = math.inf
 
     def step(self, t, feas=None, lam=None, gap=None, gap_target=0.0, feas_target=0.0, dual_residual=0.0,
              dual_target=0.0, y=None, r=None, **info):
