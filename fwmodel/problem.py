@@ -242,7 +242,9 @@ def _block_of(compiled, constraint):
     found = []
     for blk in compiled.blocks:
         chain = _derivation(blk.set)
-        position = next((i for i, s in enumerate(chain) if s is constraint), None)
+        # a set merged with another into the block's set (a simplex and a box: CappedSimplex) holds the same point
+        position = next((i for i, s in enumerate(chain)
+                         if s is constraint or any(m is constraint for m in getattr(s, "merged_from", ()))), None)
         if position is not None:
             found.append((blk, chain[:position]))
     if len(found) != 1:
