@@ -990,10 +990,10 @@ def test_l1_least_squares_without_rows_takes_projection_steps_and_matches_clarab
 
 def test_l1_balls_with_rows_take_projection_steps_and_match_clarabel():
     """projection="auto" on polytope models with rows (projection_choice.candidates): an L1 ball's
-    block projects beside equality rows and beside the slacks of inequality rows (a box: FW steps);
-    an L1 ball tied to a box on the same variable (one of two copies), the capped portfolio (simplex ∩
-    box: no L1 ball), an L1 ball of D x (a block the objective does not read) and a linear objective
-    keep vertex steps throughout. With every block projected through general rows lam may still be
+    block projects beside equality rows and beside the slacks of inequality rows (a box: FW steps), so
+    does a capped simplex (simplex ∩ box: one set) beside equality rows; an L1 ball tied to a box on
+    the same variable (one of two copies), a plain simplex, an L1 ball of D x (a block the objective
+    does not read) and a linear objective keep vertex steps throughout. With every block projected through general rows lam may still be
     halved by the balance rule (``ProjectionStep.on_tied_copies`` is False). Every answer against CVXPY + Clarabel."""
     cp = pytest.importorskip("cvxpy")
     from fwmodel.engine.projection_step import ProjectionStep
@@ -1006,6 +1006,7 @@ def test_l1_balls_with_rows_take_projection_steps_and_match_clarabel():
     x0 = rng.standard_normal(n)
     x0 *= 1.0 / np.abs(x0).sum()
     e, h = E @ x0, G @ x0 + 0.1
+    e_mean = E @ np.full(n, 1.0 / n)  # rows through the simplex's center (inside the 0.05 cap)
     D = np.diff(np.eye(n), axis=0)
     x, z = fm.Variable(n), cp.Variable(n)
     multiplier_steps = []
@@ -1016,7 +1017,11 @@ def test_l1_balls_with_rows_take_projection_steps_and_match_clarabel():
         ([fm.norm1(x) <= 3.0, fm.Box(x, -0.15, 0.15)], [cp.norm1(z) <= 3.0, cp.abs(z) <= 0.15], False, False),
         ([fm.norm1(x) <= 3.0, E @ x == e], [cp.norm1(z) <= 3.0, E @ z == e], True, True),
         ([fm.norm1(x) <= 3.0, G @ x <= h], [cp.norm1(z) <= 3.0, G @ z <= h], True, False),
-        ([fm.Simplex(x, 1.0), fm.Box(x, 0.0, 0.05)], [z >= 0, cp.sum(z) == 1, z <= 0.05], False, False),
+        # a simplex ∩ box compiles to one capped simplex (an exact projection): it projects through rows
+        ([fm.Simplex(x, 1.0), fm.Box(x, 0.0, 0.05), E @ x == e_mean],
+         [z >= 0, cp.sum(z) == 1, z <= 0.05, E @ z == e_mean], True, True),
+        # a plain simplex declares no projection: vertex steps
+        ([fm.Simplex(x, 1.0), E @ x == e_mean], [z >= 0, cp.sum(z) == 1, E @ z == e_mean], False, False),
         # an L1 ball of D x: a block of the expression, tied to x by rows, that the objective does not read
         ([fm.L1Ball(D @ x, 1.0), fm.Box(x, -0.3, 0.3)], [cp.norm1(D @ z) <= 1.0, cp.abs(z) <= 0.3], False, False),
     ]

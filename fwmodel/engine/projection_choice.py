@@ -50,8 +50,9 @@ hence the decisions taken again as the solve goes on; each block's
 projection is timed once.
 
 On a model made only of polytopes, the blocks that project are its L1
-balls (cheap projections that are not boxes: a box keeps its exact
-per-coordinate FW steps, a simplex declares no projection), from the
+balls and capped simplices (cheap projections that are not boxes: a box
+keeps its exact per-coordinate FW steps, a plain simplex declares no
+projection), from the
 start, with or without rows (equality rows, the slacks of inequality rows),
 where the objective is curved and reads the block as its variable's only
 copy. A vertex (BPCG) iterate needs about one iteration per atom of the
@@ -65,7 +66,8 @@ solution and then some; a projection step moves every entry at once.
 * With rows (benchmarks/RESULTS.md, "Projection steps on models with rows
   (round 10)"; benchmarks/rows_projection.py): least squares in an L1 ball
   with 3 equality rows 641 -> 212 iterations, with 10 rows 2,240 -> 275,
-  with 5 inequality rows 452 -> 73. Boxes stay on vertex steps: projecting
+  with 5 inequality rows 452 -> 73; a mean-variance portfolio in a capped
+  simplex (``CappedSimplex``) with 3 equality rows 2,020 -> 638. Boxes stay on vertex steps: projecting
   the capped portfolio's box (simplex ∩ box) took 482 iterations against
   274, 2x the time (on benchmarks/rows_projection.py's instance 507
   against 343), and projecting the slacks' box too of 5 inequality rows
@@ -133,9 +135,9 @@ def candidates(blocks, rows=0, keep_vertex_steps=False, read_alone=None):
     """Blocks that projection="auto" may switch to projection steps.
 
     On a product of polytopes: the blocks whose projection is cheap and that
-    are not boxes (L1 balls; a box keeps its exact per-coordinate FW steps,
-    a simplex has no projection here), with or without rows (``rows``: M's;
-    tied copies, equality rows), unless ``keep_vertex_steps`` (the driver
+    are not boxes (L1 balls, a capped simplex; a box keeps its exact
+    per-coordinate FW steps), with or without rows (``rows``, M's, no longer
+    changes the answer: kept for the callers), unless ``keep_vertex_steps`` (the driver
     sets it for a linear objective, minimized at a vertex that FW steps
     reach by their LMO calls, and for a step kind asked for by name:
     ``step="fw"``, "away", "pairwise"). ``read_alone`` (block slice -> bool;
