@@ -21,14 +21,16 @@ def simplex_box(n=200, seed=0):
     rng = np.random.default_rng(seed)
     c = rng.standard_normal(n) * 0.2 + 1.0 / n
     x = fm.Variable(n)
-    return fm.Problem(fm.Minimize(fm.sum_squares(x - c)), [fm.Simplex(x), fm.Box(x, 0, 0.02)])
+    # boxes on slices (x[:], X[:]): two copies tied by rows, whose sweeps this file compares
+    # (on the variable itself the compiler merges the two sets into one CappedSimplex)
+    return fm.Problem(fm.Minimize(fm.sum_squares(x - c)), [fm.Simplex(x), fm.Box(x[:], 0, 0.02)])
 
 
 def rows_capped(seed=0):
     rng = np.random.default_rng(seed)
     C = rng.standard_normal((200, 30)) * 0.3
     X = fm.Variable((200, 30))
-    return fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.Simplex(X, axis=1), fm.Box(X, 0, 0.2)])
+    return fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.Simplex(X, axis=1), fm.Box(X[:], 0, 0.2)])
 
 
 def l1_box_lsq(seed=0):

@@ -54,6 +54,22 @@ SOLVE_DEFAULTS = dict(
     threads=DEFAULT_THREADS,
 )
 
+#: CVXPY's solve options that have no place here, with what to write instead
+#: (a model moved from CVXPY keeps its solve call; the error says what to change)
+CVXPY_SOLVE_OPTIONS = {
+    "solver": "fwmodel has one method, FW-AL (drop solver=)",
+    "max_iters": "the iteration limit is max_iter",
+    "eps": "the accuracy is tol (FW gap) and feas_tol (infeasibility), both relative to the problem's scale",
+    "eps_abs": "the accuracy is tol and feas_tol, relative to the problem's scale (no absolute tolerance)",
+    "eps_rel": "the accuracy is tol and feas_tol, relative to the problem's scale",
+    "abstol": "the accuracy is tol and feas_tol, relative to the problem's scale (no absolute tolerance)",
+    "reltol": "the accuracy is tol and feas_tol, relative to the problem's scale",
+    "feastol": "the infeasibility tolerance is feas_tol",
+    "time_limit_sec": "the time limit is time_limit (seconds)",
+    "gp": "geometric programs are not supported (the objective must be smooth and convex)",
+    "qcp": "quasiconvex programs are not supported (the objective must be smooth and convex)",
+}
+
 
 class _Objective:
     """Minimize or Maximize: a scalar expression and a sense, fixed once built."""
@@ -226,7 +242,9 @@ def _block_of(compiled, constraint):
     found = []
     for blk in compiled.blocks:
         chain = _derivation(blk.set)
-        position = next((i for i, s in enumerate(chain) if s is constraint), None)
+        # a set merged with another into the block's set (a simplex and a box: CappedSimplex) holds the same point
+        position = next((i for i, s in enumerate(chain)
+                         if s is constraint or any(m is constraint for m in getattr(s, "merged_from", ()))), None)
         if position is not None:
             found.append((blk, chain[:position]))
     if len(found) != 1:
@@ -408,7 +426,8 @@ class Problem:
         """
         unknown = sorted(set(options) - set(SOLVE_DEFAULTS))
         if unknown:
-            raise ValueError(f"unknown solve option(s) {', '.join(map(repr, unknown))}; "
+            hints = "".join(f"; {CVXPY_SOLVE_OPTIONS[name]}" for name in unknown if name in CVXPY_SOLVE_OPTIONS)
+            raise ValueError(f"unknown solve option(s) {', '.join(map(repr, unknown))}{hints}; "
                              f"the options are {', '.join(SOLVE_DEFAULTS)}")
         opts = dict(SOLVE_DEFAULTS, **options)
         if opts["callback"] is not None and not callable(opts["callback"]):

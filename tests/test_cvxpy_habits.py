@@ -184,10 +184,10 @@ def test_capped_simplex_closes_a_one_sided_bound():
     value = prob.solve(**TIGHT)
     xc = cp.Variable(5)
     ref = reference(cp.Minimize(cp.sum_squares(xc - c)), [xc >= 0, cp.sum(xc) == 1, xc <= 0.3])
-    assert set_types(prob) == ["Simplex", "Box"]
-    box = prob.compile().blocks[1].set
-    np.testing.assert_allclose(box.lower, 0.0)  # the simplex's lower bound closes the box
-    np.testing.assert_allclose(box.upper, 0.3)
+    assert set_types(prob) == ["CappedSimplex"]  # the simplex and the box it closes, as one set
+    capped = prob.compile().blocks[0].set
+    np.testing.assert_allclose(capped.box.lower, 0.0)  # the simplex's lower bound closes the box
+    np.testing.assert_allclose(capped.box.upper, 0.3)
     assert_close(value, ref)
     assert x.value.max() <= 0.3 + CON_TOL and abs(x.value.sum() - 1) <= CON_TOL
 

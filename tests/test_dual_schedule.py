@@ -142,7 +142,8 @@ def _capped_portfolio(seed, n=60):
     mu = rng.uniform(0.0, 0.1, n)
     cap = 2.5 / n
     x = fm.Variable(n)
-    fw = fm.Problem(fm.Minimize(fm.quad_form(x, Sigma) - mu @ x), [fm.Simplex(x), fm.Box(x, 0.0, cap)])
+    # the box on the slice x[:]: two copies tied by rows, whose dual step this file tests
+    fw = fm.Problem(fm.Minimize(fm.quad_form(x, Sigma) - mu @ x), [fm.Simplex(x), fm.Box(x[:], 0.0, cap)])
     z = cp.Variable(n)
     ref = cp.Problem(cp.Minimize(cp.quad_form(z, Sigma) - mu @ z), [z >= 0, cp.sum(z) == 1, z <= cap])
     ref.solve(solver="CLARABEL")

@@ -9,11 +9,15 @@ from fwmodel.sets.atoms import SparseAtom
 
 
 def _simplex_box_problem(n=40, seed=0):
-    """min ||x - c||^2 over simplex ∩ [0, 0.06]^n (feasible for n >= 17): strongly convex, two polytopes."""
+    """min ||x - c||^2 over simplex ∩ [0, 0.06]^n (feasible for n >= 17): strongly convex, two polytopes.
+
+    The box is on the slice ``x[:]``, so the two sets stay two copies tied by rows of M (FW-AL's
+    machinery, which these tests exercise); on ``x`` itself the compiler would merge them into one
+    CappedSimplex."""
     rng = np.random.default_rng(seed)
     c = rng.standard_normal(n) * 0.2 + 1.0 / n
     x = fm.Variable(n, name="x")
-    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - c)), [fm.Simplex(x), fm.Box(x, 0, 0.06)])
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - c)), [fm.Simplex(x), fm.Box(x[:], 0, 0.06)])
     return prob, x, c
 
 
@@ -595,7 +599,7 @@ def test_a_solve_without_a_seed_is_reproducible():
     runs = []
     for _ in range(3):
         x = fm.Variable(5)
-        prob = fm.Problem(fm.Minimize(fm.sum(x)), [fm.Simplex(x), fm.Box(x, 0, 1)])
+        prob = fm.Problem(fm.Minimize(fm.sum(x)), [fm.Simplex(x), fm.Box(x[:], 0, 1)])  # two copies, tied
         prob.solve()
         runs.append((prob.status, prob.stats.iterations, prob.stats.lam, prob.value))
     assert runs[0][0] == "optimal" and abs(runs[0][3] - 1.0) <= 1e-3

@@ -250,8 +250,13 @@ def test_matmul_shape_mismatch(x):
 
 # ------------------------------------------------------------- solve options
 def test_unknown_option_is_named(prob):
-    with pytest.raises(ValueError, match=r"unknown solve option.*'max_iters'"):
+    with pytest.raises(ValueError, match=r"unknown solve option.*'max_iters'; the iteration limit is max_iter"):
         prob.solve(max_iters=10)
+
+
+def test_cvxpy_solve_options_say_what_to_write_instead(prob):
+    with pytest.raises(ValueError, match=r"'eps', 'solver'; the accuracy is tol .*; fwmodel has one method"):
+        prob.solve(solver="SCS", eps=1e-6)
 
 
 def test_engine_refuses_unknown_and_mistyped_options_by_name():

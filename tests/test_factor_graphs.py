@@ -160,13 +160,37 @@ def test_variable_shared_with_another_set_falls_back_to_generic_rows():
     G = nx.path_graph(4)
     lmp = fm.LocalMarginalPolytope(G, 2)
     tn, te = random_potentials(lmp, 3)
-    prob = fm.Problem(fm.Minimize(-lmp.score(tn, te)), [lmp, fm.Box(lmp.nodes, 0.0, 1.0)])
+    # a box on a slice of the node marginals: a second copy of them
+    prob = fm.Problem(fm.Minimize(-lmp.score(tn, te)), [lmp, fm.Box(lmp.nodes[:], 0.0, 1.0)])
     compiled = prob.compile()
     kinds = {type(p).__name__ for p in compiled.operator.pieces}
     assert "MarginalizationRows" not in kinds and "SparseRows" in kinds
     prob.solve(step="fw", lam=0.05, max_iter=5000)
     best, _ = brute_force_map(lmp, tn, te)
     assert prob.value == pytest.approx(best, abs=2e-3 * abs(best))
+
+
+def test_a_box_on_the_node_marginals_caps_their_simplices_and_keeps_the_structured_rows():
+    G = nx.path_graph(4)
+    lmp = fm.LocalMarginalPolytope(G, 3)
+    tn, te = random_potentials(lmp, 5)
+    prob = fm.Problem(fm.Minimize(-lmp.score(tn, te)), [lmp, fm.Box(lmp.nodes, 0.0, 0.6)])
+    compiled = prob.compile()
+    assert [type(b.set).__name__ for b in compiled.blocks] == ["CappedSimplex", "Simplex"]
+    assert {type(p).__name__ for p in compiled.operator.pieces} == {"MarginalizationRows"}
+    prob.solve(tol=1e-6, feas_tol=1e-6)
+    # the same LP with the caps, by HiGHS
+    cp = pytest.importorskip("cvxpy")
+    nodes, edges = cp.Variable(lmp.nodes.shape), cp.Variable(lmp.edges.shape)
+    ref = cp.Problem(cp.Minimize(-(cp.sum(cp.multiply(tn, nodes)) + cp.sum(cp.multiply(te, edges)))),
+                     [nodes >= 0, nodes <= 0.6, cp.sum(nodes, axis=1) == 1, edges >= 0,
+                      cp.sum(edges, axis=(1, 2)) == 1,
+                      cp.sum(edges, axis=2) == nodes[lmp.endpoints[:, 0]],
+                      cp.sum(edges, axis=1) == nodes[lmp.endpoints[:, 1]]])
+    ref.solve(solver="HIGHS", canon_backend="SCIPY")  # (3-D edges: SciPy canonicalizes them)
+    assert prob.status == "optimal"
+    assert prob.value == pytest.approx(ref.value, abs=1e-3 * max(1.0, abs(ref.value)))
+    assert lmp.nodes.value.max() <= 0.6 + 1e-9
 
 
 # ------------------------------------------------------------ MAP inference

@@ -37,7 +37,8 @@ def test_every_step_kind_and_sweep_finds_the_capped_simplex_projection(step, swe
     rng = np.random.default_rng(1)
     c = rng.standard_normal(40) * 0.2 + 1.0 / 40
     x = fm.Variable(40)
-    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - c)), [fm.Simplex(x), fm.Box(x, 0, 0.06)])
+    # the box on the slice x[:]: two copies tied by rows (on x itself the compiler merges the two sets)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - c)), [fm.Simplex(x), fm.Box(x[:], 0, 0.06)])
     tol = 1e-4 if step == "fw" else 1e-8  # plain FW converges sublinearly here
     prob.solve(step=step, sweep=sweep, tol=tol, feas_tol=tol, max_iter=20000)
     assert prob.status == "optimal"

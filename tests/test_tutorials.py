@@ -169,7 +169,7 @@ def check_06(r):
 def check_07(r):
     """From CVXPY: the same model code runs in both languages and gives the same answers."""
     assert r["statuses"] == ["optimal"] * len(r["models"])
-    assert r["sets"]["portfolio"] == ["Simplex", "Box"]
+    assert r["sets"]["portfolio"] == ["CappedSimplex"]
     assert r["sets"]["nearest PSD"] == ["TraceNormBall"]
     assert r["same_compiled"] is True
     assert r["refused"] == ["non-convex", "norm objective", "unbounded"]

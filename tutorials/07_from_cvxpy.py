@@ -43,8 +43,8 @@ rng = np.random.default_rng(0)
 # 1. **Lasso in constraint form**, with the radius a Parameter (a path of
 #    radii solved without recompiling): `norm1(x) <= t` is an L1 ball.
 # 2. **Long-only portfolio** with a position cap: `nonneg=True` and
-#    `sum(w) == 1` are one simplex; `w <= cap` closes it into a capped
-#    simplex.
+#    `sum(w) == 1` are one simplex; `w <= cap` makes it a capped simplex,
+#    one set with an exact LMO (fill the best assets up to the cap).
 # 3. **Bounded least squares with linear inequalities**: `bounds=[lo, hi]`
 #    is a box; every row of `G @ x <= h` gets a slack in a box whose upper
 #    bound the LMO of the first box computes.
@@ -176,20 +176,22 @@ for row in rows:
 
 # %% [markdown]
 # What to expect at full size (one run on a busy 2-core machine, BLAS on
-# one thread; rerun for your own): fwmodel took 0.02 s on the lasso (CVXPY
-# 0.25 s), 0.03 s on matrix completion at d = 60 (Clarabel 60 s: its conic
-# form of the nuclear norm grows with d^2) and 0.01 s on the nearest PSD
-# matrix (0.9 s). The portfolio (0.26 s against 0.02 s) and the bounded least
-# squares with `G @ x <= h` at n = 100 (0.15 s against 0.06 s) go the other
-# way: an interior-point method handles a few linear rows at no extra cost,
-# while FW-AL ties the slacks of `G x + s = h` to the variable through its
-# consistency rows (each coordinate of both boxes takes its own step, one
-# block after the other, so they follow within an iteration).
+# one thread; rerun for your own): fwmodel took 0.03 s on the lasso (CVXPY
+# 0.40 s), 0.05 s on matrix completion at d = 60 (Clarabel 80 s: its conic
+# form of the nuclear norm grows with d^2), 0.02 s on the nearest PSD
+# matrix (1.4 s) and 0.05 s on the bounded least squares with `G @ x <= h`
+# (0.11 s), where FW-AL ties the slacks of `G x + s = h` to the variable
+# through its consistency rows (each coordinate of both boxes takes its own
+# step, one block after the other, so they follow within an iteration). The
+# portfolio goes the other way (0.06 s against 0.04 s): an interior-point
+# method solves a small dense quadratic in a few steps, while projected
+# gradient steps on the capped simplex need tens of iterations on its
+# ill-conditioned covariance.
 #
 # The `sets` column shows what each CVXPY construct became: `norm1(x) <= t`
-# an `L1Ball`; `nonneg=True` with `sum(w) == 1` a single `Simplex` (no
-# equality row) and `w <= 0.15` a `Box` whose lower bound 0 comes from the
-# simplex; `bounds=[-0.5, 0.5]` a `Box`, and `G @ x <= h` a second `Box` for
+# an `L1Ball`; `nonneg=True` with `sum(w) == 1` a `Simplex` (no equality
+# row), which `w <= 0.15` caps: one `CappedSimplex` (no copies, no rows);
+# `bounds=[-0.5, 0.5]` a `Box`, and `G @ x <= h` a second `Box` for
 # the slacks; `normNuc(X) <= t` a `TraceNormBall`; `PSD=True` with
 # `trace(X) <= t` a `TraceNormBall(psd=True)`.
 #

@@ -211,6 +211,11 @@ class CompiledProblem:
         multiplier comes from the simplex block's KKT condition
         ``g + nu a 1 - mu = 0`` (``mu >= 0``, zero on the support), as the
         x-weighted mean ``nu = -<x, g> / (a <x, 1>)`` of the block gradient g of L.
+        In a capped simplex (``l <= x <= u`` too) the entries at a bound have
+        multipliers of their own, so the weights are the distances to the
+        nearest bound, ``min(x - l, u - x)``; where every entry is at a bound,
+        ``nu a`` is the middle of the interval the KKT signs allow
+        (``>= -g_i`` at a floor, ``<= -g_i`` at a cap).
         """
         if not self.equalities and (self.lowered is None or not self.lowered.absorbed):
             return
@@ -230,17 +235,34 @@ class CompiledProblem:
         if self.lowered is not None and self.lowered.absorbed:
             _, g = self.objective.value_and_grad(x)
             grad = g + self.operator.rmatvec(multipliers)
-            by_set = {id(blk.set): blk for blk in self.blocks}
+            by_set = {}
+            for blk in self.blocks:
+                for s in (blk.set,) + tuple(getattr(blk.set, "merged_from", ())):
+                    by_set[id(s)] = blk
             for eq in self.lowered.absorbed_equalities:
                 simplex, a, group = self.lowered.absorbed[id(eq)]
                 blk = by_set[id(simplex)]
                 xb, gb = x[blk.slice], grad[blk.slice]  # the block is the whole variable, C order
                 n_groups = int(group.max()) + 1
-                mass = np.bincount(group, weights=xb, minlength=n_groups)
-                weighted = np.bincount(group, weights=xb * gb, minlength=n_groups)
-                smallest = np.full(n_groups, np.inf)
-                np.minimum.at(smallest, group, gb)
-                nu = np.where(mass > 0, -weighted / np.where(mass > 0, mass, 1.0), -smallest) / a
+                if blk.set is simplex:
+                    weights = xb
+                    floor_side = np.full(n_groups, -np.inf)
+                    np.maximum.at(floor_side, group, -gb)
+                    cap_side = np.full(n_groups, np.inf)
+                else:  # a capped simplex: the floors and caps of its entries
+                    lo, hi = blk.set.entry_bounds()
+                    weights = np.maximum(np.minimum(xb - lo, hi - xb), 0.0)
+                    at_floor, at_cap = xb <= lo, xb >= hi
+                    floor_side = np.full(n_groups, -np.inf)
+                    np.maximum.at(floor_side, group[at_floor], -gb[at_floor])
+                    cap_side = np.full(n_groups, np.inf)
+                    np.minimum.at(cap_side, group[at_cap], -gb[at_cap])
+                mass = np.bincount(group, weights=weights, minlength=n_groups)
+                weighted = np.bincount(group, weights=weights * gb, minlength=n_groups)
+                # no weight (every entry at a bound): the middle of [floor_side, cap_side], or its finite end
+                middle = np.where(np.isfinite(floor_side) & np.isfinite(cap_side), 0.5 * (floor_side + cap_side),
+                                  np.where(np.isfinite(floor_side), floor_side, cap_side))
+                nu = np.where(mass > 0, -weighted / np.where(mass > 0, mass, 1.0), middle) / a
                 eq.dual_value = nu.reshape(eq.shape) if eq.shape else float(nu[0])
 
     def rows_of(self, piece):

@@ -9,6 +9,7 @@ flat vector) and :func:`as_expression`.
 from .affine import concatenate, hstack, inner, linearize, multiply, reshape, sum, trace, transpose, vstack
 from .atoms import exp, huber, log_sum_exp, logistic, quad_form, square, sum_squares
 from .constraints import Equality, Inequality
+from .cvxpy_functions import cumsum, diag, diff, mean, vec
 from .core import Constant, Expression, Leaf, Parameter, Variable, as_expression
 from .evaluate import SmoothFunction
 from .nonsmooth import abs, max, min, norm, norm1, norm2, norm_inf, normNuc
@@ -25,6 +26,11 @@ __all__ = [
     "reshape",
     "vstack",
     "hstack",
+    "diag",
+    "diff",
+    "cumsum",
+    "mean",
+    "vec",
     "sum_squares",
     "square",
     "quad_form",

@@ -1,0 +1,167 @@
+"""CappedSimplex: a Simplex and a Box on one variable, merged by the compiler into one set.
+
+The LMO and the projection against Clarabel on random instances; the merge
+(when it happens and when not), duals, Parameters and empty data against
+CVXPY + Clarabel.
+"""
+import numpy as np
+import pytest
+
+import fwmodel as fm
+from fwmodel.sets.capped_simplex import CappedSimplex
+
+cp = pytest.importorskip("cvxpy")
+
+
+def _instance(rng, equality):
+    groups, size = int(rng.integers(1, 4)), int(rng.integers(2, 9))
+    lower = np.where(rng.random((groups, size)) < 0.5, 0.0, rng.random((groups, size)) * 0.1)
+    upper = lower + rng.random((groups, size)) * 0.5
+    total = float(lower.sum(axis=1).max() + 0.3 * rng.random())
+    if equality and np.any(upper.sum(axis=1) < total):
+        upper = upper + (total - upper.sum(axis=1).min()) / size + 0.01
+    X = fm.Variable((groups, size))
+    capped = CappedSimplex(fm.Simplex(X, total, axis=1, equality=equality), fm.Box(X, lower, upper))
+    Z = cp.Variable((groups, size))
+    sums = cp.sum(Z, axis=1)
+    constraints = [Z >= lower, Z <= upper, (sums == total) if equality else (sums <= total)]
+    return capped, Z, constraints
+
+
+@pytest.mark.parametrize("equality", [True, False])
+def test_lmo_is_the_linear_programs_minimizer(equality):
+    rng = np.random.default_rng(0 if equality else 1)
+    for _ in range(25):
+        capped, Z, constraints = _instance(rng, equality)
+        d = rng.standard_normal(capped.shape)
+        vertex = capped.lmo(d)
+        lp = cp.Problem(cp.Minimize(cp.sum(cp.multiply(d, Z))), constraints)
+        lp.solve(solver="CLARABEL")
+        assert capped.contains(vertex)
+        assert np.sum(d * vertex) == pytest.approx(lp.value, abs=1e-7)
+        # at most one entry strictly between its bounds per group (a vertex of the polytope)
+        lo, hi = capped.entry_bounds()
+        strictly_inside = (vertex.ravel() > lo + 1e-12) & (vertex.ravel() < hi - 1e-12)
+        assert strictly_inside.reshape(capped.shape).sum(axis=1).max() <= 1
+
+
+@pytest.mark.parametrize("equality", [True, False])
+def test_projection_is_the_nearest_point(equality):
+    rng = np.random.default_rng(2 if equality else 3)
+    for _ in range(25):
+        capped, Z, constraints = _instance(rng, equality)
+        y = rng.standard_normal(capped.shape) * rng.choice([0.01, 1.0, 100.0])
+        projected = capped.project_flat(y.ravel()).reshape(capped.shape)
+        qp = cp.Problem(cp.Minimize(cp.sum_squares(Z - y)), constraints)
+        qp.solve(solver="CLARABEL")
+        assert capped.contains(projected)
+        # no farther from y than Clarabel's point (which is accurate to its tolerance only)
+        assert np.sum((projected - y) ** 2) <= np.sum((Z.value - y) ** 2) + 1e-8 * max(1.0, np.sum(y ** 2))
+        np.testing.assert_allclose(projected, Z.value, atol=1e-4 * max(1.0, np.abs(y).max()))
+
+
+def test_coordinate_bounds_are_attained_by_the_lmo():
+    rng = np.random.default_rng(4)
+    for equality in (True, False):
+        capped, _, _ = _instance(rng, equality)
+        lower, upper = capped.coordinate_bounds()
+        for i in range(capped.size):
+            e = np.zeros(capped.size)
+            e[i] = 1.0
+            assert capped.lmo_atom(e).to_dense()[i] == pytest.approx(lower[i], abs=1e-12)
+            assert capped.lmo_atom(-e).to_dense()[i] == pytest.approx(upper[i], abs=1e-12)
+
+
+def _portfolio(n=40, seed=0, cap=0.08):
+    rng = np.random.default_rng(seed)
+    F = rng.standard_normal((n, 4)) * 0.1
+    Sigma = F @ F.T + np.diag(rng.uniform(0.01, 0.05, n))
+    mu = rng.uniform(0.0, 0.1, n)
+    return Sigma, mu, cap
+
+
+def test_explicit_sets_and_cvxpy_constraints_compile_to_one_block_and_match_clarabel():
+    Sigma, mu, cap = _portfolio()
+    n = mu.size
+    z = cp.Variable(n)
+    budget = cp.sum(z) == 1
+    ref = cp.Problem(cp.Minimize(cp.quad_form(z, Sigma) - mu @ z), [z >= 0, budget, z <= cap])
+    ref.solve(solver="CLARABEL")
+
+    x = fm.Variable(n)
+    simplex, box = fm.Simplex(x), fm.Box(x, 0.0, cap)
+    explicit = fm.Problem(fm.Minimize(fm.quad_form(x, Sigma) - mu @ x), [simplex, box])
+    w = fm.Variable(n)
+    fm_budget = fm.sum(w) == 1
+    written = fm.Problem(fm.Minimize(fm.quad_form(w, Sigma) - mu @ w), [w >= 0, fm_budget, w <= cap])
+    for prob in (explicit, written):
+        compiled = prob.compile()
+        assert [type(b.set).__name__ for b in compiled.blocks] == ["CappedSimplex"]
+        assert compiled.M.shape[0] == 0
+        prob.solve(tol=1e-7)
+        assert prob.status == "optimal"
+        assert prob.value == pytest.approx(ref.value, abs=1e-6)
+    np.testing.assert_allclose(x.value, z.value, atol=1e-3)
+    # either set given to the problem names the merged block's point
+    np.testing.assert_array_equal(explicit.point_in(simplex), explicit.point_in(box))
+    # the budget's multiplier, with entries at the cap (their own multipliers)
+    assert np.sum(z.value >= cap - 1e-6) >= 1
+    assert fm_budget.dual_value == pytest.approx(budget.dual_value, rel=1e-3, abs=1e-6)
+
+
+def test_a_parameter_cap_is_reread_at_each_solve():
+    Sigma, mu, _ = _portfolio(seed=1)
+    n = mu.size
+    cap = fm.Parameter(nonneg=True, value=0.1)
+    x = fm.Variable(n)
+    prob = fm.Problem(fm.Minimize(fm.quad_form(x, Sigma) - mu @ x), [fm.Simplex(x), fm.Box(x, 0.0, cap)])
+    assert [type(b.set).__name__ for b in prob.compile().blocks] == ["CappedSimplex"]
+    for value in (0.1, 0.05, 0.3):
+        cap.value = value
+        prob.solve(warm_start=True, tol=1e-7)
+        z = cp.Variable(n)
+        ref = cp.Problem(cp.Minimize(cp.quad_form(z, Sigma) - mu @ z), [z >= 0, cp.sum(z) == 1, z <= value])
+        ref.solve(solver="CLARABEL")
+        assert prob.status == "optimal"
+        assert prob.value == pytest.approx(ref.value, abs=1e-6)
+        assert x.value.max() <= value + 1e-9
+    cap.value = 0.01  # 40 assets at most 1% each: no portfolio
+    prob.solve()
+    assert prob.status == fm.INFEASIBLE
+    assert "upper bounds sum to 0.4" in prob.stats.message  # why, from the data alone
+
+
+def test_sets_that_are_not_merged():
+    x = fm.Variable(5, name="x")
+    c = np.linspace(0, 1, 5)
+    kinds = lambda prob: [type(b.set).__name__ for b in prob.compile().blocks]  # noqa: E731
+    # a box on a slice, two boxes, an empty intersection: two copies tied by rows (FW-AL's machinery)
+    assert kinds(fm.Problem(fm.Minimize(fm.sum_squares(x - c)), [fm.Simplex(x), fm.Box(x[:], 0, 0.3)])) == \
+        ["Simplex", "Box"]
+    assert kinds(fm.Problem(fm.Minimize(fm.sum_squares(x - c)),
+                            [fm.Simplex(x), fm.Box(x, 0, 0.3), fm.Box(x, -1, 0.4)])) == ["Simplex", "Box", "Box"]
+    empty = fm.Problem(fm.Minimize(fm.sum_squares(x - c)), [fm.Simplex(x), fm.Box(x, 0, 0.1)])
+    assert kinds(empty) == ["Simplex", "Box"]
+    empty.solve(max_iter=2000)
+    assert empty.status in (fm.INFEASIBLE, fm.MAX_ITER) and x.value is not None  # the best point found
+    # a symmetric variable keeps the symmetric variants of its sets
+    S = fm.Variable((3, 3), symmetric=True)
+    assert "CappedSimplex" not in kinds(fm.Problem(fm.Minimize(fm.sum_squares(S)), [fm.Simplex(S), fm.Box(S, 0, 0.3)]))
+
+
+def test_row_stochastic_with_caps_matches_clarabel():
+    rng = np.random.default_rng(5)
+    C = rng.standard_normal((12, 6)) * 0.3
+    X = fm.Variable((12, 6))
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.Simplex(X, axis=1), fm.Box(X, 0.05, 0.4)])
+    assert [type(b.set).__name__ for b in prob.compile().blocks] == ["CappedSimplex"]
+    prob.solve(tol=1e-7)
+    Z = cp.Variable((12, 6))
+    ref = cp.Problem(cp.Minimize(cp.sum_squares(Z - C)), [cp.sum(Z, axis=1) == 1, Z >= 0.05, Z <= 0.4])
+    ref.solve(solver="CLARABEL")
+    assert prob.status == "optimal"
+    assert prob.value == pytest.approx(ref.value, abs=1e-6 * max(1.0, abs(ref.value)))
+    for step in ("fw", "pairwise"):  # vertex steps too (BPCG per row otherwise)
+        prob.solve(projection=False, step=step, tol=1e-5, max_iter=20000)
+        assert prob.status == "optimal", step
+        assert prob.value == pytest.approx(ref.value, abs=1e-4 * max(1.0, abs(ref.value)))

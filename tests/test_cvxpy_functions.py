@@ -1,0 +1,103 @@
+"""fm.diag, fm.diff, fm.cumsum, fm.mean, fm.vec: values against NumPy, models against CVXPY + Clarabel."""
+import numpy as np
+import pytest
+
+import fwmodel as fm
+
+cp = pytest.importorskip("cvxpy")
+
+rng = np.random.default_rng(11)
+
+
+def _valued(shape):
+    x = fm.Variable(shape)
+    x.value = rng.standard_normal(shape)
+    return x
+
+
+@pytest.mark.parametrize("k", [0, 1, -2, 4])
+def test_diag_of_a_matrix_is_numpys(k):
+    X = _valued((5, 5))
+    np.testing.assert_allclose(fm.diag(X, k).value, np.diag(X.value, k))
+
+
+@pytest.mark.parametrize("k", [0, 2, -1])
+def test_diag_of_a_vector_is_numpys(k):
+    v = _valued(4)
+    np.testing.assert_allclose(fm.diag(v, k).value, np.diag(v.value, k))
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2, -1])
+def test_diff_cumsum_mean_along_an_axis_are_numpys(axis):
+    T = _valued((3, 4, 5))
+    for k in (0, 1, 2):
+        np.testing.assert_allclose(fm.diff(T, k, axis).value, np.diff(T.value, k, axis))
+    np.testing.assert_allclose(fm.cumsum(T, axis).value, np.cumsum(T.value, axis))
+    np.testing.assert_allclose(fm.mean(T, axis).value, np.mean(T.value, axis))
+
+
+def test_whole_array_cumsum_mean_and_vec_are_numpys():
+    T, X = _valued((3, 4, 5)), _valued((3, 4))
+    np.testing.assert_allclose(fm.cumsum(T, axis=None).value, np.cumsum(T.value))
+    np.testing.assert_allclose(fm.mean(T).value, np.mean(T.value))
+    np.testing.assert_allclose(fm.mean(T, (0, 2), keepdims=True).value, np.mean(T.value, (0, 2), keepdims=True))
+    np.testing.assert_allclose(fm.vec(X).value, X.value.ravel(order="F"))  # CVXPY's default: column by column
+    np.testing.assert_allclose(fm.vec(X, "C").value, X.value.ravel())
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda: fm.diag(fm.Variable((2, 3))), "must be square"),
+    (lambda: fm.diag(fm.Variable((4, 4)), 4), "offset k = 4"),
+    (lambda: fm.diag(fm.Variable((2, 2, 2))), "vector or a square matrix"),
+    (lambda: fm.diff(fm.Variable(4), 4), "order k = 4"),
+    (lambda: fm.diff(fm.Variable(4), -1), "k must be >= 0"),
+    (lambda: fm.diff(fm.Variable(4), axis=1), "axis 1 is out of range"),
+    (lambda: fm.diff(fm.Variable(4), 1.5), "k must be an int"),
+    (lambda: fm.cumsum(fm.Variable((2, 3)), axis=2), "axis 2 is out of range"),
+    (lambda: fm.vec(fm.Variable((2, 3)), "A"), "order must be 'F' or 'C'"),
+])
+def test_bad_arguments_name_the_problem(make, words):
+    with pytest.raises(fm.ModelError, match=words):
+        make()
+
+
+def _compare(fm_problem, cvx_problem, rel=2e-3):
+    fm_problem.solve()
+    cvx_problem.solve(solver="CLARABEL")
+    assert fm_problem.status == "optimal"
+    scale = max(1.0, abs(cvx_problem.value))
+    assert abs(fm_problem.value - cvx_problem.value) <= rel * scale
+
+
+def test_total_variation_written_with_diff_matches_cvxpy():
+    n = 40
+    y = np.repeat(rng.standard_normal(4), n // 4) + 0.3 * rng.standard_normal(n)
+    x, xc = fm.Variable(n), cp.Variable(n)
+    _compare(fm.Problem(fm.Minimize(fm.sum_squares(x - y)), [fm.norm1(fm.diff(x)) <= 3.0, fm.abs(x) <= 2.0]),
+             cp.Problem(cp.Minimize(cp.sum_squares(xc - y)), [cp.norm1(cp.diff(xc)) <= 3.0, cp.abs(xc) <= 2.0]))
+
+
+def test_zero_diagonal_under_a_nuclear_norm_bound_matches_cvxpy():
+    C = rng.standard_normal((6, 6))
+    X, Xc = fm.Variable((6, 6)), cp.Variable((6, 6))
+    _compare(fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.normNuc(X) <= 3.0, fm.diag(X) == 0]),
+             cp.Problem(cp.Minimize(cp.sum_squares(Xc - C)), [cp.normNuc(Xc) <= 3.0, cp.diag(Xc) == 0]))
+
+
+def test_cumsum_mean_and_vec_in_a_model_match_cvxpy():
+    n = 12
+    c = rng.standard_normal(n)
+    d = rng.standard_normal(n)
+    x, xc = fm.Variable(n), cp.Variable(n)
+    _compare(
+        fm.Problem(fm.Minimize(fm.sum_squares(x - fm.mean(x) - c) + d @ fm.vec(fm.reshape(x, (3, 4)))),
+                   [x >= 0, fm.sum(x) == 1, fm.cumsum(x)[: n // 2] <= 0.3]),
+        cp.Problem(cp.Minimize(cp.sum_squares(xc - cp.mean(xc) - c) + d @ cp.vec(cp.reshape(xc, (3, 4), order="C"), order="F")),
+                   [xc >= 0, cp.sum(xc) == 1, cp.cumsum(xc)[: n // 2] <= 0.3]))
+
+
+def test_a_vector_placed_on_a_diagonal_matches_cvxpy():
+    v, vc = fm.Variable(5), cp.Variable(5)
+    C = rng.standard_normal((6, 6))
+    _compare(fm.Problem(fm.Minimize(fm.sum_squares(fm.diag(v, 1) - C)), [fm.Simplex(v)]),
+             cp.Problem(cp.Minimize(cp.sum_squares(cp.diag(vc, 1) - C)), [vc >= 0, cp.sum(vc) == 1]))
