@@ -47,8 +47,8 @@ def main():
         t = entered - start - paused[0]
         a, b = state.point_in(l1), state.point_in(trace)
         rows = [scores(0.5 * (a + b)), scores(a), scores(b)]
-        print(f"iteration {state.iteration:3d}  {t:7.2f} s  error / F1: average {rows[0][0]:.3f} / {rows[0][1]:.2f}"
-              f"  L1 copy {rows[1][0]:.3f} / {rows[1][1]:.2f}  trace copy {rows[2][0]:.3f} / {rows[2][1]:.2f}",
+        print(f"iteration {state.iteration:3d}  {t:7.2f} s  error / F1: average {rows[0][0]:.3f} / {rows[0][1]:.3f}"
+              f"  L1 copy {rows[1][0]:.3f} / {rows[1][1]:.3f}  trace copy {rows[2][0]:.3f} / {rows[2][1]:.3f}",
               flush=True)
         paused[0] += time.perf_counter() - entered
         return state.iteration < args.iterations

@@ -99,7 +99,7 @@ def logistic_box(m, n, radius, cap, seed):
 
 
 def portfolio(n=100, seed=0):
-    """The zoo's capped portfolio (simplex ∩ box: no L1 ball, vertex steps either way)."""
+    """The zoo's capped portfolio without rows: one capped simplex, projected by the previous default too."""
     rng = np.random.default_rng(seed)
     F = rng.standard_normal((n, 5))
     S = F @ F.T / 5 + np.diag(rng.uniform(0.1, 0.5, n))
@@ -113,7 +113,7 @@ def portfolio(n=100, seed=0):
         z = cp.Variable(n)
         return cp.Problem(cp.Minimize(cp.quad_form(z, S) - mu @ z), [z >= 0, cp.sum(z) == 1, z <= 0.05])
 
-    return f"mean-variance portfolio {n}, simplex ∩ box 0.05", fw, cvx, True
+    return f"mean-variance portfolio {n}, simplex ∩ box 0.05", fw, cvx, False
 
 
 @contextmanager

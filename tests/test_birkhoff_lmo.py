@@ -189,18 +189,42 @@ def test_compiled_assignment_on_projection_gradients():
         assert permutation_cost(D, solver(D)) == pytest.approx(optimal_value(D), rel=1e-12, abs=1e-12)
 
 
-def test_compiled_assignment_tight_windows_fall_back_exactly():
-    """A window far too small for the next call: the sparse search cannot prove its paths and the dense one routes."""
+@pytest.mark.parametrize("row_reduction", [0, None])
+def test_compiled_assignment_tight_windows_fall_back_exactly(row_reduction):
+    """A window far too small for the next call: the sparse search cannot prove its paths and the dense one routes
+    (without the augmenting row reduction every row left free by the greedy pass takes a path)."""
     rng = np.random.default_rng(11)
     n = 30
     solver = compiled_solver(n)
+    if row_reduction is not None:
+        solver.ROW_REDUCTION_STEPS = row_reduction
     D = rng.standard_normal((n, n))
     for _ in range(6):
         solver(D)
         solver.window = 1e-15  # as if the last paths had been tiny
         D = D + 0.3 * rng.standard_normal((n, n))
         assert permutation_cost(D, solver(D)) == pytest.approx(optimal_value(D), rel=1e-12)
-        assert solver.stats[2] > 0 or solver.stats[0] == 0
+        if row_reduction == 0:
+            assert solver.stats[2] > 0 or solver.stats[0] == 0
+
+
+@pytest.mark.parametrize("n", [2, 3, 25, 80])
+def test_compiled_assignment_row_reduction_matches_scipy(n):
+    """The augmenting row reduction (scan budgets from none to far more than needed) against SciPy's optimum,
+    on every kind of cost sequence (ties and integer costs take its tie branch); it does reassign rows."""
+    rng = np.random.default_rng(700 + n)
+    scans = 0
+    for kind, sequence in cost_sequences(rng, n, 12):
+        for steps in (0, 1, 2, 50):
+            solver = compiled_solver(n)
+            solver.ROW_REDUCTION_STEPS = steps
+            for D in sequence:
+                got = permutation_cost(D, solver(D))
+                assert got == pytest.approx(optimal_value(D), rel=1e-12, abs=1e-9 * max(1.0, np.abs(D).max())), \
+                    (kind, steps)
+                assert steps > 0 or solver.stats[4] == 0
+                scans += solver.stats[4]
+    assert scans > 0
 
 
 def test_compiled_assignment_after_a_much_smaller_gradient():

@@ -183,8 +183,7 @@ def test_auto_cost_cap_shrinks_k_to_what_the_iteration_affords():
     the budget: cost_cap iterations, or what the last step's gain pays for, at most AUTO_MAX_COST."""
     from fwmodel.engine.fwal import Block
     from fwmodel.engine.inface import LowRankFace
-    from fwmodel.engine.rank_k import (AUTO_COUPLED_COST_CAP, AUTO_MAX_COST, DENSE_SVD_COST, INITIAL_RANK,
-                                       OVERSAMPLING, RankKStep)
+    from fwmodel.engine.rank_k import AUTO_MAX_COST, DENSE_SVD_COST, INITIAL_RANK, OVERSAMPLING, RankKStep
 
     n = 2000
     blk = Block(offset=0, size=n * n, lmo=None, initial_atom=None, face=LowRankFace(1.0, False, (n, n)))
@@ -220,13 +219,15 @@ def test_auto_cost_cap_shrinks_k_to_what_the_iteration_affords():
     tied.iteration_cost, tied.k = 100.0, 56
     tied._cap_rank(28, 100.0, 3.0, DENSE_SVD_COST)
     assert tied.k == 28
-    # ... and at most AUTO_COUPLED_COST_CAP iterations: with cost_cap 4, a step of 150 passes (k = 56
-    # predicts 281) fits an untied block's budget (400) but not a tied copy's (200: halved to 28, 150)
-    for coupled, expected in ((False, 56), (True, 28)):
+    # ... and the same cost_cap as an untied block: with cost_cap 4, a step of 150 passes (k = 56
+    # predicts 281) fits both budgets (400); after a step of 250 passes (k = 56 predicts 469) a 6x
+    # gain extends an untied block's budget to 5 iterations (500: kept), not a tied copy's (halved)
+    assert 400.0 < 250.0 / (28 + OVERSAMPLING) * (56 + OVERSAMPLING) <= 500.0
+    for coupled, cost, expected in ((False, 150.0, 56), (True, 150.0, 56), (False, 250.0, 56), (True, 250.0, 28)):
         capped = RankKStep(blk, blk.face, np.ones(1), cost_cap=4.0, coupled=coupled)
         capped.iteration_cost, capped.k = 100.0, 56
-        capped._cap_rank(28, 150.0, 1.0, DENSE_SVD_COST)
-        assert capped.k == expected and AUTO_COUPLED_COST_CAP == 2.0
+        capped._cap_rank(28, cost, 6.0, DENSE_SVD_COST)
+        assert capped.k == expected
 
 
 class _SharedDirection:

@@ -436,3 +436,56 @@ def test_an_inexact_lmo_gives_no_false_certificate(seed):
         if lmo_tol is None:
             assert prob.status == "optimal" and np.isfinite(bound)
             assert prob.value - f_star <= bound + 1e-9 * f_star
+
+
+def test_a_reference_gap_at_rounding_level_is_zero_not_a_scale():
+    """x_ref minimizing f's linearization, but the two inner products summed in other orders: the FW gap
+    comes out ~1e-17 instead of 0, and a scale of that size would make test (1) unreachable."""
+    from fwmodel.engine.stopping import objective_gap
+    from fwmodel.sets.atoms import DenseAtom
+
+    x = np.array([0.1, 0.2, 0.3, 0.4])
+    g = np.array([1.0 / 3.0, 2.0 / 3.0, 1.0, 4.0 / 3.0])
+    same_point = x.copy()
+    same_point[0] += 1e-15  # the same vertex, a few roundings away
+    block = Block(0, 4, lambda d: DenseAtom(same_point), lambda: DenseAtom(x), True)
+    rounded = float(np.dot(x, g) - np.dot(same_point, g))
+    assert rounded != 0.0  # (what the gap was before)
+    assert objective_gap([block], x, g) == 0.0
+    farther = x.copy()
+    farther[0] -= 1e-9  # a true gap of 1e-9 / 3 stays
+    block = Block(0, 4, lambda d: DenseAtom(farther), lambda: DenseAtom(x), True)
+    assert objective_gap([block], x, g) == pytest.approx(1e-9 / 3.0, rel=1e-6)
+
+
+def test_a_capped_simplex_under_rows_whose_start_minimizes_f_reaches_optimal():
+    """Found by benchmarks/trust_fuzz.py (model 688, its data below): the start minimized f's
+    linearization over the capped simplex, the FW gap there came out 9e-16 by rounding, that became
+    the objective's scale, and the solve ran to max_iter at the optimum."""
+    A_eq = np.array([[-0.17337920431999326, -1.39970519635407, 0.06637946543353329, -0.3068740390001925],
+                     [0.11934687273106741, 0.5993082525297846, -1.12266344839118, -0.6712592583386112]])
+    b_eq = np.array([-0.42764279656308396, -0.37844711255377295])
+    A = np.array([[-0.02695738894178449, -0.9174345655164525, 0.3184867079160397, -3.1576671442411195],
+                  [0.3256304461467233, 3.035331789112512, -0.28169777871310053, 0.9618358706790996],
+                  [0.36749321131482815, -0.01790380038435255, -2.403266649396051, -0.4133665414339964],
+                  [0.7844587451497219, 0.22068691686535444, 2.064379095819061, 2.6588188728870517],
+                  [1.3443370572542137, -1.393343323048155, 0.09637850295510514, -0.7019174905402777],
+                  [0.1400337494557569, -0.5768047528580768, -0.85757479653237, -1.3954395350128224],
+                  [1.0146453146608416, -1.55010097844168, 0.00484106759741965, -0.4684706312582631]])
+    b = np.array([1.0863379490882488, 1.1027312683981885, 0.7293381626132496, -0.3418902090101014,
+                  -0.05504284285897061, -0.47895313758102215, -2.9710371401473306])
+    c = np.array([-0.3771923134751569, -0.7254376110764241, -0.6719747208330475, -1.3050260309051056])
+    x = fm.Variable(4)
+    from fwmodel.sets.capped_simplex import CappedSimplex
+
+    # the capped simplex as one set under the rows (the compiler merges the two sets only without rows)
+    capped = CappedSimplex(fm.Simplex(x), fm.LinfBall(x, 0.3))
+    prob = fm.Problem(fm.Maximize(-fm.sum_squares(A @ x - b) + c @ x), [capped, A_eq @ x == b_eq])
+    prob.solve()
+    z = cp.Variable(4)
+    ref = cp.Problem(cp.Maximize(-cp.sum_squares(A @ z - b) + c @ z),
+                     [z >= 0, cp.sum(z) == 1, cp.norm_inf(z) <= 0.3, A_eq @ z == b_eq])
+    ref.solve(solver="CLARABEL")
+    assert prob.status == "optimal"
+    assert prob.stats.objective_scale > 1e-6
+    assert prob.value == pytest.approx(ref.value, abs=1e-3 * max(1.0, abs(ref.value)))

@@ -64,7 +64,8 @@ lays out blocks, rewrites such a model into sets and equalities:
    capped portfolio ``x >= 0, sum(x) == 1, x <= 0.05``) become one
    :class:`~fwmodel.sets.capped_simplex.CappedSimplex`, whose LMO is exact:
    one block and no rows where two copies and a row per entry would be (the
-   capped portfolio of ``benchmarks/zoo.py``: 274 iterations before, 8 now).
+   capped portfolio of ``benchmarks/zoo.py``: 274 iterations before, 8 now),
+   when no other set and no row touches x (see :func:`_capped_simplices`).
 
 Data that depends on Parameters (bounds, radii, totals, the slack boxes'
 upper bounds) is recomputed by :meth:`Lowered.prepare` and the sets'
@@ -322,7 +323,7 @@ def lower_constraints(objective_expr, constraints):
     sets = [_on_the_variable(s) for s in sets]
     if not inequalities and not any(_has_attributes(v) for v in _all_variables(objective_expr, sets, equalities)):
         # the explicit-set model: nothing to rewrite but the capped simplices (7)
-        return Lowered(sets=_capped_simplices(sets), equalities=equalities)
+        return Lowered(sets=_capped_simplices(sets, equalities), equalities=equalities)
 
     _check_parameter_values(objective_expr, sets, equalities, inequalities)
 
@@ -480,7 +481,7 @@ def lower_constraints(objective_expr, constraints):
             if iu[0].size:
                 equalities.append(Equality(var[iu], var.T[iu]))
     # 7. a simplex and a box on the same variable: one capped simplex
-    sets = _capped_simplices(sets)
+    sets = _capped_simplices(sets, equalities)
     return Lowered(sets=sets, equalities=equalities, absorbed=absorbed, slack_of=slack_of, entry_bounds=bounds,
                    absorbed_equalities=absorbed_equalities)
 
@@ -688,15 +689,24 @@ def _slack_upper(ineq, rows, touched, holders, offsets, n_v):
     return np.maximum(0.0, -c[rows] - lower)
 
 
-def _capped_simplices(sets):
+def _capped_simplices(sets, equalities):
     """Item 7: a Simplex and a Box that both hold the same whole variable become one CappedSimplex.
 
     The intersection has an exact LMO (a fractional knapsack per group), so
-    the variable gets one block instead of two copies tied by rows of M.
-    Only the plain case is merged: exactly one simplex and one box on the
-    variable itself (not a slice, not an affine image), a variable that is
+    the variable gets one block without rows instead of two copies tied by
+    rows of M. Only the plain case is merged: exactly one simplex and one box
+    on the variable itself (not a slice, not an affine image), no other set
+    and no equality or inequality row on the variable, a variable that is
     not symmetric (whose sets are replaced by symmetric variants), and data
-    for which the two sets meet. The
+    for which the two sets meet.
+
+    Why not under rows: on 1,600 random models (benchmarks/trust_fuzz.py)
+    merging also where equality or inequality rows touch the variable sped
+    up some (147 -> 103 iterations) but slowed more (103 -> 469, 137 -> 1256,
+    one optimal model to max_iter): the two copies then move by coordinate
+    steps on the box and pairwise steps on the simplex, which follow the
+    dual's changes better than pairwise steps between the capped simplex's
+    vertices, each of which moves many entries at once. The
     merged set names both as ``merged_from`` (``prob.point_in`` of either
     gives its point).
     """
@@ -705,15 +715,18 @@ def _capped_simplices(sets):
     def on_variable(s, kinds):
         return type(s) in kinds and isinstance(s.expr, Variable) and not (s.expr.symmetric or s.expr.PSD)
 
-    simplices, boxes = {}, {}
+    simplices, boxes, holders = {}, {}, {}
     for s in sets:
         if on_variable(s, (Simplex,)):
             simplices.setdefault(s.expr.id, []).append(s)
         elif on_variable(s, (Box, LinfBall)):
             boxes.setdefault(s.expr.id, []).append(s)
+        for var in s.expr.variables():
+            holders[var.id] = holders.get(var.id, 0) + 1
+    in_rows = {var.id for eq in equalities for var in eq.expr.variables()}
     merged, dropped = {}, set()
     for var_id, found in simplices.items():
-        if len(found) == 1 and len(boxes.get(var_id, ())) == 1:
+        if len(found) == 1 and len(boxes.get(var_id, ())) == 1 and holders[var_id] == 2 and var_id not in in_rows:
             simplex, box = found[0], boxes[var_id][0]
             capped = CappedSimplex(simplex, box)
             if capped.empty_reason is not None and simplex.empty_reason is None and box.empty_reason is None:

@@ -169,7 +169,10 @@ class _SparseStore(_Store):
         # in range) without the bounds check: ~25 % less time at 300 atoms of 200 entries;
         # the method and einsum's C kernel are called without NumPy's Python wrappers
         # (the same loops: this runs every iteration on a few hundred entries)
-        return einsum_plain("ij,ij->i", g.take(self.indices[:k], mode="clip"), self.values[:k])
+        gathered = g.take(self.indices[:k], mode="clip")
+        if self.pattern is not None:  # 0/1 atoms without padding: the sums alone (half the reduction's time)
+            return einsum_plain("ij->i", gathered)
+        return einsum_plain("ij,ij->i", gathered, self.values[:k])
 
 
 class _UnitSegments:

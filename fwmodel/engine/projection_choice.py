@@ -52,8 +52,7 @@ projection is timed once.
 On a model made only of polytopes, the blocks that project are its L1
 balls and capped simplices (cheap projections that are not boxes: a box
 keeps its exact per-coordinate FW steps, a plain simplex declares no
-projection), from the
-start, with or without rows (equality rows, the slacks of inequality rows),
+projection), from the start, with or without rows (equality rows, the slacks of inequality rows),
 where the objective is curved and reads the block as its variable's only
 copy. A vertex (BPCG) iterate needs about one iteration per atom of the
 solution and then some; a projection step moves every entry at once.
@@ -66,12 +65,16 @@ solution and then some; a projection step moves every entry at once.
 * With rows (benchmarks/RESULTS.md, "Projection steps on models with rows
   (round 10)"; benchmarks/rows_projection.py): least squares in an L1 ball
   with 3 equality rows 641 -> 212 iterations, with 10 rows 2,240 -> 275,
-  with 5 inequality rows 452 -> 73; a mean-variance portfolio in a capped
-  simplex (``CappedSimplex``) with 3 equality rows 2,020 -> 638. Boxes stay on vertex steps: projecting
-  the capped portfolio's box (simplex ∩ box) took 482 iterations against
-  274, 2x the time (on benchmarks/rows_projection.py's instance 507
-  against 343), and projecting the slacks' box too of 5 inequality rows
-  1,159 against 73.
+  with 5 inequality rows 452 -> 73. Boxes stay on vertex steps: projecting
+  the box of the capped portfolio when it was two copies tied by rows
+  took 482 iterations against 274, 2x the time (on
+  benchmarks/rows_projection.py's instance 507 against 343), and
+  projecting the slacks' box too of 5 inequality rows 1,159 against 73.
+* A capped simplex (a simplex and a box on one variable, one set where no
+  other set and no row touches the variable): the portfolio of
+  ``benchmarks/zoo.py`` took 8 projection steps against 34 BPCG
+  iterations, a capped row-stochastic projection 1 against 21
+  (benchmarks/RESULTS.md, "Capped simplices as one set (round 10)").
 * An L1 ball tied to another set on the same variable (an L1 ball and a
   box on x: two copies, x's value their average) keeps vertex steps,
   although projecting it took 10x fewer iterations (460 -> 43, 1,420 ->

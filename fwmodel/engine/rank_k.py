@@ -20,10 +20,9 @@ triplets ``(u_i, sigma_i, v_i)`` of Y,
 least ``AUTO_MIN_DIM`` rows and columns that take FW steps, with k also
 capped by cost: the next step's Krylov work, predicted linearly in
 k + OVERSAMPLING from the last step's counted work (see "Costs" below),
-must stay within ``AUTO_COST_CAP`` times the rest of an iteration
-(``AUTO_COUPLED_COST_CAP`` on a block tied to other copies or under equality
-rows), or, on a block without such rows, more where the last step's gain pays for more,
-never above ``AUTO_MAX_COST`` (on the paper's covariance
+must stay within ``AUTO_COST_CAP`` times the rest of an iteration,
+or, on a block without equality rows or ties to other copies, more where the
+last step's gain pays for more, never above ``AUTO_MAX_COST`` (on the paper's covariance
 problem the prox rank grows towards d, and an uncapped k reached a dense
 eigendecomposition of 14 s per step at d = 4000; benchmarks/RESULTS.md,
 "The Fig. 2 race").
@@ -96,15 +95,14 @@ AUTO_MIN_DIM = 1000
 #: second rank-k step, which adds to the first one's subspace, can gain about as much as a FW step
 #: (1.1x on benchmarks/rank_k_repeat.py) while the later ones gain 8-60x; with 1 or 2, k fell back
 #: to 4 there and the solve stalled on FW steps
+#: A coupled block (a copy tied to other copies, or under the model's equality rows) has the same
+#: budget but no gain extension (see :meth:`RankKStep._cap_rank`). On the paper's problem at
+#: d = 4000 the budget of 4 lets k reach 64 (2 kept it at 32): the average of the two copies then
+#: holds a support F1 of 0.63-0.66 from iteration 25 on instead of 0.53-0.61, at 1.4-1.5x the time
+#: per iteration (the LMO's Lanczos runs grow too: 2.6-2.8x the two LMOs) and a peak of 8.08 d x d
+#: arrays instead of 8.04 (benchmarks/RESULTS.md, "Support F1 and the rank-k budget (round 10)";
+#: k capped at 48 gave 0.58-0.63)
 AUTO_COST_CAP = 4.0
-#: rank_k="auto" on a coupled block (a copy tied to other copies, or under the model's equality
-#: rows: the iteration realizes only part of the step's gain, see :meth:`RankKStep._cap_rank`): the
-#: budget AUTO_COST_CAP lowered to this many iterations. 2: on the paper's problem at d = 4000 it
-#: keeps k at 32, as the budget 4 did while the lean step's Krylov products took X and G one after
-#: the other (two products per column, counted as such; Y is now formed over G's array, one product
-#: per column). With 4 and the cheaper products k grew to 64: an iteration 1.15 s instead of 0.91 s
-#: and a peak of 8.08 d x d arrays instead of 8.05 (benchmarks/RESULTS.md, "Lean defaults at d = 4000")
-AUTO_COUPLED_COST_CAP = 2.0
 AUTO_MAX_COST = 64.0
 #: the cost model (module docstring, "Costs"), in passes over an array of the block's size.
 #: Measured single-threaded at d = 1000-2000 (benchmarks/RESULTS.md, "Rank-k steps by counted
@@ -757,16 +755,17 @@ class RankKStep:
             d_fw = _fw_direction(x_k, atom)  # a temporary, once per solve
         if measure is not None:
             self.observe_curvature(measure(self.block, d_fw), dot(d_fw, d_fw))
+
     def _cap_rank(self, k_used, krylov_cost, gain_ratio, dense_price):
         """rank_k="auto": halve k (not below ``INITIAL_RANK``) until its predicted rank-k cost fits the budget.
 
         ``krylov_cost``: the last step's counted cost (k = ``k_used``) without a dense factorization;
         the prediction is linear in the block width k + OVERSAMPLING, and from ``DENSE_FRACTION`` of
         the smaller side on the dense factorization (``dense_price`` per row of the smaller side)
-        and k columns of products. The budget, in iterations (``iteration_cost``): ``cost_cap`` (at most
-        ``AUTO_COUPLED_COST_CAP`` on a coupled block), or more where the last
-        step gained ``gain_ratio`` times the FW step's (a step of that gain still gains more per unit
-        of cost as long as it costs at most gain_ratio - 1 iterations), at most ``AUTO_MAX_COST``.
+        and k columns of products. The budget, in iterations (``iteration_cost``): ``cost_cap``, or, on
+        a block that is not coupled, more where the last step gained ``gain_ratio`` times the FW
+        step's (a step of that gain still gains more per unit of cost as long as it costs at most
+        gain_ratio - 1 iterations), at most ``AUTO_MAX_COST``.
         """
         if self.cost_cap is None or not self.iteration_cost:
             return
@@ -778,8 +777,7 @@ class RankKStep:
         # rows in M may buy a costlier step with its gain (at d = 4000 on the paper's problem the
         # extension let k reach a dense eigendecomposition, 20 iterations' worth, every iteration)
         extension = 0.0 if self.coupled else gain_ratio - 1.0
-        cap = min(self.cost_cap, AUTO_COUPLED_COST_CAP) if self.coupled else self.cost_cap
-        budget = min(max(cap, extension), AUTO_MAX_COST) * self.iteration_cost
+        budget = min(max(self.cost_cap, extension), AUTO_MAX_COST) * self.iteration_cost
 
         def predicted(k):
             b = min(n, k + OVERSAMPLING)

@@ -10,6 +10,8 @@ assignment problems", Computing 38, 1987) with two changes:
   reduction) is replaced by the column potentials ``v`` that the previous
   call ended with: each row takes its column of least reduced cost
   ``D_ij - v_j`` when that column is still free;
+* LAPJV's augmenting row reduction then reassigns free rows cheaply (at
+  most a few scans of a row per row of D), auction-like;
 * each remaining free row is routed first by Dijkstra over a sparse graph,
   the columns within a window ``tau`` of the row's least reduced cost. The
   columns left out of row i have reduced cost above a known ``bound_i``, so
@@ -74,6 +76,69 @@ def _greedy_tight(cost, v, x, y, free, row_min):  # pragma: no cover - compiled
             n_free += 1
         row_min[i] = best
     return n_free, lowest, highest, poison != 0.0
+
+
+@numba.njit(cache=True, nogil=True)
+def _augmenting_row_reduction(cost, v, x, y, free, n_free, row_min, max_steps):  # pragma: no cover - compiled
+    """LAPJV's augmenting row reduction: free rows take a column cheaply, auction-like; returns the rows left free.
+
+    Each free row i finds its least and second least reduced costs ``u1 <=
+    u2`` (columns j1, j2). Lowering ``v_j1`` by ``u2 - u1`` makes j1 and j2
+    tie for row i, so row i takes j1 (or j2 on a tie where j1 is held) and
+    the row that held it becomes free; it is processed next when ``v`` moved
+    (Jonker & Volgenant 1987, procedure AUGMENTING ROW REDUCTION). Lowering
+    a potential only raises the other rows' reduced costs on that column,
+    so the implicit row potentials stay dual feasible and every assigned
+    row keeps a column of least reduced cost; the free rows left are routed
+    by shortest augmenting paths as before. At most ``max_steps`` rows are
+    scanned (a bound on the work where near-ties make a row bounce).
+    Each scanned row's ``row_min`` is set to its least reduced cost.
+    """
+    n = cost.shape[0]
+    steps = 0
+    k = 0
+    left = 0  # free rows kept, written to free[:left] behind the read position k
+    while k < n_free:
+        i = free[k]
+        k += 1
+        row = cost[i]
+        u1 = row[0] - v[0]
+        j1 = 0
+        u2 = np.inf
+        j2 = -1
+        for j in range(1, n):
+            h = row[j] - v[j]
+            if h < u2:
+                if h >= u1:
+                    u2 = h
+                    j2 = j
+                else:
+                    u2 = u1
+                    u1 = h
+                    j2 = j1
+                    j1 = j
+        steps += 1
+        owner = y[j1]
+        lowered = u1 < u2
+        if lowered:
+            v[j1] -= u2 - u1
+            row_min[i] = u2
+        else:
+            row_min[i] = u1
+            if owner >= 0:  # a tie with a held column: take the other one
+                j1 = j2
+                owner = y[j1]
+        x[i] = j1
+        y[j1] = i
+        if owner >= 0:
+            x[owner] = -1
+            if lowered and steps < max_steps:
+                k -= 1  # the row just freed is scanned next (its slot is free[k])
+                free[k] = owner
+            else:
+                free[left] = owner
+                left += 1
+    return left, steps
 
 
 @numba.njit(cache=True, nogil=True)
@@ -316,7 +381,7 @@ def _sparse_path(cost, start, v, y, count, members, bound, dist, settled, pred, 
 @numba.njit(cache=True, nogil=True)
 def solve_warm(cost, v, x, y, free, d, pred, columns, warm, spread_limit,
                tau, row_min, count, members, bound, dist, settled, pred_sparse, touched, keys, items, where,
-               stats):  # pragma: no cover - compiled
+               stats, arr_steps):  # pragma: no cover - compiled
     """Assign every row of ``cost`` (n x n, finite) to a column at least total cost; x[i] = column of row i.
 
     ``v``: column potentials, the previous call's when ``warm`` (replaced by
@@ -325,8 +390,10 @@ def solve_warm(cost, v, x, y, free, d, pred, columns, warm, spread_limit,
     show), updated to this call's optimal ones. Each free row is routed by
     the sparse search over the columns within ``tau`` of its least reduced
     cost (``tau = inf``: no sparse search), and by the dense LAPJV search
-    where that search cannot prove its path shortest. ``stats`` receives
-    (free rows, sparse paths, dense paths, longest path). Returns -1 when
+    where that search cannot prove its path shortest; before them, the
+    augmenting row reduction scans at most ``arr_steps`` rows.
+    ``stats`` receives (free rows after the greedy pass, sparse paths, dense
+    paths, longest path, rows scanned by the row reduction). Returns -1 when
     ``cost`` has an infinite or nan entry (nothing solved), else 0.
     """
     n = cost.shape[0]
@@ -344,10 +411,13 @@ def solve_warm(cost, v, x, y, free, d, pred, columns, warm, spread_limit,
         if not (v_high - v_low <= spread_limit * (highest - lowest)):
             _column_minima(cost, v)
             n_free, lowest, highest, not_finite = _greedy_tight(cost, v, x, y, free, row_min)
+    stats[0] = n_free  # free rows after the greedy pass
+    stats[4] = 0
+    if n_free > 0 and arr_steps > 0:
+        n_free, stats[4] = _augmenting_row_reduction(cost, v, x, y, free, n_free, row_min, arr_steps)
     sparse = n_free > 0 and tau < np.inf
     if sparse:
         _candidates(cost, v, tau, row_min, count, members, bound, columns)
-    stats[0] = n_free
     stats[1] = 0
     stats[2] = 0
     stats[3] = 0.0

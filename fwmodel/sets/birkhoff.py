@@ -1,6 +1,8 @@
 """The Birkhoff polytope: doubly stochastic matrices."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
@@ -125,7 +127,10 @@ class CompiledWarmAssignment:
     Volgenant 1987: shortest augmenting paths on reduced costs
     ``D_ij - u_i - v_j >= 0``) started from the column potentials ``v`` the
     previous call ended with: every row first takes its column of least
-    reduced cost if that column is free, then each free row is routed along
+    reduced cost if that column is free, LAPJV's augmenting row reduction
+    reassigns free rows (at most ``ROW_REDUCTION_STEPS`` row scans per row
+    of D: on the n = 200 projection's gradients 62 free rows fall to 18 per
+    call, ~8 % less time in the LMO), then each free row is routed along
     a shortest augmenting path, searched first among the columns within a
     window of the row's least reduced cost (a few times the longest path of
     the previous call) and by the dense search where the sparse search
@@ -149,6 +154,9 @@ class CompiledWarmAssignment:
     CANDIDATES = 64
     #: the candidates' window, in multiples of the longest augmenting path of the previous call
     WINDOW_FACTOR = 2.0
+    #: augmenting row reduction: at most this many row scans per row of D (0: none; measured on the
+    #: n = 200 projection's 957 gradients: 1, 2, 4 scans 0.47, 0.44, 0.44 ms per call against 0.49 without)
+    ROW_REDUCTION_STEPS = 2
 
     def __init__(self, n):
         self._solve = _compiled_solver()
@@ -158,7 +166,7 @@ class CompiledWarmAssignment:
         self.potentials = np.zeros(n)  # column potentials v, valid once a call has ended (warm)
         self.warm = False
         self.window = np.inf  # tau: no sparse search until a call has measured its paths
-        self.stats = np.zeros(4)  # free rows, sparse paths, dense paths, longest path of the last call
+        self.stats = np.zeros(5)  # free rows, sparse paths, dense paths, longest path, row reduction scans
         self._x = np.empty(n, dtype=np.intp)
         index = lambda: np.empty(n, dtype=np.intp)  # noqa: E731
         self._dense = (index(), index(), np.empty(n), index(), index())  # y, free, d, pred, columns
@@ -175,7 +183,8 @@ class CompiledWarmAssignment:
             return self.rows.copy() if np.isfinite(D).all() else assignment_indices(D)
         y, free, d, pred, columns = self._dense
         status = self._solve(D, self.potentials, self._x, y, free, d, pred, columns, self.warm,
-                             self.SPREAD_LIMIT, self.window, *self._sparse, self.stats)
+                             self.SPREAD_LIMIT, self.window, *self._sparse, self.stats,
+                             int(self.ROW_REDUCTION_STEPS * self.n))
         if status < 0:  # an infinite or nan cost: SciPy decides (and raises on nan)
             self.warm = False
             self.window = np.inf
@@ -186,11 +195,12 @@ class CompiledWarmAssignment:
 
     def _adapt_window(self):
         """The next call's window: a few times this call's longest path, wider after a dense fallback."""
-        free_rows, sparse_paths, dense_paths, longest = self.stats
+        # Python floats: this runs once per LMO call, where NumPy scalars cost more than the arithmetic
+        free_rows, sparse_paths, dense_paths, longest, _ = self.stats.tolist()
         if free_rows == 0 or not longest > 0:
             return
         window = self.WINDOW_FACTOR * longest
-        if dense_paths > 0 and np.isfinite(self.window):
+        if dense_paths > 0 and math.isfinite(self.window):
             window = max(window, 2.0 * self.window)
         self.window = window if window > 0 else self.window
 
