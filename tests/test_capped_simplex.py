@@ -165,3 +165,80 @@ def test_row_stochastic_with_caps_matches_clarabel():
         prob.solve(projection=False, step=step, tol=1e-5, max_iter=20000)
         assert prob.status == "optimal", step
         assert prob.value == pytest.approx(ref.value, abs=1e-4 * max(1.0, abs(ref.value)))
+
+
+def test_parameters_in_both_the_total_and_the_caps():
+    """Two Parameters, one per wrapped set: listed once each, by identity (== between them builds a constraint)."""
+    total, cap = fm.Parameter(nonneg=True, value=1.0), fm.Parameter(nonneg=True, value=0.4)
+    x = fm.Variable(5)
+    c = np.array([0.1, 0.2, 0.5, 0.9, 1.2])
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - c)), [fm.Simplex(x, total), fm.Box(x, 0.0, cap)])
+    assert [type(b.set).__name__ for b in prob.compile().blocks] == ["CappedSimplex"]
+    for t, u in ((1.0, 0.4), (1.5, 0.5)):
+        total.value, cap.value = t, u
+        prob.solve(warm_start=True, tol=1e-8)
+        z = cp.Variable(5)
+        ref = cp.Problem(cp.Minimize(cp.sum_squares(z - c)), [z >= 0, cp.sum(z) == t, z <= u])
+        ref.solve(solver="CLARABEL")
+        assert prob.status == "optimal"
+        assert prob.value == pytest.approx(ref.value, abs=1e-6)
+
+
+def test_the_budget_dual_obeys_the_kkt_signs_when_every_entry_is_at_a_bound():
+    """k entries at their caps, the others at their floors: the budget's multiplier is any nu with
+    -g_i <= nu on the floors and nu <= -g_i on the caps; the value returned must lie in that interval
+    (entries a rounding away from a bound used to weigh in and push it out)."""
+    checked = 0
+    for seed in range(8):
+        rng = np.random.default_rng(seed)
+        n, k = 8, 3
+        low, high = 0.1 / n, 0.1 / n + 0.3
+        total = k * high + (n - k) * low
+        c = rng.standard_normal(n)
+        c[np.argsort(-c)[:k]] += 3.0  # k entries pushed to their caps
+        w = rng.random(n) + 0.5
+        for options in ({}, {"projection": False}):
+            x = fm.Variable(n)
+            budget = fm.sum(x) == total
+            prob = fm.Problem(fm.Minimize(fm.sum_squares(fm.multiply(w, x - c))),
+                              [x >= 0, budget, fm.Box(x, low, high)])
+            prob.solve(tol=1e-8, **options)
+            g = 2 * w ** 2 * (x.value - c)
+            at_floor, at_cap = x.value < low + 1e-7, x.value > high - 1e-7
+            if at_floor.sum() + at_cap.sum() < n:
+                continue
+            checked += 1
+            assert np.max(-g[at_floor]) - 1e-6 <= budget.dual_value <= np.min(-g[at_cap]) + 1e-6
+    assert checked >= 8
+
+
+def test_tight_tolerances_are_reached_with_projection_steps():
+    """Near the optimum the projection step's slope cancels to its last bits; the step uses the projection's
+    bound <grad, d> <= -L ||d||^2 instead of stopping for good (capped portfolios at tol=1e-9 ran to max_iter)."""
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        n = int(rng.integers(6, 30))
+        F = rng.standard_normal((n, 3))
+        Sigma = F @ F.T / n + np.diag(rng.uniform(0.01, 0.1, n))
+        mu = rng.random(n) * 0.2
+        cap = float(rng.uniform(1.5 / n, 0.6))
+        x = fm.Variable(n)
+        prob = fm.Problem(fm.Minimize(fm.quad_form(x, Sigma) - mu @ x), [x >= 0, fm.sum(x) == 1, x <= cap])
+        prob.solve(tol=1e-9, max_iter=1500)
+        assert prob.status == "optimal", seed
+        assert prob.stats.step_counts.get("projection", 0) > 0
+
+
+def test_floors_above_zero_keep_pairwise_steps_per_block():
+    """Dense vertices (floors > 0) do not take the per-group steps, which split sparse vertices only."""
+    rng = np.random.default_rng(7)
+    C = rng.standard_normal((10, 6)) * 0.3
+    X = fm.Variable((10, 6))
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.Simplex(X, axis=1), fm.Box(X, 0.05, 0.4)])
+    prob.solve(projection=False, tol=1e-7, max_iter=3000)
+    Z = cp.Variable((10, 6))
+    ref = cp.Problem(cp.Minimize(cp.sum_squares(Z - C)), [cp.sum(Z, axis=1) == 1, Z >= 0.05, Z <= 0.4])
+    ref.solve(solver="CLARABEL")
+    assert prob.status == "optimal"
+    assert prob.stats.step_counts["pairwise"] > 0
+    assert prob.value == pytest.approx(ref.value, abs=1e-5)

@@ -27,6 +27,16 @@ def test_diag_of_a_vector_is_numpys(k):
     np.testing.assert_allclose(fm.diag(v, k).value, np.diag(v.value, k))
 
 
+@pytest.mark.parametrize("shape", [(3, 1), (1, 3), (1, 1)])
+@pytest.mark.parametrize("k", [0, 1])
+def test_diag_of_a_column_or_a_row_is_cvxpys(shape, k):
+    """CVXPY reads a column (n, 1), a row (1, n) and a 1 x 1 matrix as vectors: their diagonal matrix."""
+    v = _valued(shape)
+    reference = cp.diag(cp.Constant(v.value), k).value
+    assert fm.diag(v, k).shape == reference.shape
+    np.testing.assert_allclose(fm.diag(v, k).value, reference)
+
+
 @pytest.mark.parametrize("axis", [0, 1, 2, -1])
 def test_diff_cumsum_mean_along_an_axis_are_numpys(axis):
     T = _valued((3, 4, 5))

@@ -251,8 +251,11 @@ class CompiledProblem:
                     cap_side = np.full(n_groups, np.inf)
                 else:  # a capped simplex: the floors and caps of its entries
                     lo, hi = blk.set.entry_bounds()
-                    weights = np.maximum(np.minimum(xb - lo, hi - xb), 0.0)
-                    at_floor, at_cap = xb <= lo, xb >= hi
+                    # an entry within rounding of a bound is at it (a projection or a vertex lands there up to
+                    # the last bits), so that it neither weighs in the mean nor escapes the interval below
+                    near = 1e-9 * max(1.0, float(np.max(np.abs(hi))), abs(float(blk.set.total)))
+                    at_floor, at_cap = xb - lo <= near, hi - xb <= near
+                    weights = np.where(at_floor | at_cap, 0.0, np.minimum(xb - lo, hi - xb))
                     floor_side = np.full(n_groups, -np.inf)
                     np.maximum.at(floor_side, group[at_floor], -gb[at_floor])
                     cap_side = np.full(n_groups, np.inf)
@@ -262,7 +265,11 @@ class CompiledProblem:
                 # no weight (every entry at a bound): the middle of [floor_side, cap_side], or its finite end
                 middle = np.where(np.isfinite(floor_side) & np.isfinite(cap_side), 0.5 * (floor_side + cap_side),
                                   np.where(np.isfinite(floor_side), floor_side, cap_side))
-                nu = np.where(mass > 0, -weighted / np.where(mass > 0, mass, 1.0), middle) / a
+                nu_a = np.where(mass > 0, -weighted / np.where(mass > 0, mass, 1.0), middle)
+                if blk.set is not simplex:  # the KKT signs bound nu a to [floor_side, cap_side] (when they agree)
+                    agree = floor_side <= cap_side
+                    nu_a = np.where(agree, np.clip(nu_a, floor_side, cap_side), nu_a)
+                nu = nu_a / a
                 eq.dual_value = nu.reshape(eq.shape) if eq.shape else float(nu[0])
 
     def rows_of(self, piece):

@@ -166,7 +166,15 @@ class ProjectionStep:
             d[sl] -= x[sl]
         slope = block_dot(grad, d)
         if not slope < 0:
-            return 0
+            # Near the optimum the terms of <grad, d> cancel to their last bits (the entries of d are
+            # ~1e-8, the gradient's common value is not), and the computed slope can come out >= 0
+            # although x is not optimal: the step stopped for good (a capped portfolio at tol=1e-9 went
+            # to max_iter with no step after its 77th). The projection gives the slope a bound that
+            # does not cancel: for d = P(x - grad / L) - x, <grad, d> <= -L ||d||^2.
+            dd = block_dot(d, d)
+            if not dd > 0:
+                return 0
+            slope = -L * dd
         grad = None
         # f's curvature along d before M d exists: the temporaries of the two passes do not coexist
         c = curvature_fn(x, d) if quadratic and curvature_fn is not None else None

@@ -37,14 +37,15 @@ def diag(expr, k=0):
     """The k-th diagonal of a square matrix, or the square matrix with a vector on its k-th diagonal.
 
     As ``cvxpy.diag``: a 2-D square ``expr`` gives the 1-D vector of its
-    entries ``expr[i, i + k]``; a 1-D ``expr`` of length n (or a scalar) gives
-    the (n + |k|) x (n + |k|) matrix with ``expr`` on its k-th diagonal and
+    entries ``expr[i, i + k]``; a vector (1-D, a column (n, 1) or a row
+    (1, n), as CVXPY reads them) of length n, or a scalar, gives the
+    (n + |k|) x (n + |k|) matrix with ``expr`` on its k-th diagonal and
     zeros elsewhere.
     """
     expr = as_expression(expr)
     where = f"diag({short_repr(expr)})"
     k = _int_option(k, "k", where)
-    if expr.ndim == 2:
+    if expr.ndim == 2 and 1 not in expr.shape:
         n, m = expr.shape
         if n != m:
             raise ModelError(f"{where}: a matrix argument must be square, got shape {expr.shape}")

@@ -28,7 +28,7 @@ import numpy as np
 
 from ._common import as_direction, as_flat_direction, as_point, dense_vertex
 from .atoms import DenseAtom, SparseAtom
-from .base import ConvexSet
+from .base import ConvexSet, distinct_parameters
 
 
 class CappedSimplex(ConvexSet):
@@ -37,7 +37,15 @@ class CappedSimplex(ConvexSet):
     Built by the compiler from a :class:`~fwmodel.sets.Simplex` and a
     :class:`~fwmodel.sets.Box` on the same variable; it reads its data
     through them (their fm.Parameters included), per group of the simplex's
-    ``axis``. See the module docstring for the LMO and the projection.
+    ``axis``. See the module docstring for the LMO and the projection; with
+    ``projection="auto"`` a model whose objective reads the block alone
+    takes projection steps on it (``engine/projection_choice.py``).
+
+    Data that leave the set empty (a Parameter's new value: caps summing to
+    less than the total) end the solve "infeasible" before it iterates, with
+    the reason in ``prob.stats.message`` and no point (as CVXPY does). A
+    model whose two sets do not meet for the data at compile time is not
+    merged, and its solve returns the best point found.
     """
 
     is_polytope = True
@@ -58,7 +66,7 @@ class CappedSimplex(ConvexSet):
         return changed
 
     def parameters(self):
-        return self.simplex.parameters() + [p for p in self.box.parameters() if p not in self.simplex.parameters()]
+        return distinct_parameters([self.simplex, self.box])  # by identity: == between Parameters is a constraint
 
     @property
     def data_version(self):
@@ -133,11 +141,17 @@ class CappedSimplex(ConvexSet):
         return dense_vertex(self, self.lmo_atom(d.ravel()))
 
     def group_count(self):
-        return self.simplex.n_groups
+        """The simplex's groups; 1 with floors above 0, whose vertices are one dense vector: step="auto" then
+        keeps pairwise steps between them (10 rows of 6 with floors 0.05, projection=False: 289 iterations,
+        where FW steps were at 3,000 still 4e-4 of the scale from optimal)."""
+        return self.simplex.n_groups if self._sparse_vertices else 1
 
     def batch_group_size(self):
-        """The group size when the groups are consecutive runs of entries (BPCG per group), else None."""
-        if self.simplex.n_groups > 1 and self.simplex._identity_perm:
+        """The group size when the groups are consecutive runs of entries (BPCG per group), else None.
+
+        Also None with floors above 0: the vertices are then dense (the floors everywhere), and the
+        engine's per-group steps split sparse vertices only (they would fall back to plain FW)."""
+        if self.simplex.n_groups > 1 and self.simplex._identity_perm and self._sparse_vertices:
             return self.simplex.group_size
         return None
 
