@@ -16,3 +16,13 @@ def best_times(fns, repeat):
             fn()
             best[k] = min(best[k], time.perf_counter() - t)
     return best
+
+
+def best_time(solve, repeat):
+    """(best time, last result) of ``repeat`` calls of ``solve`` (no warm-up: the first call counts too)."""
+    best, out = np.inf, None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = solve()
+        best = min(best, time.perf_counter() - t)
+    return best, out

@@ -10,11 +10,15 @@ before), and CVXPY + Clarabel for reference, best of ``--repeat`` runs each.
     python benchmarks/l1_projection.py --repeat 3
 """
 import argparse
-import time
+import os
+import sys
 
 import numpy as np
 
 import fwmodel as fm
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _timing import best_time  # noqa: E402
 
 try:
     import cvxpy as cp
@@ -51,15 +55,6 @@ def logistic(m, n, radius, seed):
         return cp.Problem(cp.Minimize(cp.sum(cp.logistic(-cp.multiply(y, A @ z)))), [cp.norm1(z) <= radius]), z
 
     return f"logistic regression {m}x{n} in an L1 ball of radius {radius:g}", fw, cvx
-
-
-def best_time(solve, repeat):
-    best, out = np.inf, None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = solve()
-        best = min(best, time.perf_counter() - t)
-    return best, out
 
 
 def main():

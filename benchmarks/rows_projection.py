@@ -18,13 +18,17 @@ best of ``--repeat`` runs each.
     python benchmarks/rows_projection.py --repeat 3
 """
 import argparse
-import time
+import os
+import sys
 from contextlib import contextmanager
 
 import numpy as np
 
 import fwmodel as fm
 from fwmodel.engine.projection_step import ProjectionStep
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _timing import best_time  # noqa: E402
 
 try:
     import cvxpy as cp
@@ -125,15 +129,6 @@ def previous_multiplier_step():
         yield
     finally:
         ProjectionStep.on_tied_copies = original
-
-
-def best_time(solve, repeat):
-    best, out = np.inf, None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = solve()
-        best = min(best, time.perf_counter() - t)
-    return best, out
 
 
 def main():
