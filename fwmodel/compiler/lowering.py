@@ -84,6 +84,7 @@ from ..expressions.core import short_repr
 from ..sets.box import box_of_bounds
 from ..sets import Box, L1Ball, L2Ball, LinfBall, Simplex, TraceNormBall
 from ..sets.base import ConvexSet, check_nonnegative
+from ..sets.capped_simplex import CappedSimplex
 
 
 class ComputedData:
@@ -710,8 +711,6 @@ def _capped_simplices(sets, equalities):
     merged set names both as ``merged_from`` (``prob.point_in`` of either
     gives its point).
     """
-    from ..sets.capped_simplex import CappedSimplex
-
     def on_variable(s, kinds):
         return type(s) in kinds and isinstance(s.expr, Variable) and not (s.expr.symmetric or s.expr.PSD)
 

@@ -92,7 +92,8 @@ def cumsum(expr, axis=0):
         expr, axis = reshape(expr, (expr.size,)), 0
     axis = _axis(axis, expr.ndim, where)
     n = expr.shape[axis]
-    lower = sp.csr_matrix(np.tril(np.ones((n, n)))) if n <= 64 else sp.tril(np.ones((n, n)), format="csr")
+    rows, cols = np.tril_indices(n)  # the lower-triangular ones, built sparse (no dense n x n array)
+    lower = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(n, n))
     # the axis moved first, the rest flattened: one product with the lower-triangular ones
     order = (axis,) + tuple(i for i in range(expr.ndim) if i != axis)
     moved = transpose(expr, order) if axis != 0 else expr

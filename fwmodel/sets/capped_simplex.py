@@ -55,6 +55,9 @@ class CappedSimplex(ConvexSet):
         super().__init__(simplex.expr)
         self.simplex = simplex
         self.box = box
+        # the flat entries of every group (None where the groups are already the C order): the LMO
+        # and the projection write their grouped results back through it every call
+        self._group_index = None if simplex._identity_perm else simplex._grouped(np.arange(simplex.size))
         self._data_changed()
 
     # ------------------------------------------------------------------ data
@@ -132,8 +135,10 @@ class CappedSimplex(ConvexSet):
 
     def _ungrouped(self, grouped):
         """A ``(groups, group_size)`` array back as a flat vector in the expression's C order."""
+        if self._group_index is None:
+            return np.array(grouped, dtype=float).ravel()  # a copy: the caller owns the flat vector
         flat = np.empty(self.size)
-        flat[self.simplex._grouped(np.arange(self.size))] = grouped
+        flat[self._group_index] = grouped
         return flat
 
     def lmo(self, direction):
