@@ -8,12 +8,15 @@ a proof: for any direction w and any x in X = X_1 x ... x X_K,
     ||Mx - b|| >= <w, Mx - b> / ||w|| >= (sum_k min_{s in X_k} <(M'w)_k, s> - <w, b>) / ||w||,
 
 one LMO call per block and direction. A positive bound above the
-feasibility target proves that no point of the sets is feasible.
+feasibility target (feas_tol times the feasibility scale, in the rows'
+units: stopping.RowUnits) proves that no point of the sets meets the rows
+to that tolerance.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from .stopping import TERMS_ROUNDING
 from .vector_ops import dot, norm
 
 
@@ -33,10 +36,15 @@ def infeasibility_bound(blocks, Mop, b, candidates):
             continue
         z = Mop.rmatvec(w)
         total = -dot(w, b)
+        terms = abs(total)
         for blk in blocks:
             # an LMO that may miss its minimizer would overstate the bound: the trusted one
-            total += blk.trusted_lmo(z[blk.slice]).dot(z[blk.slice])
-        best = max(best, total / w_norm)
+            term = blk.trusted_lmo(z[blk.slice]).dot(z[blk.slice])
+            total += term
+            terms += abs(term)
+        # a feasible model has a bound <= 0 exactly: what rounding of the terms can add is taken off,
+        # whatever the units of the rows (the target it is compared with follows them, stopping.RowUnits)
+        best = max(best, (total - TERMS_ROUNDING * terms) / w_norm)
     return best
 
 

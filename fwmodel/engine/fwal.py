@@ -299,7 +299,7 @@ def minimize_fwal(
             feas = float(norm(it.r)) if r_norm is None else r_norm
             x_norm = float(norm(it.x))
             feas_rel = feas / max(1.0, x_norm, b_norm)  # the documented stats value, not the stopping scale
-            stopping.observe_point(x_norm)
+            stopping.observe_point(x_norm, it.x)
             stopping.observe_value(it.f)
             # <y + lam r, r>: how far infeasibility can move f from f* (stopping.py, test (2))
             dual_residual = dot(dual_term, it.r) if m else 0.0
