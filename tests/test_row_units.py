@@ -187,3 +187,25 @@ def test_feasibility_scale_follows_the_rows_units():
     for s in (1e-6, 1e6):
         assert _scale(1e-6, s)[0] == pytest.approx(s * _scale(1e-6, 1.0)[0], rel=1e-9)
         assert _scale(1.0, s)[0] == pytest.approx(s * base, rel=1e-9)
+
+
+@pytest.mark.parametrize("second", ["none", "box"])
+def test_infeasible_tiny_rows_next_to_unit_rows_are_not_optimal(second):
+    """x in an L1 ball, rows ``(1e-6 G) @ x <= 1e-6 h`` that the ball cannot meet (Clarabel: infeasible on
+    the unit model), and optionally a second set on x (a Box, whose copy is tied to the first by rows of
+    coefficient 1). The starting point x = 0 minimizes the objective and its residual is of size 1e-6:
+    before, the solve stopped "optimal" at iteration 0 (the tie rows keep the feasibility scale in x's
+    units). Now "infeasible" (the LMOs prove the sets apart from the rows at the point that would stop)."""
+    rng = np.random.default_rng(3)
+    n = 15
+    G = rng.standard_normal((2, n))
+    h = -2 * np.abs(G).max(axis=1)
+    xc = cp.Variable(n)
+    ref = cp.Problem(cp.Minimize(cp.sum_squares(xc)), [cp.norm1(xc) <= 1, G @ xc <= h])
+    ref.solve(solver=cp.CLARABEL)
+    assert ref.status == cp.INFEASIBLE
+    x = fm.Variable(n, name="x")
+    cons = [fm.norm1(x) <= 1, (1e-6 * G) @ x <= 1e-6 * h] + ([fm.Box(x, -1, 1)] if second == "box" else [])
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x)), cons)
+    prob.solve(max_iter=2000)
+    assert prob.status == fm.INFEASIBLE
