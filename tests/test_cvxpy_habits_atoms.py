@@ -107,6 +107,24 @@ def test_semidefinite_constraints_are_psd_trace_balls(constraints, set_name):
     assert np.allclose(Y.value, Y.value.T)
 
 
+@pytest.mark.parametrize("attributes, constraints", [
+    (dict(symmetric=True), lambda m, Y: [Y >> 0, m.trace(Y) == 1]),
+    (dict(PSD=True), lambda m, Y: [m.trace(Y) == 1]),
+    (dict(symmetric=True), lambda m, Y: [Y >> 0, -m.trace(Y) == -1, Y[0, 1] == 0.2]),
+    (dict(symmetric=True), lambda m, Y: [Y << 0, m.trace(Y) == -1]),
+    (dict(symmetric=True), lambda m, Y: [Y >> 0.1 * np.eye(4), 2 == m.trace(Y)]),
+])
+def test_trace_equalities_bound_semidefinite_matrices(attributes, constraints):
+    def build(m):
+        Y = m.Variable((4, 4), **attributes)
+        return m.Problem(m.Minimize(m.sum_squares(Y - C)), constraints(m, Y)), Y
+
+    (prob, value, Y), (_, ref, Yc) = solve_both(build)
+    assert_close(value, ref)
+    assert abs(np.trace(Y.value) - np.trace(Yc.value)) <= 1e-6
+    assert len(prob.compile().blocks) == 1
+
+
 def test_semidefinite_on_a_psd_variable_and_with_other_constraints():
     def build(m):
         Y = m.Variable((4, 4), PSD=True)

@@ -49,7 +49,8 @@ lays out blocks, rewrites such a model into sets and equalities:
    on a symmetric variable makes Y PSD the same way; on ``E = a * Y + C``
    (``Y << 0``, ``Y >> B``) it needs a row that is a positive multiple of
    ``trace(E) <= r`` and becomes ``TraceNormBall(E, r, psd=True)`` (held on
-   Y as an ``AffinePreimage``, item 0).
+   Y as an ``AffinePreimage``, item 0). ``trace(E) == r`` (E a PSD variable
+   or such an a * Y + C) adds the same ball and keeps its row.
 5. **General linear inequalities get a bounded slack.** The rows
    ``a_i' v + c_i <= 0`` that involve several entries become
    ``a_i' v + c_i + s_i = 0`` (rows of M) with a new slack ``s >= 0``. FW-AL
@@ -410,6 +411,13 @@ def lower_constraints(objective_expr, constraints):
             absorbed_equalities.append(eq)
             continue
         kept_equalities.append(eq)
+        if not getattr(eq, "role", None) and eq.size == 1 and (psd_ids or psd_images):
+            # trace(E) == r for a PSD E: the PSD trace ball of radius r bounds E; the row stays (ball ∩ row)
+            ball, constraint = _psd_ball_of_trace_equality(eq, A, c, slots, psd_ids, psd_images, offsets, n_v)
+            if ball is not None:
+                sets.append(ball)
+                if constraint is not None:
+                    image_bounded.add(id(constraint))
     equalities = kept_equalities
 
     remaining = []
@@ -621,6 +629,34 @@ def _psd_image_trace_row(row, c_row, constraints, offsets, n_v):
         if k > 0 and np.allclose(a, k * b, rtol=1e-12, atol=0):
             return q, float(c_e[0]) - c_row / k
     return None
+
+
+def _psd_ball_of_trace_equality(eq, A, c, slots, psd_ids, psd_images, offsets, n_v):
+    """``(ball, constraint)``: the PSD trace ball for ``trace(E) == r`` (a row ``a trace(E) + c == 0``, a != 0).
+
+    E is a PSD variable (``PSD=True`` or ``Y >> 0``) or the matrix of a
+    semidefinite constraint ``E >> 0``; the ball ``TraceNormBall(E, r,
+    psd=True)`` contains the feasible set, and the equality row keeps E on
+    its face ``trace(E) == r``. ``constraint`` is the semidefinite
+    constraint (None for a variable); ``(None, None)`` when the row is not a
+    trace.
+    """
+    row = A[0].tocsr()
+    for sign in (1.0, -1.0):
+        found = _psd_trace_row(sign * row, slots, psd_ids)
+        if found is not None:
+            var, a = found
+            radius = _data_from(lambda eq=eq, a=a, sign=sign: -sign * float(linearize(eq.expr, offsets, n_v)[1][0]) / a,
+                                eq.parameters(), f"trace of {short_repr(eq)}")
+            return TraceNormBall(var, radius, psd=True), None
+        image = _psd_image_trace_row(sign * row, sign * float(c[0]), psd_images, offsets, n_v)
+        if image is not None:
+            constraint, radius = image
+            if eq.parameters():
+                raise ModelError(f"{short_repr(eq)}: the trace of {constraint._text} must be fixed by a number "
+                                 "(not a Parameter expression)")
+            return _on_the_variable(TraceNormBall(constraint.expr, radius, psd=True)), constraint
+    return None, None
 
 
 def _selection(expr, var, offsets, n_v):

@@ -298,10 +298,14 @@ def max(expr, axis=None, keepdims=False):  # noqa: A001 - mirrors numpy.max / cv
     expr = as_expression(expr)
     if isinstance(expr, NormAtom) and expr.kind == "abs" and axis is None and not keepdims:
         return norm_of_abs(expr, "linf", "max")
-    return EntryExtremumAtom(expr, "max", axis, keepdims, _call("max", expr, *([f"axis={axis!r}"] if axis is not None else [])))
+    return EntryExtremumAtom(expr, "max", axis, keepdims, _call("max", expr, *_axis_text(axis)))
 
 
 def min(expr, axis=None, keepdims=False):  # noqa: A001 - mirrors numpy.min / cvxpy.min
     """The smallest entry (over ``axis``): ``fm.min(e) >= t`` is ``e >= t`` entrywise; refused in objectives."""
     expr = as_expression(expr)
-    return EntryExtremumAtom(expr, "min", axis, keepdims, _call("min", expr, *([f"axis={axis!r}"] if axis is not None else [])))
+    return EntryExtremumAtom(expr, "min", axis, keepdims, _call("min", expr, *_axis_text(axis)))
+
+
+def _axis_text(axis):
+    return [] if axis is None else [f"axis={axis!r}"]
