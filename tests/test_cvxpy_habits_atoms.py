@@ -125,6 +125,20 @@ def test_trace_equalities_bound_semidefinite_matrices(attributes, constraints):
     assert len(prob.compile().blocks) == 1
 
 
+def test_trace_equality_with_a_parameter_is_reread_at_each_solve():
+    t = fm.Parameter(nonneg=True, value=1.0, name="t")
+    Y = fm.Variable((4, 4), symmetric=True, name="Y")
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(Y - C)), [Y >> 0, fm.trace(Y) == t])
+    for total in (1.0, 2.0):
+        t.value = total
+        value = prob.solve(**TIGHT)
+        Yc = cp.Variable((4, 4), symmetric=True)
+        ref = cp.Problem(cp.Minimize(cp.sum_squares(Yc - C)), [Yc >> 0, cp.trace(Yc) == total]).solve(
+            solver=cp.CLARABEL)
+        assert_close(value, ref)
+        assert abs(np.trace(Y.value) - total) <= 1e-6
+
+
 def test_semidefinite_on_a_psd_variable_and_with_other_constraints():
     def build(m):
         Y = m.Variable((4, 4), PSD=True)

@@ -343,7 +343,7 @@ def lower_constraints(objective_expr, constraints):
 
     _check_parameter_values(objective_expr, sets, equalities, inequalities)
 
-    # 1. norm bounds are sets (each remembered for its dual_value, see Compiled.write_set_duals)
+    # 1. norm bounds are sets (each remembered for its dual_value, see compile.write_norm_duals)
     norm_sets = []
     for ineq in inequalities:
         if ineq.kind == "norm":
@@ -646,8 +646,10 @@ def _psd_ball_of_trace_equality(eq, A, c, slots, psd_ids, psd_images, offsets, n
         found = _psd_trace_row(sign * row, slots, psd_ids)
         if found is not None:
             var, a = found
-            radius = _data_from(lambda eq=eq, a=a, sign=sign: -sign * float(linearize(eq.expr, offsets, n_v)[1][0]) / a,
-                                eq.parameters(), f"trace of {short_repr(eq)}")
+            def trace_value(eq=eq, a=a, sign=sign):
+                return -sign * float(linearize(eq.expr, offsets, n_v)[1][0]) / a
+
+            radius = _data_from(trace_value, eq.parameters(), f"trace of {short_repr(eq)}")
             return TraceNormBall(var, radius, psd=True), None
         image = _psd_image_trace_row(sign * row, sign * float(c[0]), psd_images, offsets, n_v)
         if image is not None:

@@ -95,6 +95,11 @@ class Inequality:
     * ``kind == "affine"``: both sides affine; ``expr = lhs - rhs <= 0``.
       Elementwise bounds become boxes, other rows get a bounded slack.
 
+    After a solve, ``dual_value`` holds CVXPY's multiplier (>= 0): of a norm
+    bound, from its ball's block (``compile.write_norm_duals``; entrywise for
+    ``abs``); of affine rows, from their slack rows (single-entry bounds,
+    which become a box, have none: None).
+
     ``fm.max(e) <= t`` and ``t <= fm.min(e)`` are rewritten to the affine
     ``e <= t`` and ``t <= e`` (entrywise, exactly; ``lhs`` and ``rhs`` keep
     what the user wrote, ``expr`` is the rewritten difference).
