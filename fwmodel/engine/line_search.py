@@ -72,7 +72,7 @@ class Backtracking:
                 if np.isfinite(excess) and excess > ROUNDING_MARGIN * (abs(phi0) + abs(probe * slope)):
                     self.lipschitz = 2.0 * excess / (probe * probe * d_norm2)
                 else:
-                    self.lipschitz = abs(slope) / (d_norm2 * gamma_max)
+                    self.lipschitz = abs(slope) / (d_norm2 * gamma_max) if gamma_max > 0 else abs(slope) / d_norm2
         L = self.lipschitz * self.shrink
         # phi is known to its rounding only: a decrease below it can be neither seen nor refuted. Without
         # this margin a direction whose whole predicted decrease is rounding (a FW gap of 1e-16 on the
