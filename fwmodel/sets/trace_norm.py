@@ -8,6 +8,7 @@ from .._fastest import FasterOf
 from .._kernels import max_asymmetry, symmetrize_in_place
 from ..errors import ModelError
 from ._common import as_direction, as_flat_direction, as_point, check_flag
+from ._thresholds import project_nonnegative_l1
 from .atoms import RankOneAtom
 from .base import ConvexSet, check_nonnegative, nonnegative_data
 
@@ -878,14 +879,6 @@ def _mirror_lower_to_upper(S, tile=256):
 
 
 def _project_nonnegative_l1(s, r):
-    """Projection of a nonnegative vector onto ``{t >= 0, sum t <= r}`` (sort-based, Duchi et al. 2008)."""
-    if s.sum() <= r:
-        return s.copy()
-    if r == 0:
-        return np.zeros_like(s)
-    mu = np.sort(s)[::-1]
-    cs = np.cumsum(mu) - r
-    idx = np.arange(1, s.size + 1)
-    rho = int(np.nonzero(mu - cs / idx > 0)[0][-1])
-    tau = cs[rho] / (rho + 1)
-    return np.maximum(s - tau, 0.0)
+    """Projection of a nonnegative vector onto ``{t >= 0, sum t <= r}`` (sort-based, Duchi et al. 2008; exact to
+    rounding at r's scale for any finite input: :func:`fwmodel.sets._thresholds.project_nonnegative_l1`)."""
+    return project_nonnegative_l1(s, r)
