@@ -267,6 +267,7 @@ def test_trace_ball_box_log_sum_exp_does_not_crash(shape, symmetric):
     Z = cp.Variable(shape, symmetric=symmetric)
     ref = _clarabel(cp.Problem(cp.Minimize(cp.log_sum_exp(cp.vec(Z, order="F"))),
                                [cp.normNuc(Z) <= 2.0, Z <= 0.2, Z >= -0.2]))
-    assert p.status in ("optimal", "max_iter")
-    if p.status == "optimal":
-        assert abs(p.value - ref) <= 1e-4 * max(1.0, abs(ref))
+    # and it is solved: the default penalty takes the curvature of rounding (1.7e-33) along that direction
+    # as 0 and balances the slope instead (a lam of 1.7e-33 ended at max_iter with the box violated)
+    assert p.status == "optimal"
+    assert abs(p.value - ref) <= 1e-4 * max(1.0, abs(ref))
