@@ -70,8 +70,8 @@ lays out blocks, rewrites such a model into sets and equalities:
    (or ``LinfBall``, ``abs(x) <= c``, ``x >= 0``) become one
    :class:`~fwmodel.sets.boxed_l1.BoxedL1Ball`, with an exact LMO and an
    exact projection (least squares 80 x 200 of
-   ``benchmarks/rows_projection.py``: 1,420 iterations on two copies)
-   (:func:`_boxed_l1_balls`).
+   ``benchmarks/rows_projection.py``: 1,420 iterations on two copies, 242
+   projection steps on one set) (:func:`_boxed_l1_balls`).
 
 Data that depends on Parameters (bounds, radii, totals, the slack boxes'
 upper bounds) is recomputed by :meth:`Lowered.prepare` and the sets'

@@ -6,7 +6,7 @@ L1 budget (``norm1(x) <= r, x >= 0``), the lasso with an L-infinity cap.
 Given as two sets, the compiler would copy x once per set and tie the
 copies by rows of M, and FW-AL would spend its iterations making the copies
 agree (least squares 80 x 200 in ``benchmarks/rows_projection.py``: 1,420
-iterations). The intersection has an exact LMO and an exact projection of
+iterations; 242 projection steps on this set, 7.5x less time). The intersection has an exact LMO and an exact projection of
 its own, so the compiler merges the two sets into this one
 (:mod:`fwmodel.compiler.lowering`, item 7): one block, no rows.
 
