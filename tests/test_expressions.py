@@ -435,6 +435,33 @@ def test_quad_form_checks():
     assert fm.quad_form(x, Q).curvature == "unknown"
 
 
+@pytest.mark.parametrize("unit", [1e-12, 1e-9, 1.0, 1e9])
+def test_quad_form_checks_are_the_same_in_any_units(unit):
+    """Definiteness and symmetry are judged relative to P's own scale: an indefinite P in small
+    units is refused (it was taken as PSD and minimized as if convex), a PSD one is accepted."""
+    x = fm.Variable(2, name="x")
+    with pytest.raises(fm.ModelError, match="positive semidefinite"):
+        fm.quad_form(x, unit * np.diag([1.0, -1.0]))
+    with pytest.raises(fm.ModelError, match="symmetric"):
+        fm.quad_form(x, unit * np.array([[1.0, 1e-3], [0.0, 1.0]]))
+    with pytest.raises(fm.ModelError, match="symmetric"):
+        fm.quad_form(x, sp.csr_matrix(unit * np.array([[1.0, 1e-3], [0.0, 1.0]])))
+    assert fm.quad_form(x, unit * np.diag([1.0, 0.0])).curvature == "convex"
+    P = fm.Parameter((2, 2), psd=True, value=unit * np.eye(2))
+    with pytest.raises(ValueError, match="psd"):
+        P.value = unit * np.diag([1.0, -1.0])
+
+
+def test_complex_parameter_values_are_refused():
+    """NumPy would keep the real part with only a warning: a complex value is refused by name."""
+    p = fm.Parameter(2, name="p")
+    for value in (np.array([1 + 2j, 3]), [1 + 0j, 2.0], 3j * np.ones(2)):
+        with pytest.raises(ValueError, match="'p'.*complex"):
+            p.value = value
+    p.value = [1.0, 2.0]
+    assert np.array_equal(p.value, [1.0, 2.0])
+
+
 def test_huber_threshold_must_be_positive():
     x = fm.Variable(2)
     for M in (0, -1.0, np.inf, "1"):

@@ -271,6 +271,30 @@ def test_grid_lp_value_matches_highs(n, K, coupling, seed, tight):
     assert (energy == pytest.approx(reference, rel=1e-6)) == tight
 
 
+@pytest.mark.parametrize("unit", [1e-4, 1.0, 1e4])
+@pytest.mark.parametrize("seed", [7, 8, 9])
+def test_certified_labels_are_map_in_any_units(unit, seed):
+    """"certified" means MAP up to gap_tol relative to the energy's own scale: on a frustrated 5-cycle
+    the certified labels' energy matches brute force over every labeling in units of 1e-4 too (an
+    absolute floor of 1 certified labels 3.6 % above the MAP energy there)."""
+    rng = np.random.default_rng(500 + seed)
+    G, K = nx.cycle_graph(5), 3
+    tn, te = rng.standard_normal((5, K)), 0.5 * rng.standard_normal((5, K, K))
+    edges = list(G.edges())
+
+    def energy(labels):
+        return -(sum(tn[v, labels[v]] for v in range(5)) + sum(te[k, labels[u], labels[v]]
+                                                                for k, (u, v) in enumerate(edges)))
+    best = min(energy(labels) for labels in itertools.product(range(K), repeat=5))
+    res = fm.map_inference(G, unit * tn, unit * te)
+    # the energy's spread over all labelings is at most this (the certificate's unit)
+    spread = unit * (np.sum(np.ptp(tn, axis=1)) + np.sum(np.ptp(te.reshape(5, -1), axis=1)))
+    assert res.gap >= -1e-12 * spread
+    if res.status == "certified":
+        assert res.energy - unit * best <= 1e-4 * max(abs(res.energy), spread / 100) * (1 + 1e-9)
+    assert res.lower_bound <= unit * best + 1e-9 * spread
+
+
 def test_score_energy_and_indicator_agree():
     G = nx.cycle_graph(5)
     lmp = fm.LocalMarginalPolytope(G, 3)

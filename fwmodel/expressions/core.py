@@ -698,6 +698,8 @@ class Leaf(Expression):
         """Validate a value for this leaf; return it as a fresh float array."""
         if sp.issparse(value):
             value = value.toarray()
+        if np.iscomplexobj(value):  # NumPy would drop the imaginary part with only a warning
+            raise ValueError(f"{self._describe()}: value is complex; fwmodel's data and variables are real")
         try:
             arr = np.array(value, dtype=float)
         except (TypeError, ValueError):
@@ -1022,24 +1024,30 @@ class Constant(Leaf):
 
 def matrix_definiteness(P, tol=1e-8, max_dense=1000):
     """Classify a constant square matrix: 'psd', 'nsd', 'indefinite', 'asymmetric'
-    or 'unchecked' (too large for a dense eigenvalue computation)."""
+    or 'unchecked' (too large for a dense eigenvalue computation).
+
+    Both tests are relative to P's own scale (its largest entry, its largest
+    eigenvalue magnitude), so that the answer is the same in any units: with
+    an absolute floor of 1, ``1e-9 * diag(1, -1)`` passed as "psd" and an
+    indefinite ``quad_form`` in small units was minimized as if convex.
+    """
     if sp.issparse(P):
         diff = abs(P - P.T)
-        scale = max(1.0, abs(P).max() if P.nnz else 0.0)
+        scale = abs(P).max() if P.nnz else 0.0
         if diff.nnz and diff.max() > tol * scale:
             return "asymmetric"
         if P.shape[0] > max_dense:
             return "unchecked"
         P = P.toarray()
     P = np.asarray(P, dtype=float)
-    scale = max(1.0, float(np.max(np.abs(P))) if P.size else 0.0)
+    scale = float(np.max(np.abs(P))) if P.size else 0.0
     if not np.allclose(P, P.T, rtol=0.0, atol=tol * scale):
         return "asymmetric"
     if P.shape[0] > max_dense:
         return "unchecked"
     eig = np.linalg.eigvalsh(P) if P.size else np.zeros(1)
     emin, emax = float(eig[0]), float(eig[-1])
-    slack = tol * max(1.0, abs(emin), abs(emax))
+    slack = tol * max(abs(emin), abs(emax))
     if emin >= -slack:
         return "psd"
     if emax <= slack:
