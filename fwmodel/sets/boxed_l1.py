@@ -134,23 +134,46 @@ class BoxedL1Ball(ConvexSet):
 
     # ------------------------------------------------------------ the oracle
     def _moves(self, d):
-        """The knapsack's moves away from c (signed, flat) for the direction d."""
+        """The knapsack's moves away from c for the direction d: ``(entries, signed amounts)``, entries increasing.
+
+        Only the entries of largest |d_i| that the budget reaches are sorted:
+        the k largest are picked by a partition (O(n)), k growing 8x until
+        their room covers the budget (at n = 10^6 with 100 entries moved:
+        0.06-0.16 s against 0.9 s for sorting every entry, load 5-8).
+        """
         # room towards -sign(d_i): up to the upper bound where d_i < 0, down to the lower one where d_i > 0
-        room = np.where(d < 0, self._hi - self._nearest, np.where(d > 0, self._nearest - self._lo, 0.0))
-        order = np.argsort(-np.abs(d), kind="stable")
-        room_sorted = room[order]
-        before = np.cumsum(room_sorted) - room_sorted
-        amount = np.empty_like(room)
-        amount[order] = np.clip(self._budget - before, 0.0, room_sorted)
-        return -np.sign(d) * amount
+        room_all = np.where(d < 0, self._hi - self._nearest, np.where(d > 0, self._nearest - self._lo, 0.0))
+        if room_all.sum() <= self._budget:  # every entry moves to its bound: no order needed
+            entries = np.flatnonzero(room_all)
+            return entries, -np.sign(d[entries]) * room_all[entries]
+        magnitude = np.abs(d)
+        k = min(d.size, 64)
+        while True:
+            if k >= d.size:
+                order = np.argsort(-magnitude, kind="stable")
+            else:
+                top = np.argpartition(-magnitude, k - 1)[:k]
+                order = top[np.argsort(-magnitude[top], kind="stable")]
+            room = room_all[order]
+            filled = np.cumsum(room)
+            if filled[-1] >= self._budget or k >= d.size:
+                break
+            k = min(d.size, 8 * k)
+        direction = d[order]
+        amount = np.clip(self._budget - (filled - room), 0.0, room)
+        moved = amount > 0
+        entries, signed = order[moved], -np.sign(direction[moved]) * amount[moved]
+        increasing = np.argsort(entries)
+        return entries[increasing], signed[increasing]
 
     def lmo_atom(self, flat_direction):
         d = as_flat_direction(self, flat_direction)
-        moves = self._moves(d)
+        entries, signed = self._moves(d)
         if self._sparse_vertices:  # c = 0: the vertex is its moved entries (equal vertices, equal keys)
-            support = np.flatnonzero(moves)
-            return SparseAtom(support, moves[support], self.size)
-        return DenseAtom(self._nearest + moves)
+            return SparseAtom(entries, signed, self.size)
+        vertex = self._nearest.copy()
+        vertex[entries] += signed
+        return DenseAtom(vertex)
 
     def lmo(self, direction):
         d = as_direction(self, direction)
