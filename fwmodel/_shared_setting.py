@@ -34,6 +34,12 @@ class _DeferredCtrlC:
 
     Only in the main thread (where Python runs signal handlers) and only while
     Python's own SIGINT handler is in place; elsewhere a no-op.
+
+    Another signal's Python handler may raise (a timeout written with
+    ``signal.alarm``) at any point, also while this handler is swapped in or
+    out. Left installed, it would swallow every later Ctrl-C of the process
+    (found under load: a SIGALRM handler raising KeyboardInterrupt landed
+    there and a later Ctrl-C was never raised), so both swaps are guarded.
     """
 
     __slots__ = ("previous", "received")
@@ -43,7 +49,13 @@ class _DeferredCtrlC:
         self.received = False
         if threading.current_thread() is threading.main_thread() \
                 and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-            self.previous = signal.signal(signal.SIGINT, self._record)
+            try:
+                self.previous = signal.signal(signal.SIGINT, self._record)
+                return self
+            except BaseException:  # raised with _record installed: the block does not run, put it back
+                if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+                    _restore_sigint(signal.default_int_handler)
+                raise
         return self
 
     def _record(self, signum, frame):
@@ -51,10 +63,24 @@ class _DeferredCtrlC:
 
     def __exit__(self, *exc):
         if self.previous is not None:
-            signal.signal(signal.SIGINT, self.previous)
+            raised = _restore_sigint(self.previous)
+            if raised is not None:
+                raise raised
             if self.received and exc[0] is None:
                 raise KeyboardInterrupt
         return False
+
+
+def _restore_sigint(handler):
+    """Installs ``handler`` for SIGINT, however often another signal's handler raises meanwhile
+    (``signal.signal`` runs the pending handlers before it swaps); returns the first exception raised."""
+    raised = None
+    while True:
+        try:
+            signal.signal(signal.SIGINT, handler)
+            return raised
+        except BaseException as exc:  # any exception of a pending handler: re-raised by the caller
+            raised = raised if raised is not None else exc
 
 
 class SharedSetting:

@@ -323,8 +323,14 @@ def test_random_compositions(ops, atom, seed):
     scale = max(1.0, float(np.abs(grad).max()))
     np.testing.assert_allclose(grad, numeric_gradient(f.value, v), rtol=1e-4, atol=1e-5 * scale)
     dv = rng.standard_normal(13)
-    h = 1e-4
-    second = (f.value(v + h * dv) - 2 * value + f.value(v - h * dv)) / h**2
+    if atom == "huber":
+        # the second difference straddles the kink |z| = M when an entry lies within h |dz| of it
+        # (seed 16926: 11.99 against 14.56): Huber's closed form, 2 sum dz^2 over |z| < M
+        z, dz = A_lin @ v + c, A_lin @ dv
+        second = 2.0 * float(np.sum(dz[np.abs(z) < 0.5] ** 2))
+    else:
+        h = 1e-4
+        second = (f.value(v + h * dv) - 2 * value + f.value(v - h * dv)) / h**2
     assert f.curvature(v, dv) == pytest.approx(second, rel=1e-4, abs=1e-4)
 
 

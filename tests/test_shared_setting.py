@@ -111,6 +111,39 @@ def _interrupt_every_event(trial, settings, knobs, module_file):
     assert 0 < interrupted < events
 
 
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="signals need the main thread")
+@pytest.mark.parametrize("where", ["enter", "exit"])
+def test_a_handler_raising_while_sigint_is_swapped_leaves_python_s_handler(monkeypatch, where):
+    """Another signal's handler that raises as the Ctrl-C deferral swaps its SIGINT handler in (after the swap)
+    or out (``signal.signal`` runs pending handlers before it swaps) must not leave the deferral installed: it
+    would swallow every later Ctrl-C of the process (seen under load after tests/test_interrupts.py)."""
+    import signal
+
+    from fwmodel._shared_setting import _DeferredCtrlC
+
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    real, raised = signal.signal, []
+
+    def signal_with_a_raising_handler(signum, handler):
+        if signum == signal.SIGINT and not raised:
+            if where == "enter" and handler is not signal.default_int_handler:
+                previous = real(signum, handler)  # swapped in, then the other handler raises
+                raised.append(previous)
+                raise TimeoutError("alarm")
+            if where == "exit" and handler is signal.default_int_handler:
+                raised.append(handler)
+                raise TimeoutError("alarm")  # before the swap, as CPython runs pending handlers first
+        return real(signum, handler)
+
+    monkeypatch.setattr(signal, "signal", signal_with_a_raising_handler)
+    with pytest.raises(TimeoutError):
+        with _DeferredCtrlC():
+            pass
+    monkeypatch.undo()
+    assert raised
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 def test_hold_restores_when_the_block_raises():
     knob = _Knob("found")
     setting = SharedSetting(knob.set, knob.set)

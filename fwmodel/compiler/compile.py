@@ -224,7 +224,8 @@ class CompiledProblem:
         ``x >= lo``) come from the block's KKT conditions (see
         :func:`_boxed_l1_multipliers`).
         """
-        boxed = [blk for blk in self.blocks if isinstance(blk.set, BoxedL1Ball)]
+        write_norm_duals(self, x, y, lam)  # norm(e) <= t: the ball's multiplier
+        boxed = [blk for blk in self.blocks if isinstance(blk.set, BoxedL1Ball)]  # (None from it: merged)
         if not self.equalities and not boxed and (self.lowered is None or not self.lowered.absorbed):
             return
         residual = self.operator.matvec(x) - self.b
@@ -615,6 +616,68 @@ def compile_problem(objective_expr, sign, constraints):
                            lowered=lowered, fixed_constraints=fixed)
 
 
+def _dual_norm(kind, g):
+    """The dual norm of ``g`` for the norm of kind "l1", "l2", "linf" or "nuc"."""
+    if kind == "l1":
+        return float(np.abs(g).max(initial=0.0))
+    if kind == "l2":
+        return float(np.linalg.norm(g))
+    if kind == "linf":
+        return float(np.abs(g).sum())
+    return float(np.linalg.norm(g, 2))  # nuclear norm: the spectral norm
+
+
+def write_norm_duals(compiled, x, y, lam):
+    """Set ``dual_value`` of each ``norm(e) <= t`` (and ``abs(e) <= t``) from its ball's block.
+
+    At a solution of ``min f`` over a block ``z`` in ``{||z|| <= t}`` (with
+    the rows of M), KKT says ``-G in mu * d||z||`` with ``mu >= 0`` and
+    ``mu (||z|| - t) = 0``, where ``G = g + M' (y + lam (M x - b))`` is the
+    block's gradient of the augmented Lagrangian (as in
+    :meth:`CompiledProblem.write_duals`). Taking the inner product with z,
+    ``<-G, z> = mu ||z|| = mu t``: so ``mu = max(0, <-G, z>) / t``, which is
+    CVXPY's ``dual_value`` (0 for an inactive ball, where G = 0; the dual
+    norm of G for an active one). A radius of 0 gives the dual norm of G.
+    For ``abs(e) <= t`` (a box) the same holds per entry. A ball merged into
+    another set (a capped simplex) has no multiplier of its own: None (a boxed L1
+    ball's comes from its KKT conditions: :func:`_write_boxed_l1_duals`).
+    """
+    lowered = compiled.lowered
+    if lowered is None or not lowered.norm_sets:
+        return
+    _, g = compiled.objective.value_and_grad(x)
+    if compiled.operator.shape[0]:  # the rows of M: their multipliers y + lam (M x - b)
+        g = g + compiled.operator.rmatvec(y + lam * (compiled.operator.matvec(x) - compiled.b))
+    for ineq, ball in lowered.norm_sets:
+        ineq.dual_value = None
+        held = []
+        for blk in compiled.blocks:
+            chain = [blk.set]  # the block's set back to the ball: symmetric variants, preimages on the variable
+            while chain[-1] is not ball and getattr(chain[-1], "derived_from", None) is not None:
+                chain.append(chain[-1].derived_from)
+            if chain[-1] is ball:
+                held.append((blk, chain[:-1]))
+        if len(held) != 1:
+            continue
+        blk, rewrites = held[0]
+        point, grad = np.asarray(x[blk.slice], dtype=float), np.asarray(g[blk.slice], dtype=float)
+        for s in rewrites:
+            if hasattr(s, "gradient_in_image"):  # a set on a * x + c held as x: back to a * x + c
+                point, grad = s.image_of(point), s.gradient_in_image(grad)
+        if ineq.norm.kind == "abs":
+            bound = np.broadcast_to(np.asarray(ball.interval_bounds()[1], dtype=float), point.shape)
+            inner = np.maximum(0.0, -grad * point)
+            mu = np.where(bound > 0, inner / np.where(bound > 0, bound, 1.0), np.abs(grad))
+            ineq.dual_value = mu.reshape(ineq.shape)
+            continue
+        radius = float(ball.radius)
+        if radius > 0:
+            ineq.dual_value = max(0.0, -float(point @ grad)) / radius
+        else:
+            shaped = grad.reshape(ball.shape) if ineq.norm.kind == "nuc" else grad
+            ineq.dual_value = _dual_norm(ineq.norm.kind, shaped)
+
+
 def _boxed_l1_multipliers(boxed, x, g):
     """``(mu, above, below)``: multipliers of the L1 bound and of the upper and lower bounds at x.
 
@@ -677,10 +740,10 @@ def _write_boxed_l1_duals(boxed, x, g, lowered):
     first of equal ones) and 0 on the others.
     """
     mu, above, below = _boxed_l1_multipliers(boxed, x, g)
-    ball_ineq = getattr(boxed.ball, "norm_inequality", None)
+    from_norms = {id(s): ineq for ineq, s in getattr(lowered, "norm_sets", ())}  # the sets of norm(e) <= t
+    ball_ineq, box_ineq = from_norms.get(id(boxed.ball)), from_norms.get(id(boxed.box))
     if ball_ineq is not None:
         ball_ineq.dual_value = mu
-    box_ineq = getattr(boxed.box, "norm_inequality", None)
     if box_ineq is not None:
         per_entry = above + below
         box_ineq.dual_value = (per_entry.reshape(tuple(boxed.shape)) if box_ineq.norm.kind == "abs"

@@ -16,8 +16,12 @@ lays out blocks, rewrites such a model into sets and equalities:
    ``norm(e, 2)``, ``norm2``, ``norm(E, "fro")`` give ``L2Ball``;
    ``norm(e, "inf")``, ``norm_inf`` give ``LinfBall``; ``normNuc(E)``,
    ``norm(E, "nuc")`` give ``TraceNormBall``; ``abs(e) <= t`` gives
-   ``Box(e, -t, t)``. ``t`` is data: a number, an array (``abs``) or an
-   ``fm.Parameter`` expression, re-read at each solve.
+   ``Box(e, -t, t)`` (``sum(abs(e))`` is ``norm1(e)``, ``max(abs(e))`` is
+   ``norm_inf(e)``). ``t`` is data: a number, an array (``abs``) or an
+   ``fm.Parameter`` expression, re-read at each solve. Each such inequality
+   gets its multiplier from its ball's block after a solve
+   (:func:`~fwmodel.compiler.compile.write_norm_duals`). ``max(e) <= t`` and
+   ``min(e) >= t`` are already affine (``e <= t``, ``e >= t``) when built.
 2. **Elementwise bounds merge into one box per variable.** Every row of
    ``lhs - rhs <= 0`` with a single variable entry, ``a * x_j + c <= 0``, is
    the bound ``x_j <= -c / a`` (``a > 0``) or ``x_j >= -c / a`` (``a < 0``);
@@ -41,7 +45,12 @@ lays out blocks, rewrites such a model into sets and equalities:
    the solve from the simplex block's KKT conditions. For a ``PSD=True``
    variable, ``fm.trace(X) <= t`` is ``TraceNormBall(X, t, psd=True)``; a PSD
    variable without one gets the PSD trace ball whose radius is the sum of
-   the diagonal's upper bounds implied by its other sets.
+   the diagonal's upper bounds implied by its other sets. CVXPY's ``Y >> 0``
+   on a symmetric variable makes Y PSD the same way; on ``E = a * Y + C``
+   (``Y << 0``, ``Y >> B``) it needs a row that is a positive multiple of
+   ``trace(E) <= r`` and becomes ``TraceNormBall(E, r, psd=True)`` (held on
+   Y as an ``AffinePreimage``, item 0). ``trace(E) == r`` (E a PSD variable
+   or such an a * Y + C) adds the same ball and keeps its row.
 5. **General linear inequalities get a bounded slack.** The rows
    ``a_i' v + c_i <= 0`` that involve several entries become
    ``a_i' v + c_i + s_i = 0`` (rows of M) with a new slack ``s >= 0``. FW-AL
@@ -85,7 +94,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ModelError
-from ..expressions import Equality, Inequality, Variable, linearize
+from ..expressions import Equality, Inequality, PSDConstraint, Variable, linearize
 from ..expressions.core import short_repr
 from ..sets.box import box_of_bounds
 from ..sets import Box, L1Ball, L2Ball, LinfBall, Simplex, TraceNormBall
@@ -136,7 +145,8 @@ class Lowered:
     ``sets`` and ``equalities`` are FW-AL primitives. ``absorbed`` maps
     ``id(equality)`` to the :class:`Simplex` that replaced it (its dual is
     recovered from that block after a solve), ``slack_of`` maps
-    ``id(slack equality)`` to ``(inequality, rows)``. ``prepare()`` recomputes
+    ``id(slack equality)`` to ``(inequality, rows)``, ``norm_sets`` pairs each
+    ``norm(e) <= t`` with its ball. ``prepare()`` recomputes
     the Parameter-dependent entry bounds before the sets refresh.
     """
 
@@ -146,6 +156,8 @@ class Lowered:
     slack_of: dict = field(default_factory=dict)
     entry_bounds: object = None
     absorbed_equalities: list = field(default_factory=list)
+    #: [(inequality, the ball it became)] for ``norm(e) <= t`` (their dual values)
+    norm_sets: list = field(default_factory=list)
 
     def prepare(self):
         if self.entry_bounds is not None and self.entry_bounds.dynamic():
@@ -311,7 +323,7 @@ def lower_constraints(objective_expr, constraints):
     first (the boxes are closed by them), the symmetric variants before the
     boxes, and the slacks last (their bounds use every other set).
     """
-    sets, equalities, inequalities = [], [], []
+    sets, equalities, inequalities, semidefinite = [], [], [], []
     for i, c in enumerate(constraints):
         if isinstance(c, ConvexSet):
             sets.append(c)
@@ -319,6 +331,8 @@ def lower_constraints(objective_expr, constraints):
             equalities.append(c)
         elif isinstance(c, Inequality):
             inequalities.append(c)
+        elif isinstance(c, PSDConstraint):
+            semidefinite.append(c)
         elif isinstance(c, (bool, np.bool_)):
             raise ModelError(
                 f"constraint #{i} is the Python bool {c}: a comparison was evaluated outside fwmodel "
@@ -329,21 +343,23 @@ def lower_constraints(objective_expr, constraints):
                              "(expr == expr) nor an inequality (expr <= expr)")
     # a set on a * x + c (elementwise, a != 0) holds x itself (see AffinePreimage)
     sets = [_on_the_variable(s) for s in sets]
-    if not inequalities and not any(_has_attributes(v) for v in _all_variables(objective_expr, sets, equalities)):
+    if not inequalities and not semidefinite and not any(
+            _has_attributes(v) for v in _all_variables(objective_expr, sets, equalities)):
         # the explicit-set model: nothing to rewrite but the merged pairs of sets (7)
         return Lowered(sets=_boxed_l1_balls(_capped_simplices(sets, equalities), equalities), equalities=equalities)
 
     _check_parameter_values(objective_expr, sets, equalities, inequalities)
 
-    # 1. norm bounds are sets
+    # 1. norm bounds are sets (each remembered for its dual_value, see compile.write_norm_duals)
+    norm_sets = []
     for ineq in inequalities:
         if ineq.kind == "norm":
-            norm_set = _lower_norm(ineq)
-            norm_set.norm_inequality = ineq  # its dual_value, where the set is merged (7; Compiled.write_duals)
-            sets.append(_on_the_variable(norm_set))
+            ball = _lower_norm(ineq)
+            norm_sets.append((ineq, ball))
+            sets.append(_on_the_variable(ball))
     affine = [q for q in inequalities if q.kind == "affine"]
 
-    variables = _all_variables(objective_expr, sets, equalities, affine)
+    variables = _all_variables(objective_expr, sets, equalities, affine + semidefinite)
     offsets, off = {}, 0
     for var in variables:
         offsets[var.id] = off
@@ -375,6 +391,11 @@ def lower_constraints(objective_expr, constraints):
             for var in ineq.variables():
                 param_bound_vars.add(var.id)
 
+    # Y >> 0 on the variable itself makes Y PSD, as PSD=True does; on a * Y + C it needs its own trace bound
+    psd_ids = {var.id for var in variables if var.PSD} | {q.variable.id for q in semidefinite if q.on_the_variable()}
+    psd_images = [q for q in semidefinite if not q.on_the_variable()]
+    image_bounded = set()
+
     def fixed_zero_lower(var):
         off, size = slots[var]
         return var.id not in param_bound_vars and np.all(bounds.lo[off:off + size] == 0.0)
@@ -397,6 +418,13 @@ def lower_constraints(objective_expr, constraints):
             absorbed_equalities.append(eq)
             continue
         kept_equalities.append(eq)
+        if not getattr(eq, "role", None) and eq.size == 1 and (psd_ids or psd_images):
+            # trace(E) == r for a PSD E: the PSD trace ball of radius r bounds E; the row stays (ball ∩ row)
+            ball, constraint = _psd_ball_of_trace_equality(eq, A, c, slots, psd_ids, psd_images, offsets, n_v)
+            if ball is not None:
+                sets.append(ball)
+                if constraint is not None:
+                    image_bounded.add(id(constraint))
     equalities = kept_equalities
 
     remaining = []
@@ -411,7 +439,16 @@ def lower_constraints(objective_expr, constraints):
                                    ineq.parameters(), f"bound of {ineq._text}")
                 sets.append(Simplex(var, total, equality=False))
                 continue
-            psd = _psd_trace_row(row, slots)
+            image = _psd_image_trace_row(row, float(c[r]), psd_images, offsets, n_v)
+            if image is not None:
+                constraint, radius = image
+                if ineq.parameters():
+                    raise ModelError(f"{ineq._text}: the trace bound of {constraint._text} must be a number "
+                                     "(not a Parameter expression)")
+                sets.append(_on_the_variable(TraceNormBall(constraint.expr, radius, psd=True)))
+                image_bounded.add(id(constraint))
+                continue
+            psd = _psd_trace_row(row, slots, psd_ids)
             if psd is not None:
                 var, a = psd
                 radius = _data_from(lambda ineq=ineq, r=r, a=a: -float(linearize(ineq.expr, offsets, n_v)[1][r]) / a,
@@ -422,6 +459,11 @@ def lower_constraints(objective_expr, constraints):
         if left:
             remaining.append((ineq, np.asarray(left), A, c))
     general = remaining
+    for q in psd_images:
+        if id(q) not in image_bounded:
+            raise ModelError(f"{q._text}: FW-AL needs a bounded set, and a semidefinite cone is not bounded; add a "
+                             f"trace bound on the same matrix, fm.trace({short_repr(q.expr, 60)}) <= r (a PSD trace "
+                             f"ball, fm.TraceNormBall(..., r, psd=True))")
 
     # 6a. symmetric variables: symmetric variants of the sets that hold them whole. A simplex
     #     that replaced the user's equality keeps its symmetry rows: its equality's dual is
@@ -433,7 +475,7 @@ def lower_constraints(objective_expr, constraints):
     # 4b. PSD variables without a PSD trace ball: close with the diagonal's upper bounds
     #     (trace X = sum_i X_ii <= sum_i hi_ii), from the bounds and the other sets
     for var in variables:
-        if var.PSD and not any(s.implies_psd and s.expr is var for s in sets):
+        if var.id in psd_ids and not any(s.implies_psd and s.expr is var for s in sets):
             holders = _holders(var, sets, slots, offsets, n_v)
             n, off = var.shape[0], offsets[var.id]
             diagonal = np.arange(n) * (n + 1)
@@ -442,7 +484,9 @@ def lower_constraints(objective_expr, constraints):
                 return float(np.minimum(bounds.hi[off + diagonal], _implied(var, holders)[1][diagonal]).sum())
 
             if not np.isfinite(trace_bound()):
-                raise ModelError(f"variable {var.name} is PSD=True but nothing bounds it: add fm.trace({var.name}) "
+                declared = "PSD=True" if var.PSD else f"constrained {var.name} >> 0"
+                raise ModelError(f"variable {var.name} is {declared} but nothing bounds it (FW-AL needs a bounded "
+                                 f"set, and a semidefinite cone is not bounded): add fm.trace({var.name}) "
                                  f"<= t (a PSD trace ball, fm.TraceNormBall({var.name}, t, psd=True)), bound its "
                                  f"diagonal ({var.name} <= hi), or put it in a bounded set")
             params = _set_parameters([h for h, _ in holders]) + (
@@ -493,7 +537,7 @@ def lower_constraints(objective_expr, constraints):
     # 7. a simplex and a box on the same variable: one capped simplex; an L1 ball and a box: one boxed L1 ball
     sets = _boxed_l1_balls(_capped_simplices(sets, equalities), equalities)
     return Lowered(sets=sets, equalities=equalities, absorbed=absorbed, slack_of=slack_of, entry_bounds=bounds,
-                   absorbed_equalities=absorbed_equalities)
+                   absorbed_equalities=absorbed_equalities, norm_sets=norm_sets)
 
 
 # ---------------------------------------------------------------------- helpers
@@ -560,17 +604,68 @@ def _set_parameters(sets):
     return [p for s in sets for p in s.parameters()]
 
 
-def _psd_trace_row(row, slots):
-    """``(var, a)`` when the row is ``a * trace(var)``, a > 0, for a PSD variable."""
+def _psd_trace_row(row, slots, psd_ids):
+    """``(var, a)`` when the row is ``a * trace(var)``, a > 0, for a PSD variable (``PSD=True`` or ``var >> 0``)."""
     cols, data = row.indices, row.data
     if cols.size == 0 or data[0] <= 0 or not np.all(data == data[0]):
         return None
     for var, (off, size) in slots.items():
-        if var.PSD:
+        if var.id in psd_ids:
             n = var.shape[0]
             if cols.size == n and np.array_equal(np.sort(cols), off + np.arange(n) * (n + 1)):
                 return var, float(data[0])
     return None
+
+
+def _psd_image_trace_row(row, c_row, constraints, offsets, n_v):
+    """``(constraint, r)`` when the row ``a' v + c_row <= 0`` is ``trace(E) <= r`` for ``E >> 0`` of a constraint.
+
+    The row must be a positive multiple of trace(E)'s coefficients:
+    ``a' v = k (t' v)`` with ``trace(E) = t' v + c_E``, k > 0, so that
+    ``trace(E) <= c_E - c_row / k``.
+    """
+    from ..expressions import trace
+
+    for q in constraints:
+        t, c_e = linearize(trace(q.expr), offsets, n_v)
+        t = t.tocsr()
+        if t.nnz == 0 or row.nnz != t.nnz or not np.array_equal(np.sort(row.indices), np.sort(t.indices)):
+            continue
+        a, b = row.toarray().ravel()[t.indices], t.data
+        k = a[0] / b[0]
+        if k > 0 and np.allclose(a, k * b, rtol=1e-12, atol=0):
+            return q, float(c_e[0]) - c_row / k
+    return None
+
+
+def _psd_ball_of_trace_equality(eq, A, c, slots, psd_ids, psd_images, offsets, n_v):
+    """``(ball, constraint)``: the PSD trace ball for ``trace(E) == r`` (a row ``a trace(E) + c == 0``, a != 0).
+
+    E is a PSD variable (``PSD=True`` or ``Y >> 0``) or the matrix of a
+    semidefinite constraint ``E >> 0``; the ball ``TraceNormBall(E, r,
+    psd=True)`` contains the feasible set, and the equality row keeps E on
+    its face ``trace(E) == r``. ``constraint`` is the semidefinite
+    constraint (None for a variable); ``(None, None)`` when the row is not a
+    trace.
+    """
+    row = A[0].tocsr()
+    for sign in (1.0, -1.0):
+        found = _psd_trace_row(sign * row, slots, psd_ids)
+        if found is not None:
+            var, a = found
+            def trace_value(eq=eq, a=a, sign=sign):
+                return -sign * float(linearize(eq.expr, offsets, n_v)[1][0]) / a
+
+            radius = _data_from(trace_value, eq.parameters(), f"trace of {short_repr(eq)}")
+            return TraceNormBall(var, radius, psd=True), None
+        image = _psd_image_trace_row(sign * row, sign * float(c[0]), psd_images, offsets, n_v)
+        if image is not None:
+            constraint, radius = image
+            if eq.parameters():
+                raise ModelError(f"{short_repr(eq)}: the trace of {constraint._text} must be fixed by a number "
+                                 "(not a Parameter expression)")
+            return _on_the_variable(TraceNormBall(constraint.expr, radius, psd=True)), constraint
+    return None, None
 
 
 def _selection(expr, var, offsets, n_v):

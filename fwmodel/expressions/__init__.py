@@ -7,12 +7,14 @@ Compiler-facing pieces (not re-exported at the top level):
 flat vector) and :func:`as_expression`.
 """
 from .affine import concatenate, hstack, inner, linearize, multiply, reshape, sum, trace, transpose, vstack
-from .atoms import exp, huber, log_sum_exp, logistic, quad_form, square, sum_squares
-from .constraints import Equality, Inequality
+from .atoms import exp, huber, log_sum_exp, logistic, power, quad_form, quad_over_lin, square, sum_squares
+from .constraints import Equality, Inequality, PSDConstraint
 from .cvxpy_functions import cumsum, diag, diff, mean, vec
 from .core import Constant, Expression, Leaf, Parameter, Variable, as_expression
 from .evaluate import SmoothFunction
-from .nonsmooth import abs, max, min, norm, norm1, norm2, norm_inf, normNuc
+from .nonsmooth import abs, max, min, norm, norm1, norm2, norm_inf, normNuc, pnorm
+from .unsupported import *  # noqa: F401,F403 - CVXPY atoms refused with a ModelError
+from .unsupported import __all__ as _refused_atoms
 from .sympy_atom import smooth
 
 __all__ = [
@@ -34,6 +36,8 @@ __all__ = [
     "sum_squares",
     "square",
     "quad_form",
+    "power",
+    "quad_over_lin",
     "logistic",
     "log_sum_exp",
     "huber",
@@ -46,8 +50,11 @@ __all__ = [
     "norm2",
     "norm_inf",
     "normNuc",
+    "pnorm",
     "max",
     "min",
     "Equality",
     "Inequality",
+    "PSDConstraint",
+    *_refused_atoms,
 ]

@@ -1018,6 +1018,12 @@ def sum(expr, axis=None, keepdims=False):  # noqa: A001 - mirrors numpy.sum / cv
     axes = normalize_axes(axis, expr.ndim, f"sum({short_repr(expr)})")
     if not axes and not keepdims:
         return expr
+    if len(axes) == expr.ndim and not keepdims and getattr(expr, "kind", None) == "abs":
+        # sum(abs(e)) over every entry is norm1(e), exactly: sum(abs(e)) <= t is an L1 ball
+        from .nonsmooth import NormAtom, norm_of_abs
+
+        if isinstance(expr, NormAtom):
+            return norm_of_abs(expr, "l1", "sum")
     return SumExpression(expr, axes, keepdims)
 
 

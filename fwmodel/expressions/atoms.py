@@ -163,8 +163,76 @@ class SquareExpression(Atom):
 
 
 def square(expr):
-    """Elementwise square (convex for affine ``expr``)."""
+    """Elementwise square (convex for affine ``expr``); ``square(norm2(e))`` is ``sum_squares(e)``."""
+    from .nonsmooth import NormAtom
+
+    if isinstance(expr, NormAtom) and expr.kind == "l2":
+        return sum_squares(expr.args[0])  # ||e||_2^2, smooth although ||e||_2 is not
     return SquareExpression(expr)
+
+
+def power(expr, p):
+    """``expr ** p`` entrywise, as ``cvxpy.power``, for the p whose result is smooth.
+
+    p = 0 is the constant 1, p = 1 is ``expr``, p = 2 is ``fm.square``
+    (``power(norm(e, 2), 2)`` is ``fm.sum_squares(e)``), and an even p >= 4
+    is ``fm.smooth(z**p, {z: expr})`` (convex, with a gradient Lipschitz on the
+    bounded sets FW-AL works in). Other p are refused with a ModelError:
+    CVXPY defines them on ``expr >= 0`` only (p > 1 not an even integer) or
+    they are concave or unbounded at 0 (p < 1), where the gradient (p < 2:
+    the curvature) is unbounded at the boundary of the sets Frank-Wolfe visits.
+    """
+    expr = as_expression(expr)
+    where = f"power({short_repr(expr)}, {p!r})"
+    if isinstance(p, bool) or not isinstance(p, (numbers.Real, np.floating, np.integer)) or not np.isfinite(p):
+        raise ModelError(f"{where}: p must be a finite number")
+    if p == 0:
+        return Constant(np.ones(expr.shape))
+    if p in (1, 2):
+        return expr ** int(p)
+    even = float(p).is_integer() and int(p) % 2 == 0
+    if even and expr.is_affine():
+        import sympy
+
+        z = sympy.Symbol("z")
+        return _smooth(z ** int(p), {z: expr})
+    if even:
+        raise ModelError(f"{where}: an even power of a non-affine expression has no smooth atom here; "
+                         "write the power of an affine expression")
+    if p > 2:
+        advice = ("for entries kept >= 0 by the constraints write fm.smooth(z**p, {z: expr}) with "
+                  "z = sympy.Symbol('z', nonnegative=True)")
+    elif p > 1:
+        advice = "its curvature is unbounded at 0; use fm.square or fm.huber"
+    else:
+        advice = "its gradient is unbounded at 0; use fm.square, fm.exp or fm.smooth of a formula smooth on the sets"
+    raise ModelError(f"{where}: p = {p!r} is not supported (fwmodel takes p = 0, 1, 2 and even p >= 4: "
+                     f"FW-AL needs a gradient that is Lipschitz on the sets); {advice}")
+
+
+def _smooth(formula, mapping):
+    from .sympy_atom import smooth
+
+    return smooth(formula, mapping)
+
+
+def quad_over_lin(expr, y):
+    """``sum_squares(expr) / y`` for a constant (or Parameter) scalar ``y > 0``, as ``cvxpy.quad_over_lin``.
+
+    A ``y`` with variables is refused: ``x**2 / y`` has a gradient unbounded
+    as y approaches 0, so it is not smooth on the sets FW-AL visits.
+    """
+    expr, y = as_expression(expr), as_expression(y)
+    where = f"quad_over_lin({short_repr(expr)}, {short_repr(y)})"
+    if y._has_vars:
+        raise ModelError(f"{where}: y must be data (a positive number or a Parameter): with a variable y the "
+                         "function's gradient is unbounded as y approaches 0 (not smooth for FW-AL); "
+                         "fix y, or make it an fm.Parameter(nonneg=True) and vary it between solves")
+    if y.size != 1:
+        raise ModelError(f"{where}: y must be a scalar, got shape {y.shape}")
+    if not y._has_params and not float(np.asarray(y.value).reshape(())) > 0:
+        raise ModelError(f"{where}: y must be positive, got {float(np.asarray(y.value).reshape(())):g}")
+    return sum_squares(expr) / y
 
 
 class QuadFormExpression(Atom):

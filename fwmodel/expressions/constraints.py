@@ -95,6 +95,15 @@ class Inequality:
     * ``kind == "affine"``: both sides affine; ``expr = lhs - rhs <= 0``.
       Elementwise bounds become boxes, other rows get a bounded slack.
 
+    After a solve, ``dual_value`` holds CVXPY's multiplier (>= 0): of a norm
+    bound, from its ball's block (``compile.write_norm_duals``; entrywise for
+    ``abs``); of affine rows, from their slack rows (single-entry bounds,
+    which become a box, have none: None).
+
+    ``fm.max(e) <= t`` and ``t <= fm.min(e)`` are rewritten to the affine
+    ``e <= t`` and ``t <= e`` (entrywise, exactly; ``lhs`` and ``rhs`` keep
+    what the user wrote, ``expr`` is the rewritten difference).
+
     Anything else (a norm above something, a norm compared with a variable,
     a smooth convex function bounded by a constant) is refused with a
     ModelError that says what can be written instead.
@@ -110,6 +119,7 @@ class Inequality:
         text = (f"{short_repr(lhs)} {op} {short_repr(rhs)}" if op in ("<=", "<")
                 else f"{short_repr(rhs)} {op} {short_repr(lhs)}")
         self._text = text
+        lhs, rhs = _entrywise_sides(lhs, rhs, text)
         if isinstance(rhs, NormAtom) or (find_norm_atom(rhs) is not None and not isinstance(lhs, NormAtom)):
             atom = rhs if isinstance(rhs, NormAtom) else find_norm_atom(rhs)
             raise ModelError(
@@ -181,3 +191,103 @@ class Inequality:
             f"the constraint {self._text} has no truth value: '<=' between expressions builds an "
             "fm.Inequality for Problem(constraints=[...])"
         )
+
+
+def _entrywise_sides(lhs, rhs, text):
+    """The affine sides of ``max(e) <= t`` (``e``, t) and ``t <= min(e)`` (t, ``e``); other sides as given.
+
+    ``max(e) >= t`` and ``min(e) <= t`` (some entry beyond t) are unions of
+    half-spaces, not convex sets: refused.
+    """
+    from .nonsmooth import EntryExtremumAtom
+
+    low = isinstance(lhs, EntryExtremumAtom)
+    high = isinstance(rhs, EntryExtremumAtom)
+    for atom, wrong in ((lhs, "min"), (rhs, "max")):
+        if isinstance(atom, EntryExtremumAtom) and atom.kind == wrong:
+            word = "some entry is at most" if wrong == "min" else "some entry is at least"
+            raise ModelError(f"{text}: says that {word} the bound, a union of half-spaces that is not convex; "
+                             f"only max(e) <= t and min(e) >= t (every entry bounded) are constraints")
+    if low and high:
+        raise ModelError(f"{text}: compare {lhs.call} and {rhs.call} with data or an affine expression, not with "
+                         "each other (write e <= t and t <= f with a variable t)")
+    if low:
+        return lhs.entrywise(rhs)
+    if high:
+        entries, bound = rhs.entrywise(lhs)
+        return bound, entries
+    return lhs, rhs
+
+
+class PSDConstraint:
+    """``lhs >> rhs`` (or ``rhs << lhs``): ``lhs - rhs`` positive semidefinite, CVXPY's PSD constraint.
+
+    CVXPY's ``X >> 0`` needs a square ``X`` and constrains its symmetric part
+    ``(X + X.T) / 2``. FW-AL needs a bounded set, so fwmodel takes the
+    constraint on ``E = a * Y + C``: a ``symmetric=True`` (or ``PSD=True``)
+    variable Y, a nonzero number a and a symmetric constant C (``Y >> 0``,
+    ``Y << 0``, ``Y >> B``), bounded by a trace constraint on E (``fm.trace(Y)
+    <= r`` for ``Y >> 0``, ``fm.trace(Y) >= -r`` for ``Y << 0``). The compiler
+    makes it the PSD trace ball ``fm.TraceNormBall(E, r, psd=True)``
+    (:mod:`fwmodel.compiler.lowering`, item 4). ``dual_value`` stays None.
+    """
+
+    def __init__(self, lhs, rhs, op):
+        from .affine import linearize
+
+        lhs, rhs = as_expression(lhs), as_expression(rhs)
+        self.lhs, self.rhs, self.op = lhs, rhs, op
+        self.dual_value = None
+        self._text = f"{short_repr(lhs)} {op} {short_repr(rhs)}"
+        text = self._text
+        expr = add(lhs, rhs, sign=-1) if op == ">>" else add(rhs, lhs, sign=-1)
+        if expr.ndim != 2 or expr.shape[0] != expr.shape[1]:
+            raise ModelError(f"{text}: a semidefinite constraint needs a square matrix, got shape {expr.shape}")
+        if not expr.is_affine():
+            raise ModelError(f"{text}: both sides must be affine, but the difference is {expr.curvature}")
+        variables = expr.variables()
+        if len(variables) != 1 or expr.parameters():
+            raise ModelError(f"{text}: fwmodel takes a semidefinite constraint on a * Y + C for one symmetric "
+                             "variable Y, a number a and a constant symmetric C (Y >> 0, Y << 0, Y >> B)"
+                             + (", not one with Parameters" if expr.parameters() else
+                                f", got {len(variables)} variables"))
+        var = variables[0]
+        if not (var.symmetric or var.PSD):
+            raise ModelError(
+                f"{text}: {var.name} is not declared symmetric. As in CVXPY, {op} constrains only the symmetric "
+                f"part ({var.name} + {var.name}.T) / 2, which would leave {var.name} - {var.name}.T unbounded "
+                f"for FW-AL; declare fm.Variable({var.shape}, symmetric=True) (or PSD=True)")
+        A, c = linearize(expr, {var.id: 0}, var.size)
+        A = A.tocsr()
+        n = var.shape[0]
+        scale = A.data[0] if A.nnz else 0.0
+        if (A.nnz != var.size or not np.array_equal(A.indices, np.arange(var.size))
+                or np.any(np.diff(A.indptr) != 1) or not np.all(A.data == scale) or scale == 0):
+            raise ModelError(f"{text}: fwmodel takes a semidefinite constraint on a * {var.name} + C (a number a, "
+                             f"a constant C), not on another affine expression of {var.name}")
+        offset = np.asarray(c, dtype=float).reshape(n, n)
+        if not np.allclose(offset, offset.T, rtol=0, atol=1e-12 * max(1.0, float(np.abs(offset).max(initial=0)))):
+            raise ModelError(f"{text}: the constant part is not symmetric, so the constraint (on the symmetric "
+                             "part, as in CVXPY) would not be the set fwmodel builds; symmetrize it")
+        self.expr, self.variable, self.scale, self.offset = expr, var, float(scale), offset
+
+    @property
+    def shape(self):
+        return self.expr.shape
+
+    def variables(self):
+        return [self.variable]
+
+    def parameters(self):
+        return []
+
+    def on_the_variable(self):
+        """True for ``Y >> 0`` itself (E is Y): the variable is then PSD, as with ``PSD=True``."""
+        return self.scale == 1.0 and not np.any(self.offset)
+
+    def __repr__(self):
+        return self._text
+
+    def __bool__(self):
+        raise ModelError(f"the constraint {self._text} has no truth value: '{self.op}' between expressions builds "
+                         "an fm.PSDConstraint for Problem(constraints=[...])")

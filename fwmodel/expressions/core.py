@@ -628,6 +628,26 @@ class Expression:
     def __ge__(self, other):
         return self._inequality(other, self, ">=")
 
+    # CVXPY's semidefinite constraints: A >> B is A - B PSD, A << B is B - A PSD
+    def _semidefinite(self, lhs, rhs, op):
+        from .constraints import PSDConstraint
+
+        if _operand(lhs if rhs is self else rhs) is None:
+            return NotImplemented
+        return PSDConstraint(_operand(lhs), _operand(rhs), op)
+
+    def __rshift__(self, other):
+        return self._semidefinite(self, other, ">>")
+
+    def __rrshift__(self, other):
+        return self._semidefinite(other, self, ">>")
+
+    def __lshift__(self, other):
+        return self._semidefinite(self, other, "<<")
+
+    def __rlshift__(self, other):
+        return self._semidefinite(other, self, "<<")
+
     # Strict inequalities are refused, as CVXPY refuses them: over a closed set
     # the solver can only return a point where equality may hold, so reading
     # ``a < b`` as ``a <= b`` would answer a different question silently.

@@ -13,16 +13,19 @@ usually express is a set with a cheap linear minimization oracle. So
     fm.normNuc(E) <= t          ->  fm.TraceNormBall(E, t)   (also "nuc")
     fm.abs(e) <= t              ->  fm.Box(e, -t, t)
 
-(``t >= norm`` likewise). In an objective, a norm atom raises
-:class:`~fwmodel.errors.ModelError` naming the set to use. ``fm.max`` and
-``fm.min`` raise at once, pointing to the sets that bound entries.
+(``t >= norm`` likewise). CVXPY's other spellings are the same atoms:
+``fm.sum(fm.abs(e))`` is ``norm1(e)``, ``fm.max(fm.abs(e))`` is
+``norm_inf(e)``, ``fm.pnorm(e, p)`` the entrywise p-norm. ``fm.max(e) <= t``
+and ``fm.min(e) >= t`` are entrywise bounds (``e <= t``, ``e >= t``: a side
+of a box). In an objective, each of these atoms raises
+:class:`~fwmodel.errors.ModelError` naming the set to use.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..errors import ModelError
-from .core import CONVEX, Expression, as_expression, short_repr
+from .core import CONCAVE, CONVEX, Expression, as_expression, short_repr
 
 #: kind -> (the set a bound compiles to, advice for objectives)
 _KINDS = {
@@ -199,20 +202,110 @@ def norm(expr, p=2, axis=None):
                      "LMO can express it")
 
 
-def max(expr, axis=None):  # noqa: A001 - mirrors numpy.max / cvxpy.max
-    """Refused: the maximum is not smooth; bound entries with fm.Box or fm.LinfBall."""
+def pnorm(expr, p=2):
+    """``cvxpy.pnorm``: the entrywise p-norm of all entries, for p in 1, 2, "inf" (np.inf); a constraint atom.
+
+    Unlike ``fm.norm(E, 2)`` of a matrix (spectral), ``pnorm(E, 2)`` is the
+    Frobenius norm, as in CVXPY. Other p have no set (ModelError).
+    """
     expr = as_expression(expr)
-    _refuse(
-        f"max({short_repr(expr)})",
-        "to bound the entries, write expr <= t (a box), use fm.Box(expr, lower, upper) or fm.LinfBall(expr, radius); "
-        "fm.log_sum_exp is a smooth surrogate of the maximum.",
-    )
+    call = _call("pnorm", expr, repr(p))
+    key = p.lower() if isinstance(p, str) else p
+    if not isinstance(p, bool):
+        if key == 1:
+            return NormAtom(expr, "l1", call)
+        if key == 2:
+            return NormAtom(expr, "l2", call)
+        if key in ("inf", np.inf):
+            return NormAtom(expr, "linf", call)
+    raise ModelError(f"{call}: fwmodel has no set for this p-norm (known: 1, 2, 'inf'); a custom fm.ConvexSet "
+                     "subclass with an LMO can express it")
 
 
-def min(expr, axis=None):  # noqa: A001 - mirrors numpy.min / cvxpy.min
-    """Refused: the minimum is not smooth; bound entries with fm.Box or fm.LinfBall."""
+def norm_of_abs(abs_atom, kind, outer):
+    """``sum(abs(e))`` (kind "l1") or ``max(abs(e))`` (kind "linf"): the norm of e, an exact rewrite."""
+    arg = abs_atom.args[0]
+    return NormAtom(arg, kind, f"{outer}({abs_atom.call})")
+
+
+class EntryExtremumAtom(NormAtom):
+    """``max(e)`` or ``min(e)`` of an affine e (over ``axis``): bounds of the entries, not objective terms.
+
+    ``max(e) <= t`` is exactly ``e <= t`` entrywise and ``min(e) >= t`` is
+    ``e >= t`` (with ``axis``, t is broadcast along the reduced axes); the
+    compiler makes them a side of a box (or slack rows when t has variables).
+    The other sides (``max(e) >= t``, ``min(e) <= t``) say that some entry
+    passes t: a union of half-spaces, not convex, refused. In an objective
+    they are refused as the norms are (not smooth).
+    """
+
+    def __init__(self, arg, kind, axis, keepdims, call):
+        from .affine import normalize_axes, reduced_shape
+
+        arg = as_expression(arg)
+        if not arg.is_affine():
+            raise ModelError(f"{call}: the argument must be affine, but {short_repr(arg)} is {arg.curvature}; "
+                             f"only {kind}(affine) <= / >= t is a set of entrywise bounds")
+        if arg.size == 0:
+            raise ModelError(f"{call}: the expression has no entries")
+        self.axes = normalize_axes(axis, arg.ndim, call)
+        self.keepdims = bool(keepdims)
+        self.kept_shape = reduced_shape(arg.shape, self.axes, True)
+        Expression.__init__(self, [arg], reduced_shape(arg.shape, self.axes, self.keepdims))
+        self.kind, self.call = kind, call
+        self.set_name = "fm.Box"
+        upper = kind == "max"
+        self.advice = (f"to bound the entries write {call} {'<=' if upper else '>='} t (entrywise "
+                       f"{'upper' if upper else 'lower'} bounds, a side of a box), fm.Box(expr, lower, upper) or "
+                       "fm.LinfBall(expr, radius)"
+                       + ("; fm.log_sum_exp is a smooth surrogate of the maximum." if upper else "."))
+
+    def _curvature_rule(self, curvatures):
+        return CONVEX if self.kind == "max" else CONCAVE
+
+    def _forward(self, vals):
+        a = np.asarray(vals[0], dtype=float)
+        reduce = np.max if self.kind == "max" else np.min
+        return np.reshape(reduce(a, axis=self.axes, keepdims=True), self._shape)
+
+    def __pow__(self, power):
+        return Expression.__pow__(self, power)
+
+    def entrywise(self, bound):
+        """The affine pair ``(entries, bound broadcast to them)`` of ``max(e) <= bound`` / ``min(e) >= bound``."""
+        from .affine import reshape
+
+        bound = as_expression(bound)
+        try:
+            out_shape = np.broadcast_shapes(bound.shape, self.shape)
+        except ValueError:
+            raise ModelError(f"{self.call}: the bound of shape {bound.shape} does not broadcast to "
+                             f"{self.shape}") from None
+        if out_shape != self.shape:
+            raise ModelError(f"{self.call}: the bound of shape {bound.shape} broadcasts beyond the shape "
+                             f"{self.shape} of {self.call}")
+        if bound.size > 1 and bound.shape != self.kept_shape:
+            # the bound of each reduced slice, placed along the reduced axes: broadcasts over the slice
+            bound = reshape(bound + np.zeros(self.shape), self.kept_shape)
+        return self.args[0], bound
+
+
+def max(expr, axis=None, keepdims=False):  # noqa: A001 - mirrors numpy.max / cvxpy.max
+    """The largest entry (over ``axis``): ``fm.max(e) <= t`` is ``e <= t`` entrywise; refused in objectives.
+
+    ``fm.max(fm.abs(e))`` is ``fm.norm_inf(e)`` (an exact rewrite).
+    """
     expr = as_expression(expr)
-    _refuse(
-        f"min({short_repr(expr)})",
-        "to bound the entries, write expr >= t (a box), use fm.Box(expr, lower, upper) or fm.LinfBall(expr, radius).",
-    )
+    if isinstance(expr, NormAtom) and expr.kind == "abs" and axis is None and not keepdims:
+        return norm_of_abs(expr, "linf", "max")
+    return EntryExtremumAtom(expr, "max", axis, keepdims, _call("max", expr, *_axis_text(axis)))
+
+
+def min(expr, axis=None, keepdims=False):  # noqa: A001 - mirrors numpy.min / cvxpy.min
+    """The smallest entry (over ``axis``): ``fm.min(e) >= t`` is ``e >= t`` entrywise; refused in objectives."""
+    expr = as_expression(expr)
+    return EntryExtremumAtom(expr, "min", axis, keepdims, _call("min", expr, *_axis_text(axis)))
+
+
+def _axis_text(axis):
+    return [] if axis is None else [f"axis={axis!r}"]

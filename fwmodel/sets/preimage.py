@@ -108,6 +108,10 @@ class AffinePreimage(InnerData, ConvexSet):
         """``a * x + c``: the value of S's expression at the variable's entries ``x`` (flat, S's order)."""
         return self._a * np.asarray(flat_point, dtype=float).ravel() + self._c
 
+    def gradient_in_image(self, flat_gradient):
+        """``g / a``: a gradient with respect to the variable's entries x, as one with respect to ``a * x + c``."""
+        return np.asarray(flat_gradient, dtype=float).ravel() / self._a
+
     def contains(self, point, tol=1e-9):
         x = as_point(self, point)
         if x is None:
