@@ -260,7 +260,7 @@ def minimize_fwal(
     _multiplier_step_of_projections(projections, lagrangian, schedule)
     correctives = (projections, infaces)
     backtracking = Backtracking(warm_state.lipschitz if warm_state is not None else None)
-    certificate = InfeasibilityCheck(blocks, Mop, b, infeasibility_check_every)
+    certificate = InfeasibilityCheck(blocks, Mop, b, infeasibility_check_every, copies_only=cols.all_signed)
     lmo_check = LmoCheck.of(blocks)  # None where every LMO is exact
     progress = Progress(start, n, m, blocks, verbose, print_every, callback,
                         [c.kind for c in correctives if c.blocks]
@@ -299,7 +299,7 @@ def minimize_fwal(
             feas = float(norm(it.r)) if r_norm is None else r_norm
             x_norm = float(norm(it.x))
             feas_rel = feas / max(1.0, x_norm, b_norm)  # the documented stats value, not the stopping scale
-            stopping.observe_point(x_norm)
+            stopping.observe_point(x_norm, it.x)
             stopping.observe_value(it.f)
             # <y + lam r, r>: how far infeasibility can move f from f* (stopping.py, test (2))
             dual_residual = dot(dual_term, it.r) if m else 0.0
@@ -396,13 +396,17 @@ def _stop_reason(t, gap, gap_known, feas, feas_rel, gap_f, dual_residual, elapse
 
     "optimal" needs a measured FW gap (``gap_known``: no lazy step skipped
     its LMO) below tolerance, the multiplier test ``dual_residual`` =
-    <y + lam r, r> and feasibility below tolerance (:mod:`fwmodel.engine.stopping`); the callback
+    <y + lam r, r> and feasibility below tolerance (:mod:`fwmodel.engine.stopping`), and no proof
+    from the LMOs that the sets miss the rows (``certificate.at_optimal``: rows in units far apart); the callback
     may stop the solve; then the iteration and time limits; last the
     infeasibility certificate (:mod:`fwmodel.engine.certificates`).
     """
     if not np.isfinite(gap):
         return "diverged", "the Frank-Wolfe gap is not finite"
     if gap_known and stopping.met(gap, feas, gap_f, dual_residual):
+        infeasible = certificate.at_optimal(it.r, it.y)
+        if infeasible is not None:
+            return "infeasible", infeasible
         return "optimal", "FW gap and feasibility below tolerance"
     if progress.callback_stops(t, elapsed, it, gap, feas, feas_rel, eta):
         return "interrupted", "the callback returned False"

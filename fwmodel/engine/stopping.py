@@ -71,6 +71,12 @@ iterates, the iteration count and the relative accuracy unchanged.
   LMOs at x_ref), ||M x_ref||, ||M s_ref|| (the units of the rows of M), and
   the largest ||x_t|| of the iterates, so (3) asks the consistency
   constraints to hold to ``feas_tol`` times the size of the points they tie.
+  The points' norms count in the rows' units (each block's norm times the
+  root mean square of its column norms of M, at most 1: :class:`RowUnits`),
+  so rows written in other units than their variables (``(1e-6 G) @ x <= 1e-6 h``)
+  are held to their own size, and the infeasibility certificate
+  (:mod:`fwmodel.engine.certificates`), which compares its bound with
+  ``feas_tol`` times this scale, follows them.
 
 ``prob.stats.feasibility_rel`` keeps its documented definition
 ||Mx - b|| / max(1, ||x||, ||b||); the scales actually used are reported as
@@ -238,6 +244,72 @@ def suboptimality_bound(gap, dual_residual, gap_known=True):
     return float(gap - dual_residual)
 
 
+class RowUnits:
+    """The size of a point in the units of the rows of M: ``sqrt(sum_k (w_k ||x_k||)^2)``.
+
+    The feasibility scale compares ||Mx - b|| (the rows' units) with norms of
+    b, of M x_ref and M s_ref (the rows' units too) and of the points
+    themselves (the variables' units). Where the rows are written in much
+    smaller units than the variables (``(1e-6 G) @ x <= 1e-6 h``), the
+    points' norms dominate and (3) asks nothing of the rows: an infeasible
+    model ran to max_iter (its residual, 4.5e-6, was below feas_tol times the
+    points' norm, so the certificate never ran) and a feasibility problem
+    stopped "optimal" at its starting point with the rows violated by their
+    whole size (benchmarks/RESULTS.md, "Rows in other units than the
+    variables").
+
+    So each block's norm counts in the rows' units: times
+    ``w_k = min(1, sqrt(sum_{j in block k} ||M e_j||^2 / n_k))``, the root mean
+    square of the norms of the block's n_k nonzero columns: for x_k with no
+    particular alignment with the rows, ||M_k x_k|| is about w_k ||x_k|| (the
+    mean of ||M_k (sigma * x_k)||^2 over random signs sigma is
+    sum_j x_j^2 ||M e_j||^2). Scaling the rows by c <= 1 / w_k scales every term
+    of the feasibility scale by c, as it scales ||Mx - b||; scaling the
+    variables (with their sets) scales both by the same factor. The weight is
+    never above 1, so the scale is never larger than before (the points'
+    norms): copies tied to each other, sums, rows that read a few entries
+    and rows of unit data (columns of norm 1 or more) leave it as it was;
+    rows with small coefficients count the block at their own size; a block
+    in no row (w_k = 0) no longer counts, having no bearing on ||Mx - b||.
+    Where the column norms are not known (a user's opaque LinearOperator)
+    the weights are 1.
+    """
+
+    def __init__(self, weights):
+        self.weights = weights  # [(slice, w_k)] for the blocks weighed below 1; None: every weight is 1
+
+    @classmethod
+    def of(cls, blocks, Mop):
+        column_sums = getattr(Mop, "block_column_norms2", None)
+        if not blocks or column_sums is None:
+            return cls(None)
+        slices = [blk.slice for blk in blocks]
+        if any(a.stop != b.start for a, b in zip(slices, slices[1:])):
+            return cls(None)
+        bounds = [sl.start for sl in slices] + [slices[-1].stop]
+        if not Mop.shape[0]:
+            return cls(None)
+        sums = np.maximum(np.asarray(column_sums(bounds), dtype=float), 0.0)
+        columns = np.diff(bounds).astype(float)
+        if np.all(sums >= columns):  # every block's mean column norm is 1 or more (tied copies, unit data)
+            return cls(None)
+        # the mean over the columns the rows read: a row on one entry of a large block is in that entry's
+        # units. Columns M' w = 0 for a random w are the columns of zeros (a nonzero column gives 0 with
+        # probability 0; one counted as zero only raises the mean, toward the scale before)
+        z = Mop.rmatvec(np.random.default_rng(0).standard_normal(Mop.shape[0]))
+        columns = np.array([np.count_nonzero(z[sl]) for sl in slices], dtype=float)
+        weights = np.minimum(1.0, np.sqrt(sums / np.maximum(columns, 1.0)))
+        if np.all(weights == 1.0):
+            return cls(None)
+        return cls([(sl, float(w)) for sl, w in zip(slices, weights)])
+
+    def size(self, x, x_norm=None):
+        """The size of x in the rows' units (``x_norm``: ||x|| when already measured)."""
+        if self.weights is None:
+            return float(norm(x)) if x_norm is None else x_norm
+        return math.sqrt(sum((w * float(norm(x[sl]))) ** 2 for sl, w in self.weights if w > 0))
+
+
 #: the accuracy scale A_t is never finer than this fraction of the objective's range
 #: (see the module docstring): where |f| is smaller, f is "about 0" at this tolerance
 VALUE_FLOOR = 1e-2
@@ -258,6 +330,7 @@ class StoppingRule:
         self.objective_scale = objective_scale
         self.feasibility_scale = feasibility_scale
         self._value = math.inf  # |f| at the last observed iterate (inf: none yet, A_t = the range)
+        self.row_units = RowUnits(None)  # points count at their own norm (from_reference measures the rows)
 
     @classmethod
     def from_reference(cls, tol, feas_tol, objective, blocks, Mop, b, x_ref, grad_ref=None, Mx_ref=None,
@@ -275,7 +348,8 @@ class StoppingRule:
             _, grad_ref = objective.value_and_grad(x_ref)
         gap, s_ref = objective_gap(blocks, x_ref, grad_ref, with_vertex=True, out=out)
         objective_scale = float(gap) if math.isfinite(gap) and gap > 0 else 0.0
-        norms = [norm(b), norm(x_ref), norm(s_ref)]
+        row_units = RowUnits.of(blocks, Mop)
+        norms = [norm(b), row_units.size(x_ref), row_units.size(s_ref)]
         Ms_ref = None
         if Mop.shape[0]:
             Ms_ref = Mop.matvec(s_ref)
@@ -283,7 +357,9 @@ class StoppingRule:
         feasibility_scale = max(float(v) for v in norms if math.isfinite(v)) if norms else 0.0
         if keep is not None:
             keep.update(s_ref=s_ref, Ms_ref=Ms_ref)
-        return cls(tol, feas_tol, objective_scale, feasibility_scale)
+        rule = cls(tol, feas_tol, objective_scale, feasibility_scale)
+        rule.row_units = row_units
+        return rule
 
     # ------------------------------------------------------------ updates
     @property
@@ -296,8 +372,11 @@ class StoppingRule:
         if self.objective_scale == 0.0 and math.isfinite(gap_f) and gap_f > 0:
             self.objective_scale = float(gap_f)
 
-    def observe_point(self, x_norm):
-        """||x_t|| of an iterate: the feasibility scale is the largest norm seen."""
+    def observe_point(self, x_norm, x=None):
+        """||x_t|| of an iterate (in the rows' units, :class:`RowUnits`, when ``x`` is given): the
+        feasibility scale is the largest size seen."""
+        if x is not None:
+            x_norm = self.row_units.size(x, x_norm)
         if math.isfinite(x_norm) and x_norm > self.feasibility_scale:
             self.feasibility_scale = float(x_norm)
 
