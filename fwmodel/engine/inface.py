@@ -31,27 +31,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..sets._thresholds import project_nonnegative_l1
 from .active_set import ActiveSet
 from .vector_ops import dot
 
 #: with inface="auto", in-face steps run on trace-norm blocks up to this size
 AUTO_INFACE_MAX_DIM = 500
 
+_EPS = np.finfo(float).eps
+
 
 def project_capped_simplex(values, total):
-    """Euclidean projection of ``values`` onto {z >= 0, sum z <= total}."""
-    z = np.maximum(values, 0.0)
-    if z.sum() <= total:
-        return z
-    if total <= 0:  # a ball of radius 0 is the origin
-        return np.zeros_like(z)
-    # projection onto {z >= 0, sum z = total} (sort-based closed form)
-    u = np.sort(values)[::-1]
-    css = np.cumsum(u) - total
-    idx = np.arange(1, u.size + 1)
-    rho = np.flatnonzero(u - css / idx > 0)[-1]
-    theta = css[rho] / (rho + 1.0)
-    return np.maximum(values - theta, 0.0)
+    """Euclidean projection of ``values`` onto {z >= 0, sum z <= total}, exact to rounding at ``total``'s scale
+    for any finite values (:func:`fwmodel.sets._thresholds.project_nonnegative_l1`)."""
+    return project_nonnegative_l1(values, total)
 
 
 def project_small_nuclear(C, radius, psd):
@@ -172,9 +165,16 @@ def inface_step(face, aset, g_block, merit):
     # Step length for the projected-gradient trial: the exact minimizer along -GC;
     # without a curvature, a step as long as the ball's radius (the line search
     # below shortens it), so that the step has the units of X at every scale.
+    # A curvature whose change of the slope over that step, curv0 * radius / ||GC||, is below the slope's
+    # rounding (eps |slope0|) is not measured: the objective is linear along -GC as far as can be told,
+    # and the step is the radius' (curv0 ~ 1e-33 from a row's rounding gave tau ~ 1e33 before).
     d0 = -(U @ GC @ V.T).ravel()
     slope0, curv0, _ = merit(d0)
-    tau = gnorm2 / curv0 if curv0 is not None and curv0 > 0 else face.radius / np.sqrt(gnorm2)
+    gnorm = np.sqrt(gnorm2)
+    if curv0 is not None and curv0 * face.radius > _EPS * abs(slope0) * gnorm:
+        tau = gnorm2 / curv0
+    else:
+        tau = face.radius / gnorm
     if symmetric:
         C_new = _project_symmetric_nuclear(C - tau * GC, face.radius, face.psd)
     else:

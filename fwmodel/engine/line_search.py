@@ -64,8 +64,15 @@ class Backtracking:
                 probe = 1e-6 * gamma_max
                 value = phi(probe)
                 self.evaluations += 1
-                quad = 2.0 * (value - phi0 - probe * slope) / (probe * probe * d_norm2)
-                self.lipschitz = quad if np.isfinite(quad) and quad > 0 else abs(slope) / d_norm2
+                # the probe sees a curvature only where phi departs from its tangent by more than phi's
+                # rounding; below that phi is linear along d as far as can be told, and the estimate is
+                # the one whose step goes to gamma_max. Trusting it, an exactly linear first direction
+                # (log-sum-exp along 1) stored 1.7e-33, which the projection steps divided by
+                excess = value - phi0 - probe * slope
+                if np.isfinite(excess) and excess > ROUNDING_MARGIN * (abs(phi0) + abs(probe * slope)):
+                    self.lipschitz = 2.0 * excess / (probe * probe * d_norm2)
+                else:
+                    self.lipschitz = abs(slope) / (d_norm2 * gamma_max) if gamma_max > 0 else abs(slope) / d_norm2
         L = self.lipschitz * self.shrink
         # phi is known to its rounding only: a decrease below it can be neither seen nor refuted. Without
         # this margin a direction whose whole predicted decrease is rounding (a FW gap of 1e-16 on the
@@ -74,7 +81,9 @@ class Backtracking:
         # max_iter in units of 1e6, optimal in 503 iterations in unit scale, by the luck of one rounding)
         rounding = ROUNDING_MARGIN * abs(phi0)
         for _ in range(max_tries):
-            gamma = min(-slope / (L * d_norm2), gamma_max)
+            # gamma_max where the model's minimizer lies beyond it (written without dividing by L, which
+            # shrinks by 0.9 at every accepted step of a linear objective and can underflow)
+            gamma = gamma_max if -slope >= L * d_norm2 * gamma_max else -slope / (L * d_norm2)
             value = phi(gamma)
             self.evaluations += 1
             if np.isfinite(value) and value <= phi0 + gamma * slope + 0.5 * gamma * gamma * L * d_norm2 + rounding:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import as_direction, as_flat_direction, as_point, dense_vertex
+from ._thresholds import non_finite, sum_tolerance
 from .atoms import DenseAtom, SparseAtom
 from .base import ConvexSet, distinct_parameters
 
@@ -110,6 +111,8 @@ class CappedSimplex(ConvexSet):
         if reason is not None:
             object.__setattr__(self, "empty_reason", f"{self!r} is empty: {reason}")
         self._budget = np.maximum(self._budget, 0.0)
+        # the groups whose projection exists (bounds that meet the total): project_flat certifies these
+        self._attainable = (self._lo.sum(axis=1) <= self.total) & (self._hi.sum(axis=1) >= self.total)
 
     # ------------------------------------------------------------ the oracle
     def _fill(self, D):
@@ -169,8 +172,18 @@ class CappedSimplex(ConvexSet):
         ``l_i`` from ``tau = v_i - l_i`` on. Sorting the 2 n breakpoints and
         summing the slopes gives ``s`` at every breakpoint; ``tau`` is found on
         the piece where ``s`` crosses ``total``. O(n log n) per group.
+
+        Those cumulated slopes round at the breakpoints' scale: for a point
+        huge next to the bounds (a projected-gradient target with a tiny
+        curvature) the piece could be wrong and the sum off by percents.
+        Every group's result is checked (its sum is ``total`` to rounding at
+        ``total``'s scale: then it is the projection, see
+        :mod:`fwmodel.sets._thresholds`); a group that fails is projected
+        again by :meth:`_project_exactly`. A NaN or infinite entry makes every entry NaN.
         """
         V = self.simplex._grouped(np.asarray(flat_point, dtype=float).ravel())
+        if non_finite(float(V.sum()), V):
+            return np.full(self.size, np.nan)
         lo, hi = self._lo, self._hi
         target = self.total
         breakpoints = np.concatenate([V - hi, V - lo], axis=1)
@@ -185,9 +198,35 @@ class CappedSimplex(ConvexSet):
         rows = np.arange(V.shape[0])
         piece_slope = slope[rows, k]
         tau = at[rows, k] + np.where(piece_slope < 0, (sums[rows, k] - target) / np.where(piece_slope < 0, -piece_slope, 1.0), 0.0)
+        on_sum = np.ones(V.shape[0], dtype=bool)  # the groups whose projection sums to total
         if not self.equality:  # tau >= 0: where the clipped point already sums to at most total, tau = 0
-            tau = np.where(np.clip(V, lo, hi).sum(axis=1) <= target, 0.0, tau)
-        return self._ungrouped(np.clip(V - tau[:, None], lo, hi))
+            on_sum = np.clip(V, lo, hi).sum(axis=1) > target
+            tau = np.where(on_sum, tau, 0.0)
+        X = np.clip(V - tau[:, None], lo, hi)
+        sums_x = X.sum(axis=1)
+        # the certificate; the sets whose bounds leave them empty (no projection) keep the piecewise answer
+        wrong = on_sum & self._attainable & (np.abs(sums_x - target) > sum_tolerance(target, V.shape[1]))
+        if np.any(wrong):
+            X[wrong] = self._project_exactly(V[wrong], lo[wrong], hi[wrong])
+        return self._ungrouped(X)
+
+    def _project_exactly(self, V, lo, hi):
+        """:meth:`project_flat` of groups whose cumulated slopes were too rounded; exact to rounding at the bounds' scale.
+
+        :func:`_on_crossing_piece` finds the level ``tau`` relative to a
+        breakpoint; the breakpoints ``v_i - u_i`` themselves round at the
+        point's scale (at 1e16, ``1e16 - 0.6`` is ``1e16``), so a group whose
+        result still misses the total is solved once more with the point
+        shifted by that first estimate of ``tau`` (the projection with a sum
+        constraint is invariant under ``v -> v - c 1``, and ``v_i - c`` is
+        exact for the entries near c, the only ones not at a bound).
+        """
+        target = self.total
+        X, level = _on_crossing_piece(V, lo, hi, target)
+        wrong = np.abs(X.sum(axis=1) - target) > sum_tolerance(target, V.shape[1])
+        if np.any(wrong):
+            X[wrong] = _on_crossing_piece(V[wrong] - level[wrong, None], lo[wrong], hi[wrong], target)[0]
+        return X
 
     # --------------------------------------------------------- other hooks
     def contains(self, point, tol=1e-9):
@@ -229,3 +268,49 @@ class CappedSimplex(ConvexSet):
 
     def __repr__(self):
         return f"CappedSimplex({self.simplex!r} ∩ {self.box!r})"
+
+
+def _on_crossing_piece(V, lo, hi, target):
+    """``clip(v - tau, l, u)`` per row with ``sum = target``, tau found on its piece, and an estimate of tau per row.
+
+    The piece where ``s(tau) = sum clip(v - tau, l, u)`` crosses ``target``
+    is found by bisection on the sorted breakpoints, ``s`` evaluated directly
+    (the differences ``v_i - b`` of the entries near b are exact, the others
+    are clipped). On that piece each entry is at its cap, at its floor, or
+    free, and ``tau`` is written ``c + tau'`` with ``c`` the piece's first
+    breakpoint: ``tau' = (sum_free (v_i - c) + sum_caps + sum_floors - target) / #free``,
+    a free entry is ``(v_i - c) - tau'``: every term at the bounds' scale.
+    The estimate of tau: ``c + tau'``, or without a free entry the end of
+    the piece where ``s`` jumps across the target (a cluster of breakpoints
+    that rounded to one number).
+    """
+    groups, size = V.shape
+    rows = np.arange(groups)
+    breakpoints = np.concatenate([V - hi, V - lo], axis=1)
+    order = np.argsort(breakpoints, axis=1, kind="stable")
+    at = np.take_along_axis(breakpoints, order, axis=1)
+
+    def s(b):
+        return np.clip(V - b[:, None], lo, hi).sum(axis=1)
+
+    # invariant: s >= target at position low (-1: tau = -inf), s < target at position high (2n: tau = +inf)
+    low, high = np.full(groups, -1), np.full(groups, 2 * size)
+    while np.any(high - low > 1):
+        mid = (low + high) // 2
+        above = s(at[rows, np.clip(mid, 0, 2 * size - 1)]) >= target
+        low, high = np.where(above, mid, low), np.where(above, high, mid)
+    k = low[:, None]
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.broadcast_to(np.arange(2 * size), order.shape), axis=1)
+    at_cap = rank[:, :size] > k  # v_i - u_i after the piece's start: u_i on the piece
+    at_floor = rank[:, size:] <= k  # v_i - l_i at or before it: l_i
+    free = ~(at_cap | at_floor)
+    c = at[rows, np.maximum(low, 0)]
+    shifted = V - c[:, None]
+    count = free.sum(axis=1)
+    fixed = np.where(at_cap, hi, 0.0).sum(axis=1) + np.where(at_floor, lo, 0.0).sum(axis=1)
+    offset = (np.where(free, shifted, 0.0).sum(axis=1) + fixed - target) / np.maximum(count, 1)
+    X = np.where(at_cap, hi, np.where(at_floor, lo, np.clip(shifted - offset[:, None], lo, hi)))
+    piece_end = at[rows, np.minimum(low + 1, 2 * size - 1)]
+    level = np.where(count > 0, c + offset, np.where(fixed > target, piece_end, c))
+    return X, level

@@ -5,6 +5,7 @@ import numpy as np
 
 from ..errors import ModelError
 from ._common import as_direction, as_flat_direction, as_point, dense_vertex
+from ._thresholds import non_finite, shifted_level, sum_tolerance
 from .atoms import SparseAtom
 from .base import ConvexSet, nonnegative_data
 
@@ -81,7 +82,8 @@ def _sampled_quantile(a, radius, sample, seed, absolute=False):
 
 
 def _soft_threshold_level(a, radius, sample=4096, seed=0):
-    """The level tau >= 0 with sum_i max(a_i - tau, 0) = radius (a >= 0, sum(a) > radius).
+    """The level tau >= 0 with sum_i max(a_i - tau, 0) = radius (a >= 0, sum(a) > radius), as a pair
+    ``(base, offset)``, tau = base + offset (:func:`_michelot`).
 
     Michelot's fixed point tau <- (sum_{a_i > tau} a_i - radius) / #{a_i > tau}
     increases to tau from any lower bound and touches only the entries above
@@ -103,32 +105,45 @@ def _soft_threshold_level(a, radius, sample=4096, seed=0):
         if cand.size:
             tau = (cand.sum() - radius) / cand.size
             if tau >= q:  # every entry above tau is in cand: finish there
-                return _michelot(cand, radius, tau)
-            return _michelot(a[a > tau], radius, tau) if tau > 0 else _michelot(a, radius, 0.0)
-    return _michelot(a, radius, (a.sum() - radius) / n)
+                return _level_or_shifted(_michelot(cand, radius, tau), a, radius)
+            level = _michelot(a[a > tau], radius, tau) if tau > 0 else _michelot(a, radius, 0.0)
+            return _level_or_shifted(level, a, radius)
+    return _level_or_shifted(_michelot(a, radius, (a.sum() - radius) / n), a, radius)
 
 
 def _michelot(cand, radius, tau, all_above=False):
     """Michelot's fixed point from a lower bound ``tau``, over the entries ``cand`` that may lie above the level.
 
     ``all_above``: every entry of ``cand`` is above ``tau`` (no filtered copy made).
+    Returns the level, or None when it is not exact to rounding at the
+    radius' scale: the entries above it, less it, do not sum to the radius
+    to that rounding (the certificate of :mod:`fwmodel.sets._thresholds`,
+    one pass over those entries), or the radius is below the rounding of
+    the sums. That happens for an input huge next to the radius; the caller
+    then finds the level relative to the largest entry of the whole input
+    (:func:`_level_or_shifted`): rounded levels may have dropped some of the
+    entries within the radius of it from ``cand``.
     """
-    def level_at_top(values):
-        # the radius is below the rounding of the sums: it goes to the largest entries
-        top = values.max()
-        return max(top - radius / np.count_nonzero(values == top), 0.0)
-
     above = cand if all_above else cand[cand > tau]
     if above.size == 0:
-        return level_at_top(cand)
+        return None
     while True:
         tau_new = (above.sum() - radius) / above.size
         keep = above > tau_new
         if keep.all():
-            return max(tau_new, 0.0)
-        if not keep.any():
-            return level_at_top(above)
+            tau = max(tau_new, 0.0)
+            if abs(float(np.subtract(above, tau).sum()) - radius) <= sum_tolerance(radius, above.size):
+                return tau
+            return None
+        if not keep.any():  # the radius is below the rounding of the sums
+            return None
         above = above[keep]
+
+
+def _level_or_shifted(tau, a, radius):
+    """The level as a pair ``(base, offset)``, tau = base + offset: ``(tau, 0.0)`` from :func:`_michelot`, or where
+    it gave None, found relative to max(a) (:func:`~fwmodel.sets._thresholds.shifted_level`; ``a``: all the entries)."""
+    return (tau, 0.0) if tau is not None else shifted_level(a, radius)
 
 
 def _in_place_ok(point, out, size):
@@ -169,26 +184,32 @@ def _project_in_place(x, radius, level_hint=None):
     the soft-thresholding written chunk by chunk. ``level_hint`` (the level
     of the last projection onto this ball): tried first by
     :func:`_project_from_hint`, two passes over x instead of five or more;
-    the numbers are the same either way.
+    the numbers are the same either way. A NaN or infinite entry makes every entry NaN.
     """
     n = x.size
     if level_hint is not None and radius > 0 and n > 8 * 4096:
         tau = _project_from_hint(x, radius, HINT_FRACTION * level_hint)
         if tau is not None:
             return tau
-    if _abs_sum(x) <= radius:
+    norm1 = _abs_sum(x)
+    if non_finite(norm1, x):  # NaN everywhere (fwmodel.sets._thresholds), no level to keep
+        x.fill(np.nan)
+        return None
+    if norm1 <= radius:
         return None
     if radius == 0:
         x.fill(0.0)
         return 0.0
-    tau = _soft_threshold_level_chunked(x, radius)
+    base, offset = _soft_threshold_level_chunked(x, radius)
     for a in range(0, n, _CHUNK):
         c = x[a:a + _CHUNK]
         m = np.abs(c)
-        m -= tau
+        m -= base
+        if offset:  # a level kept as base + offset (an input huge next to the radius)
+            m -= offset
         np.maximum(m, 0.0, out=m)
         np.copysign(m, c, out=c)
-    return tau
+    return base + offset
 
 
 #: the warm start of :func:`_project_from_hint` gathers the entries above this fraction of the last
@@ -250,10 +271,10 @@ def _project_from_hint(x, radius, q):
         return None
     positions, candidates = positions[:filled], magnitudes[:filled]
     bound = (candidates.sum() - radius) / filled
-    if not bound >= q:
+    if not (bound >= q and np.isfinite(bound)):  # NaN or inf entries: the general path raises
         return None
     tau = _michelot(candidates, radius, bound)
-    if not tau > 0:  # the radius is below the sums' rounding: the general path decides
+    if tau is None or not tau > 0:  # not exact at the radius' scale, or 0: the general path decides
         return None
     # soft-thresholding of the gathered entries, the same operations as the chunked pass of
     # _project_in_place (|x_i| - tau, max with 0, the sign of x_i)
@@ -311,12 +332,13 @@ def _soft_threshold_level_chunked(x, radius, sample=4096, seed=0):
                     tau_next = (total - radius) / count
                     total_next, count_next = _abs_sum_above(x, tau_next)
                     if count_next == count:  # no entry left the set: tau_next is the level
-                        return max(tau_next, 0.0)
+                        return max(tau_next, 0.0), 0.0
                     if count_next == 0:  # the radius is below the sums' rounding: see _michelot
                         return _level_at_top_chunked(x, radius)
                     tau, total, count = tau_next, total_next, count_next
                 if count:
-                    return _michelot(_abs_above(x, tau, count), radius, tau, all_above=True)
+                    level = _michelot(_abs_above(x, tau, count), radius, tau, all_above=True)
+                    return (level, 0.0) if level is not None else _level_at_top_chunked(x, radius)
     return _soft_threshold_level(np.abs(x), radius, sample, seed)  # rare: the whole of |x| is needed
 
 
@@ -331,10 +353,11 @@ def _gather_budget(n):
 
 
 def _level_at_top_chunked(x, radius):
-    """:func:`_michelot`'s level when the radius is below the rounding of the sums: max|x| - radius / #ties."""
+    """The level as a pair when the radius is below the rounding of the sums (:func:`_michelot`): found relative
+    to max|x| from the entries within the radius of it (gathered chunk by chunk)."""
     top = max(float(np.abs(x[a:a + _CHUNK]).max()) for a in range(0, x.size, _CHUNK))
-    ties = sum(int(np.count_nonzero(np.abs(x[a:a + _CHUNK]) == top)) for a in range(0, x.size, _CHUNK))
-    return max(top - radius / ties, 0.0)
+    near = [c[c - top > -radius] for c in (np.abs(x[a:a + _CHUNK]) for a in range(0, x.size, _CHUNK))]
+    return shifted_level(np.concatenate(near), radius)
 
 
 class L1Ball(ConvexSet):
@@ -478,13 +501,18 @@ class L1Ball(ConvexSet):
             x = 0.5 * (x + x.T)
         a = np.abs(x).ravel()
         r = self.radius
-        if a.sum() <= r:
+        norm1 = a.sum()
+        if non_finite(norm1, a):  # NaN everywhere (fwmodel.sets._thresholds)
+            return np.full_like(x, np.nan)
+        if norm1 <= r:
             return x.copy()
         if r == 0:
             return np.zeros_like(x)
-        tau = _soft_threshold_level(a, r)
+        base, offset = _soft_threshold_level(a, r)
         out = a.reshape(x.shape)
-        out -= tau
+        out -= base
+        if offset:  # a level kept as base + offset (an input huge next to the radius)
+            out -= offset
         np.maximum(out, 0.0, out=out)
         return np.copysign(out, x, out=out)
 
