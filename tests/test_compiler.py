@@ -280,8 +280,9 @@ def test_M_is_the_stack_of_the_graph_pieces():
 
 def test_nested_constraint_lists_are_flattened():
     x = fm.Variable(2, name="x")
-    c = fm.Problem(fm.Minimize(fm.sum_squares(x)), [[fm.L1Ball(x)], (fm.Box(x, -1, 1),)]).compile()
-    assert len(c.blocks) == 2
+    ball, box = fm.L1Ball(x), fm.Box(x, -1, 1)
+    c = fm.Problem(fm.Minimize(fm.sum_squares(x)), [[ball], (box,)]).compile()
+    assert len(c.blocks) == 1 and c.blocks[0].set.merged_from == (ball, box)  # both read (and merged: 7)
 
 
 def test_slice_and_transpose_become_copies():

@@ -402,7 +402,8 @@ def test_l1_level_hint_kept_on_a_shared_set_never_changes_a_solve(monkeypatch):
     def fresh(target):
         x = fm.Variable(n)
         l1 = fm.L1Ball(x, radius)
-        prob = fm.Problem(fm.Minimize(fm.sum_squares(x - target)), [l1, fm.Box(x, -bound, bound)])
+        # the box on the slice x[:]: two copies, the L1 ball's own (on x the two sets merge into a BoxedL1Ball)
+        prob = fm.Problem(fm.Minimize(fm.sum_squares(x - target)), [l1, fm.Box(x[:], -bound, bound)])
         prob.solve(**options)
         return prob.point_in(l1), list(prob.history["objective"])
 
@@ -417,7 +418,7 @@ def test_l1_level_hint_kept_on_a_shared_set_never_changes_a_solve(monkeypatch):
     x = fm.Variable(n)
     c = fm.Parameter(n, value=targets[0])
     l1 = fm.L1Ball(x, radius)
-    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - c)), [l1, fm.Box(x, -bound, bound)])
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - c)), [l1, fm.Box(x[:], -bound, bound)])
     prob.solve(**options)
     c.value = targets[1]
     prob.solve(**options)
@@ -426,7 +427,7 @@ def test_l1_level_hint_kept_on_a_shared_set_never_changes_a_solve(monkeypatch):
 
     # the same set objects in two problems, solved at once in two threads
     x = fm.Variable(n)
-    shared = [fm.L1Ball(x, radius), fm.Box(x, -bound, bound)]
+    shared = [fm.L1Ball(x, radius), fm.Box(x[:], -bound, bound)]
     problems = [fm.Problem(fm.Minimize(fm.sum_squares(x - target)), shared) for target in targets]
     errors = []
 

@@ -1013,8 +1013,9 @@ def test_l1_balls_with_rows_take_projection_steps_and_match_clarabel():
     original = ProjectionStep.on_tied_copies
     ProjectionStep_spy = lambda self, lagrangian: multiplier_steps.append(original(self, lagrangian)) or multiplier_steps[-1]
     cases = [  # (fwmodel constraints, CVXPY constraints, whether the L1 block projects, every block does)
-        # an L1 ball and a box on x: two tied copies, whose average is x's value (the L1 copy keeps vertex steps)
-        ([fm.norm1(x) <= 3.0, fm.Box(x, -0.15, 0.15)], [cp.norm1(z) <= 3.0, cp.abs(z) <= 0.15], False, False),
+        # an L1 ball and a box on x[:]: two tied copies, whose average is x's value (the L1 copy keeps vertex
+        # steps; on x itself the two sets merge into one BoxedL1Ball)
+        ([fm.norm1(x) <= 3.0, fm.Box(x[:], -0.15, 0.15)], [cp.norm1(z) <= 3.0, cp.abs(z) <= 0.15], False, False),
         ([fm.norm1(x) <= 3.0, E @ x == e], [cp.norm1(z) <= 3.0, E @ z == e], True, True),
         ([fm.norm1(x) <= 3.0, G @ x <= h], [cp.norm1(z) <= 3.0, G @ z <= h], True, False),
         # a simplex and a box on x under rows: two copies (a box and a simplex: vertex steps)

@@ -222,7 +222,8 @@ def test_warm_start_checks_the_state_it_is_given(lasso_data):
 
     A, b, f_star = lasso_data
     x = fm.Variable(N, name="x")
-    prob = fm.Problem(fm.Minimize(fm.sum_squares(A @ x - b)), [fm.L1Ball(x, RADIUS), fm.Box(x, -BOUND, BOUND)])
+    # the box on the slice x[:]: two copies with an active set each (on x the sets merge into one BoxedL1Ball)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(A @ x - b)), [fm.L1Ball(x, RADIUS), fm.Box(x[:], -BOUND, BOUND)])
     prob.solve(tol=1e-3, step="pairwise")  # the box keeps an active set under "pairwise"
 
     class HalfUpdated:

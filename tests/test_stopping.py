@@ -33,7 +33,8 @@ def _solve_scaled(data, s_obj, s_data, **options):
     A, b, radius, bound, _, _ = data
     x = fm.Variable(50, name="x")
     prob = fm.Problem(fm.Minimize(s_obj * fm.sum_squares(A @ x - s_data * b)),
-                      [fm.L1Ball(x, s_data * radius), fm.Box(x, -s_data * bound, s_data * bound)])
+                      # the box on the slice x[:]: two tied copies, whose feasibility scale is tested here
+                      [fm.L1Ball(x, s_data * radius), fm.Box(x[:], -s_data * bound, s_data * bound)])
     prob.solve(**options)
     return prob, x
 
@@ -392,7 +393,8 @@ def test_engine_bound_against_a_hand_computed_certificate():
     rng = np.random.default_rng(3)
     c = rng.standard_normal(12)
     x = fm.Variable(12)
-    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - c)), [fm.L1Ball(x, 1.0), fm.Box(x, -0.2, 0.2)])
+    # the box on the slice x[:]: two tied copies, whose rows enter the certificate
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - c)), [fm.L1Ball(x, 1.0), fm.Box(x[:], -0.2, 0.2)])
     compiled = prob.compile()
     prob.solve(max_iter=40)
     state = prob._state

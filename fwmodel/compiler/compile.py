@@ -54,6 +54,7 @@ import scipy.sparse as sp
 from ..errors import ModelError
 from ..expressions import Equality, SmoothFunction, Variable, linearize
 from ..sets.base import ConvexSet
+from ..sets.boxed_l1 import BoxedL1Ball
 from .consistency import ConsistencyOperator, CopyRows, SparseRows
 from .lowering import lower_constraints
 from .objective import BlockObjective, CopyMap
@@ -216,12 +217,24 @@ class CompiledProblem:
         nearest bound, ``min(x - l, u - x)``; where every entry is at a bound,
         ``nu a`` is the middle of the interval the KKT signs allow
         (``>= -g_i`` at a floor, ``<= -g_i`` at a cap).
+
+        An L1 ball and a box merged into one set (:class:`BoxedL1Ball`) have
+        no rows either: the multipliers of ``norm1(x) <= r`` and of the
+        box's bounds (``abs(x) <= c``, ``norm_inf(x) <= c``, ``x <= hi``,
+        ``x >= lo``) come from the block's KKT conditions (see
+        :func:`_boxed_l1_multipliers`).
         """
         write_norm_duals(self, x, y, lam)  # norm(e) <= t: the ball's multiplier
-        if not self.equalities and (self.lowered is None or not self.lowered.absorbed):
+        boxed = [blk for blk in self.blocks if isinstance(blk.set, BoxedL1Ball)]  # (None from it: merged)
+        if not self.equalities and not boxed and (self.lowered is None or not self.lowered.absorbed):
             return
         residual = self.operator.matvec(x) - self.b
         multipliers = y + lam * residual
+        if boxed:
+            _, g = self.objective.value_and_grad(x)
+            grad = g + self.operator.rmatvec(multipliers)
+            for blk in boxed:
+                _write_boxed_l1_duals(blk.set, x[blk.slice], grad[blk.slice], self.lowered)
         slack_of = self.lowered.slack_of if self.lowered is not None else {}
         for eq in self.equalities:
             rows = self.rows_of(self.equality_pieces.get(id(eq)))
@@ -626,7 +639,8 @@ def write_norm_duals(compiled, x, y, lam):
     CVXPY's ``dual_value`` (0 for an inactive ball, where G = 0; the dual
     norm of G for an active one). A radius of 0 gives the dual norm of G.
     For ``abs(e) <= t`` (a box) the same holds per entry. A ball merged into
-    another set (a capped simplex) has no multiplier of its own: None.
+    another set (a capped simplex) has no multiplier of its own: None (a boxed L1
+    ball's comes from its KKT conditions: :func:`_write_boxed_l1_duals`).
     """
     lowered = compiled.lowered
     if lowered is None or not lowered.norm_sets:
@@ -662,3 +676,101 @@ def write_norm_duals(compiled, x, y, lam):
         else:
             shaped = grad.reshape(ball.shape) if ineq.norm.kind == "nuc" else grad
             ineq.dual_value = _dual_norm(ineq.norm.kind, shaped)
+
+
+def _boxed_l1_multipliers(boxed, x, g):
+    """``(mu, above, below)``: multipliers of the L1 bound and of the upper and lower bounds at x.
+
+    The KKT conditions of ``min f`` over ``||x||_1 <= r, lo <= x <= hi`` at
+    x, with g the block gradient of the Lagrangian, are
+    ``g + mu s + above - below = 0`` with ``s`` in the subdifferential of
+    ``||x||_1`` (``sign(x_i)`` where ``x_i != 0``), ``mu, above, below >= 0``
+    and each zero where its bound is slack. An entry strictly inside its
+    bounds and off 0 pins ``mu = -g_i sign(x_i)``; one at its outer bound
+    (``|x_i|`` cannot grow) gives ``mu <= -g_i sign(x_i)``, one at its inner
+    bound or at 0 gives a lower bound on mu. ``mu`` is the mean of the
+    pinned values, weighted by their distances to 0 and to the bounds (as
+    the capped simplex's budget), kept in the interval the others allow, or
+    that interval's middle (its lower end when unbounded above) where
+    nothing pins it; 0 where the ball is slack. The bounds' multipliers
+    follow from mu, entry by entry.
+    """
+    lo, hi = boxed.entry_bounds()
+    r = float(boxed.radius)
+    # an entry within rounding of a bound (or of 0) is at it: a projection or a vertex lands there up to the last bits
+    near = 1e-9 * max(1.0, r, float(np.max(np.abs(lo))), float(np.max(np.abs(hi))))
+    # a bound at least r away from 0 is implied by the ball (the cap r that closes x >= 0): its multiplier is 0
+    lo, hi = np.where(lo <= -r + near, -np.inf, lo), np.where(hi >= r - near, np.inf, hi)
+    at_lo, at_hi, at_zero = x - lo <= near, hi - x <= near, np.abs(x) <= near
+    sign = np.where(at_zero, 0.0, np.sign(x))
+    outward = -g * sign  # -g_i sign(x_i): mu where |x_i| is free to move both ways
+    if np.abs(x).sum() < r - near * max(1.0, np.sqrt(x.size)):
+        mu = 0.0
+    else:
+        free = ~(at_lo | at_hi | at_zero)
+        at_outer = ~at_zero & np.where(sign > 0, at_hi, at_lo) & ~(at_lo & at_hi)
+        at_inner = ~at_zero & np.where(sign > 0, at_lo, at_hi) & ~(at_lo & at_hi)
+        # at 0 the entry may move up (hi > 0) and down (lo < 0): mu >= -g_i, mu >= g_i respectively
+        up, down = at_zero & (hi > near), at_zero & (lo < -near)
+        floor = max(0.0, float(np.max(np.concatenate([outward[at_inner], -g[up], g[down]]), initial=0.0)))
+        ceiling = float(np.min(outward[at_outer], initial=np.inf))
+        weights = np.where(free, np.minimum(np.abs(x), np.minimum(x - lo, hi - x)), 0.0)
+        if weights.sum() > 0:
+            mu = float(np.dot(weights, outward) / weights.sum())
+            if floor <= ceiling:
+                mu = min(max(mu, floor), ceiling)
+        else:
+            mu = floor if not np.isfinite(ceiling) else 0.5 * (floor + max(ceiling, floor))
+        mu = max(mu, 0.0)
+    # g + mu s + above - below = 0, with s = sign(x) off 0 and any s in [-1, 1] at 0 (the smallest multiplier)
+    pull = np.where(at_zero, np.sign(g) * np.maximum(np.abs(g) - mu, 0.0), g + mu * sign)
+    above = np.where(at_hi, np.maximum(-pull, 0.0), 0.0)
+    below = np.where(at_lo, np.maximum(pull, 0.0), 0.0)
+    return mu, above, below
+
+
+def _write_boxed_l1_duals(boxed, x, g, lowered):
+    """``dual_value`` of the constraints merged into ``boxed``, from :func:`_boxed_l1_multipliers`.
+
+    The L1 ball from ``norm1(x) <= r`` gets mu; a box from ``abs(x) <= c``
+    the multiplier per entry (``above + below``, as CVXPY), from
+    ``norm_inf(x) <= c`` their sum; bound rows (``x <= hi``, ``x >= lo``,
+    one entry each) the multiplier of the entry's bound on their side,
+    divided by the row's coefficient, on the row that sets the bound (the
+    first of equal ones) and 0 on the others.
+    """
+    mu, above, below = _boxed_l1_multipliers(boxed, x, g)
+    from_norms = {id(s): ineq for ineq, s in getattr(lowered, "norm_sets", ())}  # the sets of norm(e) <= t
+    ball_ineq, box_ineq = from_norms.get(id(boxed.ball)), from_norms.get(id(boxed.box))
+    if ball_ineq is not None:
+        ball_ineq.dual_value = mu
+    if box_ineq is not None:
+        per_entry = above + below
+        box_ineq.dual_value = (per_entry.reshape(tuple(boxed.shape)) if box_ineq.norm.kind == "abs"
+                               else float(per_entry.sum()))  # norm_inf(x) <= c: one multiplier
+    bounds = getattr(lowered, "entry_bounds", None)
+    if bounds is None or not bounds.rows:
+        return
+    var = boxed.expr
+    start = bounds.offsets.get(var.id)
+    if start is None:
+        return
+    lo, hi = boxed.entry_bounds()
+    near = 1e-12 * max(1.0, float(np.max(np.abs(lo))), float(np.max(np.abs(hi))))
+    taken_lo, taken_hi = np.zeros(var.size, dtype=bool), np.zeros(var.size, dtype=bool)
+    for ineq, rows in bounds.rows:
+        if rows.size != ineq.expr.size:  # some rows of it are general ones (with a slack): not this block's alone
+            continue
+        A, c = linearize(ineq.expr, bounds.offsets, bounds.n_v)
+        A = A.tocsr()
+        cols, coef = A.indices - start, A.data
+        if np.any(cols < 0) or np.any(cols >= var.size):
+            continue  # bounds another variable
+        value = -c / coef
+        upper = coef > 0
+        dual = np.zeros(rows.size)
+        for side, bound, taken, mult in ((upper, hi, taken_hi, above), (~upper, lo, taken_lo, below)):
+            sets_it = side & (np.abs(value - bound[cols]) <= near) & ~taken[cols]
+            dual[sets_it] = mult[cols[sets_it]] / np.abs(coef[sets_it])
+            taken[cols[sets_it]] = True
+        ineq.dual_value = dual.reshape(ineq.shape) if ineq.shape else float(dual[0])
