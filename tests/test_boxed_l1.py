@@ -376,3 +376,40 @@ def test_the_l1_dual_obeys_the_kkt_signs_when_no_entry_is_free():
         # at a cap |x_i| cannot grow: mu <= -g_i sign(x_i); at 0: mu >= |g_i|
         assert np.max(np.abs(g[zero])) - 1e-6 <= ball.dual_value <= np.min(-g[capped] * np.sign(x.value[capped])) + 1e-6
     assert checked == 6
+
+
+@pytest.mark.parametrize("top", [8.0, 2.0 ** 30, 2.0 ** 45, 2.0 ** 51])
+def test_projection_of_a_huge_point_is_exact(top):
+    """A projected-gradient target x - g / L with a tiny L is huge: the level must be found at the result's
+    scale (the plain breakpoint sums cancelled: [1e15, 1e15 + 0.3, ...] gave an L1 norm of 0.975, 1e16 gave 0).
+    The closed forms: two top entries 0.5 apart under caps of 0.6 and radius 1 take 0.4 and 0.6; one
+    dominant entry under a cap of 2 takes the whole radius."""
+    x = fm.Variable(4)
+    capped = BoxedL1Ball(fm.L1Ball(x, 1.0), fm.Box(x, -0.6, 0.6))
+    np.testing.assert_allclose(capped.project_flat(np.array([top, top + 0.5, 0.5, -3.0])), [0.4, 0.6, 0, 0],
+                               atol=1e-15)
+    loose = BoxedL1Ball(fm.L1Ball(x, 1.0), fm.Box(x, -2.0, 2.0))
+    for scale in (top, 1e17, 1e300):
+        np.testing.assert_array_equal(loose.project_flat(np.array([scale, 1.0, 0.5, -3.0])), [1.0, 0, 0, 0])
+    off_zero = BoxedL1Ball(fm.L1Ball(x, 1.0), fm.Box(x, 0.1, 2.0))  # floors 0.1: the top entry takes 0.7
+    np.testing.assert_allclose(off_zero.project_flat(np.array([1e17, 1.0, -0.5, -3.0])), [0.7, 0.1, 0.1, 0.1],
+                               atol=1e-15)
+    assert np.all(np.isnan(loose.project_flat(np.array([np.nan, 1.0, 0.0, 0.0]))))
+
+
+@pytest.mark.parametrize("weight", [1e-10, 1e-14])
+def test_a_nearly_linear_objective_ends_in_the_set_at_clarabels_value(weight):
+    """A tiny curvature makes every projection step's target huge (as for the capped simplex)."""
+    rng = np.random.default_rng(1719)
+    n = 10
+    a, c = rng.standard_normal(n), rng.standard_normal(n)
+    x = fm.Variable(n)
+    prob = fm.Problem(fm.Minimize(weight * fm.sum_squares(a @ x) + c @ x), [fm.L1Ball(x, 1.0), fm.Box(x, -0.3, 0.3)])
+    prob.solve()
+    assert kinds(prob) == ["BoxedL1Ball"]
+    z = cp.Variable(n)
+    ref = cp.Problem(cp.Minimize(weight * cp.square(a @ z) + c @ z), [cp.norm1(z) <= 1, cp.abs(z) <= 0.3])
+    ref.solve(solver=cp.CLARABEL)
+    assert prob.status == "optimal"
+    assert np.abs(x.value).sum() <= 1.0 + 1e-12 and np.abs(x.value).max() <= 0.3 + 1e-12
+    assert abs(prob.value - ref.value) <= 1e-4 * max(1.0, abs(ref.value))
