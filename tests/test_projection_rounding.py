@@ -145,6 +145,37 @@ def test_capped_simplex_projection_matches_exact_reference(v, data):
     assert abs(got.sum() - total) <= tol
 
 
+@settings(max_examples=200, deadline=None)
+@given(vectors, st.data())
+def test_boxed_l1_projection_matches_exact_reference(v, data):
+    """The L1 ball of radius r in the box [-c, c]: |x| is the capped simplex projection of |v| onto
+    {0 <= s <= c, sum s = r} where the box alone leaves the L1 norm above r (sign of v kept)."""
+    from fwmodel.sets.boxed_l1 import BoxedL1Ball
+
+    n = v.size
+    cap = np.array(data.draw(st.lists(st.floats(0.01, 1.0), min_size=n, max_size=n)))
+    radius = float(data.draw(st.floats(0.01, 0.99)) * cap.sum())
+    x = fm.Variable(n)
+    got = BoxedL1Ball(fm.L1Ball(x, radius), fm.Box(x, -cap, cap)).project_flat(v)
+    if np.minimum(np.abs(v), cap).sum() <= radius:
+        expected = np.clip(v, -cap, cap)
+    else:
+        expected = np.sign(v) * exact_capped_projection(np.abs(v), np.zeros(n), cap, radius)
+    tol = 8 * EPS * max(radius, cap.max()) * n
+    np.testing.assert_allclose(got, expected, rtol=0, atol=tol)
+
+
+def test_capped_simplex_huge_ties_with_other_caps_share_their_level():
+    """Two entries with the same huge v and caps 1.0 / 0.40625 (found by hypothesis): the breakpoints round at
+    v's scale, and the crossing piece took one as capped (0.398 / 0.406, the right sum); both are 0.402."""
+    v = np.array([-1e15, 0.0, -1e15, 0.0, 0.0])
+    lo, hi = np.zeros(5), np.array([1.0, 0.5, 0.40625, 0.25, 0.25])
+    total = 0.75 * hi.sum()
+    x = fm.Variable(5)
+    got = CappedSimplex(fm.Simplex(x, total), fm.Box(x, lo, hi)).project_flat(v)
+    np.testing.assert_allclose(got, exact_capped_projection(v, lo, hi, total), rtol=0, atol=8 * EPS * total * 5)
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.floats(-10, 10), min_size=2, max_size=7).map(np.array), st.integers(2, 17), st.booleans())
 def test_sum_constrained_projections_are_shift_invariant(v, exponent, negative):

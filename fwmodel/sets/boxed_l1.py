@@ -200,13 +200,13 @@ class BoxedL1Ball(ConvexSet):
         a, radius = np.abs(y), float(self.radius)
         tau = max(clipped_sum_level(a, self._floor, cap, radius), 0.0)
         x = np.clip(np.sign(y) * np.maximum(a - tau, 0.0), self._lo, self._hi)
-        if abs(float(np.abs(x).sum()) - radius) <= sum_tolerance(radius, np.count_nonzero(x)):
+        if abs(float(np.abs(x).sum()) - radius) <= sum_tolerance(radius, a.size):  # (the sum's own rounding)
             return x
         # not certified (a huge point: x - g / L with a tiny L, where the cumulated slopes round at the
         # point's scale): |x| = clip(|y| - tau, floor, cap) summing to r is the capped simplex's projection
         # of |y|, solved on its crossing piece at the bounds' scale (sets/_thresholds.py)
         X, level = _on_crossing_piece(a[None], self._floor[None], cap[None], radius)
-        if abs(float(X.sum()) - radius) > sum_tolerance(radius, a.size):  # once more, shifted by that level
+        if np.isfinite(level[0]):  # once more, shifted by that level (as CappedSimplex._project_exactly)
             X = _on_crossing_piece(a[None] - level[0], self._floor[None], cap[None], radius)[0]
         return np.clip(np.sign(y) * X[0], self._lo, self._hi)
 
