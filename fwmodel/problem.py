@@ -504,12 +504,15 @@ class Problem:
         """End a solve without iterating: constraints on data alone are false.
 
         As in CVXPY for an infeasible problem: status "infeasible", value
-        +inf for Minimize (-inf for Maximize), variable values None; the
+        +inf for Minimize (-inf for Maximize), variable values and dual values None; the
         message in ``prob.stats.message`` names the violated constraints.
         """
         compiled = self.compile()
         for var in compiled.variables:
             var.value = None
+        for constraint in self._flat_constraints:  # no point, no multipliers (not the last solve's)
+            if hasattr(constraint, "dual_value"):
+                constraint.dual_value = None
         self.status = "infeasible"
         self.value = float(self.objective.sign * np.inf)
         self.history = History()

@@ -236,7 +236,11 @@ class CompiledProblem:
             for blk in boxed:
                 _write_boxed_l1_duals(blk.set, x[blk.slice], grad[blk.slice], self.lowered)
         slack_of = self.lowered.slack_of if self.lowered is not None else {}
+        shared = getattr(self.lowered, "shared_duals", set())
         for eq in self.equalities:
+            if id(eq) in shared:  # trace(E) == r also became a trace ball: the row holds only part of it
+                eq.dual_value = None
+                continue
             rows = self.rows_of(self.equality_pieces.get(id(eq)))
             if rows is None:
                 continue
@@ -648,8 +652,11 @@ def write_norm_duals(compiled, x, y, lam):
     _, g = compiled.objective.value_and_grad(x)
     if compiled.operator.shape[0]:  # the rows of M: their multipliers y + lam (M x - b)
         g = g + compiled.operator.rmatvec(y + lam * (compiled.operator.matvec(x) - compiled.b))
+    shared = getattr(lowered, "shared_duals", set())
     for ineq, ball in lowered.norm_sets:
         ineq.dual_value = None
+        if id(ball) in shared:  # a box took the ball's implied bounds: the two share its multiplier
+            continue
         held = []
         for blk in compiled.blocks:
             chain = [blk.set]  # the block's set back to the ball: symmetric variants, preimages on the variable
@@ -697,17 +704,21 @@ def _boxed_l1_multipliers(boxed, x, g):
     """
     lo, hi = boxed.entry_bounds()
     r = float(boxed.radius)
-    # an entry within rounding of a bound (or of 0) is at it: a projection or a vertex lands there up to the last bits
-    near = 1e-9 * max(1.0, r, float(np.max(np.abs(lo))), float(np.max(np.abs(hi))))
+    # an entry this near a bound (or 0) is at it: the solve stops within its tolerances, not at rounding (a bound
+    # 3e-8 away read as slack gave 0 for binding constraints; an entry read as at a bound while it is free gets
+    # the multiplier of its gradient, about 0 at a solution)
+    near = 1e-6 * max(1.0, r, float(np.max(np.abs(lo))), float(np.max(np.abs(hi))))
     # a bound at least r away from 0 is implied by the ball (the cap r that closes x >= 0): its multiplier is 0
     lo, hi = np.where(lo <= -r + near, -np.inf, lo), np.where(hi >= r - near, np.inf, hi)
     at_lo, at_hi, at_zero = x - lo <= near, hi - x <= near, np.abs(x) <= near
     sign = np.where(at_zero, 0.0, np.sign(x))
     outward = -g * sign  # -g_i sign(x_i): mu where |x_i| is free to move both ways
-    if np.abs(x).sum() < r - near * max(1.0, np.sqrt(x.size)):
+    free = ~(at_lo | at_hi | at_zero)
+    # a free entry pins mu whether the ball is active or stopped just inside it (mu about 0 where it is slack);
+    # without one, a ball clearly inside has mu = 0
+    if not free.any() and np.abs(x).sum() < r - near * max(1.0, np.sqrt(x.size)):
         mu = 0.0
     else:
-        free = ~(at_lo | at_hi | at_zero)
         at_outer = ~at_zero & np.where(sign > 0, at_hi, at_lo) & ~(at_lo & at_hi)
         at_inner = ~at_zero & np.where(sign > 0, at_lo, at_hi) & ~(at_lo & at_hi)
         # at 0 the entry may move up (hi > 0) and down (lo < 0): mu >= -g_i, mu >= g_i respectively

@@ -158,6 +158,9 @@ class Lowered:
     absorbed_equalities: list = field(default_factory=list)
     #: [(inequality, the ball it became)] for ``norm(e) <= t`` (their dual values)
     norm_sets: list = field(default_factory=list)
+    #: ids of the constraints and sets whose multiplier the compiler shared with a set it derived (a trace
+    #: ball from ``trace(E) == r``, a box tightened by a ball's implied bounds): no ``dual_value`` (None)
+    shared_duals: set = field(default_factory=set)
 
     def prepare(self):
         if self.entry_bounds is not None and self.entry_bounds.dynamic():
@@ -352,6 +355,7 @@ def lower_constraints(objective_expr, constraints):
 
     # 1. norm bounds are sets (each remembered for its dual_value, see compile.write_norm_duals)
     norm_sets = []
+    shared_duals = set()
     for ineq in inequalities:
         if ineq.kind == "norm":
             ball = _lower_norm(ineq)
@@ -423,6 +427,7 @@ def lower_constraints(objective_expr, constraints):
             ball, constraint = _psd_ball_of_trace_equality(eq, A, c, slots, psd_ids, psd_images, offsets, n_v)
             if ball is not None:
                 sets.append(ball)
+                shared_duals.add(id(eq))  # the row and the ball share its multiplier
                 if constraint is not None:
                     image_bounded.add(id(constraint))
     equalities = kept_equalities
@@ -497,7 +502,7 @@ def lower_constraints(objective_expr, constraints):
     # 2-3. one box per variable from the elementwise bounds, closed by the sets
     entry_sets = list(sets)
     for var in variables:
-        box = _bound_box(var, bounds, entry_sets, slots, offsets, n_v, param_bound_vars)
+        box = _bound_box(var, bounds, entry_sets, slots, offsets, n_v, param_bound_vars, shared_duals)
         if box is not None:
             sets.append(_symmetric(box))
 
@@ -537,7 +542,7 @@ def lower_constraints(objective_expr, constraints):
     # 7. a simplex and a box on the same variable: one capped simplex; an L1 ball and a box: one boxed L1 ball
     sets = _boxed_l1_balls(_capped_simplices(sets, equalities), equalities)
     return Lowered(sets=sets, equalities=equalities, absorbed=absorbed, slack_of=slack_of, entry_bounds=bounds,
-                   absorbed_equalities=absorbed_equalities, norm_sets=norm_sets)
+                   absorbed_equalities=absorbed_equalities, norm_sets=norm_sets, shared_duals=shared_duals)
 
 
 # ---------------------------------------------------------------------- helpers
@@ -706,8 +711,11 @@ def _implied(var, holders):
     return lo, hi
 
 
-def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars):
-    """The box of var's elementwise bounds, closed by the sets (steps 2-3), or None."""
+def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars, shared_duals=None):
+    """The box of var's elementwise bounds, closed by the sets (steps 2-3), or None.
+
+    Where a set's implied bound is tighter than an entry's own, the box takes it, and that set's multiplier
+    is then shared with the box: the set's id goes into ``shared_duals`` (its ``dual_value`` is None)."""
     off, size = slots[var]
     lo, hi = bounds.lo[off:off + size], bounds.hi[off:off + size]
     bounded = np.isfinite(lo) | np.isfinite(hi)
@@ -734,6 +742,14 @@ def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars):
     if not needed.any():
         return None
     entries = np.flatnonzero(needed)
+    if shared_duals is not None:
+        for s, s_entries in holders:  # a holder whose implied bound the box takes on a needed entry
+            slo, shi = s.coordinate_bounds()
+            idx = np.arange(var.size) if s_entries is None else np.asarray(s_entries)
+            own_lo, own_hi = np.full(var.size, -np.inf), np.full(var.size, np.inf)
+            own_lo[idx], own_hi[idx] = slo, shi
+            if np.any(((own_lo > lo) | (own_hi < hi))[entries]):
+                shared_duals.add(id(s))
 
     def current():
         lo_now, hi_now = bounds.lo[off:off + size], bounds.hi[off:off + size]

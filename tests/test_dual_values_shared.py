@@ -1,0 +1,94 @@
+"""``dual_value`` where a solve stops within its tolerances, where the compiler shares a constraint's multiplier
+with a set it derived, and after a solve that ends on the data alone: a value that matches CVXPY + Clarabel's,
+or None (never a wrong number)."""
+import numpy as np
+import pytest
+
+import fwmodel as fm
+
+cp = pytest.importorskip("cvxpy")
+
+
+def test_boxed_l1_duals_of_binding_constraints_when_the_solve_stops_just_inside():
+    """The solve stops 2-3e-8 inside both bounds: read as slack, both duals were 0 (CVXPY 0.839 and 0.662)."""
+    rng = np.random.default_rng(13)
+    n, m = 5, 7
+    A, b = rng.standard_normal((m, n)), rng.standard_normal(m)
+    rng.standard_normal((2, n)), rng.standard_normal(2)
+    r, t = float(rng.uniform(0.3, 2)), float(rng.uniform(-0.3, 0.5))
+    x = fm.Variable(n)
+    cons = [fm.max(x) <= t, fm.norm1(x) <= 3 * r]
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(A @ x - b)), cons)
+    prob.solve()
+    assert [type(blk.set).__name__ for blk in prob.compile().blocks] == ["BoxedL1Ball"]
+    z = cp.Variable(n)
+    ref = [cp.max(z) <= t, cp.norm1(z) <= 3 * r]
+    cp.Problem(cp.Minimize(cp.sum_squares(A @ z - b)), ref).solve(solver=cp.CLARABEL)
+    assert float(np.sum(cons[0].dual_value)) == pytest.approx(float(ref[0].dual_value), rel=1e-3)
+    assert cons[1].dual_value == pytest.approx(float(ref[1].dual_value), rel=1e-3)
+
+
+def test_boxed_l1_dual_of_a_ball_the_solve_ends_just_inside():
+    """Nonnegative entries under an L1 budget, log-sum-exp: the point ends 7e-6 (relative) inside the ball, and
+    the gradient on the support pins the multiplier (it was reported 0)."""
+    rng = np.random.default_rng(1)
+    n, m = int(rng.integers(2, 8)), int(rng.integers(2, 10))
+    A, b = rng.standard_normal((m, n)), rng.standard_normal(m)
+    rng.choice(5), rng.choice(6), rng.choice(4)
+    r = float(rng.uniform(0.2, 3.0))
+    x = fm.Variable(n, nonneg=True)
+    ball = fm.norm1(x) <= r
+    fm.Problem(fm.Minimize(fm.log_sum_exp(A @ x)), [ball]).solve()
+    z = cp.Variable(n)
+    ref = cp.norm1(z) <= r
+    cp.Problem(cp.Minimize(cp.log_sum_exp(A @ z)), [ref, z >= 0]).solve(solver=cp.CLARABEL)
+    assert ball.dual_value == pytest.approx(float(ref.dual_value), rel=1e-3)
+
+
+def test_no_dual_values_from_an_earlier_solve_after_data_empty_a_set():
+    rng = np.random.default_rng(0)
+    n = 4
+    A, b = rng.standard_normal((6, n)), rng.standard_normal(6)
+    r, lo = fm.Parameter(nonneg=True), fm.Parameter(n)
+    x = fm.Variable(n)
+    cons = [fm.norm1(x) <= r, x >= lo, x <= lo + 1.0]
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(A @ x - b)), cons)
+    r.value, lo.value = 2.0, np.array([-0.5, 0.3, -2.0, 0.1])
+    prob.solve()
+    assert prob.status == "optimal" and cons[0].dual_value is not None
+    r.value = 0.3  # the box's entries nearest to 0 alone need more than 0.3
+    prob.solve()
+    assert prob.status == "infeasible" and x.value is None
+    assert all(c.dual_value is None for c in cons)
+
+
+def test_a_trace_equality_that_also_bounds_a_psd_matrix_has_no_dual_value():
+    """trace(Y) == t with Y >> 0 is a trace ball and the row: the ball carries part of the multiplier, so the
+    row's alone was wrong (5.6e-16 where CVXPY has 1.996); None until the two are combined."""
+    rng = np.random.default_rng(1)
+    k = 4
+    C = rng.standard_normal((k, k))
+    C = (C + C.T) / 2
+    t = float(rng.uniform(0.5, 2))
+    Y = fm.Variable((k, k), symmetric=True)
+    eq = fm.trace(Y) == t
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(Y - C)), [Y >> 0, eq])
+    prob.solve()
+    Z = cp.Variable((k, k), symmetric=True)
+    ref = cp.Problem(cp.Minimize(cp.sum_squares(Z - C)), [Z >> 0, cp.trace(Z) == t])
+    ref.solve(solver=cp.CLARABEL)
+    assert prob.status == "optimal" and prob.value == pytest.approx(ref.value, rel=1e-4)
+    assert eq.dual_value is None
+
+
+def test_a_ball_whose_implied_bounds_a_box_takes_has_no_dual_value():
+    """Per-entry bounds that the L1 ball tightens: the box holds the ball's bound on that entry, so the ball's
+    block alone gave 2.0 where the multiplier is 4 (KKT, and CVXPY)."""
+    a, r = np.array([0.1, -3.0, 0.0]), 1.0
+    lo, hi = np.array([-1.5, -1.2, -0.5]), np.array([2.0, 0.8, 0.5])
+    x = fm.Variable(3)
+    cons = [fm.norm1(x) <= r, x >= lo, x <= hi]
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - a)), cons)
+    prob.solve()
+    assert prob.status == "optimal" and prob.value == pytest.approx(4.01, rel=1e-6)
+    assert cons[0].dual_value is None
