@@ -41,35 +41,11 @@ import numpy as np
 
 from ._common import as_direction, as_flat_direction, as_point, dense_vertex
 from .atoms import DenseAtom, SparseAtom
-from ._thresholds import sum_tolerance
-from .capped_simplex import _on_crossing_piece
-from .base import ConvexSet, distinct_parameters
+from ._thresholds import clipped_projection_exactly, clipped_sum_levels, sum_tolerance
+from .merged import MergedSets
 
 
-def clipped_sum_level(values, lower, upper, total):
-    """The smallest ``tau`` with ``sum_i clip(values_i - tau, lower_i, upper_i) <= total`` (flat arrays).
-
-    The sum is nonincreasing and piecewise linear in tau: entry i gives
-    ``upper_i`` up to ``tau = values_i - upper_i``, then ``values_i - tau``
-    (slope -1), then ``lower_i`` from ``tau = values_i - lower_i`` on.
-    Sorting the 2 n breakpoints and summing the slopes gives the sum at
-    every breakpoint, and tau on the piece where it crosses ``total``.
-    O(n log n). The caller makes sure that ``sum lower <= total``.
-    """
-    breakpoints = np.concatenate([values - upper, values - lower])
-    order = np.argsort(breakpoints, kind="stable")
-    at = breakpoints[order]
-    turn = np.concatenate([np.full(values.size, -1.0), np.ones(values.size)])[order]  # slope change at each
-    slope = np.cumsum(turn)  # the slope just after each breakpoint
-    sums = float(upper.sum()) + np.concatenate([[0.0], np.cumsum(slope[:-1] * np.diff(at))])
-    # the last breakpoint where the sum is still >= total, and the linear piece after it
-    k = max(int(np.count_nonzero(sums >= total)) - 1, 0)
-    if slope[k] < 0:
-        return float(at[k] + (sums[k] - total) / -slope[k])
-    return float(at[k])
-
-
-class BoxedL1Ball(ConvexSet):
+class BoxedL1Ball(MergedSets):
     """``L1Ball(x, radius) ∩ Box(x, lower, upper)`` over the same expression, as one set.
 
     Built by the compiler from an :class:`~fwmodel.sets.L1Ball` and a
@@ -91,26 +67,12 @@ class BoxedL1Ball(ConvexSet):
     has_cheap_projection = True
 
     def __init__(self, ball, box):
-        super().__init__(ball.expr)
+        super().__init__(ball, box)
         self.ball = ball
         self.box = box
         self._data_changed()
 
     # ------------------------------------------------------------------ data
-    def refresh(self):
-        changed = bool(self.ball.refresh()) | bool(self.box.refresh())
-        if changed:
-            object.__setattr__(self, "_contains_origin", None)
-            self._data_changed()
-        return changed
-
-    def parameters(self):
-        return distinct_parameters([self.ball, self.box])  # by identity: == between Parameters is a constraint
-
-    @property
-    def data_version(self):
-        return self.ball.data_version + self.box.data_version
-
     @property
     def radius(self):
         return self.ball.radius
@@ -187,7 +149,7 @@ class BoxedL1Ball(ConvexSet):
 
         ``|x_i(tau)| = clip(|y_i| - tau, |c_i|, cap_i)``, with ``cap_i`` the
         bound on y_i's side of 0 (``upper_i`` for ``y_i >= 0``, ``-lower_i``
-        below; at least ``|c_i|``): :func:`clipped_sum_level` finds the tau
+        below; at least ``|c_i|``): :func:`~fwmodel.sets._thresholds.clipped_sum_levels` finds the tau
         at which the L1 norm is the radius. O(n log n).
         """
         y = np.asarray(flat_point, dtype=float).ravel()
@@ -198,16 +160,14 @@ class BoxedL1Ball(ConvexSet):
             return inside  # tau = 0: the box's projection is in the ball
         cap = np.maximum(np.where(y >= 0, self._hi, -self._lo), self._floor)
         a, radius = np.abs(y), float(self.radius)
-        tau = max(clipped_sum_level(a, self._floor, cap, radius), 0.0)
+        tau = max(float(clipped_sum_levels(a[None], self._floor[None], cap[None], radius)[0]), 0.0)
         x = np.clip(np.sign(y) * np.maximum(a - tau, 0.0), self._lo, self._hi)
         if abs(float(np.abs(x).sum()) - radius) <= sum_tolerance(radius, a.size):  # (the sum's own rounding)
             return x
         # not certified (a huge point: x - g / L with a tiny L, where the cumulated slopes round at the
         # point's scale): |x| = clip(|y| - tau, floor, cap) summing to r is the capped simplex's projection
         # of |y|, solved on its crossing piece at the bounds' scale (sets/_thresholds.py)
-        X, level = _on_crossing_piece(a[None], self._floor[None], cap[None], radius)
-        if np.isfinite(level[0]):  # once more, shifted by that level (as CappedSimplex._project_exactly)
-            X = _on_crossing_piece(a[None] - level[0], self._floor[None], cap[None], radius)[0]
+        X = clipped_projection_exactly(a[None], self._floor[None], cap[None], radius)
         return np.clip(np.sign(y) * X[0], self._lo, self._hi)
 
     # --------------------------------------------------------- other hooks
@@ -236,10 +196,6 @@ class BoxedL1Ball(ConvexSet):
         box = float(np.linalg.norm(upper - lower))
         ball = self.ball.diameter()
         return min(box, ball) if ball is not None else box
-
-    def reset(self):
-        self.ball.reset()
-        self.box.reset()
 
     def __repr__(self):
         return f"BoxedL1Ball({self.ball!r} ∩ {self.box!r})"

@@ -27,12 +27,12 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import as_direction, as_flat_direction, as_point, dense_vertex
-from ._thresholds import non_finite, sum_tolerance
+from ._thresholds import clipped_projection_exactly, clipped_sum_levels, non_finite, sum_tolerance
 from .atoms import DenseAtom, SparseAtom
-from .base import ConvexSet, distinct_parameters
+from .merged import MergedSets
 
 
-class CappedSimplex(ConvexSet):
+class CappedSimplex(MergedSets):
     """``simplex ∩ box`` over the same expression: entries in ``[max(lower, 0), upper]`` summing to ``total``.
 
     Built by the compiler from a :class:`~fwmodel.sets.Simplex` and a
@@ -53,7 +53,7 @@ class CappedSimplex(ConvexSet):
     has_cheap_projection = True
 
     def __init__(self, simplex, box):
-        super().__init__(simplex.expr)
+        super().__init__(simplex, box)
         self.simplex = simplex
         self.box = box
         # the flat entries of every group (None where the groups are already the C order): the LMO
@@ -62,20 +62,6 @@ class CappedSimplex(ConvexSet):
         self._data_changed()
 
     # ------------------------------------------------------------------ data
-    def refresh(self):
-        changed = bool(self.simplex.refresh()) | bool(self.box.refresh())
-        if changed:
-            object.__setattr__(self, "_contains_origin", None)
-            self._data_changed()
-        return changed
-
-    def parameters(self):
-        return distinct_parameters([self.simplex, self.box])  # by identity: == between Parameters is a constraint
-
-    @property
-    def data_version(self):
-        return self.simplex.data_version + self.box.data_version
-
     @property
     def total(self):
         return self.simplex.total
@@ -179,25 +165,14 @@ class CappedSimplex(ConvexSet):
         Every group's result is checked (its sum is ``total`` to rounding at
         ``total``'s scale: then it is the projection, see
         :mod:`fwmodel.sets._thresholds`); a group that fails is projected
-        again by :meth:`_project_exactly`. A NaN or infinite entry makes every entry NaN.
+        again by :func:`~fwmodel.sets._thresholds.clipped_projection_exactly`. A NaN or infinite entry makes every entry NaN.
         """
         V = self.simplex._grouped(np.asarray(flat_point, dtype=float).ravel())
         if non_finite(float(V.sum()), V):
             return np.full(self.size, np.nan)
         lo, hi = self._lo, self._hi
         target = self.total
-        breakpoints = np.concatenate([V - hi, V - lo], axis=1)
-        order = np.argsort(breakpoints, axis=1, kind="stable")
-        at = np.take_along_axis(breakpoints, order, axis=1)
-        turn = np.concatenate([np.full(V.shape, -1.0), np.ones(V.shape)], axis=1)  # slope change at each breakpoint
-        slope = np.cumsum(np.take_along_axis(turn, order, axis=1), axis=1)  # the slope just after each breakpoint
-        rise = slope[:, :-1] * np.diff(at, axis=1)
-        sums = hi.sum(axis=1)[:, None] + np.concatenate([np.zeros((V.shape[0], 1)), np.cumsum(rise, axis=1)], axis=1)
-        # the last breakpoint where s >= total, and the linear piece after it
-        k = np.maximum((sums >= target).sum(axis=1) - 1, 0)
-        rows = np.arange(V.shape[0])
-        piece_slope = slope[rows, k]
-        tau = at[rows, k] + np.where(piece_slope < 0, (sums[rows, k] - target) / np.where(piece_slope < 0, -piece_slope, 1.0), 0.0)
+        tau = clipped_sum_levels(V, lo, hi, target)
         on_sum = np.ones(V.shape[0], dtype=bool)  # the groups whose projection sums to total
         if not self.equality:  # tau >= 0: where the clipped point already sums to at most total, tau = 0
             on_sum = np.clip(V, lo, hi).sum(axis=1) > target
@@ -207,29 +182,8 @@ class CappedSimplex(ConvexSet):
         # the certificate; the sets whose bounds leave them empty (no projection) keep the piecewise answer
         wrong = on_sum & self._attainable & (np.abs(sums_x - target) > sum_tolerance(target, V.shape[1]))
         if np.any(wrong):
-            X[wrong] = self._project_exactly(V[wrong], lo[wrong], hi[wrong])
+            X[wrong] = clipped_projection_exactly(V[wrong], lo[wrong], hi[wrong], target)
         return self._ungrouped(X)
-
-    def _project_exactly(self, V, lo, hi):
-        """:meth:`project_flat` of groups whose cumulated slopes were too rounded; exact to rounding at the bounds' scale.
-
-        :func:`_on_crossing_piece` finds the level ``tau`` relative to a
-        breakpoint; the breakpoints ``v_i - u_i`` themselves round at the
-        point's scale (at 1e16, ``1e16 - 0.6`` is ``1e16``), so a group whose
-        result still misses the total is solved once more with the point
-        shifted by that first estimate of ``tau`` (the projection with a sum
-        constraint is invariant under ``v -> v - c 1``, and ``v_i - c`` is
-        exact for the entries near c, the only ones not at a bound).
-        """
-        target = self.total
-        X, level = _on_crossing_piece(V, lo, hi, target)
-        # always once more, shifted by that level: a sum of total does not certify the pieces. Two entries
-        # with one v but caps 1.0 and 0.40625 at v = -1e15 (breakpoints rounded to 0.125) were split at
-        # 0.398 / 0.406 (one taken as capped) where both are 0.402: the sum was right (found by hypothesis)
-        again = np.isfinite(level)
-        if np.any(again):
-            X[again] = _on_crossing_piece(V[again] - level[again, None], lo[again], hi[again], target)[0]
-        return X
 
     # --------------------------------------------------------- other hooks
     def contains(self, point, tol=1e-9):
@@ -265,55 +219,5 @@ class CappedSimplex(ConvexSet):
         simplex = self.simplex.diameter()
         return min(box, simplex) if simplex is not None else box
 
-    def reset(self):
-        self.simplex.reset()
-        self.box.reset()
-
     def __repr__(self):
         return f"CappedSimplex({self.simplex!r} ∩ {self.box!r})"
-
-
-def _on_crossing_piece(V, lo, hi, target):
-    """``clip(v - tau, l, u)`` per row with ``sum = target``, tau found on its piece, and an estimate of tau per row.
-
-    The piece where ``s(tau) = sum clip(v - tau, l, u)`` crosses ``target``
-    is found by bisection on the sorted breakpoints, ``s`` evaluated directly
-    (the differences ``v_i - b`` of the entries near b are exact, the others
-    are clipped). On that piece each entry is at its cap, at its floor, or
-    free, and ``tau`` is written ``c + tau'`` with ``c`` the piece's first
-    breakpoint: ``tau' = (sum_free (v_i - c) + sum_caps + sum_floors - target) / #free``,
-    a free entry is ``(v_i - c) - tau'``: every term at the bounds' scale.
-    The estimate of tau: ``c + tau'``, or without a free entry the end of
-    the piece where ``s`` jumps across the target (a cluster of breakpoints
-    that rounded to one number).
-    """
-    groups, size = V.shape
-    rows = np.arange(groups)
-    breakpoints = np.concatenate([V - hi, V - lo], axis=1)
-    order = np.argsort(breakpoints, axis=1, kind="stable")
-    at = np.take_along_axis(breakpoints, order, axis=1)
-
-    def s(b):
-        return np.clip(V - b[:, None], lo, hi).sum(axis=1)
-
-    # invariant: s >= target at position low (-1: tau = -inf), s < target at position high (2n: tau = +inf)
-    low, high = np.full(groups, -1), np.full(groups, 2 * size)
-    while np.any(high - low > 1):
-        mid = (low + high) // 2
-        above = s(at[rows, np.clip(mid, 0, 2 * size - 1)]) >= target
-        low, high = np.where(above, mid, low), np.where(above, high, mid)
-    k = low[:, None]
-    rank = np.empty_like(order)
-    np.put_along_axis(rank, order, np.broadcast_to(np.arange(2 * size), order.shape), axis=1)
-    at_cap = rank[:, :size] > k  # v_i - u_i after the piece's start: u_i on the piece
-    at_floor = rank[:, size:] <= k  # v_i - l_i at or before it: l_i
-    free = ~(at_cap | at_floor)
-    c = at[rows, np.maximum(low, 0)]
-    shifted = V - c[:, None]
-    count = free.sum(axis=1)
-    fixed = np.where(at_cap, hi, 0.0).sum(axis=1) + np.where(at_floor, lo, 0.0).sum(axis=1)
-    offset = (np.where(free, shifted, 0.0).sum(axis=1) + fixed - target) / np.maximum(count, 1)
-    X = np.where(at_cap, hi, np.where(at_floor, lo, np.clip(shifted - offset[:, None], lo, hi)))
-    piece_end = at[rows, np.minimum(low + 1, 2 * size - 1)]
-    level = np.where(count > 0, c + offset, np.where(fixed > target, piece_end, c))
-    return X, level
