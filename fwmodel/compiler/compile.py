@@ -224,15 +224,26 @@ class CompiledProblem:
         ``x >= lo``) come from the block's KKT conditions (see
         :func:`_boxed_l1_multipliers`).
         """
-        write_norm_duals(self, x, y, lam)  # norm(e) <= t: the ball's multiplier
+        formed = {}  # formed once, when first needed: the rows' multipliers and the Lagrangian's gradient
+
+        def row_multipliers():
+            if "y" not in formed:
+                formed["y"] = y + lam * (self.operator.matvec(x) - self.b)
+            return formed["y"]
+
+        def lagrangian_gradient():  # the blocks' gradient of the Lagrangian, g + M' (y + lam (M x - b))
+            if "g" not in formed:
+                _, g = self.objective.value_and_grad(x)
+                formed["g"] = g + self.operator.rmatvec(row_multipliers()) if self.operator.shape[0] else g
+            return formed["g"]
+
+        write_norm_duals(self, x, lagrangian_gradient)  # norm(e) <= t: the ball's multiplier
         boxed = [blk for blk in self.blocks if isinstance(blk.set, BoxedL1Ball)]  # (None from it: merged)
         if not self.equalities and not boxed and (self.lowered is None or not self.lowered.absorbed):
             return
-        residual = self.operator.matvec(x) - self.b
-        multipliers = y + lam * residual
+        multipliers = row_multipliers()
         if boxed:
-            _, g = self.objective.value_and_grad(x)
-            grad = g + self.operator.rmatvec(multipliers)
+            grad = lagrangian_gradient()
             for blk in boxed:
                 _write_boxed_l1_duals(blk.set, x[blk.slice], grad[blk.slice], self.lowered)
         slack_of = self.lowered.slack_of if self.lowered is not None else {}
@@ -251,8 +262,7 @@ class CompiledProblem:
             elif value.size == eq.size:
                 eq.dual_value = value.reshape(eq.shape) if eq.shape else float(value[0])
         if self.lowered is not None and self.lowered.absorbed:
-            _, g = self.objective.value_and_grad(x)
-            grad = g + self.operator.rmatvec(multipliers)
+            grad = lagrangian_gradient()
             by_set = {}
             for blk in self.blocks:
                 for s in (blk.set,) + tuple(getattr(blk.set, "merged_from", ())):
@@ -631,7 +641,7 @@ def _dual_norm(kind, g):
     return float(np.linalg.norm(g, 2))  # nuclear norm: the spectral norm
 
 
-def write_norm_duals(compiled, x, y, lam):
+def write_norm_duals(compiled, x, lagrangian_gradient):
     """Set ``dual_value`` of each ``norm(e) <= t`` (and ``abs(e) <= t``) from its ball's block.
 
     At a solution of ``min f`` over a block ``z`` in ``{||z|| <= t}`` (with
@@ -649,9 +659,7 @@ def write_norm_duals(compiled, x, y, lam):
     lowered = compiled.lowered
     if lowered is None or not lowered.norm_sets:
         return
-    _, g = compiled.objective.value_and_grad(x)
-    if compiled.operator.shape[0]:  # the rows of M: their multipliers y + lam (M x - b)
-        g = g + compiled.operator.rmatvec(y + lam * (compiled.operator.matvec(x) - compiled.b))
+    g = lagrangian_gradient()  # (a callable: formed once per solve's end, shared with the other duals)
     shared = getattr(lowered, "shared_duals", set())
     for ineq, ball in lowered.norm_sets:
         ineq.dual_value = None
