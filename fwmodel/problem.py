@@ -156,7 +156,7 @@ class SolveStats:
     ``prob.value - p* <= suboptimality_bound`` for Minimize (``p* -
     prob.value`` for Maximize), p* the optimal value, by weak duality from
     the FW gap and the multipliers (``fwmodel.engine.stopping``), with exact
-    LMOs (a trace-norm ball's Lanczos at a loose ``lmo_tol`` is checked at 1e-6 first,
+    LMOs (a trace-norm ball's warm-started Lanczos LMO is checked at 1e-6 from a random start first,
     ``fwmodel.engine.stopping.LmoCheck``). It is the number to read when the optimum is small
     next to the objective's range (``objective_scale``), where ``tol``,
     relative to that range, is a loose promise about ``|p*|``. It can be
@@ -165,7 +165,7 @@ class SolveStats:
     its LMO, at a time limit, a callback's stop or a returned best point; the
     iteration at ``max_iter`` always measures it), when an LMO was seen to
     be inexact (a block's FW gap below zero), and after a divergence. (An
-    iterate whose loose trace-norm LMO was not checked is never returned as
+    iterate whose Lanczos trace-norm LMO was not checked is never returned as
     the best point; the solve's history, the verbose rows and a callback's
     ``state.fw_gap`` show such an iterate's unchecked gap, the result the
     checked one.)

@@ -116,11 +116,23 @@ def test_checked_lmo_tighten_moves_the_solve_calls_to_the_trusted_tolerance():
     assert lmo.tol == VERIFIED_LMO_TOL
 
 
-@pytest.mark.parametrize("kwargs", [{}, dict(lmo_tol=VERIFIED_LMO_TOL, dense_threshold=2), dict(lmo_tol=1e-2)])
-def test_no_check_where_the_lmo_is_trusted(kwargs):
-    """The default tolerance (or tighter), or a matrix on the dense path: the plain LMO, no check."""
+@pytest.mark.parametrize("kwargs", [{}, dict(lmo_tol=1e-2), dict(lmo_tol=1e-8)])
+def test_no_check_where_the_lmo_is_dense(kwargs):
+    """A matrix on the dense path (eigh / svd: exact, whatever lmo_tol): the plain LMO, no check."""
     lmo = fm.TraceNormBall(fm.Variable((40, 30)), **kwargs).lmo_for_solve()
     assert not isinstance(lmo, CheckedLmo) and not hasattr(lmo, "exact")
+
+
+@pytest.mark.parametrize("lmo_tol", [VERIFIED_LMO_TOL, 1e-8, 0.0])
+def test_a_warm_started_lmo_is_checked_at_any_tolerance(lmo_tol):
+    """The Lanczos path at the default tolerance or a tighter one is checked too (a warm start on an
+    eigenvector that is not the extreme one misses whatever the tolerance, tests/test_lanczos_warm_check.py),
+    at the trusted tolerance or lmo_tol where tighter; tighten keeps the tighter one."""
+    lmo = fm.TraceNormBall(fm.Variable((40, 30)), lmo_tol=lmo_tol, dense_threshold=2).lmo_for_solve()
+    assert isinstance(lmo, CheckedLmo)
+    assert lmo.exact_tol == min(lmo_tol, VERIFIED_LMO_TOL)
+    lmo.tighten()
+    assert lmo.tol == lmo_tol
 
 
 @pytest.mark.parametrize("seed, stop_at", [(5, 1), (5, 2), (3, 3), (3, 4)])

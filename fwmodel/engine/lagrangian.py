@@ -64,7 +64,7 @@ class Block:
     #: optional int S: the block is a batch of polytopes over consecutive runs of S
     #: entries whose joint LMO vertex splits into the groups' vertices (BPCG per group)
     batch_group_size: int = None
-    #: optional: where ``lmo`` may miss its minimizer (a trace-norm ball with a loose ``lmo_tol``),
+    #: optional: where ``lmo`` may miss its minimizer (a trace-norm ball's warm-started Lanczos LMO),
     #: an object with ``exact(g)``, the LMO at a tolerance the certificate trusts, and ``tighten()``,
     #: after which ``lmo`` answers at that tolerance too: the block's FW gap is checked with it
     #: before the solve trusts it (:class:`~fwmodel.engine.stopping.LmoCheck`)

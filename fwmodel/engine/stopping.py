@@ -163,19 +163,26 @@ def lowest_gap(block_gaps):
 class LmoCheck:
     """The FW gap of the blocks whose LMO may miss its minimizer, re-measured before it is trusted.
 
-    A trace-norm ball's Lanczos LMO stopped at a loose ``lmo_tol`` can end on
-    an eigenpair that is not the extreme one. Its vertex s_k then gives a
+    A trace-norm ball's Lanczos LMO can end on an eigenpair that is not the
+    extreme one: often when stopped at a loose ``lmo_tol``, and at any
+    tolerance when its warm start sits on an exact eigenvector while the
+    direction's new extreme eigenvector, orthogonal to the warm start, is
+    above it by a relative 1e-4 or less (the gap then understated by about
+    ``radius * 1e-4 * sigma_1``, the size of the default ``tol``:
+    benchmarks/lanczos_warm_miss.py). Its vertex s_k then gives a
     block gap ``<x_k - s_k, g_k>`` below the block's FW gap, test (1) holds
-    far from the optimum, and the bound of :func:`suboptimality_bound`
+    short of the optimum, and the bound of :func:`suboptimality_bound`
     fails; the gap need not come out negative (:func:`certifies` catches
     only those misses). Measured at ``lmo_tol=1e-2`` on a 60 x 50 nuclear-norm
     projection: "optimal" at 81x ``tol`` from f* (one seed), a bound of 4e-3
     against an error of 0.25 (another) (benchmarks/RESULTS.md, "Loose
     trace-norm LMO tolerance").
 
-    Such blocks offer ``Block.lmo_check``: ``exact(g)``, the LMO at the
-    tolerance the certificate trusts (the default ``lmo_tol``, from a fresh
-    random start, sets/trace_norm.py ``CheckedLmo``). At an iterate where
+    Such blocks (every trace-norm ball on the Lanczos path, at any
+    ``lmo_tol``) offer ``Block.lmo_check``: ``exact(g)``, the LMO at the
+    tolerance the certificate trusts (the default ``lmo_tol``, or a tighter
+    one, from a fresh random start drawn from a stream of its own,
+    sets/trace_norm.py ``CheckedLmo``). At an iterate where
     the solve would stop as optimal, or ends, the driver re-measures those
     blocks' gaps with it: each block's gap becomes the larger of the two
     measurements (either vertex gives a lower bound on
@@ -183,10 +190,14 @@ class LmoCheck:
     default LMO is). Where the checked gap no longer meets (1)-(3) the solve
     goes on, and the blocks whose gap grew beyond rounding get their LMO
     tightened to the trusted tolerance for the rest of the solve (the loose
-    one has shown it misses at the accuracy now asked). Between checks the
-    gap of such a block certifies nothing (the bound is NaN there). Where
-    every LMO is exact (no block offers a check: default options) nothing
-    of this runs, and the iterates are those of a solve without it.
+    one has shown it misses at the accuracy now asked; the warm start also
+    takes in the vector the check found). Between checks the gap of such a
+    block certifies nothing (the bound is NaN there). The check draws from
+    its own random stream and leaves the LMO's warm start as it is, so
+    where it confirms the gap the iterates are those of a solve without it
+    (benchmarks/fingerprint.py unchanged). Where every LMO is exact (no
+    block offers a check: dense trace-norm LMOs, no trace-norm ball)
+    nothing of this runs.
     """
 
     def __init__(self, blocks):

@@ -64,7 +64,7 @@ class AffinePreimage(InnerData, ConvexSet):
         """Through S's own :meth:`lmo_for_solve`: S's per-solve warm start (a trace-norm ball's
         Lanczos vectors), not the state of S's direct calls, so a re-solve repeats the first."""
         inner_lmo = self.inner.lmo_for_solve()
-        if callable(getattr(inner_lmo, "exact", None)):  # S's LMO may miss (a loose lmo_tol): its check passes through
+        if callable(getattr(inner_lmo, "exact", None)):  # S's LMO may miss (warm-started Lanczos): its check passes through
             return _CheckedPreimageLmo(self, inner_lmo)
         return lambda flat_direction: self._vertex(inner_lmo, flat_direction)
 
@@ -170,7 +170,7 @@ class AffinePreimage(InnerData, ConvexSet):
 
 
 class _CheckedPreimageLmo:
-    """S's LMO with its check (``exact``, ``tighten``: a trace-norm ball's loose ``lmo_tol``, see
+    """S's LMO with its check (``exact``, ``tighten``: a trace-norm ball's warm-started Lanczos LMO, see
     :class:`~fwmodel.sets.trace_norm.CheckedLmo`) seen through the map ``a * x + c``."""
 
     def __init__(self, preimage, inner_lmo):

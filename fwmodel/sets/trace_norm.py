@@ -231,54 +231,94 @@ class LanczosWarmStart:
             del self.recent[:-_KEEP]
 
 
-#: the Lanczos tolerance whose LMO the FW gap and the certificate trust (the default ``lmo_tol``);
-#: a solve at a looser ``lmo_tol`` checks its gap at this one before it ends (:class:`CheckedLmo`)
+#: the Lanczos tolerance whose LMO, from a random start, the FW gap and the certificate trust (the default
+#: ``lmo_tol``); a solve's warm-started Lanczos LMO has its gap checked at this one (or a tighter ``lmo_tol``)
+#: before it ends (:class:`CheckedLmo`)
 VERIFIED_LMO_TOL = 1e-6
 
 
 class CheckedLmo:
-    """A solve's trace-norm LMO at a loose ``lmo_tol``, with what the engine needs to check its FW gap.
+    """A solve's warm-started Lanczos LMO, with what the engine needs to check its FW gap.
 
-    Lanczos stopped at a loose tolerance can end on an eigenpair that is not
-    the extreme one: its Ritz residual is small because the start lies close
-    to another eigenvector. The vertex is then not the minimizer, the block's
-    FW gap ``<x - s, g>`` comes out below the true one (negative at times,
-    not always), and a solve trusting it stops as "optimal" far from the
-    optimum (measured at ``lmo_tol=1e-2`` on a 60 x 50 nuclear-norm
-    projection: 81x ``tol`` from f*, benchmarks/RESULTS.md). The engine
-    (:class:`fwmodel.engine.stopping.LmoCheck`) therefore re-measures the
-    gap with :meth:`exact` before it stops as optimal or reports a bound,
-    and calls :meth:`tighten` when the check finds the gap too small.
+    Lanczos can end on an eigenpair that is not the extreme one: its Ritz
+    residual is small because the start lies close to another eigenvector.
+    The vertex is then not the minimizer, the block's FW gap ``<x - s, g>``
+    comes out below the true one (negative at times, not always), and a
+    solve trusting it stops as "optimal" short of the optimum. At a loose
+    ``lmo_tol`` this is common (measured at ``lmo_tol=1e-2`` on a 60 x 50
+    nuclear-norm projection: 81x ``tol`` from f*, benchmarks/RESULTS.md). At
+    the default ``lmo_tol`` it takes a warm start that sits on an exact
+    eigenvector while the direction's new top eigenvector is orthogonal to
+    the warm-start span and above the old top value by a relative gap of
+    about ``1e-4`` or less: Lanczos then converges (zero residual) to the
+    old eigenpair, whatever its tolerance, and the gap is understated by up
+    to ``radius * gap * sigma_1``, about the default ``tol`` (measured: 15 of
+    16 such cases at gap 1e-4, n = 160 to 1000, benchmarks/lanczos_warm_miss.py).
+    The engine (:class:`fwmodel.engine.stopping.LmoCheck`) therefore
+    re-measures the gap with :meth:`exact` before it stops as optimal or
+    reports a bound, and calls :meth:`tighten` when the check finds the gap
+    too small.
 
     Calling it is the LMO at ``lmo_tol``, warm-started as in
-    :meth:`TraceNormBall.lmo_for_solve`. :meth:`exact`: the LMO at
-    :data:`VERIFIED_LMO_TOL`, Lanczos from a fresh random start (drawn from
-    a generator seeded per solve: solves stay reproducible), not from the
-    solve's warm start, which may hold the missed vector; it leaves that warm
-    start as it is. A random start has a component along every eigenvector,
-    so Lanczos finds the extreme eigenvalue first.
+    :meth:`TraceNormBall.lmo_for_solve` (the same calls, and vertices, as a
+    solve without the check). :meth:`exact`: the LMO at
+    :data:`VERIFIED_LMO_TOL` (or ``lmo_tol`` where tighter), Lanczos from a
+    fresh random start (drawn from a generator of its own, seeded per solve:
+    solves stay reproducible, and the solve's warm start draws the same
+    numbers as without the check), not from the solve's warm start, which
+    may hold the missed vector; it leaves that warm start as it is. A random
+    start has a component along every eigenvector, so Lanczos finds the
+    extreme eigenvalue first.
     """
 
     def __init__(self, ball):
         self._ball = ball
         self._warm = LanczosWarmStart()
-        #: the tolerance of the solve's calls: ``lmo_tol``, until :meth:`tighten`
+        #: the tolerance of the solve's calls: ``lmo_tol``, until :meth:`tighten` (at most the trusted one)
         self.tol = ball.lmo_tol
+        #: the tolerance of :meth:`exact`: the trusted one, or ``lmo_tol`` where tighter
+        self.exact_tol = min(ball.lmo_tol, VERIFIED_LMO_TOL)
         self._rng = np.random.default_rng(1)
+        self._found = None  # the leading vector of the last exact call (what tighten gives the warm start)
 
     def __call__(self, flat_direction):
+        return self.lmo_atom(flat_direction)
+
+    def lmo_atom(self, flat_direction):  # named as the set's method: profiles by function name count it as before
         return self._ball._atom(flat_direction, self._warm, self.tol)
 
     def exact(self, flat_direction):
-        """The LMO's vertex at :data:`VERIFIED_LMO_TOL`, from a random start."""
+        """The LMO's vertex at :attr:`exact_tol`, from a random start.
+
+        Before the solve's first call (the setup's LMO at the reference
+        point, :func:`fwmodel.engine.stopping.objective_gap`), at the trusted
+        tolerance, this is that call: its warm start holds no vector yet, so
+        it starts from a random vector too, and the solve's draws and
+        vertices stay those of a solve without the check.
+        """
+        if self.tol == self.exact_tol and self._warm.leading is None and not self._warm.recent:
+            return self(flat_direction)
         cold = LanczosWarmStart()
         cold.rng = self._rng
         cold.remember(self._rng.standard_normal(min(tuple(self._ball.shape))))
-        return self._ball._atom(flat_direction, cold, VERIFIED_LMO_TOL)
+        atom = self._ball._atom(flat_direction, cold, self.exact_tol)
+        self._found = cold.leading
+        return atom
 
     def tighten(self):
-        """From now on the solve's calls run at :data:`VERIFIED_LMO_TOL` (the loose tolerance missed)."""
-        self.tol = VERIFIED_LMO_TOL
+        """The solve's calls missed what :meth:`exact` found: they run at :attr:`exact_tol` from now on, and the
+        warm start takes in the vector the check found.
+
+        A looser tolerance has shown it misses at the accuracy now asked. A
+        warm start that missed (at any tolerance) holds eigenvectors of the
+        direction that are not the extreme one, and its next calls, on a
+        direction that differs little, would miss again: with the found
+        vector in its span the Rayleigh-Ritz step starts Lanczos there.
+        """
+        self.tol = min(self.tol, self.exact_tol)
+        if self._found is not None:
+            self._warm.remember(self._found)
+            self._found = None
 
 
 class TraceNormBall(ConvexSet):
@@ -339,15 +379,17 @@ class TraceNormBall(ConvexSet):
         (0: machine precision). A looser tolerance than the default 1e-6
         makes the solve's LMO calls cheaper, but Lanczos can then stop at an
         eigenpair that is not the extreme one (measured at 1e-2), whose FW gap
-        understates the true one. The solve therefore checks such a block's
-        gap with the LMO at 1e-6 from a random start (:class:`CheckedLmo`)
-        before it stops as "optimal" or reports
-        ``prob.stats.suboptimality_bound``, and goes on, with this block's
-        LMO at 1e-6 from then on, where the checked gap is above ``tol``:
-        "optimal" and the bound mean the same as at the default (between
-        checks the bound is NaN). Not checked where the LMO is dense anyway
-        (``dense_threshold``) or ``lmo_tol <= 1e-6``. A ball of an affine
-        expression (``X - X0``) passes the check through its map.
+        understates the true one; at any tolerance, so can a warm start
+        that sits on an eigenvector the direction's new top one (orthogonal
+        to it) has overtaken by a relative 1e-4 or less. The solve therefore
+        checks the block's gap with the LMO at 1e-6 (or ``lmo_tol`` where
+        tighter) from a random start (:class:`CheckedLmo`) before it stops
+        as "optimal" or reports ``prob.stats.suboptimality_bound``, and goes
+        on, with this block's LMO at that tolerance and its warm start given
+        the vector the check found, where the checked gap is above ``tol``
+        (between checks the bound is NaN). Not checked where the LMO is
+        dense (``dense_threshold``): exact. A ball of an affine expression
+        (``X - X0``) passes the check through its map.
     dense_threshold : use dense LAPACK when the smaller side is at most this.
         Default 150: measured on FW-AL iterations of the covariance problem
         (single-threaded BLAS), a warm-started Lanczos LMO took 6.0 ms at
@@ -612,11 +654,12 @@ class TraceNormBall(ConvexSet):
         A ``warm_start=True`` solve starts Lanczos afresh too (its first LMO
         calls take a few more products; the solve's iterations measured the same).
 
-        With a loose ``lmo_tol`` (above :data:`VERIFIED_LMO_TOL`) on a matrix
-        that takes the Lanczos path, the callable is a :class:`CheckedLmo`,
-        which the engine uses to check the FW gap before it trusts it.
+        On a matrix that takes the Lanczos path (warm-started, at any
+        ``lmo_tol``) the callable is a :class:`CheckedLmo`, which the engine
+        uses to check the FW gap before it trusts it; the dense path
+        (``dense_threshold``) is exact and unchecked.
         """
-        if self.lmo_tol > VERIFIED_LMO_TOL and not self._use_dense(min(tuple(self.shape))):
+        if not self._use_dense(min(tuple(self.shape))):
             return CheckedLmo(self)
         warm = LanczosWarmStart()
 
