@@ -149,8 +149,12 @@ class SolveStats:
     ``objective_scale`` and ``feasibility_scale`` are the scales of the
     stopping rule (``fwmodel.engine.stopping``): an optimal solve has
     ``fw_gap <= tol * objective_scale`` and
-    ``feasibility <= feas_tol * feasibility_scale``. ``feasibility_rel`` is
-    ||Mx - b|| / max(1, ||x||, ||b||), as documented, not the stopping test.
+    ``feasibility <= feas_tol * feasibility_scale`` (and each group of rows
+    its own test, ``fwmodel.engine.stopping.RowPieces``). Where the solve
+    rescaled groups of rows in units far apart, ``feasibility_scale`` is in
+    the rescaled rows and ``feasibility`` in the model's own.
+    ``feasibility_rel`` is ||Mx - b|| / max(1, ||x||, ||b||), as documented,
+    not the stopping test.
 
     ``suboptimality_bound`` is what the returned point is certified to:
     ``prob.value - p* <= suboptimality_bound`` for Minimize (``p* -
@@ -477,7 +481,8 @@ class Problem:
         )
 
         versions = compiled.data_versions()  # what a warm start compares against
-        compiled.write_duals(result.x, result.state.y, result.lam)  # constraint.dual_value
+        # constraint.dual_value (the rows' multipliers given where the solve rescaled its rows)
+        compiled.write_duals(result.x, result.state.y, result.lam, result.get("row_multipliers"))
 
         def commit(status):
             for var, value in values.items():

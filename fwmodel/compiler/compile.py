@@ -198,7 +198,7 @@ class CompiledProblem:
             active.pop(("face", k), None)
         return SolverState(x, state.y, active, state.lam, state.eta, state.lipschitz)
 
-    def write_duals(self, x, y, lam):
+    def write_duals(self, x, y, lam, row_multipliers=None):
         """Set ``dual_value`` of the user's equality and inequality constraints.
 
         The multiplier of a row of M x = b is ``y + lam (M x - b)`` (the
@@ -223,8 +223,14 @@ class CompiledProblem:
         box's bounds (``abs(x) <= c``, ``norm_inf(x) <= c``, ``x <= hi``,
         ``x >= lo``) come from the block's KKT conditions (see
         :func:`_boxed_l1_multipliers`).
+
+        ``row_multipliers``: ``y + lam (M x - b)`` when the engine gives it
+        (it does where it rescaled groups of rows: one lam then served rows
+        in other units than the model's).
         """
         formed = {}  # formed once, when first needed: the rows' multipliers and the Lagrangian's gradient
+        if row_multipliers is not None:
+            formed["y"] = row_multipliers
 
         def row_multipliers():
             if "y" not in formed:

@@ -509,6 +509,7 @@ def lower_constraints(objective_expr, constraints):
     # 5. general rows: a slack in a box bounded by the LMOs
     slack_of = {}
     for ineq, rows, A, c in general:
+        units = _slack_units(A[rows])
         slack = Variable(rows.size, name=f"slack({short_repr(ineq, 60)})")
         slack.is_slack = True  # compiler-made: not one of the model's variables
         touched = _unique(var for var in ineq.variables())
@@ -522,14 +523,14 @@ def lower_constraints(objective_expr, constraints):
                     f"fm.Simplex({var.name})"
                 )
         upper = _data_from(
-            lambda ineq=ineq, rows=rows, touched=touched, holders=holders: _slack_upper(
-                ineq, rows, touched, holders, offsets, n_v),
+            lambda ineq=ineq, rows=rows, touched=touched, holders=holders, units=units: _slack_upper(
+                ineq, rows, touched, holders, offsets, n_v) / units,
             ineq.parameters() + _set_parameters([h for hs in holders.values() for h, _ in hs]),
             f"slack bound of {ineq._text}")
         sets.append(Box(slack, 0.0, upper))
         flat = ineq.expr if ineq.expr.ndim == 1 else ineq.expr.reshape(-1)
         picked = flat if rows.size == ineq.expr.size else flat[rows]
-        eq = Equality(picked + slack, 0.0)
+        eq = Equality(picked + (slack if np.all(units == 1.0) else units * slack), 0.0)
         equalities.append(eq)
         slack_of[id(eq)] = (ineq, rows)
 
@@ -776,6 +777,32 @@ def _dynamic_parameters(var, bounds, holders):
         if any(v.id == var.id for v in ineq.variables()):
             params += ineq.parameters()
     return params
+
+
+#: a general inequality row whose coefficients have a norm beyond this factor from 1 gets its slack in the
+#: variables' units (``_slack_units``)
+SLACK_UNITS_APART = 100.0
+
+
+def _slack_units(A_rows):
+    """The unit of each row's slack: ``||a_i||`` where it is beyond ``SLACK_UNITS_APART`` from 1, else 1.
+
+    The slack of ``a_i' v + c_i <= 0`` is in the row's units, ``||a_i||`` times
+    the variables'. The row is written ``a_i' v + c_i + k_i s_i = 0`` with
+    ``s_i`` in ``Box(0, u_i / k_i)``: with ``k_i = ||a_i||`` the slack is the
+    distance to the row's hyperplane, in the variables' units, so every
+    column of the row has the same scale. Then the solve's equilibration of
+    rows in units far apart (``engine/stopping.py``, ``RowPieces``) brings the
+    whole row to the others' units; with the slack left in the row's units
+    it made the slack's column 10^6 times the others' (a row written times
+    1e-6 ran to max_iter with projection steps, all blocks sharing one step
+    length). Rows of coefficients near unit size keep ``k_i = 1``. The row's
+    multiplier, the inequality's ``dual_value``, is unchanged: only the slack
+    is rescaled.
+    """
+    norms = np.sqrt(np.asarray(A_rows.multiply(A_rows).sum(axis=1), dtype=float).ravel())
+    far = (norms > SLACK_UNITS_APART) | (norms < 1.0 / SLACK_UNITS_APART)
+    return np.where(far & (norms > 0), norms, 1.0)
 
 
 def _slack_upper(ineq, rows, touched, holders, offsets, n_v):

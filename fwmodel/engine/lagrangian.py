@@ -105,6 +105,8 @@ class _Operator:
         self._add_rmatvec = getattr(M, "add_rmatvec", None)
         self.signed_rows = getattr(M, "signed_rows", lambda start, stop: None)
         self.diagonal_gain, self.block_column_norms2 = self._column_gains_of(M)
+        # the compiler's groups of rows (stopping.RowPieces tests each against its own scale)
+        self.pieces, self.offsets = getattr(M, "pieces", None), getattr(M, "offsets", None)
 
     @staticmethod
     def _column_gains_of(M):
