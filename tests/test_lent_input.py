@@ -76,3 +76,20 @@ def test_a_variable_read_by_two_nodes_is_refused():
     f, g = smooth.value_and_grad(v, lend=True)
     assert smooth.lent_input(16) is None
     np.testing.assert_allclose(g, 2 * (v - C.ravel()) + 1.0, rtol=1e-13)
+
+
+def test_a_caller_that_evaluates_f_at_its_own_points_gets_a_kept_v_array():
+    """value() (line searches, in-face steps) keeps a v-size array from then on: the shared evaluations
+    then form v in it again, not in the lent array, and every value stays the closed form's."""
+    c, C, rng = tied_copies_model(lambda X, C: fm.sum_squares(X - C))
+    objective = c.objective
+    objective.value_and_grad_shared(rng.standard_normal(2 * C.size))
+    assert objective._v_array is None
+    for _ in range(3):
+        xs = rng.standard_normal(2 * C.size)
+        assert objective.value(xs) == pytest.approx(closed_form(xs, C)[0], rel=1e-13)
+        f, g = objective.value_and_grad_shared(xs)
+        f_ref, g_ref = closed_form(xs, C)
+        assert f == pytest.approx(f_ref, rel=1e-13)
+        np.testing.assert_allclose(np.concatenate([g[:C.size], g[C.size:]]), g_ref, rtol=1e-13, atol=1e-13)
+        assert objective._v_array is not None

@@ -230,6 +230,7 @@ class BlockObjective:
         self.is_quadratic = bool(smooth.is_quadratic)
         #: the v-size work array (see :meth:`_work_v`); None once v lives in the lent gradient's array
         self._v_array = np.zeros(copy_map.n_v)  # finite from the start: curvature() may read it first
+        self._keeps_v = False  # a caller evaluates f at points of its own: _v_array is kept (see _kept_v)
         self._dv = None  # the tangent of a block direction, made when first needed (see curvature_block)
         self._gv = None  # reused gradient buffer (see _gradient_buffer): no fresh memory per call
         self._lends = None  # whether the expression lends its gradient array (known after the first call)
@@ -246,20 +247,32 @@ class BlockObjective:
 
     def _work_v(self):
         """The v-size work array: the kept one, or, once v lives in the lent gradient's array
-        (:meth:`value_and_grad_shared`), a fresh one for this call (zeros: a point, finite)."""
+        (:meth:`value_and_grad_shared`), a fresh one for this call (zeros: a point, finite). For
+        the curvature along two tied copies' directions (a projection step over both, a few
+        iterations in ten at d = 4000): a fresh 128 MB array there costs its page faults, about
+        30 ms on this project's machine, against a kept one for the whole solve."""
         return self._v_array if self._v_array is not None else np.zeros(self.copy_map.n_v)
+
+    def _kept_v(self):
+        """The v-size work array, kept from now on: :meth:`value` and :meth:`value_and_grad` are called
+        over and over where they are called at all (line searches, in-face steps), and a fresh array
+        per call would cost its page faults each time."""
+        if self._v_array is None:
+            self._v_array = np.zeros(self.copy_map.n_v)
+        self._keeps_v = True
+        return self._v_array
 
     def value(self, x):
         if self._linear is not None:
             # einsum, not np.dot: a threaded BLAS dot can stall for milliseconds on a busy machine
             return self._linear[0] + float(einsum_plain("i,i->", self._linear[1], x))
-        v = self.copy_map.to_variables(x, out=self._work_v())
+        v = self.copy_map.to_variables(x, out=self._kept_v())
         return self.sign * self.smooth.value(v)
 
     def value_and_grad(self, x):
         if self._linear is not None:
             return self.value(x), self._linear[1]
-        v = self.copy_map.to_variables(x, out=self._work_v())
+        v = self.copy_map.to_variables(x, out=self._kept_v())
         # where value_and_grad_shared applies, its gradient lives in self._gv and
         # may still be in use: this call must not overwrite it
         f, gv = self.smooth.value_and_grad(v, out=None if self.copy_map.all_whole_copies else self._gradient_buffer())
@@ -290,13 +303,13 @@ class BlockObjective:
             lend = self._lends is not False
             # v in the array the last call lent (its gradient, dead now), where the expression reads
             # v only to write that array (``X - C``: SmoothFunction.lent_input): no v-size array kept
-            into = self._lent_input() if lend else None
+            into = self._lent_input() if lend and not self._keeps_v else None
             v = self.copy_map.to_variables(x, out=into if into is not None else self._work_v())
             f, gv = self.smooth.value_and_grad(v, out=None if lend else self._gradient_buffer(),
                                                scale=self.sign / k, lend=lend)
             if lend and self._lends is None:
                 self._lends = bool(self.smooth.lent_last)
-            if lend and self._lent_input() is not None:
+            if lend and not self._keeps_v and self._lent_input() is not None:
                 self._v_array = None  # the next evaluation takes v in the lent array: this one is free
             self._hessian = self.smooth.lent_hessian if lend else None
             self._follows_left = FOLLOW_STEPS if self._hessian is not None else 0
