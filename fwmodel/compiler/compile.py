@@ -54,7 +54,9 @@ import scipy.sparse as sp
 from ..errors import ModelError
 from ..expressions import Equality, SmoothFunction, Variable, linearize
 from ..sets.base import ConvexSet
+from ..sets.box import Box
 from ..sets.boxed_l1 import BoxedL1Ball
+from ..sets.symmetric import SymmetricPart
 from .consistency import ConsistencyOperator, CopyRows, SparseRows
 from .lowering import lower_constraints
 from .objective import BlockObjective, CopyMap
@@ -239,13 +241,13 @@ class CompiledProblem:
 
         write_norm_duals(self, x, lagrangian_gradient)  # norm(e) <= t: the ball's multiplier
         boxed = [blk for blk in self.blocks if isinstance(blk.set, BoxedL1Ball)]  # (None from it: merged)
-        if not self.equalities and not boxed and (self.lowered is None or not self.lowered.absorbed):
-            return
-        multipliers = row_multipliers()
+        # id(block) -> (above, below, lo, hi): its entries' bound multipliers and bounds (boxed L1 balls, simplices)
+        entry_multipliers = {}
         if boxed:
             grad = lagrangian_gradient()
             for blk in boxed:
-                _write_boxed_l1_duals(blk.set, x[blk.slice], grad[blk.slice], self.lowered)
+                above, below = _write_boxed_l1_duals(blk.set, x[blk.slice], grad[blk.slice], self.lowered)
+                entry_multipliers[id(blk)] = (above, below) + tuple(blk.set.entry_bounds())
         slack_of = self.lowered.slack_of if self.lowered is not None else {}
         shared = getattr(self.lowered, "shared_duals", set())
         for eq in self.equalities:
@@ -253,13 +255,10 @@ class CompiledProblem:
                 eq.dual_value = None
                 continue
             rows = self.rows_of(self.equality_pieces.get(id(eq)))
-            if rows is None:
+            if rows is None or id(eq) in slack_of:  # an inequality's slack rows: write_inequality_duals
                 continue
-            value = multipliers[rows]
-            if id(eq) in slack_of:
-                ineq, picked = slack_of[id(eq)]
-                ineq.dual_value = value.reshape(ineq.shape) if picked.size == int(np.prod(ineq.shape)) else value
-            elif value.size == eq.size:
+            value = row_multipliers()[rows]
+            if value.size == eq.size:
                 eq.dual_value = value.reshape(eq.shape) if eq.shape else float(value[0])
         if self.lowered is not None and self.lowered.absorbed:
             grad = lagrangian_gradient()
@@ -299,6 +298,15 @@ class CompiledProblem:
                     nu_a = np.where(agree, np.clip(nu_a, floor_side, cap_side), nu_a)
                 nu = nu_a / a
                 eq.dual_value = nu.reshape(eq.shape) if eq.shape else float(nu[0])
+                # the entries' floor (and cap) multipliers, for the bound rows: g + nu a + above - below = 0
+                if blk.set is simplex:
+                    lo, hi = np.zeros(xb.size), np.full(xb.size, np.inf)
+                    at_floor = xb <= 1e-9 * max(1.0, float(np.max(np.abs(xb))))
+                    at_cap = np.zeros(xb.size, dtype=bool)
+                pull = gb + nu_a[group]
+                entry_multipliers[id(blk)] = (np.where(at_cap, np.maximum(-pull, 0.0), 0.0),
+                                              np.where(at_floor, np.maximum(pull, 0.0), 0.0), lo, hi)
+        write_inequality_duals(self, x, lagrangian_gradient, row_multipliers, entry_multipliers)
 
     def rows_of(self, piece):
         """The slice of M's rows that ``piece`` occupies (None if it has no rows)."""
@@ -753,10 +761,9 @@ def _write_boxed_l1_duals(boxed, x, g, lowered):
 
     The L1 ball from ``norm1(x) <= r`` gets mu; a box from ``abs(x) <= c``
     the multiplier per entry (``above + below``, as CVXPY), from
-    ``norm_inf(x) <= c`` their sum; bound rows (``x <= hi``, ``x >= lo``,
-    one entry each) the multiplier of the entry's bound on their side,
-    divided by the row's coefficient, on the row that sets the bound (the
-    first of equal ones) and 0 on the others.
+    ``norm_inf(x) <= c`` their sum. Returns the entries' bound multipliers
+    ``(above, below)``, which :func:`write_inequality_duals` hands to the
+    bound rows (``x <= hi``, ``x >= lo``) that set the bounds.
     """
     mu, above, below = _boxed_l1_multipliers(boxed, x, g)
     from_norms = {id(s): ineq for ineq, s in getattr(lowered, "norm_sets", ())}  # the sets of norm(e) <= t
@@ -767,29 +774,179 @@ def _write_boxed_l1_duals(boxed, x, g, lowered):
         per_entry = above + below
         box_ineq.dual_value = (per_entry.reshape(tuple(boxed.shape)) if box_ineq.norm.kind == "abs"
                                else float(per_entry.sum()))  # norm_inf(x) <= c: one multiplier
-    bounds = getattr(lowered, "entry_bounds", None)
-    if bounds is None or not bounds.rows:
+    return above, below
+
+
+def _bounds_box(held):
+    """The compiler's box of entry bounds that a block holds (itself or as its symmetric part), else None."""
+    inner = held.inner if isinstance(held, SymmetricPart) else held
+    return inner if type(inner) is Box and inner.__dict__.get("_bounds_origin") is not None else None
+
+
+def _box_multipliers(box, x, g):
+    """``(above, below)``: the multipliers of a box's upper and lower bounds at x (g: its gradient of L).
+
+    KKT of ``min`` over ``lo <= x <= hi``: ``g + above - below = 0`` with
+    ``above >= 0`` zero unless ``x_i`` is at ``hi_i``, ``below`` likewise at
+    ``lo_i``. An entry within the solve's tolerance of a bound is at it (an
+    entry just inside a binding bound has g about 0 anyway).
+    """
+    lo, hi = box.coordinate_bounds()
+    near = 1e-6 * max(1.0, float(np.max(np.abs(lo))), float(np.max(np.abs(hi))))
+    above = np.where(hi - x <= near, np.maximum(-g, 0.0), 0.0)
+    below = np.where(x - lo <= near, np.maximum(g, 0.0), 0.0)
+    return above, below
+
+
+def write_inequality_duals(compiled, x, lagrangian_gradient, row_multipliers, entry_multipliers):
+    """``dual_value`` of each affine inequality ``lhs <= rhs`` (CVXPY's multiplier, >= 0, per entry).
+
+    The compiler splits an inequality's entries (:mod:`fwmodel.compiler.lowering`):
+    a general row gets a slack (``lhs - rhs + s = 0``, ``s >= 0``), whose row
+    multiplier ``y + lam (M x - b)`` is the entry's; a single-entry row is a
+    bound of its variable's entry, held by a box (a boxed L1 ball, a simplex
+    or capped simplex whose budget was an equality), whose multiplier comes from that
+    block's KKT conditions (:func:`_box_multipliers`,
+    :func:`_boxed_l1_multipliers`, :meth:`CompiledProblem.write_duals`) and goes to the row that sets the bound
+    (the first of equal ones; divided by the row's coefficient), 0 to the
+    others. The entries are assembled in the inequality's shape; a row
+    that became part of another set (a simplex's budget, a trace ball), or a
+    binding bound that a set's own bound made redundant (no box holds it),
+    has no multiplier of its own: the dual_value is then None, not a partial
+    array. ``max(e) <= t`` and ``min(e) >= t`` get CVXPY's multiplier of the
+    constraint as written (:meth:`~fwmodel.expressions.constraints.Inequality.dual_from_entries`).
+    """
+    lowered = compiled.lowered
+    if lowered is None:
         return
-    var = boxed.expr
-    start = bounds.offsets.get(var.id)
-    if start is None:
-        return
-    lo, hi = boxed.entry_bounds()
-    near = 1e-12 * max(1.0, float(np.max(np.abs(lo))), float(np.max(np.abs(hi))))
-    taken_lo, taken_hi = np.zeros(var.size, dtype=bool), np.zeros(var.size, dtype=bool)
-    for ineq, rows in bounds.rows:
-        if rows.size != ineq.expr.size:  # some rows of it are general ones (with a slack): not this block's alone
-            continue
-        A, c = linearize(ineq.expr, bounds.offsets, bounds.n_v)
-        A = A.tocsr()
-        cols, coef = A.indices - start, A.data
-        if np.any(cols < 0) or np.any(cols >= var.size):
-            continue  # bounds another variable
-        value = -c / coef
-        upper = coef > 0
-        dual = np.zeros(rows.size)
-        for side, bound, taken, mult in ((upper, hi, taken_hi, above), (~upper, lo, taken_lo, below)):
-            sets_it = side & (np.abs(value - bound[cols]) <= near) & ~taken[cols]
-            dual[sets_it] = mult[cols[sets_it]] / np.abs(coef[sets_it])
-            taken[cols[sets_it]] = True
-        ineq.dual_value = dual.reshape(ineq.shape) if ineq.shape else float(dual[0])
+    bounds = lowered.entry_bounds
+    slack_of = lowered.slack_of
+    entries = {}  # id(ineq) -> (ineq, per-entry multipliers, which are known)
+
+    def entry(ineq):
+        if id(ineq) not in entries:
+            entries[id(ineq)] = (ineq, np.zeros(ineq.expr.size), np.zeros(ineq.expr.size, dtype=bool))
+        return entries[id(ineq)]
+
+    for eq_id, (ineq, rows) in slack_of.items():
+        piece = compiled.equality_pieces.get(eq_id)
+        span = compiled.rows_of(piece)
+        _, values, known = entry(ineq)
+        if span is not None and span.stop - span.start == rows.size:
+            values[rows] = row_multipliers()[span]
+            known[rows] = True
+    if bounds is not None and bounds.rows:
+        n_v = bounds.n_v
+        above, below = np.full(n_v, np.nan), np.full(n_v, np.nan)  # NaN: no block holds the entry's bound
+        lo_held, hi_held = np.full(n_v, np.nan), np.full(n_v, np.nan)
+        # layouts that no Parameter changes, formed at the first solve: which entries a block holds, and
+        # each bound row's entry and coefficient (its bound too, where it has no Parameter)
+        layouts = bounds.__dict__.setdefault("_dual_layouts", {})
+        for blk in compiled.blocks:
+            held = blk.set
+            if id(blk) in entry_multipliers:  # a boxed L1 ball, a simplex (from their KKT conditions)
+                up, down, lo, hi = entry_multipliers[id(blk)]
+            elif _bounds_box(held) is not None:
+                grad = np.asarray(lagrangian_gradient()[blk.slice], dtype=float)
+                if held is not _bounds_box(held):  # a symmetric box: the steps move X[i, j] and X[j, i] together,
+                    n = held.shape[0]  # so the two bounds share the symmetric part of the gradient equally
+                    grad = (0.5 * (grad.reshape(n, n) + grad.reshape(n, n).T)).ravel()
+                up, down = _box_multipliers(_bounds_box(held), np.asarray(x[blk.slice], dtype=float), grad)
+                lo, hi = _bounds_box(held).coordinate_bounds()
+            else:
+                continue
+            if id(held) not in layouts:
+                A = linearize(held.expr, bounds.offsets, n_v)[0].tocsr()  # the variable entries the block holds
+                plain = A.nnz == held.size and np.all(np.diff(A.indptr) == 1) and np.all(A.data == 1.0)
+                layouts[id(held)] = A.indices if plain else None
+            cols = layouts[id(held)]
+            if cols is not None:
+                above[cols], below[cols] = up, down
+                lo_held[cols], hi_held[cols] = lo, hi
+        point = []  # the variables' values in the bounds' layout, formed only if a bound no block holds binds
+
+        def variable_point():
+            if not point:
+                values_of = compiled.variable_values(x)
+                v = np.zeros(n_v)
+                for var in bounds.variables:
+                    if var in values_of:
+                        off = bounds.offsets[var.id]
+                        v[off:off + var.size] = np.asarray(values_of[var], dtype=float).ravel()
+                point.append(v)
+            return point[0]
+
+        taken_lo, taken_hi = np.zeros(n_v, dtype=bool), np.zeros(n_v, dtype=bool)
+        for ineq, rows in bounds.rows:
+            _, values, known = entry(ineq)
+            key = ("rows", id(ineq))
+            layout = layouts.get(key)
+            if layout is None or layout["bound"] is None:
+                A, c = linearize(ineq.expr, bounds.offsets, n_v)
+                if rows.size != A.shape[0]:
+                    A, c = A[rows], c[rows]
+                A = A.tocsr()
+                bound = -c / A.data
+                if layout is None:
+                    layout = _bound_rows_layout(A.indices, A.data)
+                    layouts[key] = layout
+                layout = dict(layout, bound=bound)
+                if not ineq.parameters():
+                    layouts[key] = layout
+            _write_bound_rows(layout, rows, values, known, (lo_held, hi_held), (below, above),
+                              (taken_lo, taken_hi), variable_point)
+    for ineq, values, known in entries.values():
+        ineq.dual_value = ineq.dual_from_entries(values.reshape(ineq.expr.shape)) if known.all() else None
+
+
+def _bound_rows_layout(cols, coef):
+    """What :func:`_write_bound_rows` reads of bound rows (entry ``cols[i]``, coefficient ``coef[i]``), once:
+    the entries as a slice where they are consecutive, the rows' sides, whether an entry repeats."""
+    upper = coef > 0
+    side = 1 if upper.all() else (-1 if not upper.any() else 0)
+    consecutive = cols.size > 0 and int(cols[-1]) - int(cols[0]) == cols.size - 1 and bool(np.all(np.diff(cols) == 1))
+    ordered = np.sort(cols)  # (not np.unique: its hashing costs seconds for millions of entries)
+    return {"cols": cols, "at": slice(int(cols[0]), int(cols[-1]) + 1) if consecutive else cols,
+            "scale": np.abs(coef), "upper": upper, "side": side,
+            "repeats": not consecutive and bool(np.any(ordered[1:] == ordered[:-1])), "bound": None}
+
+
+def _write_bound_rows(layout, rows, values, known, held_bounds, multipliers, taken_sides, variable_point):
+    """The multipliers of one inequality's bound rows: each entry's held bound multiplier, on the row that sets it.
+
+    ``held_bounds``, ``multipliers`` and ``taken_sides`` are (lower side, upper side) arrays over the
+    variables' entries (NaN where no block holds the entry's bounds); a row sets its entry's bound when
+    it equals the held one (the first such row takes the multiplier, divided by its coefficient); a
+    held bound that the row does not set is tighter, so the row is slack (0). A row whose entry no
+    block holds is 0 where slack at the point and unknown (``known`` False) where it binds.
+    """
+    at, bound, side = layout["at"], layout["bound"], layout["side"]
+    if side:  # all the rows on one side: no selection per row (the large bounds X <= hi are written so)
+        k = 1 if side > 0 else 0
+        held, mult, taken_all = held_bounds[k][at], multipliers[k][at], [taken_sides[k]]
+    else:
+        upper = layout["upper"]
+        held = np.where(upper, held_bounds[1][at], held_bounds[0][at])
+        mult = np.where(upper, multipliers[1][at], multipliers[0][at])
+        taken_all = None
+    unheld = np.isnan(held)
+    sets_it = np.abs(bound - held) <= 1e-12 * np.maximum(1.0, np.abs(bound))  # False where held is NaN
+    sides = [(sets_it, taken_all[0])] if side else [(sets_it & layout["upper"], taken_sides[1]),
+                                                     (sets_it & ~layout["upper"], taken_sides[0])]
+    for picked, taken in sides:
+        free = ~taken[at]
+        if layout["repeats"]:  # the first row that sets an entry's bound takes it
+            k = np.flatnonzero(picked & free)
+            k = k[np.unique(layout["cols"][k], return_index=True)[1]]
+            taken[layout["cols"][k]] = True
+            values[rows[k]] = mult[k] / layout["scale"][k]
+        else:
+            picked = picked & free
+            taken[at] |= picked
+            values[rows] = np.where(picked, mult / layout["scale"], values[rows])
+    known[rows] = True
+    if unheld.any():
+        j = np.flatnonzero(unheld)
+        v = variable_point()[layout["cols"][j]]
+        gap = np.where(layout["upper"][j], bound[j] - v, v - bound[j])
+        known[rows[j]] = gap > 1e-6 * np.maximum(1.0, np.abs(bound[j]))
