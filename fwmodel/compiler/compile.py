@@ -57,6 +57,7 @@ from ..sets.base import ConvexSet
 from ..sets.box import Box
 from ..sets.boxed_l1 import BoxedL1Ball
 from ..sets.symmetric import SymmetricPart
+from ..sets.trace_norm import TraceNormBall
 from .consistency import ConsistencyOperator, CopyRows, SparseRows
 from .lowering import lower_constraints
 from .objective import BlockObjective, CopyMap
@@ -251,7 +252,7 @@ class CompiledProblem:
         slack_of = self.lowered.slack_of if self.lowered is not None else {}
         shared = getattr(self.lowered, "shared_duals", set())
         for eq in self.equalities:
-            if id(eq) in shared:  # trace(E) == r also became a trace ball: the row holds only part of it
+            if id(eq) in shared:  # trace(E) == r also became a trace ball: written with it by write_psd_duals
                 eq.dual_value = None
                 continue
             rows = self.rows_of(self.equality_pieces.get(id(eq)))
@@ -306,6 +307,7 @@ class CompiledProblem:
                 pull = gb + nu_a[group]
                 entry_multipliers[id(blk)] = (np.where(at_cap, np.maximum(-pull, 0.0), 0.0),
                                               np.where(at_floor, np.maximum(pull, 0.0), 0.0), lo, hi)
+        write_psd_duals(self, x, lagrangian_gradient, row_multipliers)  # E >> 0, trace(E) <= r: the PSD ball's
         write_inequality_duals(self, x, lagrangian_gradient, row_multipliers, entry_multipliers)
 
     def rows_of(self, piece):
@@ -699,6 +701,122 @@ def write_norm_duals(compiled, x, lagrangian_gradient):
         else:
             shaped = grad.reshape(ball.shape) if ineq.norm.kind == "nuc" else grad
             ineq.dual_value = _dual_norm(ineq.norm.kind, shaped)
+
+
+def _held_by_one_block(compiled, source, x, g):
+    """``(point, gradient)`` of the one block that holds ``source`` (itself or a set derived from it),
+    seen in ``source``'s own expression (a preimage on the variable maps back to a * x + c); else None."""
+    held = []
+    for blk in compiled.blocks:
+        chain = [blk.set]  # the block's set back to the source: symmetric variants, preimages on the variable
+        while chain[-1] is not source and getattr(chain[-1], "derived_from", None) is not None:
+            chain.append(chain[-1].derived_from)
+        if chain[-1] is source:
+            held.append((blk, chain[:-1]))
+    if len(held) != 1:
+        return None
+    blk, rewrites = held[0]
+    point, grad = np.asarray(x[blk.slice], dtype=float), np.asarray(g[blk.slice], dtype=float)
+    for s in rewrites:
+        if hasattr(s, "gradient_in_image"):
+            point, grad = s.image_of(point), s.gradient_in_image(grad)
+    return point, grad
+
+
+def write_psd_duals(compiled, x, lagrangian_gradient, row_multipliers):
+    """``dual_value`` of ``E >> 0`` (CVXPY's PSD matrix Z) and of the ``trace(E) <= r`` that bounds it (mu).
+
+    The compiler holds E in the PSD trace ball ``{E PSD, trace E <= r}``
+    (:mod:`fwmodel.compiler.lowering`, item 4). At a solution, with G the
+    block's gradient of the augmented Lagrangian seen in E (symmetrized: the
+    iterates are), KKT says ``G = Z - mu I`` with Z PSD, ``<Z, E> = 0``,
+    ``mu >= 0`` and ``mu (trace E - r) = 0``. So ``mu = -<G, E> / trace E``
+    where the trace bound is active (0 where it is slack) and
+    ``Z = G + mu I``, CVXPY's dual of ``E >> 0`` (its sign convention:
+    ``L = f - <Z, E> + ...``). Z is as accurate as the solve: its smallest
+    eigenvalue is about 0 (about -tol, not exactly >= 0), ``<Z, E>`` about 0.
+    None where Z is not the ball's alone: E held in several blocks, or a
+    trace bound that the compiler derived from the diagonal's bounds and
+    that is active (those bounds share the multiplier); a ball from
+    ``trace(E) == r`` gives Z with the row's and the ball's multipliers
+    together (mu then takes either sign, as the equality's multiplier does).
+    """
+    lowered = compiled.lowered
+    if lowered is None or not (lowered.semidefinite or lowered.trace_bounds):
+        return
+    g = lagrangian_gradient()
+    by_ball = {}
+
+    def multipliers(ball):
+        """``(Z, mu)`` of the PSD trace ball ``ball`` (a TraceNormBall with psd=True), or None."""
+        if id(ball) not in by_ball:
+            by_ball[id(ball)] = None
+            found = _held_by_one_block(compiled, ball, x, g)
+            if found is not None:
+                point, grad = found
+                n = ball.shape[0]
+                E, G = point.reshape(n, n), grad.reshape(n, n)
+                G = 0.5 * (G + G.T)
+                E = 0.5 * (E + E.T)
+                radius, trace = float(ball.radius), float(np.trace(E))
+                active = trace >= radius - 1e-6 * max(1.0, radius)
+                if active and getattr(ball, "implied_trace", False):
+                    pass  # the diagonal bounds' multipliers are part of Z: not this ball's alone
+                else:
+                    if not active:
+                        mu = 0.0
+                    elif trace > 0:
+                        mu = -float(np.vdot(G, E)) / trace
+                    else:  # E = 0 (r = 0): the least mu that makes Z PSD
+                        mu = max(0.0, -float(np.linalg.eigvalsh(G)[0]))
+                    by_ball[id(ball)] = (G + mu * np.eye(n), mu)
+        return by_ball[id(ball)]
+
+    def psd_ball_of(expr):
+        """The PSD trace ball built on ``expr`` (the matrix E of ``E >> 0``), when there is exactly one."""
+        balls = []
+        for blk in compiled.blocks:
+            s = blk.set
+            while s is not None:
+                if isinstance(s, TraceNormBall) and s.psd and s.expr is expr:
+                    balls.append(s)
+                    break
+                s = getattr(s, "derived_from", None)
+        return balls[0] if len(balls) == 1 else None
+
+    for q in lowered.semidefinite:
+        q.dual_value = None
+        ball = psd_ball_of(q.variable if q.on_the_variable() else q.expr)
+        found = None if ball is None else multipliers(ball)
+        if found is not None:
+            q.dual_value = found[0]
+    for constraint, ball in lowered.trace_bounds:
+        constraint.dual_value = None
+        found = multipliers(ball)
+        if found is None:
+            continue
+        if isinstance(constraint, Equality):  # the row's multiplier and the ball's mu: CVXPY's nu of trace(E) == r
+            rows = compiled.rows_of(compiled.equality_pieces.get(id(constraint)))
+            if rows is not None and rows.stop - rows.start == 1:
+                k = _trace_row_scale(constraint, ball, signed=True)
+                constraint.dual_value = float(row_multipliers()[rows][0]) + found[1] / k
+        else:
+            constraint.dual_value = max(0.0, found[1]) / _trace_row_scale(constraint, ball)
+
+
+def _trace_row_scale(constraint, ball, signed=False):
+    """``k`` of a trace constraint that reads ``k * trace(E) + c`` (``<= 0`` or ``== 0``) in the units of the
+    ball's E: its multiplier is ``mu / k`` (``fm.trace(Y) <= t``: k = 1; ``fm.trace(Y) >= -t`` for ``Y << 0``:
+    E = -Y, k = 1). ``signed``: k with its sign (an equality's multiplier has one), else |k|."""
+    offsets, off = {}, 0
+    for v in constraint.expr.variables():
+        offsets[v.id] = off
+        off += v.size
+    row = linearize(constraint.expr, offsets, off)[0].tocsr()
+    image = linearize(ball.expr, offsets, off)[0].tocsc()
+    j = int(row.indices[0])  # a diagonal entry of the variable: the row's and E's coefficients on it
+    k = float(row[0, j]) / float(image[:, j].sum())
+    return k if signed else abs(k)
 
 
 def _boxed_l1_multipliers(boxed, x, g):

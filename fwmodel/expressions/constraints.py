@@ -258,7 +258,17 @@ class PSDConstraint:
     ``Y << 0``, ``Y >> B``), bounded by a trace constraint on E (``fm.trace(Y)
     <= r`` for ``Y >> 0``, ``fm.trace(Y) >= -r`` for ``Y << 0``). The compiler
     makes it the PSD trace ball ``fm.TraceNormBall(E, r, psd=True)``
-    (:mod:`fwmodel.compiler.lowering`, item 4). ``dual_value`` stays None.
+    (:mod:`fwmodel.compiler.lowering`, item 4).
+
+    After a solve, ``dual_value`` is CVXPY's: the PSD matrix Z with
+    ``<Z, E> = 0``, from the ball's KKT conditions ``Z = G + mu I`` (G the
+    symmetrized gradient of the augmented Lagrangian in E, mu the trace
+    bound's multiplier, which is also the trace constraint's ``dual_value``;
+    :func:`fwmodel.compiler.compile.write_psd_duals`). Z is as accurate as
+    the solve (its smallest eigenvalue about 0, possibly -tol). None where
+    the trace bound is one the compiler derived from bounds on the diagonal
+    and it is active (those bounds share the multiplier), or where E is
+    held by several sets.
     """
 
     def __init__(self, lhs, rhs, op):
