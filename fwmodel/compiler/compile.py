@@ -540,6 +540,12 @@ def compile_problem(objective_expr, sign, constraints):
                             "such a set gets its own block, tied to the variables by equality rows, and does not "
                             f"bound {var.name}. Only a set on {var.name}, a selection of its entries, or an "
                             f"elementwise map a * {var.name} + c (a != 0, constants) holds {var.name}.")
+                    joint = [s for s in through if len(s.expr.variables()) > 1]
+                    if joint:  # a set on a stack of variables (CVXPY's norm1(hstack([x, y])) <= t)
+                        names = [v.name for v in joint[0].expr.variables()]
+                        note += (f" To bound {', '.join(names)} together, make them one variable and use its "
+                                 f"slices (z = fm.Variable(...); {names[0]} = z[...], ...), so that the set "
+                                 "holds z.")
                 raise ModelError(
                     f"variable {var.name} (shape {var.shape}) is not in any bounded set: FW-AL needs every "
                     f"variable in at least one set that holds it directly ({var.name}, a slice such as "
