@@ -110,13 +110,22 @@ def test_bounds_that_become_a_box_have_cvxpys_dual_value(name):
     assert_duals_match(ours, theirs)
 
 
-def test_a_bound_whose_multiplier_a_set_holds_has_no_partial_dual_value():
-    """sum(x) <= 1 with x >= 0 becomes a simplex (no slack row): the rows of G @ x <= h that did are not
-    reported as a shorter array; the whole constraint's dual_value is None."""
-    x = fm.Variable(3, name="x")
-    Gs = np.array([[1.0, 1.0, 1.0], [1.0, -1.0, 0.0]])
-    ineq = Gs @ x <= np.array([1.0, 0.2])
-    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - 1)), [x >= 0, ineq])
-    prob.solve(**TIGHT)
-    assert prob.status == fm.OPTIMAL
-    assert ineq.dual_value is None  # (was the one slack row's multiplier, an array of shape (1,))
+BUDGETS = {
+    "sum(x) <= 1, active": lambda m, x, X, Y: (m.sum_squares(x - C), [x >= 0, k := m.sum(x) <= 1], [k]),
+    "sum(x) <= 10, slack": lambda m, x, X, Y: (m.sum_squares(x - C), [x >= 0, k := m.sum(x) <= 10], [k]),
+    "2 sum(x) <= 1 and floors": lambda m, x, X, Y: (m.sum_squares(x - C), [k1 := x >= 0, k := 2 * m.sum(x) <= 1],
+                                                    [k, k1]),
+    "sum(x) <= 1 with caps": lambda m, x, X, Y: (m.sum_squares(x - C), [x >= 0, k := m.sum(x) <= 1, k2 := x <= 0.3],
+                                                 [k, k2]),
+    "a budget row among general rows": lambda m, x, X, Y: (
+        m.sum_squares(x - C), [x >= 0, k := np.vstack([np.ones(5), np.eye(5)[0] - np.eye(5)[1]]) @ x
+                               <= np.array([1.0, -0.2])], [k]),
+}
+
+
+@pytest.mark.parametrize("name", list(BUDGETS))
+def test_a_budget_row_that_became_a_simplex_has_cvxpys_dual_value(name):
+    """sum(x) <= t with x >= 0 is a simplex (equality=False), without a row: its multiplier (was None, or a
+    partial array of the other rows' multipliers) comes from the simplex block's KKT conditions."""
+    ours, theirs = both(BUDGETS[name])
+    assert_duals_match(ours, theirs)

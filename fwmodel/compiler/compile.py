@@ -244,6 +244,7 @@ class CompiledProblem:
         boxed = [blk for blk in self.blocks if isinstance(blk.set, BoxedL1Ball)]  # (None from it: merged)
         # id(block) -> (above, below, lo, hi): its entries' bound multipliers and bounds (boxed L1 balls, simplices)
         entry_multipliers = {}
+        budget_duals = {}  # id(inequality) -> [(inequality, row, multiplier)] of rows sum(x) <= t made simplices
         if boxed:
             grad = lagrangian_gradient()
             for blk in boxed:
@@ -261,54 +262,32 @@ class CompiledProblem:
             value = row_multipliers()[rows]
             if value.size == eq.size:
                 eq.dual_value = value.reshape(eq.shape) if eq.shape else float(value[0])
-        if self.lowered is not None and self.lowered.absorbed:
+        budgets = [(eq, simplex, a, group, None) for eq in (self.lowered.absorbed_equalities if self.lowered else ())
+                   for simplex, a, group in [self.lowered.absorbed[id(eq)]]]
+        budgets += list(getattr(self.lowered, "budget_rows", ()))  # sum(x) <= t that became a simplex
+        if budgets:
             grad = lagrangian_gradient()
             by_set = {}
             for blk in self.blocks:
                 for s in (blk.set,) + tuple(getattr(blk.set, "merged_from", ())):
                     by_set[id(s)] = blk
-            for eq in self.lowered.absorbed_equalities:
-                simplex, a, group = self.lowered.absorbed[id(eq)]
-                blk = by_set[id(simplex)]
+            for constraint, simplex, a, group, row in budgets:
+                blk = by_set.get(id(simplex))
+                if blk is None or (blk.set is not simplex and not hasattr(blk.set, "entry_bounds")):
+                    continue  # (a symmetric variant: its shared entries break the per-entry conditions)
                 xb, gb = x[blk.slice], grad[blk.slice]  # the block is the whole variable, C order
-                n_groups = int(group.max()) + 1
-                if blk.set is simplex:
-                    weights = xb
-                    floor_side = np.full(n_groups, -np.inf)
-                    np.maximum.at(floor_side, group, -gb)
-                    cap_side = np.full(n_groups, np.inf)
-                else:  # a capped simplex: the floors and caps of its entries
-                    lo, hi = blk.set.entry_bounds()
-                    # an entry within rounding of a bound is at it (a projection or a vertex lands there up to
-                    # the last bits), so that it neither weighs in the mean nor escapes the interval below
-                    near = 1e-9 * max(1.0, float(np.max(np.abs(hi))), abs(float(blk.set.total)))
-                    at_floor, at_cap = xb - lo <= near, hi - xb <= near
-                    weights = np.where(at_floor | at_cap, 0.0, np.minimum(xb - lo, hi - xb))
-                    floor_side = np.full(n_groups, -np.inf)
-                    np.maximum.at(floor_side, group[at_floor], -gb[at_floor])
-                    cap_side = np.full(n_groups, np.inf)
-                    np.minimum.at(cap_side, group[at_cap], -gb[at_cap])
-                mass = np.bincount(group, weights=weights, minlength=n_groups)
-                weighted = np.bincount(group, weights=weights * gb, minlength=n_groups)
-                # no weight (every entry at a bound): the middle of [floor_side, cap_side], or its finite end
-                middle = np.where(np.isfinite(floor_side) & np.isfinite(cap_side), 0.5 * (floor_side + cap_side),
-                                  np.where(np.isfinite(floor_side), floor_side, cap_side))
-                nu_a = np.where(mass > 0, -weighted / np.where(mass > 0, mass, 1.0), middle)
-                if blk.set is not simplex:  # the KKT signs bound nu a to [floor_side, cap_side] (when they agree)
-                    agree = floor_side <= cap_side
-                    nu_a = np.where(agree, np.clip(nu_a, floor_side, cap_side), nu_a)
+                nu_a, lo, hi, at_floor, at_cap = _simplex_budget(blk.set, simplex, xb, gb, group)
                 nu = nu_a / a
-                eq.dual_value = nu.reshape(eq.shape) if eq.shape else float(nu[0])
+                if isinstance(constraint, Equality):
+                    constraint.dual_value = nu.reshape(constraint.shape) if constraint.shape else float(nu[0])
+                else:  # one row of an inequality (its multiplier >= 0): with the others in write_inequality_duals
+                    budget_duals.setdefault(id(constraint), []).append((constraint, row, float(nu[0])))
                 # the entries' floor (and cap) multipliers, for the bound rows: g + nu a + above - below = 0
-                if blk.set is simplex:
-                    lo, hi = np.zeros(xb.size), np.full(xb.size, np.inf)
-                    at_floor = xb <= 1e-9 * max(1.0, float(np.max(np.abs(xb))))
-                    at_cap = np.zeros(xb.size, dtype=bool)
                 pull = gb + nu_a[group]
                 entry_multipliers[id(blk)] = (np.where(at_cap, np.maximum(-pull, 0.0), 0.0),
                                               np.where(at_floor, np.maximum(pull, 0.0), 0.0), lo, hi)
         write_psd_duals(self, x, lagrangian_gradient, row_multipliers)  # E >> 0, trace(E) <= r: the PSD ball's
-        write_inequality_duals(self, x, lagrangian_gradient, row_multipliers, entry_multipliers)
+        write_inequality_duals(self, x, lagrangian_gradient, row_multipliers, entry_multipliers, budget_duals)
 
     def rows_of(self, piece):
         """The slice of M's rows that ``piece`` occupies (None if it has no rows)."""
@@ -901,6 +880,56 @@ def _write_boxed_l1_duals(boxed, x, g, lowered):
     return above, below
 
 
+def _simplex_budget(held, simplex, xb, gb, group):
+    """The budget multiplier ``nu a`` of each group of a simplex block (``sum(x) == t`` or ``<= t``), from KKT.
+
+    ``g + nu a 1 - below + above = 0`` (``below``, ``above >= 0``, zero
+    unless the entry is at its floor, its cap): an entry strictly between
+    them pins ``nu a = -g_i``, so ``nu a`` is the mean of ``-g`` over those
+    entries, weighted by ``x`` (by the distance to the nearest bound in a
+    capped simplex), kept in the interval the entries at a bound allow; where
+    every entry is at a bound, that interval's middle (or its finite end).
+    For ``sum(x) <= t`` the multiplier is ``>= 0``, and 0 where the sum is
+    below t. Returns ``(nu_a, lo, hi, at_floor, at_cap)``.
+    """
+    n_groups = int(group.max()) + 1
+    if held is simplex:
+        lo, hi = np.zeros(xb.size), np.full(xb.size, np.inf)
+        weights = xb
+        floor_side = np.full(n_groups, -np.inf)
+        np.maximum.at(floor_side, group, -gb)
+        cap_side = np.full(n_groups, np.inf)
+        at_floor = xb <= 1e-9 * max(1.0, float(np.max(np.abs(xb))))
+        at_cap = np.zeros(xb.size, dtype=bool)
+    else:  # a capped simplex: the floors and caps of its entries
+        lo, hi = held.entry_bounds()
+        # an entry within rounding of a bound is at it (a projection or a vertex lands there up to
+        # the last bits), so that it neither weighs in the mean nor escapes the interval below
+        near = 1e-9 * max(1.0, float(np.max(np.abs(hi))), abs(float(held.total)))
+        at_floor, at_cap = xb - lo <= near, hi - xb <= near
+        weights = np.where(at_floor | at_cap, 0.0, np.minimum(xb - lo, hi - xb))
+        floor_side = np.full(n_groups, -np.inf)
+        np.maximum.at(floor_side, group[at_floor], -gb[at_floor])
+        cap_side = np.full(n_groups, np.inf)
+        np.minimum.at(cap_side, group[at_cap], -gb[at_cap])
+    if not simplex.equality:  # nu a >= 0
+        floor_side = np.maximum(floor_side, 0.0)
+    mass = np.bincount(group, weights=weights, minlength=n_groups)
+    weighted = np.bincount(group, weights=weights * gb, minlength=n_groups)
+    # no weight (every entry at a bound): the middle of [floor_side, cap_side], or its finite end
+    middle = np.where(np.isfinite(floor_side) & np.isfinite(cap_side), 0.5 * (floor_side + cap_side),
+                      np.where(np.isfinite(floor_side), floor_side, cap_side))
+    nu_a = np.where(mass > 0, -weighted / np.where(mass > 0, mass, 1.0), middle)
+    if held is not simplex or not simplex.equality:  # the KKT signs bound nu a to [floor_side, cap_side]
+        agree = floor_side <= cap_side
+        nu_a = np.where(agree, np.clip(nu_a, floor_side, cap_side), nu_a)
+    if not simplex.equality:  # complementary slackness: 0 where the sum is below the total
+        total = float(simplex.total)
+        sums = np.bincount(group, weights=xb, minlength=n_groups)
+        nu_a = np.where(sums >= total - 1e-6 * max(1.0, abs(total)), np.maximum(nu_a, 0.0), 0.0)
+    return nu_a, lo, hi, at_floor, at_cap
+
+
 def _bounds_box(held):
     """The compiler's box of entry bounds that a block holds (itself or as its symmetric part), else None."""
     inner = held.inner if isinstance(held, SymmetricPart) else held
@@ -922,7 +951,7 @@ def _box_multipliers(box, x, g):
     return above, below
 
 
-def write_inequality_duals(compiled, x, lagrangian_gradient, row_multipliers, entry_multipliers):
+def write_inequality_duals(compiled, x, lagrangian_gradient, row_multipliers, entry_multipliers, budget_duals=None):
     """``dual_value`` of each affine inequality ``lhs <= rhs`` (CVXPY's multiplier, >= 0, per entry).
 
     The compiler splits an inequality's entries (:mod:`fwmodel.compiler.lowering`):
@@ -933,11 +962,12 @@ def write_inequality_duals(compiled, x, lagrangian_gradient, row_multipliers, en
     block's KKT conditions (:func:`_box_multipliers`,
     :func:`_boxed_l1_multipliers`, :meth:`CompiledProblem.write_duals`) and goes to the row that sets the bound
     (the first of equal ones; divided by the row's coefficient), 0 to the
-    others. The entries are assembled in the inequality's shape; a row
-    that became part of another set (a simplex's budget, a trace ball), or a
-    binding bound that a set's own bound made redundant (no box holds it),
-    has no multiplier of its own: the dual_value is then None, not a partial
-    array. ``max(e) <= t`` and ``min(e) >= t`` get CVXPY's multiplier of the
+    others. A row ``a * sum(x) <= t`` that became a simplex's budget gets
+    the budget's multiplier (``budget_duals``, from :func:`_simplex_budget`).
+    The entries are assembled in the inequality's shape; a row that became
+    part of another set (a trace ball among other rows), or a binding bound
+    that a set's own bound made redundant (no box holds it), has no
+    multiplier of its own: the dual_value is then None, not a partial array. ``max(e) <= t`` and ``min(e) >= t`` get CVXPY's multiplier of the
     constraint as written (:meth:`~fwmodel.expressions.constraints.Inequality.dual_from_entries`).
     """
     lowered = compiled.lowered
@@ -952,6 +982,10 @@ def write_inequality_duals(compiled, x, lagrangian_gradient, row_multipliers, en
             entries[id(ineq)] = (ineq, np.zeros(ineq.expr.size), np.zeros(ineq.expr.size, dtype=bool))
         return entries[id(ineq)]
 
+    for rows_of_ineq in (budget_duals or {}).values():  # rows sum(x) <= t that became a simplex's budget
+        for ineq, row, value in rows_of_ineq:
+            _, values, known = entry(ineq)
+            values[row], known[row] = max(value, 0.0), True
     for eq_id, (ineq, rows) in slack_of.items():
         piece = compiled.equality_pieces.get(eq_id)
         span = compiled.rows_of(piece)

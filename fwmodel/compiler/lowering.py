@@ -158,6 +158,8 @@ class Lowered:
     absorbed_equalities: list = field(default_factory=list)
     #: [(inequality, the ball it became)] for ``norm(e) <= t`` (their dual values)
     norm_sets: list = field(default_factory=list)
+    #: [(inequality, simplex, a, groups, row)]: rows ``a * sum(x) <= t`` that became ``Simplex(x, equality=False)``
+    budget_rows: list = field(default_factory=list)
     #: the semidefinite constraints ``E >> 0`` (their dual values: the PSD trace ball that holds E)
     semidefinite: list = field(default_factory=list)
     #: [(constraint, the PSD trace ball it made)] for ``trace(E) <= r`` and ``trace(E) == r`` (their dual values)
@@ -440,6 +442,7 @@ def lower_constraints(objective_expr, constraints):
     equalities = kept_equalities
 
     remaining = []
+    budget_rows = []  # (inequality, the simplex a row sum(x) <= t became, a, groups, row)
     for ineq, rows, A, c in general:
         left = []
         for r in rows:
@@ -450,6 +453,7 @@ def lower_constraints(objective_expr, constraints):
                 total = _data_from(lambda ineq=ineq, r=r, a=a: -float(linearize(ineq.expr, offsets, n_v)[1][r]) / a,
                                    ineq.parameters(), f"bound of {ineq._text}")
                 sets.append(Simplex(var, total, equality=False))
+                budget_rows.append((ineq, sets[-1], a, np.zeros(var.size, dtype=np.intp), r))  # its dual value
                 continue
             image = _psd_image_trace_row(row, float(c[r]), psd_images, offsets, n_v)
             if image is not None:
@@ -553,7 +557,7 @@ def lower_constraints(objective_expr, constraints):
     sets = _boxed_l1_balls(_capped_simplices(sets, equalities), equalities)
     return Lowered(sets=sets, equalities=equalities, absorbed=absorbed, slack_of=slack_of, entry_bounds=bounds,
                    absorbed_equalities=absorbed_equalities, norm_sets=norm_sets, shared_duals=shared_duals,
-                   semidefinite=semidefinite, trace_bounds=[(q, ball) for q, ball in trace_bounds if q.expr.size == 1])
+                   semidefinite=semidefinite, budget_rows=budget_rows, trace_bounds=[(q, ball) for q, ball in trace_bounds if q.expr.size == 1])
 
 
 # ---------------------------------------------------------------------- helpers
