@@ -967,7 +967,8 @@ def write_inequality_duals(compiled, x, lagrangian_gradient, row_multipliers, en
     The entries are assembled in the inequality's shape; a row that became
     part of another set (a trace ball among other rows), or a binding bound
     that a set's own bound made redundant (no box holds it), has no
-    multiplier of its own: the dual_value is then None, not a partial array. ``max(e) <= t`` and ``min(e) >= t`` get CVXPY's multiplier of the
+    multiplier of its own: the dual_value is then None, not a partial array.
+    ``max(e) <= t`` and ``min(e) >= t`` get CVXPY's multiplier of the
     constraint as written (:meth:`~fwmodel.expressions.constraints.Inequality.dual_from_entries`).
     """
     lowered = compiled.lowered

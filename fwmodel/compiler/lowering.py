@@ -557,7 +557,8 @@ def lower_constraints(objective_expr, constraints):
     sets = _boxed_l1_balls(_capped_simplices(sets, equalities), equalities)
     return Lowered(sets=sets, equalities=equalities, absorbed=absorbed, slack_of=slack_of, entry_bounds=bounds,
                    absorbed_equalities=absorbed_equalities, norm_sets=norm_sets, shared_duals=shared_duals,
-                   semidefinite=semidefinite, budget_rows=budget_rows, trace_bounds=[(q, ball) for q, ball in trace_bounds if q.expr.size == 1])
+                   semidefinite=semidefinite, budget_rows=budget_rows,
+                   trace_bounds=[(q, ball) for q, ball in trace_bounds if q.expr.size == 1])
 
 
 # ---------------------------------------------------------------------- helpers
