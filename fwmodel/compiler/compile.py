@@ -1080,6 +1080,13 @@ def _write_bound_rows(layout, rows, values, known, held_bounds, multipliers, tak
     block holds is 0 where slack at the point and unknown (``known`` False) where it binds.
     """
     at, bound, side = layout["at"], layout["bound"], layout["side"]
+    if "rows_at" not in layout:  # the rows as a slice where they are consecutive (a whole inequality's)
+        consecutive = rows.size > 0 and int(rows[-1]) - int(rows[0]) == rows.size - 1
+        layout["rows_at"] = slice(int(rows[0]), int(rows[-1]) + 1) if consecutive else rows
+    rows_at = layout["rows_at"]
+    unit = layout.get("unit")
+    if unit is None:
+        unit = layout["unit"] = bool(np.all(layout["scale"] == 1.0))
     if side:  # all the rows on one side: no selection per row (the large bounds X <= hi are written so)
         k = 1 if side > 0 else 0
         held, mult, taken_all = held_bounds[k][at], multipliers[k][at], [taken_sides[k]]
@@ -1089,7 +1096,10 @@ def _write_bound_rows(layout, rows, values, known, held_bounds, multipliers, tak
         mult = np.where(upper, multipliers[1][at], multipliers[0][at])
         taken_all = None
     unheld = np.isnan(held)
-    sets_it = np.abs(bound - held) <= 1e-12 * np.maximum(1.0, np.abs(bound))  # False where held is NaN
+    if bound.size and bound[0] == bound[-1] and np.all(bound == bound[0]):  # one bound for all (X <= 1): 2 passes
+        sets_it = np.abs(held - bound[0]) <= 1e-12 * max(1.0, abs(float(bound[0])))  # False where held is NaN
+    else:
+        sets_it = np.abs(bound - held) <= 1e-12 * np.maximum(1.0, np.abs(bound))
     sides = [(sets_it, taken_all[0])] if side else [(sets_it & layout["upper"], taken_sides[1]),
                                                      (sets_it & ~layout["upper"], taken_sides[0])]
     for picked, taken in sides:
@@ -1100,10 +1110,11 @@ def _write_bound_rows(layout, rows, values, known, held_bounds, multipliers, tak
             taken[layout["cols"][k]] = True
             values[rows[k]] = mult[k] / layout["scale"][k]
         else:
-            picked = picked & free
+            picked &= free
             taken[at] |= picked
-            values[rows] = np.where(picked, mult / layout["scale"], values[rows])
-    known[rows] = True
+            share = mult if unit else mult / layout["scale"]
+            values[rows_at] = np.where(picked, share, 0.0 if side else values[rows_at])
+    known[rows_at] = True
     if unheld.any():
         j = np.flatnonzero(unheld)
         v = variable_point()[layout["cols"][j]]
