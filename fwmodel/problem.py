@@ -420,10 +420,20 @@ class Problem:
         nothing, as in CVXPY: check ``prob.status``. ``var.value`` is then
         the best point found, which for an infeasible problem violates some
         constraint (by ``prob.stats.feasibility``). After a solve,
-        ``constraint.dual_value`` holds the multipliers of the equalities
-        and of the inequalities ``G @ x <= h`` (CVXPY's sign convention).
+        ``constraint.dual_value`` holds CVXPY's multipliers (its sign
+        convention and shapes) of the equalities, of the inequalities
+        (``G @ x <= h``, bounds, norm bounds, ``fm.max(e) <= t``: one
+        multiplier, as CVXPY) and of ``E >> 0`` (the PSD matrix Z), from
+        the rows and from the KKT conditions of the blocks
+        (:meth:`fwmodel.compiler.compile.CompiledProblem.write_duals`);
+        None where the compiler shared a multiplier between sets.
         With ``warm_start=True``, the blocks whose set data changed through
         an fm.Parameter restart from their set's initial point.
+
+        A Parameter value outside an atom's domain (``quad_over_lin``'s
+        y > 0, a divisor that must be nonzero) raises a ModelError naming the
+        atom and the parameter when the solve starts
+        (:mod:`fwmodel.expressions.domains`); the previous answer is kept.
         """
         unknown = sorted(set(options) - set(SOLVE_DEFAULTS))
         if unknown:

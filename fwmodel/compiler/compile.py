@@ -226,6 +226,12 @@ class CompiledProblem:
         box's bounds (``abs(x) <= c``, ``norm_inf(x) <= c``, ``x <= hi``,
         ``x >= lo``) come from the block's KKT conditions (see
         :func:`_boxed_l1_multipliers`).
+
+        Affine inequalities are assembled entry by entry in their own shape
+        by :func:`write_inequality_duals` (slack rows, bounds held by a box,
+        boxed L1 ball or simplex, budget rows that became a simplex;
+        ``max(e) <= t`` reduced to CVXPY's one multiplier), and ``E >> 0``
+        with its trace bound by :func:`write_psd_duals`.
         """
         formed = {}  # formed once, when first needed: the rows' multipliers and the Lagrangian's gradient
 
