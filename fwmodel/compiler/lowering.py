@@ -158,8 +158,15 @@ class Lowered:
     absorbed_equalities: list = field(default_factory=list)
     #: [(inequality, the ball it became)] for ``norm(e) <= t`` (their dual values)
     norm_sets: list = field(default_factory=list)
+    #: [(inequality, simplex, a, groups, row)]: rows ``a * sum(x) <= t`` that became ``Simplex(x, equality=False)``
+    budget_rows: list = field(default_factory=list)
+    #: the semidefinite constraints ``E >> 0`` (their dual values: the PSD trace ball that holds E)
+    semidefinite: list = field(default_factory=list)
+    #: [(constraint, the PSD trace ball it made)] for ``trace(E) <= r`` and ``trace(E) == r`` (their dual values)
+    trace_bounds: list = field(default_factory=list)
     #: ids of the constraints and sets whose multiplier the compiler shared with a set it derived (a trace
-    #: ball from ``trace(E) == r``, a box tightened by a ball's implied bounds): no ``dual_value`` (None)
+    #: ball from ``trace(E) == r``, which write_psd_duals combines with the row; a box tightened by a ball's
+    #: implied bounds): no ``dual_value`` of their own
     shared_duals: set = field(default_factory=set)
 
     def prepare(self):
@@ -406,6 +413,7 @@ def lower_constraints(objective_expr, constraints):
 
     # 4. recognized structures: simplices from sum(x) == t and sum(x) <= t, PSD trace balls
     absorbed, absorbed_equalities = {}, []
+    trace_bounds = []  # (trace(E) <= r or trace(E) == r, the PSD trace ball it made)
     kept_equalities = []
     for eq in equalities:
         found = None
@@ -428,11 +436,13 @@ def lower_constraints(objective_expr, constraints):
             if ball is not None:
                 sets.append(ball)
                 shared_duals.add(id(eq))  # the row and the ball share its multiplier
+                trace_bounds.append((eq, getattr(ball, "derived_from", None) or ball))
                 if constraint is not None:
                     image_bounded.add(id(constraint))
     equalities = kept_equalities
 
     remaining = []
+    budget_rows = []  # (inequality, the simplex a row sum(x) <= t became, a, groups, row)
     for ineq, rows, A, c in general:
         left = []
         for r in rows:
@@ -443,6 +453,7 @@ def lower_constraints(objective_expr, constraints):
                 total = _data_from(lambda ineq=ineq, r=r, a=a: -float(linearize(ineq.expr, offsets, n_v)[1][r]) / a,
                                    ineq.parameters(), f"bound of {ineq._text}")
                 sets.append(Simplex(var, total, equality=False))
+                budget_rows.append((ineq, sets[-1], a, np.zeros(var.size, dtype=np.intp), r))  # its dual value
                 continue
             image = _psd_image_trace_row(row, float(c[r]), psd_images, offsets, n_v)
             if image is not None:
@@ -451,6 +462,7 @@ def lower_constraints(objective_expr, constraints):
                     raise ModelError(f"{ineq._text}: the trace bound of {constraint._text} must be a number "
                                      "(not a Parameter expression)")
                 sets.append(_on_the_variable(TraceNormBall(constraint.expr, radius, psd=True)))
+                trace_bounds.append((ineq, getattr(sets[-1], "derived_from", None) or sets[-1]))
                 image_bounded.add(id(constraint))
                 continue
             psd = _psd_trace_row(row, slots, psd_ids)
@@ -459,6 +471,7 @@ def lower_constraints(objective_expr, constraints):
                 radius = _data_from(lambda ineq=ineq, r=r, a=a: -float(linearize(ineq.expr, offsets, n_v)[1][r]) / a,
                                     ineq.parameters(), f"bound of {ineq._text}")
                 sets.append(TraceNormBall(var, radius, psd=True))
+                trace_bounds.append((ineq, sets[-1]))
                 continue
             left.append(r)
         if left:
@@ -498,6 +511,7 @@ def lower_constraints(objective_expr, constraints):
                 _dynamic_parameters(var, bounds, []) if var.id in param_bound_vars else [])
             radius = _data_from(trace_bound, params, f"trace bound of {var.name}")
             sets.append(TraceNormBall(var, radius, psd=True, symmetric=True))
+            sets[-1].implied_trace = True  # its trace bound is the diagonal's bounds': no multiplier of its own
 
     # 2-3. one box per variable from the elementwise bounds, closed by the sets
     entry_sets = list(sets)
@@ -543,7 +557,9 @@ def lower_constraints(objective_expr, constraints):
     # 7. a simplex and a box on the same variable: one capped simplex; an L1 ball and a box: one boxed L1 ball
     sets = _boxed_l1_balls(_capped_simplices(sets, equalities), equalities)
     return Lowered(sets=sets, equalities=equalities, absorbed=absorbed, slack_of=slack_of, entry_bounds=bounds,
-                   absorbed_equalities=absorbed_equalities, norm_sets=norm_sets, shared_duals=shared_duals)
+                   absorbed_equalities=absorbed_equalities, norm_sets=norm_sets, shared_duals=shared_duals,
+                   semidefinite=semidefinite, budget_rows=budget_rows,
+                   trace_bounds=[(q, ball) for q, ball in trace_bounds if q.expr.size == 1])
 
 
 # ---------------------------------------------------------------------- helpers
