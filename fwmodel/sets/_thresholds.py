@@ -183,11 +183,10 @@ def clipped_level_by_pivots(v, lo, hi, target, sample=_PIVOT_SAMPLE, few=_FEW, s
     floor (``v_i - l_i <= t_lo``), or free (``v_i - t``, the breakpoints on
     either side). Those are dropped, kept only as their sum at a point
     ``ref`` of the bracket (their bounds, and ``v_i - ref``) and the count
-    of free ones (the slope); the
-    undecided entries (a breakpoint inside the bracket) are kept. Each round
-    evaluates ``s`` at pivots inside the bracket, on the undecided entries
-    only, and narrows it (the breakpoint search of Kiwiel 2008 for the
-    continuous quadratic knapsack):
+    of free ones (the slope); the undecided entries (a breakpoint inside the
+    bracket) are kept. Each round evaluates ``s`` at pivots inside the
+    bracket, on the undecided entries only, and narrows it (the breakpoint
+    search of Kiwiel 2008 for the continuous quadratic knapsack):
 
     * many undecided entries (m > 4 ``sample``): two pivots around the
       level that a random sample of ``k = max(sample, 8 sqrt(m))`` of them
@@ -197,8 +196,8 @@ def clipped_level_by_pivots(v, lo, hi, target, sample=_PIVOT_SAMPLE, few=_FEW, s
       round costs a few passes over the undecided entries (Floyd and
       Rivest's selection, 1975);
     * fewer: the median of their breakpoints inside the bracket;
-    * at most ``few``: ``s`` at all their breakpoints inside the bracket at once (a small matrix), the
-      bracket then between two consecutive ones.
+    * at most ``few``: ``s`` at all their breakpoints inside the bracket at
+      once (a small matrix), the bracket then between two consecutive ones.
 
     Every pivot is a breakpoint strictly inside the bracket, so each round
     leaves fewer; with none left ``s(t) = base - #free (t - ref)`` on the
@@ -211,9 +210,9 @@ def clipped_level_by_pivots(v, lo, hi, target, sample=_PIVOT_SAMPLE, few=_FEW, s
     where ``s`` jumps across the target at ``t_hi`` (breakpoints ``v_i - u_i``
     and ``v_i - l_i`` rounded to one number at v's scale), that number; where
     the floors sum to more than ``target`` (no level), the largest
-    breakpoint, as with the sorted breakpoints. The sample's seed is fixed: the same point gives the same
-    numbers. The level rounds at the breakpoints' scale; the callers check it
-    (module docstring).
+    breakpoint, as with the sorted breakpoints. The sample's seed is fixed:
+    the same point gives the same numbers. The level rounds at the
+    breakpoints' scale; the callers check it (module docstring).
     """
     v = np.asarray(v, dtype=float)
     lo, hi = (b if b.ndim else float(b) for b in (np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)))
