@@ -16,8 +16,6 @@ import os
 import sys
 from contextlib import contextmanager
 
-import numpy as np
-
 from fwmodel.sets.boxed_l1 import BoxedL1Ball
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -78,7 +76,8 @@ def main():
                     prob.solve(max_iter=50000)
                 return prob
             t, prob = best_time(run, args.repeat)
-            cells.append(f"{prob.stats.iterations}, {t:.3f} s" + ("" if prob.status == "optimal" else f" ({prob.status})"))
+            status = "" if prob.status == "optimal" else f" ({prob.status})"
+            cells.append(f"{prob.stats.iterations}, {t:.3f} s{status}")
             diffs.append("-" if ref is None else
                          f"{abs(prob.value - ref) / max(abs(ref), prob.stats.objective_scale / 100):.1e}")
         print(f"| {title} | {cells[0]} | {cells[1]} | {cells[2]} | {' / '.join(diffs)} |", flush=True)
