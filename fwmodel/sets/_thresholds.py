@@ -252,8 +252,8 @@ def clipped_level_by_pivots(v, lo, hi, target, sample=_PIVOT_SAMPLE, few=_FEW, s
         at_floor, at_cap = leave <= t_lo, enter >= t_hi
         free = (enter <= t_lo) & (leave >= t_hi)
         count = int(np.count_nonzero(free))
-        base = (base - free_count * (last - ref) + _dot(lo, at_floor) + _dot(hi, at_cap)
-                + (float(np.dot(c, free)) if count else 0.0))
+        base = (base - free_count * (last - ref) + _masked_sum(lo, at_floor) + _masked_sum(hi, at_cap)
+                + (_masked_sum(c, free) if count else 0.0))
         free_count, ref = free_count + count, last
         undecided = np.flatnonzero(~(at_floor | at_cap | free))
         v = v[undecided]
@@ -265,11 +265,13 @@ def clipped_level_by_pivots(v, lo, hi, target, sample=_PIVOT_SAMPLE, few=_FEW, s
     return t_hi if np.isfinite(t_hi) else t_lo
 
 
-def _dot(bound, mask):
-    """The sum of ``bound`` over ``mask`` (a scalar bound: times the count)."""
+def _masked_sum(bound, mask):
+    """The sum of ``bound`` over ``mask`` (a scalar bound: times the count). Not ``np.dot(bound, mask)``:
+    a BLAS call, 18 ms at n = 1e5 with OpenBLAS's threads on a loaded machine against 0.1 ms."""
     if np.ndim(bound):
-        return float(np.dot(bound, mask))
-    return float(bound) * int(np.count_nonzero(mask)) if bound else 0.0
+        return float(np.compress(mask, bound).sum())
+    count = int(np.count_nonzero(mask))
+    return float(bound) * count if count else 0.0
 
 
 def _last_piece(v, lo, hi, points, target, bracket, linear, at_hi):
