@@ -614,6 +614,7 @@ class Problem:
                 active_set_steps=s.group_count() <= 8,
                 groups=declared(s.simplex_groups(), SimplexGroups),
                 intervals=s.interval_bounds(), batch_group_size=s.batch_group_size(),
+                auto_step=s.auto_active_set_step(),
                 project=s.project_flat if (s.has_cheap_projection or s.has_projection) else None,
                 cheap_projection=bool(s.has_cheap_projection),
                 project_in_place=bool(s.projects_in_place),

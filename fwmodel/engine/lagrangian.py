@@ -64,6 +64,9 @@ class Block:
     #: optional int S: the block is a batch of polytopes over consecutive runs of S
     #: entries whose joint LMO vertex splits into the groups' vertices (BPCG per group)
     batch_group_size: int = None
+    #: optional "pairwise" / "away": the active-set step of ``step="auto"`` on this block (None: BPCG;
+    #: ``ConvexSet.auto_active_set_step``)
+    auto_step: str = None
     #: optional: where ``lmo`` may miss its minimizer (a trace-norm ball with a loose ``lmo_tol``),
     #: an object with ``exact(g)``, the LMO at a tolerance the certificate trusts, and ``tighten()``,
     #: after which ``lmo`` answers at that tolerance too: the block's FW gap is checked with it
