@@ -1,8 +1,9 @@
 """Speed of the sorted-breakpoint projections, this checkout against another one, side by side in one process.
 
 The projections (L1 ball: ``project`` and the in-place ``project_flat``;
-capped simplex: one group and 1000 groups; the nonnegative L1 projection
-of trace-norm eigenvalues) check that their result sums to the radius to
+capped simplex: one group and 1000 groups; the boxed L1 ball with the box
+``[-0.5, 0.5]`` and with bounds that differ per entry, some not around 0;
+the nonnegative L1 projection of trace-norm eigenvalues) check that their result sums to the radius to
 rounding and fall back to an exact path relative to the largest entry
 where it does not (``fwmodel/sets/_thresholds.py``). This script times
 them on ordinary points (standard normal, the radius a tenth of the L1
@@ -48,6 +49,13 @@ def cases(fm, n, rng_seed=0):
     rows = max(n // 1000, 1)
     X = fm.Variable((rows, n // rows))
     many = capped_mod.CappedSimplex(fm.Simplex(X, 1.0, axis=1), fm.Box(X, 0.0, 10.0 / (n // rows)))
+    boxed_mod = sys.modules[fm.__name__ + ".sets.boxed_l1"]
+    z = fm.Variable(n)
+    boxed = boxed_mod.BoxedL1Ball(fm.L1Ball(z, radius), fm.Box(z, -0.5, 0.5))
+    w = fm.Variable(n)
+    lower = -rng.uniform(0.0, 1.0, n)
+    lower[::10] = 0.01  # a tenth of the entries kept away from 0
+    mixed = boxed_mod.BoxedL1Ball(fm.L1Ball(w, radius), fm.Box(w, lower, lower + rng.uniform(0.1, 2.0, n)))
 
     def in_place():
         np.copyto(scratch, v)
@@ -57,6 +65,8 @@ def cases(fm, n, rng_seed=0):
             ("L1Ball.project_flat(out=)", in_place),
             ("CappedSimplex 1 group", lambda: one.project_flat(v)),
             (f"CappedSimplex {rows} groups", lambda: many.project_flat(v)),
+            ("BoxedL1Ball box [-0.5, 0.5]", lambda: boxed.project_flat(v)),
+            ("BoxedL1Ball bounds per entry", lambda: mixed.project_flat(v)),
             ("trace-norm values (nonnegative L1)", lambda: thresholds._project_nonnegative_l1(np.abs(v), radius))]
 
 

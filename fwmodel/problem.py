@@ -27,7 +27,8 @@ from .engine.pages import with_plain_pages
 from .engine.result import History
 from .engine.threads import DEFAULT_THREADS
 from .errors import ModelError
-from .expressions import as_expression
+from .expressions import Expression, as_expression
+from .expressions.domains import check_parameter_domains
 from .expressions.core import short_repr
 from .expressions.nonsmooth import refuse_in_objective
 from .sets.base import distinct_parameters
@@ -149,8 +150,12 @@ class SolveStats:
     ``objective_scale`` and ``feasibility_scale`` are the scales of the
     stopping rule (``fwmodel.engine.stopping``): an optimal solve has
     ``fw_gap <= tol * objective_scale`` and
-    ``feasibility <= feas_tol * feasibility_scale``. ``feasibility_rel`` is
-    ||Mx - b|| / max(1, ||x||, ||b||), as documented, not the stopping test.
+    ``feasibility <= feas_tol * feasibility_scale`` (and each group of rows
+    its own test, ``fwmodel.engine.stopping.RowPieces``). Where the solve
+    rescaled groups of rows in units far apart, ``feasibility_scale`` is in
+    the rescaled rows and ``feasibility`` in the model's own.
+    ``feasibility_rel`` is ||Mx - b|| / max(1, ||x||, ||b||), as documented,
+    not the stopping test.
 
     ``suboptimality_bound`` is what the returned point is certified to:
     ``prob.value - p* <= suboptimality_bound`` for Minimize (``p* -
@@ -419,10 +424,20 @@ class Problem:
         nothing, as in CVXPY: check ``prob.status``. ``var.value`` is then
         the best point found, which for an infeasible problem violates some
         constraint (by ``prob.stats.feasibility``). After a solve,
-        ``constraint.dual_value`` holds the multipliers of the equalities
-        and of the inequalities ``G @ x <= h`` (CVXPY's sign convention).
+        ``constraint.dual_value`` holds CVXPY's multipliers (its sign
+        convention and shapes) of the equalities, of the inequalities
+        (``G @ x <= h``, bounds, norm bounds, ``fm.max(e) <= t``: one
+        multiplier, as CVXPY) and of ``E >> 0`` (the PSD matrix Z), from
+        the rows and from the KKT conditions of the blocks
+        (:meth:`fwmodel.compiler.compile.CompiledProblem.write_duals`);
+        None where the compiler shared a multiplier between sets.
         With ``warm_start=True``, the blocks whose set data changed through
         an fm.Parameter restart from their set's initial point.
+
+        A Parameter value outside an atom's domain (``quad_over_lin``'s
+        y > 0, a divisor that must be nonzero) raises a ModelError naming the
+        atom and the parameter when the solve starts
+        (:mod:`fwmodel.expressions.domains`); the previous answer is kept.
         """
         unknown = sorted(set(options) - set(SOLVE_DEFAULTS))
         if unknown:
@@ -437,6 +452,9 @@ class Problem:
             raise ValueError(f"option print_every must be a positive integer (or None), got {every!r}")
         if not isinstance(opts["warm_start"], (bool, np.bool_)):
             raise ValueError(f"option warm_start must be True or False, got {opts['warm_start']!r}")
+        # Parameter values outside an atom's domain (quad_over_lin's y > 0, a divisor != 0): a
+        # ModelError naming them, before compiling or refreshing the data they would make NaN or infinite
+        check_parameter_domains(self._data_roots())
         compiled = self.compile()
         compiled.refresh_parameters()
         for p in self._parameters():
@@ -477,7 +495,8 @@ class Problem:
         )
 
         versions = compiled.data_versions()  # what a warm start compares against
-        compiled.write_duals(result.x, result.state.y, result.lam)  # constraint.dual_value
+        # constraint.dual_value (the rows' multipliers given where the solve rescaled its rows)
+        compiled.write_duals(result.x, result.state.y, result.lam, result.get("row_multipliers"))
 
         def commit(status):
             for var, value in values.items():
@@ -543,6 +562,19 @@ class Problem:
         return _point_in(compiled, self._state.x, constraint)
 
     # ------------------------------------------------------------ helpers
+    def _data_roots(self):
+        """The expressions the user wrote (objective, constraint sides, set data) that hold Parameters."""
+        roots = [self.objective.expr]
+        for constraint in self._flat_constraints:
+            for name in ("lhs", "rhs", "expr"):
+                side = getattr(constraint, name, None)
+                if isinstance(side, Expression):
+                    roots.append(side)
+            sources = getattr(constraint, "_sources", None)  # a set's data given by Parameters
+            if isinstance(sources, dict):
+                roots.extend(source for source, _ in sources.values() if isinstance(source, Expression))
+        return [r for r in roots if r._has_params]
+
     def _parameters(self):
         compiled = self.compile()
         return distinct_parameters(
@@ -582,6 +614,7 @@ class Problem:
                 active_set_steps=s.group_count() <= 8,
                 groups=declared(s.simplex_groups(), SimplexGroups),
                 intervals=s.interval_bounds(), batch_group_size=s.batch_group_size(),
+                auto_step=s.auto_active_set_step(),
                 project=s.project_flat if (s.has_cheap_projection or s.has_projection) else None,
                 cheap_projection=bool(s.has_cheap_projection),
                 project_in_place=bool(s.projects_in_place),

@@ -308,6 +308,9 @@ def test_vertex_steps_reach_the_answer_too():
         prob.solve(projection=False, step=step, tol=tol, max_iter=50000)
         assert prob.status == "optimal", step
         assert prob.value == pytest.approx(ref.value, rel=10 * tol), step
+        if step == "auto":  # pairwise steps on this set (BoxedL1Ball.auto_active_set_step), not BPCG's FW steps
+            taken = {kind for kind, count in prob.stats.step_counts.items() if count}
+            assert "pairwise" in taken and taken <= {"pairwise", "drop"}, prob.stats.step_counts
 
 
 @pytest.mark.parametrize("sense", ["min", "max"])

@@ -111,3 +111,84 @@ def test_a_vector_placed_on_a_diagonal_matches_cvxpy():
     C = rng.standard_normal((6, 6))
     _compare(fm.Problem(fm.Minimize(fm.sum_squares(fm.diag(v, 1) - C)), [fm.Simplex(v)]),
              cp.Problem(cp.Minimize(cp.sum_squares(cp.diag(vc, 1) - C)), [vc >= 0, cp.sum(vc) == 1]))
+
+
+# ------------------------------------------- bmat, kron, outer, vdot, upper_tri, convolve, tv
+def _both(build):
+    """``build(module, variable values)``: the fm expression's value and CVXPY's at the same variable values."""
+    values = {}
+
+    def valued(m, shape):
+        key = (len(values.setdefault(m, [])), shape)
+        v = m.Variable(shape)
+        v.value = np.random.default_rng(key[0] + 100).standard_normal(shape)
+        values[m].append(v)
+        return v
+
+    return build(fm, lambda shape: valued(fm, shape)).value, build(cp, lambda shape: valued(cp, shape)).value
+
+
+K23 = rng.standard_normal((2, 3))
+H = np.array([1.0, -2.0, 0.5])
+
+
+@pytest.mark.parametrize("name, build", [
+    ("bmat", lambda m, v: m.bmat([[v((2, 2)), K23], [np.ones((1, 2)), v((1, 3))]])),
+    ("kron(A, X)", lambda m, v: m.kron(K23, v((3, 2)))),
+    ("kron(X, A)", lambda m, v: m.kron(v((3, 2)), K23)),
+    ("outer", lambda m, v: m.outer(v(3), H[:2])),
+    ("outer, constant first", lambda m, v: m.outer(H, v(4))),
+    ("vdot", lambda m, v: m.vdot(K23, v((2, 3)))),
+    ("scalar_product", lambda m, v: m.scalar_product(H, v(3))),
+    ("upper_tri", lambda m, v: m.upper_tri(v((4, 4)))),
+    ("convolve", lambda m, v: m.convolve(H, v(5))),
+    ("convolve, variable first", lambda m, v: m.convolve(v(5), H) if m is fm else m.convolve(H, v(5))),  # commutes
+    ("tv", lambda m, v: m.tv(v(6))),
+    ("concatenate", lambda m, v: m.concatenate([v((2, 3)), K23], axis=1)),
+    ("transpose", lambda m, v: m.transpose(v((2, 3)))),
+    ("matmul", lambda m, v: m.matmul(K23, v((3, 2)))),
+])
+def test_more_cvxpy_functions_have_cvxpys_values(name, build):
+    ours, ref = _both(build)
+    assert np.shape(ours) == np.shape(ref), (np.shape(ours), np.shape(ref))
+    np.testing.assert_allclose(ours, ref, rtol=1e-12, atol=1e-12)
+
+
+def test_deconvolution_and_kron_models_match_cvxpy():
+    signal = np.repeat([0.0, 1.0, -0.5], 4)
+    y = np.convolve(H, signal) + 0.05 * rng.standard_normal(signal.size + H.size - 1)
+    x, xc = fm.Variable(signal.size), cp.Variable(signal.size)
+    _compare(fm.Problem(fm.Minimize(fm.sum_squares(fm.convolve(H, x) - y)), [fm.tv(x) <= 2.0, fm.abs(x) <= 2]),
+             cp.Problem(cp.Minimize(cp.sum_squares(cp.convolve(H, xc) - y)), [cp.tv(xc) <= 2.0, cp.abs(xc) <= 2]))
+    T = rng.standard_normal((6, 6))
+    X, Xc = fm.Variable((3, 2)), cp.Variable((3, 2))
+    _compare(fm.Problem(fm.Minimize(fm.sum_squares(fm.kron(K23, X) - T)), [fm.norm(X, "fro") <= 1]),
+             cp.Problem(cp.Minimize(cp.sum_squares(cp.kron(K23, Xc) - T)), [cp.norm(Xc, "fro") <= 1]))
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda: fm.bmat([]), "non-empty list of non-empty lists"),
+    (lambda: fm.kron(fm.Variable((2, 2)), fm.Variable((2, 2))), "one side must be constant"),
+    (lambda: fm.kron(np.ones(3), fm.Variable((2, 2))), "expects two matrices"),
+    (lambda: fm.outer(fm.Variable((2, 2)), np.ones(2)), "expects vectors"),
+    (lambda: fm.upper_tri(fm.Variable((2, 3))), "square matrix"),
+    (lambda: fm.convolve(fm.Variable(3), fm.Variable(3)), "one side must be constant"),
+    (lambda: fm.convolve(fm.Parameter(2, value=np.ones(2)), fm.Variable(3)), "not an fm.Parameter"),
+])
+def test_more_cvxpy_functions_name_bad_arguments(make, words):
+    with pytest.raises(fm.ModelError, match=words):
+        make()
+
+
+def test_a_ball_on_a_stack_of_variables_says_to_make_them_one_variable():
+    """CVXPY's norm1(hstack([x, y])) <= t: the ball bounds the stack, not x and y; the message says to use one
+    variable's slices, and that rewrite is CVXPY's model."""
+    x, y = fm.Variable(3, name="x"), fm.Variable(3, name="y")
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - 1) + fm.sum_squares(y + 2)), [fm.norm1(fm.hstack([x, y])) <= 3])
+    with pytest.raises(fm.ModelError, match=r"To bound x, y together, make them one variable and use its slices"):
+        prob.solve()
+    z = fm.Variable(6)
+    xc, yc = cp.Variable(3), cp.Variable(3)
+    _compare(fm.Problem(fm.Minimize(fm.sum_squares(z[:3] - 1) + fm.sum_squares(z[3:] + 2)), [fm.norm1(z) <= 3]),
+             cp.Problem(cp.Minimize(cp.sum_squares(xc - 1) + cp.sum_squares(yc + 2)),
+                        [cp.norm1(cp.hstack([xc, yc])) <= 3]))

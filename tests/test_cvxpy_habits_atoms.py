@@ -308,7 +308,6 @@ def test_refused_cvxpy_atoms_say_why(name):
 
 
 @pytest.mark.parametrize("name, advice", [
-    ("tv", "fm.norm1(fm.diff(x)) <= t"),
     ("pos", "e <= t"),
     ("maximum", "a <= t and b <= t"),
     ("sigma_max", "spectral-norm ball"),
@@ -322,16 +321,25 @@ def test_refused_atoms_name_the_alternative(name, advice):
     assert advice in str(info.value)
 
 
-def test_tv_alternative_is_cvxpy_tv(data):
+@pytest.mark.parametrize("spelling", ["tv", "norm1 of diff"])
+def test_tv_is_cvxpy_tv(data, spelling):
     A, b = data
 
     def build(m):
         x = m.Variable(8)
-        bound = m.norm1(m.diff(x)) <= 0.5 if m is fm else cp.tv(x) <= 0.5
+        bound = m.tv(x) <= 0.5 if m is cp or spelling == "tv" else m.norm1(m.diff(x)) <= 0.5
         return m.Problem(m.Minimize(m.sum_squares(A @ x - b)), [bound, m.norm_inf(x) <= 1.0]), x
 
     (_, value, _), (_, ref, _) = solve_both(build)
     assert_close(value, ref)
+
+
+def test_tv_is_refused_in_objectives_and_for_matrices():
+    x = fm.Variable(4, name="x")
+    with pytest.raises(fm.ModelError, match=r"tv\(x\) is not smooth.*fm.L1Ball"):
+        fm.Minimize(fm.tv(x))
+    with pytest.raises(fm.ModelError, match=r"isotropic total variation.*fm.norm1\(fm.diff\(X, axis=0\)\)"):
+        fm.tv(fm.Variable((3, 3), name="X"))
 
 
 # ---------------------------------------------------------- norm-ball duals

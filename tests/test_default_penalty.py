@@ -97,12 +97,15 @@ def test_default_penalty_forms_no_full_size_array_on_tied_copies(monkeypatch):
 
     d = 200
     prob, _ = build_problem(sparse_low_rank_covariance(d, threshold=0.9, seed=0))
-    original, peaks = fwal.default_penalty, []
+    original, peaks, kept = fwal.default_penalty, [], []
 
-    def measured(*args, **kwargs):
+    def measured(objective, *args, **kwargs):
+        # where v lives in the lent gradient's array the objective keeps no v-size array of its own, and
+        # its curvature takes one for the call (W d): the same memory, held for the call only
+        kept.append(objective._v_array is not None)
         tracemalloc.reset_peak()
         start = tracemalloc.get_traced_memory()[0]
-        lam = original(*args, **kwargs)
+        lam = original(objective, *args, **kwargs)
         peaks.append(tracemalloc.get_traced_memory()[1] - start)
         return lam
 
@@ -113,7 +116,8 @@ def test_default_penalty_forms_no_full_size_array_on_tied_copies(monkeypatch):
     finally:
         tracemalloc.stop()
     assert len(peaks) == 1
-    assert peaks[0] < 0.25 * 8 * d * d
+    v_size = 0 if kept[0] else 8 * d * d  # one copy's size: v's
+    assert peaks[0] < 0.25 * 8 * d * d + v_size
 
 
 def test_block_column_norms_are_the_dense_sums_for_every_piece():
@@ -140,3 +144,26 @@ def test_block_column_norms_are_the_dense_sums_for_every_piece():
     assert _Operator(A.tocsc(), n).diagonal_gain(d) == pytest.approx(_sign_average(A.toarray()[:, :12], d[:12]) +
                                                                      np.sum(A.toarray()[:, 12:] ** 2 * d[12:] ** 2),
                                                                      rel=1e-12)
+
+
+@pytest.mark.parametrize("eps", [1e-4, 1e-6, 1e-8])
+@pytest.mark.parametrize("kind", ["simplex", "l1"])
+def test_a_nearly_linear_objective_with_rows_reaches_clarabel(kind, eps):
+    """c' x + eps ||x||^2 with 3 equality rows: "optimal" at Clarabel's optimum. Its curvature's penalty was
+    eps times the slope's, and at eps = 1e-8 the rows, held by almost none, ended at max_iter (f 0.6 % below
+    the optimum on the simplex, 29 % on the L1 ball)."""
+    rng = np.random.default_rng(3)
+    n = 20
+    c, G = rng.standard_normal(n), rng.standard_normal((3, n))
+    h = G @ rng.dirichlet(np.ones(n))
+    x = fm.Variable(n)
+    sets = [fm.Simplex(x)] if kind == "simplex" else [fm.norm1(x) <= 1]
+    prob = fm.Problem(fm.Minimize(c @ x + eps * fm.sum_squares(x)), sets + [G @ x == h])
+    prob.solve()
+    xc = cp.Variable(n)
+    ref_sets = [xc >= 0, cp.sum(xc) == 1] if kind == "simplex" else [cp.norm1(xc) <= 1]
+    ref = cp.Problem(cp.Minimize(c @ xc + eps * cp.sum_squares(xc)), ref_sets + [G @ xc == h])
+    ref.solve(solver=cp.CLARABEL)
+    assert prob.status == "optimal"
+    assert abs(prob.value - ref.value) <= 1e-3 * abs(ref.value)
+    assert np.linalg.norm(G @ x.value - h) <= 1e-3 * np.linalg.norm(h)

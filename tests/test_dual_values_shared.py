@@ -62,9 +62,9 @@ def test_no_dual_values_from_an_earlier_solve_after_data_empty_a_set():
     assert all(c.dual_value is None for c in cons)
 
 
-def test_a_trace_equality_that_also_bounds_a_psd_matrix_has_no_dual_value():
+def test_a_trace_equality_that_also_bounds_a_psd_matrix_combines_the_row_and_the_ball():
     """trace(Y) == t with Y >> 0 is a trace ball and the row: the ball carries part of the multiplier, so the
-    row's alone was wrong (5.6e-16 where CVXPY has 1.996); None until the two are combined."""
+    row's alone was wrong (5.6e-16 where CVXPY has 1.996); the dual value is the row's plus the ball's mu."""
     rng = np.random.default_rng(1)
     k = 4
     C = rng.standard_normal((k, k))
@@ -78,7 +78,7 @@ def test_a_trace_equality_that_also_bounds_a_psd_matrix_has_no_dual_value():
     ref = cp.Problem(cp.Minimize(cp.sum_squares(Z - C)), [Z >> 0, cp.trace(Z) == t])
     ref.solve(solver=cp.CLARABEL)
     assert prob.status == "optimal" and prob.value == pytest.approx(ref.value, rel=1e-4)
-    assert eq.dual_value is None
+    assert eq.dual_value == pytest.approx(ref.constraints[1].dual_value, rel=1e-2)
 
 
 def test_a_ball_whose_implied_bounds_a_box_takes_has_no_dual_value():

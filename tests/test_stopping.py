@@ -385,7 +385,8 @@ def test_suboptimality_bound_follows_the_units(l1_box_least_squares):
     for s_obj in (1.0, 1e-6):
         prob, _ = _solve_scaled(l1_box_least_squares, s_obj, 1.0)
         bounds.append(prob.stats.suboptimality_bound / s_obj)
-    assert bounds[1] == pytest.approx(bounds[0], rel=1e-6, abs=1e-12)
+    # the bound is a difference (gap - <w, r>): its rounding is ~1e-8 of the objective, 2e-6 of the bound
+    assert bounds[1] == pytest.approx(bounds[0], rel=1e-5, abs=1e-12)
 
 
 def test_engine_bound_against_a_hand_computed_certificate():

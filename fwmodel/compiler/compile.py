@@ -54,7 +54,10 @@ import scipy.sparse as sp
 from ..errors import ModelError
 from ..expressions import Equality, SmoothFunction, Variable, linearize
 from ..sets.base import ConvexSet
+from ..sets.box import Box
 from ..sets.boxed_l1 import BoxedL1Ball
+from ..sets.symmetric import SymmetricPart
+from ..sets.trace_norm import TraceNormBall
 from .consistency import ConsistencyOperator, CopyRows, SparseRows
 from .lowering import lower_constraints
 from .objective import BlockObjective, CopyMap
@@ -198,7 +201,7 @@ class CompiledProblem:
             active.pop(("face", k), None)
         return SolverState(x, state.y, active, state.lam, state.eta, state.lipschitz)
 
-    def write_duals(self, x, y, lam):
+    def write_duals(self, x, y, lam, multipliers=None):
         """Set ``dual_value`` of the user's equality and inequality constraints.
 
         The multiplier of a row of M x = b is ``y + lam (M x - b)`` (the
@@ -223,8 +226,20 @@ class CompiledProblem:
         box's bounds (``abs(x) <= c``, ``norm_inf(x) <= c``, ``x <= hi``,
         ``x >= lo``) come from the block's KKT conditions (see
         :func:`_boxed_l1_multipliers`).
+
+        Affine inequalities are assembled entry by entry in their own shape
+        by :func:`write_inequality_duals` (slack rows, bounds held by a box,
+        boxed L1 ball or simplex, budget rows that became a simplex;
+        ``max(e) <= t`` reduced to CVXPY's one multiplier), and ``E >> 0``
+        with its trace bound by :func:`write_psd_duals`.
+
+        ``multipliers``: the rows' ``y + lam (M x - b)`` when the engine gives
+        it (it does where it rescaled groups of rows: one lam then served rows
+        in other units than the model's).
         """
         formed = {}  # formed once, when first needed: the rows' multipliers and the Lagrangian's gradient
+        if multipliers is not None:
+            formed["y"] = multipliers
 
         def row_multipliers():
             if "y" not in formed:
@@ -239,66 +254,52 @@ class CompiledProblem:
 
         write_norm_duals(self, x, lagrangian_gradient)  # norm(e) <= t: the ball's multiplier
         boxed = [blk for blk in self.blocks if isinstance(blk.set, BoxedL1Ball)]  # (None from it: merged)
-        if not self.equalities and not boxed and (self.lowered is None or not self.lowered.absorbed):
-            return
-        multipliers = row_multipliers()
+        # id(block) -> (above, below, lo, hi): its entries' bound multipliers and bounds (boxed L1 balls, simplices)
+        entry_multipliers = {}
+        budget_duals = {}  # id(inequality) -> [(inequality, row, multiplier)] of rows sum(x) <= t made simplices
         if boxed:
             grad = lagrangian_gradient()
             for blk in boxed:
-                _write_boxed_l1_duals(blk.set, x[blk.slice], grad[blk.slice], self.lowered)
+                above, below = _write_boxed_l1_duals(blk.set, x[blk.slice], grad[blk.slice], self.lowered)
+                entry_multipliers[id(blk)] = (above, below) + tuple(blk.set.entry_bounds())
         slack_of = self.lowered.slack_of if self.lowered is not None else {}
         shared = getattr(self.lowered, "shared_duals", set())
         for eq in self.equalities:
-            if id(eq) in shared:  # trace(E) == r also became a trace ball: the row holds only part of it
+            if id(eq) in shared:  # trace(E) == r also became a trace ball: written with it by write_psd_duals
                 eq.dual_value = None
                 continue
             rows = self.rows_of(self.equality_pieces.get(id(eq)))
-            if rows is None:
+            if rows is None or id(eq) in slack_of:  # an inequality's slack rows: write_inequality_duals
                 continue
-            value = multipliers[rows]
-            if id(eq) in slack_of:
-                ineq, picked = slack_of[id(eq)]
-                ineq.dual_value = value.reshape(ineq.shape) if picked.size == int(np.prod(ineq.shape)) else value
-            elif value.size == eq.size:
+            value = row_multipliers()[rows]
+            if value.size == eq.size:
                 eq.dual_value = value.reshape(eq.shape) if eq.shape else float(value[0])
-        if self.lowered is not None and self.lowered.absorbed:
+        budgets = [(eq, simplex, a, group, None) for eq in (self.lowered.absorbed_equalities if self.lowered else ())
+                   for simplex, a, group in [self.lowered.absorbed[id(eq)]]]
+        budgets += list(getattr(self.lowered, "budget_rows", ()))  # sum(x) <= t that became a simplex
+        if budgets:
             grad = lagrangian_gradient()
             by_set = {}
             for blk in self.blocks:
                 for s in (blk.set,) + tuple(getattr(blk.set, "merged_from", ())):
                     by_set[id(s)] = blk
-            for eq in self.lowered.absorbed_equalities:
-                simplex, a, group = self.lowered.absorbed[id(eq)]
-                blk = by_set[id(simplex)]
+            for constraint, simplex, a, group, row in budgets:
+                blk = by_set.get(id(simplex))
+                if blk is None or (blk.set is not simplex and not hasattr(blk.set, "entry_bounds")):
+                    continue  # (a symmetric variant: its shared entries break the per-entry conditions)
                 xb, gb = x[blk.slice], grad[blk.slice]  # the block is the whole variable, C order
-                n_groups = int(group.max()) + 1
-                if blk.set is simplex:
-                    weights = xb
-                    floor_side = np.full(n_groups, -np.inf)
-                    np.maximum.at(floor_side, group, -gb)
-                    cap_side = np.full(n_groups, np.inf)
-                else:  # a capped simplex: the floors and caps of its entries
-                    lo, hi = blk.set.entry_bounds()
-                    # an entry within rounding of a bound is at it (a projection or a vertex lands there up to
-                    # the last bits), so that it neither weighs in the mean nor escapes the interval below
-                    near = 1e-9 * max(1.0, float(np.max(np.abs(hi))), abs(float(blk.set.total)))
-                    at_floor, at_cap = xb - lo <= near, hi - xb <= near
-                    weights = np.where(at_floor | at_cap, 0.0, np.minimum(xb - lo, hi - xb))
-                    floor_side = np.full(n_groups, -np.inf)
-                    np.maximum.at(floor_side, group[at_floor], -gb[at_floor])
-                    cap_side = np.full(n_groups, np.inf)
-                    np.minimum.at(cap_side, group[at_cap], -gb[at_cap])
-                mass = np.bincount(group, weights=weights, minlength=n_groups)
-                weighted = np.bincount(group, weights=weights * gb, minlength=n_groups)
-                # no weight (every entry at a bound): the middle of [floor_side, cap_side], or its finite end
-                middle = np.where(np.isfinite(floor_side) & np.isfinite(cap_side), 0.5 * (floor_side + cap_side),
-                                  np.where(np.isfinite(floor_side), floor_side, cap_side))
-                nu_a = np.where(mass > 0, -weighted / np.where(mass > 0, mass, 1.0), middle)
-                if blk.set is not simplex:  # the KKT signs bound nu a to [floor_side, cap_side] (when they agree)
-                    agree = floor_side <= cap_side
-                    nu_a = np.where(agree, np.clip(nu_a, floor_side, cap_side), nu_a)
+                nu_a, lo, hi, at_floor, at_cap = _simplex_budget(blk.set, simplex, xb, gb, group)
                 nu = nu_a / a
-                eq.dual_value = nu.reshape(eq.shape) if eq.shape else float(nu[0])
+                if isinstance(constraint, Equality):
+                    constraint.dual_value = nu.reshape(constraint.shape) if constraint.shape else float(nu[0])
+                else:  # one row of an inequality (its multiplier >= 0): with the others in write_inequality_duals
+                    budget_duals.setdefault(id(constraint), []).append((constraint, row, float(nu[0])))
+                # the entries' floor (and cap) multipliers, for the bound rows: g + nu a + above - below = 0
+                pull = gb + nu_a[group]
+                entry_multipliers[id(blk)] = (np.where(at_cap, np.maximum(-pull, 0.0), 0.0),
+                                              np.where(at_floor, np.maximum(pull, 0.0), 0.0), lo, hi)
+        write_psd_duals(self, x, lagrangian_gradient, row_multipliers)  # E >> 0, trace(E) <= r: the PSD ball's
+        write_inequality_duals(self, x, lagrangian_gradient, row_multipliers, entry_multipliers, budget_duals)
 
     def rows_of(self, piece):
         """The slice of M's rows that ``piece`` occupies (None if it has no rows)."""
@@ -530,6 +531,12 @@ def compile_problem(objective_expr, sign, constraints):
                             "such a set gets its own block, tied to the variables by equality rows, and does not "
                             f"bound {var.name}. Only a set on {var.name}, a selection of its entries, or an "
                             f"elementwise map a * {var.name} + c (a != 0, constants) holds {var.name}.")
+                    joint = [s for s in through if len(s.expr.variables()) > 1]
+                    if joint:  # a set on a stack of variables (CVXPY's norm1(hstack([x, y])) <= t)
+                        names = [v.name for v in joint[0].expr.variables()]
+                        note += (f" To bound {', '.join(names)} together, make them one variable and use its "
+                                 f"slices (z = fm.Variable(...); {names[0]} = z[...], ...), so that the set "
+                                 "holds z.")
                 raise ModelError(
                     f"variable {var.name} (shape {var.shape}) is not in any bounded set: FW-AL needs every "
                     f"variable in at least one set that holds it directly ({var.name}, a slice such as "
@@ -693,6 +700,122 @@ def write_norm_duals(compiled, x, lagrangian_gradient):
             ineq.dual_value = _dual_norm(ineq.norm.kind, shaped)
 
 
+def _held_by_one_block(compiled, source, x, g):
+    """``(point, gradient)`` of the one block that holds ``source`` (itself or a set derived from it),
+    seen in ``source``'s own expression (a preimage on the variable maps back to a * x + c); else None."""
+    held = []
+    for blk in compiled.blocks:
+        chain = [blk.set]  # the block's set back to the source: symmetric variants, preimages on the variable
+        while chain[-1] is not source and getattr(chain[-1], "derived_from", None) is not None:
+            chain.append(chain[-1].derived_from)
+        if chain[-1] is source:
+            held.append((blk, chain[:-1]))
+    if len(held) != 1:
+        return None
+    blk, rewrites = held[0]
+    point, grad = np.asarray(x[blk.slice], dtype=float), np.asarray(g[blk.slice], dtype=float)
+    for s in rewrites:
+        if hasattr(s, "gradient_in_image"):
+            point, grad = s.image_of(point), s.gradient_in_image(grad)
+    return point, grad
+
+
+def write_psd_duals(compiled, x, lagrangian_gradient, row_multipliers):
+    """``dual_value`` of ``E >> 0`` (CVXPY's PSD matrix Z) and of the ``trace(E) <= r`` that bounds it (mu).
+
+    The compiler holds E in the PSD trace ball ``{E PSD, trace E <= r}``
+    (:mod:`fwmodel.compiler.lowering`, item 4). At a solution, with G the
+    block's gradient of the augmented Lagrangian seen in E (symmetrized: the
+    iterates are), KKT says ``G = Z - mu I`` with Z PSD, ``<Z, E> = 0``,
+    ``mu >= 0`` and ``mu (trace E - r) = 0``. So ``mu = -<G, E> / trace E``
+    where the trace bound is active (0 where it is slack) and
+    ``Z = G + mu I``, CVXPY's dual of ``E >> 0`` (its sign convention:
+    ``L = f - <Z, E> + ...``). Z is as accurate as the solve: its smallest
+    eigenvalue is about 0 (about -tol, not exactly >= 0), ``<Z, E>`` about 0.
+    None where Z is not the ball's alone: E held in several blocks, or a
+    trace bound that the compiler derived from the diagonal's bounds and
+    that is active (those bounds share the multiplier); a ball from
+    ``trace(E) == r`` gives Z with the row's and the ball's multipliers
+    together (mu then takes either sign, as the equality's multiplier does).
+    """
+    lowered = compiled.lowered
+    if lowered is None or not (lowered.semidefinite or lowered.trace_bounds):
+        return
+    g = lagrangian_gradient()
+    by_ball = {}
+
+    def multipliers(ball):
+        """``(Z, mu)`` of the PSD trace ball ``ball`` (a TraceNormBall with psd=True), or None."""
+        if id(ball) not in by_ball:
+            by_ball[id(ball)] = None
+            found = _held_by_one_block(compiled, ball, x, g)
+            if found is not None:
+                point, grad = found
+                n = ball.shape[0]
+                E, G = point.reshape(n, n), grad.reshape(n, n)
+                G = 0.5 * (G + G.T)
+                E = 0.5 * (E + E.T)
+                radius, trace = float(ball.radius), float(np.trace(E))
+                active = trace >= radius - 1e-6 * max(1.0, radius)
+                if active and getattr(ball, "implied_trace", False):
+                    pass  # the diagonal bounds' multipliers are part of Z: not this ball's alone
+                else:
+                    if not active:
+                        mu = 0.0
+                    elif trace > 0:
+                        mu = -float(np.vdot(G, E)) / trace
+                    else:  # E = 0 (r = 0): the least mu that makes Z PSD
+                        mu = max(0.0, -float(np.linalg.eigvalsh(G)[0]))
+                    by_ball[id(ball)] = (G + mu * np.eye(n), mu)
+        return by_ball[id(ball)]
+
+    def psd_ball_of(expr):
+        """The PSD trace ball built on ``expr`` (the matrix E of ``E >> 0``), when there is exactly one."""
+        balls = []
+        for blk in compiled.blocks:
+            s = blk.set
+            while s is not None:
+                if isinstance(s, TraceNormBall) and s.psd and s.expr is expr:
+                    balls.append(s)
+                    break
+                s = getattr(s, "derived_from", None)
+        return balls[0] if len(balls) == 1 else None
+
+    for q in lowered.semidefinite:
+        q.dual_value = None
+        ball = psd_ball_of(q.variable if q.on_the_variable() else q.expr)
+        found = None if ball is None else multipliers(ball)
+        if found is not None:
+            q.dual_value = found[0]
+    for constraint, ball in lowered.trace_bounds:
+        constraint.dual_value = None
+        found = multipliers(ball)
+        if found is None:
+            continue
+        if isinstance(constraint, Equality):  # the row's multiplier and the ball's mu: CVXPY's nu of trace(E) == r
+            rows = compiled.rows_of(compiled.equality_pieces.get(id(constraint)))
+            if rows is not None and rows.stop - rows.start == 1:
+                k = _trace_row_scale(constraint, ball, signed=True)
+                constraint.dual_value = float(row_multipliers()[rows][0]) + found[1] / k
+        else:
+            constraint.dual_value = max(0.0, found[1]) / _trace_row_scale(constraint, ball)
+
+
+def _trace_row_scale(constraint, ball, signed=False):
+    """``k`` of a trace constraint that reads ``k * trace(E) + c`` (``<= 0`` or ``== 0``) in the units of the
+    ball's E: its multiplier is ``mu / k`` (``fm.trace(Y) <= t``: k = 1; ``fm.trace(Y) >= -t`` for ``Y << 0``:
+    E = -Y, k = 1). ``signed``: k with its sign (an equality's multiplier has one), else |k|."""
+    offsets, off = {}, 0
+    for v in constraint.expr.variables():
+        offsets[v.id] = off
+        off += v.size
+    row = linearize(constraint.expr, offsets, off)[0].tocsr()
+    image = linearize(ball.expr, offsets, off)[0].tocsc()
+    j = int(row.indices[0])  # a diagonal entry of the variable: the row's and E's coefficients on it
+    k = float(row[0, j]) / float(image[:, j].sum())
+    return k if signed else abs(k)
+
+
 def _boxed_l1_multipliers(boxed, x, g):
     """``(mu, above, below)``: multipliers of the L1 bound and of the upper and lower bounds at x.
 
@@ -753,10 +876,9 @@ def _write_boxed_l1_duals(boxed, x, g, lowered):
 
     The L1 ball from ``norm1(x) <= r`` gets mu; a box from ``abs(x) <= c``
     the multiplier per entry (``above + below``, as CVXPY), from
-    ``norm_inf(x) <= c`` their sum; bound rows (``x <= hi``, ``x >= lo``,
-    one entry each) the multiplier of the entry's bound on their side,
-    divided by the row's coefficient, on the row that sets the bound (the
-    first of equal ones) and 0 on the others.
+    ``norm_inf(x) <= c`` their sum. Returns the entries' bound multipliers
+    ``(above, below)``, which :func:`write_inequality_duals` hands to the
+    bound rows (``x <= hi``, ``x >= lo``) that set the bounds.
     """
     mu, above, below = _boxed_l1_multipliers(boxed, x, g)
     from_norms = {id(s): ineq for ineq, s in getattr(lowered, "norm_sets", ())}  # the sets of norm(e) <= t
@@ -767,29 +889,246 @@ def _write_boxed_l1_duals(boxed, x, g, lowered):
         per_entry = above + below
         box_ineq.dual_value = (per_entry.reshape(tuple(boxed.shape)) if box_ineq.norm.kind == "abs"
                                else float(per_entry.sum()))  # norm_inf(x) <= c: one multiplier
-    bounds = getattr(lowered, "entry_bounds", None)
-    if bounds is None or not bounds.rows:
+    return above, below
+
+
+def _simplex_budget(held, simplex, xb, gb, group):
+    """The budget multiplier ``nu a`` of each group of a simplex block (``sum(x) == t`` or ``<= t``), from KKT.
+
+    ``g + nu a 1 - below + above = 0`` (``below``, ``above >= 0``, zero
+    unless the entry is at its floor, its cap): an entry strictly between
+    them pins ``nu a = -g_i``, so ``nu a`` is the mean of ``-g`` over those
+    entries, weighted by ``x`` (by the distance to the nearest bound in a
+    capped simplex), kept in the interval the entries at a bound allow; where
+    every entry is at a bound, that interval's middle (or its finite end).
+    For ``sum(x) <= t`` the multiplier is ``>= 0``, and 0 where the sum is
+    below t. Returns ``(nu_a, lo, hi, at_floor, at_cap)``.
+    """
+    n_groups = int(group.max()) + 1
+    if held is simplex:
+        lo, hi = np.zeros(xb.size), np.full(xb.size, np.inf)
+        weights = xb
+        floor_side = np.full(n_groups, -np.inf)
+        np.maximum.at(floor_side, group, -gb)
+        cap_side = np.full(n_groups, np.inf)
+        at_floor = xb <= 1e-9 * max(1.0, float(np.max(np.abs(xb))))
+        at_cap = np.zeros(xb.size, dtype=bool)
+    else:  # a capped simplex: the floors and caps of its entries
+        lo, hi = held.entry_bounds()
+        # an entry within rounding of a bound is at it (a projection or a vertex lands there up to
+        # the last bits), so that it neither weighs in the mean nor escapes the interval below
+        near = 1e-9 * max(1.0, float(np.max(np.abs(hi))), abs(float(held.total)))
+        at_floor, at_cap = xb - lo <= near, hi - xb <= near
+        weights = np.where(at_floor | at_cap, 0.0, np.minimum(xb - lo, hi - xb))
+        floor_side = np.full(n_groups, -np.inf)
+        np.maximum.at(floor_side, group[at_floor], -gb[at_floor])
+        cap_side = np.full(n_groups, np.inf)
+        np.minimum.at(cap_side, group[at_cap], -gb[at_cap])
+    if not simplex.equality:  # nu a >= 0
+        floor_side = np.maximum(floor_side, 0.0)
+    mass = np.bincount(group, weights=weights, minlength=n_groups)
+    weighted = np.bincount(group, weights=weights * gb, minlength=n_groups)
+    # no weight (every entry at a bound): the middle of [floor_side, cap_side], or its finite end
+    middle = np.where(np.isfinite(floor_side) & np.isfinite(cap_side), 0.5 * (floor_side + cap_side),
+                      np.where(np.isfinite(floor_side), floor_side, cap_side))
+    nu_a = np.where(mass > 0, -weighted / np.where(mass > 0, mass, 1.0), middle)
+    if held is not simplex or not simplex.equality:  # the KKT signs bound nu a to [floor_side, cap_side]
+        agree = floor_side <= cap_side
+        nu_a = np.where(agree, np.clip(nu_a, floor_side, cap_side), nu_a)
+    if not simplex.equality:  # complementary slackness: 0 where the sum is below the total
+        total = float(simplex.total)
+        sums = np.bincount(group, weights=xb, minlength=n_groups)
+        nu_a = np.where(sums >= total - 1e-6 * max(1.0, abs(total)), np.maximum(nu_a, 0.0), 0.0)
+    return nu_a, lo, hi, at_floor, at_cap
+
+
+def _bounds_box(held):
+    """The compiler's box of entry bounds that a block holds (itself or as its symmetric part), else None."""
+    inner = held.inner if isinstance(held, SymmetricPart) else held
+    return inner if type(inner) is Box and inner.__dict__.get("_bounds_origin") is not None else None
+
+
+def _box_multipliers(box, x, g):
+    """``(above, below)``: the multipliers of a box's upper and lower bounds at x (g: its gradient of L).
+
+    KKT of ``min`` over ``lo <= x <= hi``: ``g + above - below = 0`` with
+    ``above >= 0`` zero unless ``x_i`` is at ``hi_i``, ``below`` likewise at
+    ``lo_i``. An entry within the solve's tolerance of a bound is at it (an
+    entry just inside a binding bound has g about 0 anyway).
+    """
+    lo, hi = box.coordinate_bounds()
+    near = 1e-6 * max(1.0, float(np.max(np.abs(lo))), float(np.max(np.abs(hi))))
+    above = np.where(hi - x <= near, np.maximum(-g, 0.0), 0.0)
+    below = np.where(x - lo <= near, np.maximum(g, 0.0), 0.0)
+    return above, below
+
+
+def write_inequality_duals(compiled, x, lagrangian_gradient, row_multipliers, entry_multipliers, budget_duals=None):
+    """``dual_value`` of each affine inequality ``lhs <= rhs`` (CVXPY's multiplier, >= 0, per entry).
+
+    The compiler splits an inequality's entries (:mod:`fwmodel.compiler.lowering`):
+    a general row gets a slack (``lhs - rhs + s = 0``, ``s >= 0``), whose row
+    multiplier ``y + lam (M x - b)`` is the entry's; a single-entry row is a
+    bound of its variable's entry, held by a box (a boxed L1 ball, a simplex
+    or capped simplex whose budget was an equality), whose multiplier comes from that
+    block's KKT conditions (:func:`_box_multipliers`,
+    :func:`_boxed_l1_multipliers`, :meth:`CompiledProblem.write_duals`) and goes to the row that sets the bound
+    (the first of equal ones; divided by the row's coefficient), 0 to the
+    others. A row ``a * sum(x) <= t`` that became a simplex's budget gets
+    the budget's multiplier (``budget_duals``, from :func:`_simplex_budget`).
+    The entries are assembled in the inequality's shape; a row that became
+    part of another set (a trace ball among other rows), or a binding bound
+    that a set's own bound made redundant (no box holds it), has no
+    multiplier of its own: the dual_value is then None, not a partial array.
+    ``max(e) <= t`` and ``min(e) >= t`` get CVXPY's multiplier of the
+    constraint as written (:meth:`~fwmodel.expressions.constraints.Inequality.dual_from_entries`).
+    """
+    lowered = compiled.lowered
+    if lowered is None:
         return
-    var = boxed.expr
-    start = bounds.offsets.get(var.id)
-    if start is None:
-        return
-    lo, hi = boxed.entry_bounds()
-    near = 1e-12 * max(1.0, float(np.max(np.abs(lo))), float(np.max(np.abs(hi))))
-    taken_lo, taken_hi = np.zeros(var.size, dtype=bool), np.zeros(var.size, dtype=bool)
-    for ineq, rows in bounds.rows:
-        if rows.size != ineq.expr.size:  # some rows of it are general ones (with a slack): not this block's alone
-            continue
-        A, c = linearize(ineq.expr, bounds.offsets, bounds.n_v)
-        A = A.tocsr()
-        cols, coef = A.indices - start, A.data
-        if np.any(cols < 0) or np.any(cols >= var.size):
-            continue  # bounds another variable
-        value = -c / coef
-        upper = coef > 0
-        dual = np.zeros(rows.size)
-        for side, bound, taken, mult in ((upper, hi, taken_hi, above), (~upper, lo, taken_lo, below)):
-            sets_it = side & (np.abs(value - bound[cols]) <= near) & ~taken[cols]
-            dual[sets_it] = mult[cols[sets_it]] / np.abs(coef[sets_it])
-            taken[cols[sets_it]] = True
-        ineq.dual_value = dual.reshape(ineq.shape) if ineq.shape else float(dual[0])
+    bounds = lowered.entry_bounds
+    slack_of = lowered.slack_of
+    entries = {}  # id(ineq) -> (ineq, per-entry multipliers, which are known)
+
+    def entry(ineq):
+        if id(ineq) not in entries:
+            entries[id(ineq)] = (ineq, np.zeros(ineq.expr.size), np.zeros(ineq.expr.size, dtype=bool))
+        return entries[id(ineq)]
+
+    for rows_of_ineq in (budget_duals or {}).values():  # rows sum(x) <= t that became a simplex's budget
+        for ineq, row, value in rows_of_ineq:
+            _, values, known = entry(ineq)
+            values[row], known[row] = max(value, 0.0), True
+    for eq_id, (ineq, rows) in slack_of.items():
+        piece = compiled.equality_pieces.get(eq_id)
+        span = compiled.rows_of(piece)
+        _, values, known = entry(ineq)
+        if span is not None and span.stop - span.start == rows.size:
+            values[rows] = row_multipliers()[span]
+            known[rows] = True
+    if bounds is not None and bounds.rows:
+        n_v = bounds.n_v
+        above, below = np.full(n_v, np.nan), np.full(n_v, np.nan)  # NaN: no block holds the entry's bound
+        lo_held, hi_held = np.full(n_v, np.nan), np.full(n_v, np.nan)
+        # layouts that no Parameter changes, formed at the first solve: which entries a block holds, and
+        # each bound row's entry and coefficient (its bound too, where it has no Parameter)
+        layouts = bounds.__dict__.setdefault("_dual_layouts", {})
+        for blk in compiled.blocks:
+            held = blk.set
+            if id(blk) in entry_multipliers:  # a boxed L1 ball, a simplex (from their KKT conditions)
+                up, down, lo, hi = entry_multipliers[id(blk)]
+            elif _bounds_box(held) is not None:
+                grad = np.asarray(lagrangian_gradient()[blk.slice], dtype=float)
+                if held is not _bounds_box(held):  # a symmetric box: the steps move X[i, j] and X[j, i] together,
+                    n = held.shape[0]  # so the two bounds share the symmetric part of the gradient equally
+                    grad = (0.5 * (grad.reshape(n, n) + grad.reshape(n, n).T)).ravel()
+                up, down = _box_multipliers(_bounds_box(held), np.asarray(x[blk.slice], dtype=float), grad)
+                lo, hi = _bounds_box(held).coordinate_bounds()
+            else:
+                continue
+            if id(held) not in layouts:
+                A = linearize(held.expr, bounds.offsets, n_v)[0].tocsr()  # the variable entries the block holds
+                plain = A.nnz == held.size and np.all(np.diff(A.indptr) == 1) and np.all(A.data == 1.0)
+                layouts[id(held)] = A.indices if plain else None
+            cols = layouts[id(held)]
+            if cols is not None:
+                above[cols], below[cols] = up, down
+                lo_held[cols], hi_held[cols] = lo, hi
+        point = []  # the variables' values in the bounds' layout, formed only if a bound no block holds binds
+
+        def variable_point():
+            if not point:
+                values_of = compiled.variable_values(x)
+                v = np.zeros(n_v)
+                for var in bounds.variables:
+                    if var in values_of:
+                        off = bounds.offsets[var.id]
+                        v[off:off + var.size] = np.asarray(values_of[var], dtype=float).ravel()
+                point.append(v)
+            return point[0]
+
+        taken_lo, taken_hi = np.zeros(n_v, dtype=bool), np.zeros(n_v, dtype=bool)
+        for ineq, rows in bounds.rows:
+            _, values, known = entry(ineq)
+            key = ("rows", id(ineq))
+            layout = layouts.get(key)
+            if layout is None or layout["bound"] is None:
+                A, c = linearize(ineq.expr, bounds.offsets, n_v)
+                if rows.size != A.shape[0]:
+                    A, c = A[rows], c[rows]
+                A = A.tocsr()
+                bound = -c / A.data
+                if layout is None:
+                    layout = _bound_rows_layout(A.indices, A.data)
+                    layouts[key] = layout
+                layout = dict(layout, bound=bound)
+                if not ineq.parameters():
+                    layouts[key] = layout
+            _write_bound_rows(layout, rows, values, known, (lo_held, hi_held), (below, above),
+                              (taken_lo, taken_hi), variable_point)
+    for ineq, values, known in entries.values():
+        ineq.dual_value = ineq.dual_from_entries(values.reshape(ineq.expr.shape)) if known.all() else None
+
+
+def _bound_rows_layout(cols, coef):
+    """What :func:`_write_bound_rows` reads of bound rows (entry ``cols[i]``, coefficient ``coef[i]``), once:
+    the entries as a slice where they are consecutive, the rows' sides, whether an entry repeats."""
+    upper = coef > 0
+    side = 1 if upper.all() else (-1 if not upper.any() else 0)
+    consecutive = cols.size > 0 and int(cols[-1]) - int(cols[0]) == cols.size - 1 and bool(np.all(np.diff(cols) == 1))
+    ordered = np.sort(cols)  # (not np.unique: its hashing costs seconds for millions of entries)
+    return {"cols": cols, "at": slice(int(cols[0]), int(cols[-1]) + 1) if consecutive else cols,
+            "scale": np.abs(coef), "upper": upper, "side": side,
+            "repeats": not consecutive and bool(np.any(ordered[1:] == ordered[:-1])), "bound": None}
+
+
+def _write_bound_rows(layout, rows, values, known, held_bounds, multipliers, taken_sides, variable_point):
+    """The multipliers of one inequality's bound rows: each entry's held bound multiplier, on the row that sets it.
+
+    ``held_bounds``, ``multipliers`` and ``taken_sides`` are (lower side, upper side) arrays over the
+    variables' entries (NaN where no block holds the entry's bounds); a row sets its entry's bound when
+    it equals the held one (the first such row takes the multiplier, divided by its coefficient); a
+    held bound that the row does not set is tighter, so the row is slack (0). A row whose entry no
+    block holds is 0 where slack at the point and unknown (``known`` False) where it binds.
+    """
+    at, bound, side = layout["at"], layout["bound"], layout["side"]
+    if "rows_at" not in layout:  # the rows as a slice where they are consecutive (a whole inequality's)
+        consecutive = rows.size > 0 and int(rows[-1]) - int(rows[0]) == rows.size - 1
+        layout["rows_at"] = slice(int(rows[0]), int(rows[-1]) + 1) if consecutive else rows
+    rows_at = layout["rows_at"]
+    unit = layout.get("unit")
+    if unit is None:
+        unit = layout["unit"] = bool(np.all(layout["scale"] == 1.0))
+    if side:  # all the rows on one side: no selection per row (the large bounds X <= hi are written so)
+        k = 1 if side > 0 else 0
+        held, mult, taken_all = held_bounds[k][at], multipliers[k][at], [taken_sides[k]]
+    else:
+        upper = layout["upper"]
+        held = np.where(upper, held_bounds[1][at], held_bounds[0][at])
+        mult = np.where(upper, multipliers[1][at], multipliers[0][at])
+        taken_all = None
+    unheld = np.isnan(held)
+    if bound.size and bound[0] == bound[-1] and np.all(bound == bound[0]):  # one bound for all (X <= 1): 2 passes
+        sets_it = np.abs(held - bound[0]) <= 1e-12 * max(1.0, abs(float(bound[0])))  # False where held is NaN
+    else:
+        sets_it = np.abs(bound - held) <= 1e-12 * np.maximum(1.0, np.abs(bound))
+    sides = [(sets_it, taken_all[0])] if side else [(sets_it & layout["upper"], taken_sides[1]),
+                                                     (sets_it & ~layout["upper"], taken_sides[0])]
+    for picked, taken in sides:
+        free = ~taken[at]
+        if layout["repeats"]:  # the first row that sets an entry's bound takes it
+            k = np.flatnonzero(picked & free)
+            k = k[np.unique(layout["cols"][k], return_index=True)[1]]
+            taken[layout["cols"][k]] = True
+            values[rows[k]] = mult[k] / layout["scale"][k]
+        else:
+            picked &= free
+            taken[at] |= picked
+            share = mult if unit else mult / layout["scale"]
+            values[rows_at] = np.where(picked, share, 0.0 if side else values[rows_at])
+    known[rows_at] = True
+    if unheld.any():
+        j = np.flatnonzero(unheld)
+        v = variable_point()[layout["cols"][j]]
+        gap = np.where(layout["upper"][j], bound[j] - v, v - bound[j])
+        known[rows[j]] = gap > 1e-6 * np.maximum(1.0, np.abs(bound[j]))

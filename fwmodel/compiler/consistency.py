@@ -173,6 +173,10 @@ class SparseRows:
     def csr(self, n):
         return self.A
 
+    def scaled(self, factor):
+        """The same rows times ``factor`` (``factor * A x = factor * b``): the engine's row equilibration."""
+        return SparseRows(self.A * factor, self.b * factor, label=self.label)
+
 
 class MarginalizationRows:
     """Rows ``sum_{axis} mu_e - mu_{endpoint(e)} = 0``: marginalization consistency.
@@ -379,6 +383,17 @@ class ConsistencyOperator:
             np.add(g[p.copy], r[lo:hi], out=out[p.copy])
             np.subtract(g[p.first], r[lo:hi], out=out[p.first])
         return out
+
+    def with_piece_factors(self, factors):
+        """M with piece g's rows times ``factors[g]`` (pieces that offer ``scaled``; the others need 1)."""
+        pieces = []
+        for p, c in zip(self.pieces, factors):
+            if c != 1.0:
+                if not hasattr(p, "scaled"):
+                    raise ValueError(f"the rows {p.label!r} cannot be rescaled")
+                p = p.scaled(float(c))
+            pieces.append(p)
+        return ConsistencyOperator(pieces, self.n)
 
     def csr(self):
         if self._csr is None:

@@ -158,8 +158,15 @@ class Lowered:
     absorbed_equalities: list = field(default_factory=list)
     #: [(inequality, the ball it became)] for ``norm(e) <= t`` (their dual values)
     norm_sets: list = field(default_factory=list)
+    #: [(inequality, simplex, a, groups, row)]: rows ``a * sum(x) <= t`` that became ``Simplex(x, equality=False)``
+    budget_rows: list = field(default_factory=list)
+    #: the semidefinite constraints ``E >> 0`` (their dual values: the PSD trace ball that holds E)
+    semidefinite: list = field(default_factory=list)
+    #: [(constraint, the PSD trace ball it made)] for ``trace(E) <= r`` and ``trace(E) == r`` (their dual values)
+    trace_bounds: list = field(default_factory=list)
     #: ids of the constraints and sets whose multiplier the compiler shared with a set it derived (a trace
-    #: ball from ``trace(E) == r``, a box tightened by a ball's implied bounds): no ``dual_value`` (None)
+    #: ball from ``trace(E) == r``, which write_psd_duals combines with the row; a box tightened by a ball's
+    #: implied bounds): no ``dual_value`` of their own
     shared_duals: set = field(default_factory=set)
 
     def prepare(self):
@@ -406,6 +413,7 @@ def lower_constraints(objective_expr, constraints):
 
     # 4. recognized structures: simplices from sum(x) == t and sum(x) <= t, PSD trace balls
     absorbed, absorbed_equalities = {}, []
+    trace_bounds = []  # (trace(E) <= r or trace(E) == r, the PSD trace ball it made)
     kept_equalities = []
     for eq in equalities:
         found = None
@@ -428,11 +436,13 @@ def lower_constraints(objective_expr, constraints):
             if ball is not None:
                 sets.append(ball)
                 shared_duals.add(id(eq))  # the row and the ball share its multiplier
+                trace_bounds.append((eq, getattr(ball, "derived_from", None) or ball))
                 if constraint is not None:
                     image_bounded.add(id(constraint))
     equalities = kept_equalities
 
     remaining = []
+    budget_rows = []  # (inequality, the simplex a row sum(x) <= t became, a, groups, row)
     for ineq, rows, A, c in general:
         left = []
         for r in rows:
@@ -443,6 +453,7 @@ def lower_constraints(objective_expr, constraints):
                 total = _data_from(lambda ineq=ineq, r=r, a=a: -float(linearize(ineq.expr, offsets, n_v)[1][r]) / a,
                                    ineq.parameters(), f"bound of {ineq._text}")
                 sets.append(Simplex(var, total, equality=False))
+                budget_rows.append((ineq, sets[-1], a, np.zeros(var.size, dtype=np.intp), r))  # its dual value
                 continue
             image = _psd_image_trace_row(row, float(c[r]), psd_images, offsets, n_v)
             if image is not None:
@@ -451,6 +462,7 @@ def lower_constraints(objective_expr, constraints):
                     raise ModelError(f"{ineq._text}: the trace bound of {constraint._text} must be a number "
                                      "(not a Parameter expression)")
                 sets.append(_on_the_variable(TraceNormBall(constraint.expr, radius, psd=True)))
+                trace_bounds.append((ineq, getattr(sets[-1], "derived_from", None) or sets[-1]))
                 image_bounded.add(id(constraint))
                 continue
             psd = _psd_trace_row(row, slots, psd_ids)
@@ -459,6 +471,7 @@ def lower_constraints(objective_expr, constraints):
                 radius = _data_from(lambda ineq=ineq, r=r, a=a: -float(linearize(ineq.expr, offsets, n_v)[1][r]) / a,
                                     ineq.parameters(), f"bound of {ineq._text}")
                 sets.append(TraceNormBall(var, radius, psd=True))
+                trace_bounds.append((ineq, sets[-1]))
                 continue
             left.append(r)
         if left:
@@ -498,6 +511,7 @@ def lower_constraints(objective_expr, constraints):
                 _dynamic_parameters(var, bounds, []) if var.id in param_bound_vars else [])
             radius = _data_from(trace_bound, params, f"trace bound of {var.name}")
             sets.append(TraceNormBall(var, radius, psd=True, symmetric=True))
+            sets[-1].implied_trace = True  # its trace bound is the diagonal's bounds': no multiplier of its own
 
     # 2-3. one box per variable from the elementwise bounds, closed by the sets
     entry_sets = list(sets)
@@ -509,6 +523,7 @@ def lower_constraints(objective_expr, constraints):
     # 5. general rows: a slack in a box bounded by the LMOs
     slack_of = {}
     for ineq, rows, A, c in general:
+        units = _slack_units(A[rows])
         slack = Variable(rows.size, name=f"slack({short_repr(ineq, 60)})")
         slack.is_slack = True  # compiler-made: not one of the model's variables
         touched = _unique(var for var in ineq.variables())
@@ -522,14 +537,14 @@ def lower_constraints(objective_expr, constraints):
                     f"fm.Simplex({var.name})"
                 )
         upper = _data_from(
-            lambda ineq=ineq, rows=rows, touched=touched, holders=holders: _slack_upper(
-                ineq, rows, touched, holders, offsets, n_v),
+            lambda ineq=ineq, rows=rows, touched=touched, holders=holders, units=units: _slack_upper(
+                ineq, rows, touched, holders, offsets, n_v) / units,
             ineq.parameters() + _set_parameters([h for hs in holders.values() for h, _ in hs]),
             f"slack bound of {ineq._text}")
         sets.append(Box(slack, 0.0, upper))
         flat = ineq.expr if ineq.expr.ndim == 1 else ineq.expr.reshape(-1)
         picked = flat if rows.size == ineq.expr.size else flat[rows]
-        eq = Equality(picked + slack, 0.0)
+        eq = Equality(picked + (slack if np.all(units == 1.0) else units * slack), 0.0)
         equalities.append(eq)
         slack_of[id(eq)] = (ineq, rows)
 
@@ -542,7 +557,9 @@ def lower_constraints(objective_expr, constraints):
     # 7. a simplex and a box on the same variable: one capped simplex; an L1 ball and a box: one boxed L1 ball
     sets = _boxed_l1_balls(_capped_simplices(sets, equalities), equalities)
     return Lowered(sets=sets, equalities=equalities, absorbed=absorbed, slack_of=slack_of, entry_bounds=bounds,
-                   absorbed_equalities=absorbed_equalities, norm_sets=norm_sets, shared_duals=shared_duals)
+                   absorbed_equalities=absorbed_equalities, norm_sets=norm_sets, shared_duals=shared_duals,
+                   semidefinite=semidefinite, budget_rows=budget_rows,
+                   trace_bounds=[(q, ball) for q, ball in trace_bounds if q.expr.size == 1])
 
 
 # ---------------------------------------------------------------------- helpers
@@ -776,6 +793,32 @@ def _dynamic_parameters(var, bounds, holders):
         if any(v.id == var.id for v in ineq.variables()):
             params += ineq.parameters()
     return params
+
+
+#: a general inequality row whose coefficients have a norm beyond this factor from 1 gets its slack in the
+#: variables' units (``_slack_units``)
+SLACK_UNITS_APART = 100.0
+
+
+def _slack_units(A_rows):
+    """The unit of each row's slack: ``||a_i||`` where it is beyond ``SLACK_UNITS_APART`` from 1, else 1.
+
+    The slack of ``a_i' v + c_i <= 0`` is in the row's units, ``||a_i||`` times
+    the variables'. The row is written ``a_i' v + c_i + k_i s_i = 0`` with
+    ``s_i`` in ``Box(0, u_i / k_i)``: with ``k_i = ||a_i||`` the slack is the
+    distance to the row's hyperplane, in the variables' units, so every
+    column of the row has the same scale. Then the solve's equilibration of
+    rows in units far apart (``engine/stopping.py``, ``RowPieces``) brings the
+    whole row to the others' units; with the slack left in the row's units
+    it made the slack's column 10^6 times the others' (a row written times
+    1e-6 ran to max_iter with projection steps, all blocks sharing one step
+    length). Rows of coefficients near unit size keep ``k_i = 1``. The row's
+    multiplier, the inequality's ``dual_value``, is unchanged: only the slack
+    is rescaled.
+    """
+    norms = np.sqrt(np.asarray(A_rows.multiply(A_rows).sum(axis=1), dtype=float).ravel())
+    far = (norms > SLACK_UNITS_APART) | (norms < 1.0 / SLACK_UNITS_APART)
+    return np.where(far & (norms > 0), norms, 1.0)
 
 
 def _slack_upper(ineq, rows, touched, holders, offsets, n_v):

@@ -228,7 +228,9 @@ class BlockObjective:
         self.sign = float(sign)
         self.copy_map = copy_map
         self.is_quadratic = bool(smooth.is_quadratic)
-        self._v = np.zeros(copy_map.n_v)  # finite from the start: curvature() may read it first
+        #: the v-size work array (see :meth:`_work_v`); None once v lives in the lent gradient's array
+        self._v_array = np.zeros(copy_map.n_v)  # finite from the start: curvature() may read it first
+        self._keeps_v = False  # a caller evaluates f at points of its own: _v_array is kept (see _kept_v)
         self._dv = None  # the tangent of a block direction, made when first needed (see curvature_block)
         self._gv = None  # reused gradient buffer (see _gradient_buffer): no fresh memory per call
         self._lends = None  # whether the expression lends its gradient array (known after the first call)
@@ -243,17 +245,34 @@ class BlockObjective:
             g.setflags(write=False)  # shared by every call: nobody may change it
             self._linear = (self.sign * f0, g)
 
+    def _work_v(self):
+        """The v-size work array: the kept one, or, once v lives in the lent gradient's array
+        (:meth:`value_and_grad_shared`), a fresh one for this call (zeros: a point, finite). For
+        the curvature along two tied copies' directions (a projection step over both, a few
+        iterations in ten at d = 4000): a fresh 128 MB array there costs its page faults, about
+        30 ms on this project's machine, against a kept one for the whole solve."""
+        return self._v_array if self._v_array is not None else np.zeros(self.copy_map.n_v)
+
+    def _kept_v(self):
+        """The v-size work array, kept from now on: :meth:`value` and :meth:`value_and_grad` are called
+        over and over where they are called at all (line searches, in-face steps), and a fresh array
+        per call would cost its page faults each time."""
+        if self._v_array is None:
+            self._v_array = np.zeros(self.copy_map.n_v)
+        self._keeps_v = True
+        return self._v_array
+
     def value(self, x):
         if self._linear is not None:
             # einsum, not np.dot: a threaded BLAS dot can stall for milliseconds on a busy machine
             return self._linear[0] + float(einsum_plain("i,i->", self._linear[1], x))
-        v = self.copy_map.to_variables(x, out=self._v)
+        v = self.copy_map.to_variables(x, out=self._kept_v())
         return self.sign * self.smooth.value(v)
 
     def value_and_grad(self, x):
         if self._linear is not None:
             return self.value(x), self._linear[1]
-        v = self.copy_map.to_variables(x, out=self._v)
+        v = self.copy_map.to_variables(x, out=self._kept_v())
         # where value_and_grad_shared applies, its gradient lives in self._gv and
         # may still be in use: this call must not overwrite it
         f, gv = self.smooth.value_and_grad(v, out=None if self.copy_map.all_whole_copies else self._gradient_buffer())
@@ -277,19 +296,25 @@ class BlockObjective:
         """
         if self._linear is not None or not self.copy_map.all_whole_copies:
             return self.value_and_grad(x)
-        v = self.copy_map.to_variables(x, out=self._v)
         variables = self.copy_map.variables
         if len(variables) == 1:
             k = len(self.copy_map.copies[variables[0].id])
             # the gradient buffer is made only if lending failed once (then it is used from now on)
             lend = self._lends is not False
+            # v in the array the last call lent (its gradient, dead now), where the expression reads
+            # v only to write that array (``X - C``: SmoothFunction.lent_input): no v-size array kept
+            into = self._lent_input() if lend and not self._keeps_v else None
+            v = self.copy_map.to_variables(x, out=into if into is not None else self._work_v())
             f, gv = self.smooth.value_and_grad(v, out=None if lend else self._gradient_buffer(),
                                                scale=self.sign / k, lend=lend)
             if lend and self._lends is None:
                 self._lends = bool(self.smooth.lent_last)
+            if lend and not self._keeps_v and self._lent_input() is not None:
+                self._v_array = None  # the next evaluation takes v in the lent array: this one is free
             self._hessian = self.smooth.lent_hessian if lend else None
             self._follows_left = FOLLOW_STEPS if self._hessian is not None else 0
             return self.sign * f, SharedGradient(self.copy_map, gv)
+        v = self.copy_map.to_variables(x, out=self._work_v())
         gv = self._gradient_buffer()
         f, gv = self.smooth.value_and_grad(v, out=gv)
         if self.sign != 1.0:
@@ -301,6 +326,10 @@ class BlockObjective:
                 seg = gv[off:off + var.size]
                 np.multiply(seg, 1.0 / k, out=seg)
         return self.sign * f, SharedGradient(self.copy_map, gv)
+
+    def _lent_input(self):
+        lent_input = getattr(self.smooth, "lent_input", None)
+        return lent_input(self.copy_map.n_v) if lent_input is not None else None
 
     def _gradient_buffer(self):
         """The reused v-size gradient array (made on first use: a lent gradient needs none)."""
@@ -315,10 +344,10 @@ class BlockObjective:
             # the same curvature at every point: W d is formed in the buffer of v and
             # serves as the point too (no v-size temporary: at d = 4000 this call, made
             # for the first penalty, was at the peak memory of the setup)
-            dv = self.copy_map.to_variables(d, out=self._v)
+            dv = self.copy_map.to_variables(d, out=self._work_v())
             c = self.smooth.curvature(dv, dv)
         else:
-            v = self.copy_map.to_variables(x, out=self._v)
+            v = self.copy_map.to_variables(x, out=self._work_v())
             c = self.smooth.curvature(v, self.copy_map.to_variables(d))
         return None if c is None else self.sign * c
 
@@ -386,7 +415,12 @@ class BlockObjective:
                 # the same operations as sign * (2 ||d||^2) / k^2 below for sum_squares (h = 2)
                 return self.sign * (self._hessian * d_norm2) * (1.0 / whole[2]) ** 2
         off, size, k = self.copy_map.whole_copy(block_slice)
-        v = self._v if self.is_quadratic else self.copy_map.to_variables(x, out=self._v)
+        if self.is_quadratic:  # the same curvature at every point: any finite point (d_block once v is not kept)
+            v = self._v_array
+            if v is None:
+                v = d_block if d_block.size == self.copy_map.n_v else self._work_v()
+        else:
+            v = self.copy_map.to_variables(x, out=self._work_v())
         if size == v.size:
             # the block's variable is all of v: W d = d_block / k, and a second
             # derivative scales as the square of the direction, so the curvature
@@ -420,9 +454,9 @@ class BlockObjective:
         if self._linear is not None:
             return 0.0
         if self.is_quadratic:
-            dv = v = self._v  # the curvature is the same at every point: dv serves as the point
+            dv = v = self._work_v()  # the curvature is the same at every point: dv serves as the point
         else:
-            v = self.copy_map.to_variables(x, out=self._v)
+            v = self.copy_map.to_variables(x, out=self._work_v())
             if self._dv is None:
                 self._dv = np.empty(self.copy_map.n_v)
             dv = self._dv

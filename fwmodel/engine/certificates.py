@@ -98,8 +98,14 @@ class InfeasibilityCheck:
                     f"feas_tol, the rows are in units far smaller than the feasibility scale)")
         return None
 
-    def message(self, t, feas, target, r, y):
-        """The "infeasible" status message when the sets are certified not to meet M x = b at iteration t, else None."""
+    def message(self, t, feas, target, r, y, proof_target=None):
+        """The "infeasible" status message when the sets are certified not to meet M x = b at iteration t, else None.
+
+        ``target``: the ||Mx - b|| below which the iterate needs no check; ``proof_target`` (default
+        ``target``): the lower bound on ||Mx - b|| over the sets that proves no point meets the
+        feasibility test (stopping.StoppingRule.proof_target).
+        """
+        proof_target = target if proof_target is None else proof_target
         due = self.Mop.shape[0] and self.every and t % self.every == 0 and t > 0 and feas > target
         if not due:
             return None
@@ -108,7 +114,7 @@ class InfeasibilityCheck:
         if not stalled:
             return None
         bound = infeasibility_bound(self.blocks, self.Mop, self.b, (r, y))
-        if bound > target:
+        if bound > proof_target:
             return (f"no point of the sets satisfies the consistency constraints: "
                     f"||Mx - b|| >= {bound:.3g} everywhere (certified by the LMOs)")
         return None

@@ -221,11 +221,26 @@ def minimize_fwal(
     stopping = StoppingRule.from_reference(
         tol, feas_tol, objective, blocks, Mop, b, x if cold else reference_point(blocks, n), g if cold else None,
         Mx_ref=Mx_ref, keep=setup)
+    # rows in units far from the others' are rescaled to theirs (stopping.RowPieces.equilibration);
+    # the result's multipliers and residual are given back in the model's own units
+    row_factors = _row_equilibration(stopping, M)
+    if row_factors is not None:
+        M = M.with_piece_factors(row_factors.by_piece)
+        Mop, b = _Operator(M, n), np.asarray(M.b, dtype=float).reshape(-1)
+        b_norm = float(norm(b))
+        lagrangian = AugmentedLagrangian(objective, blocks, Mop, b, buffers)
+        r *= row_factors.by_row
+        if y is not None:
+            y /= row_factors.by_row
+        Mx_ref = (r if b_norm == 0 else r + b) if cold else None
+        stopping = StoppingRule.from_reference(
+            tol, feas_tol, objective, blocks, Mop, b, x if cold else reference_point(blocks, n), g if cold else None,
+            Mx_ref=Mx_ref, keep=setup)
     if lam is None:
         lam = warm_state.lam if warm_state is not None else default_penalty(
             objective, blocks, Mop, x, g, rng,
             fallback=_fallback_penalty(stopping.objective_scale, stopping.feasibility_scale),
-            vertex=(setup["s_ref"], setup["Ms_ref"], Mx_ref))
+            vertex=(setup["s_ref"], setup["Ms_ref"], Mx_ref), slope=stopping.objective_scale)
     spare = setup or {}  # the setup's vertex arrays, free now (reused below: _spare_arrays)
     setup = Mx_ref = None
     if y is None:  # y = 0, made after the setup
@@ -300,7 +315,10 @@ def minimize_fwal(
             x_norm = float(norm(it.x))
             feas_rel = feas / max(1.0, x_norm, b_norm)  # the documented stats value, not the stopping scale
             stopping.observe_point(x_norm, it.x)
+            stopping.observe_residual(it.r)
             stopping.observe_value(it.f)
+            # the worst piece of rows against its own test (stopping.RowPieces): the dual schedule aims at it
+            feas_target = stopping.feasibility_target() / stopping.pieces_excess(feas)
             # <y + lam r, r>: how far infeasibility can move f from f* (stopping.py, test (2))
             dual_residual = dot(dual_term, it.r) if m else 0.0
             gap_f = None  # the FW gap of f alone, needed only while the objective scale is unknown
@@ -322,7 +340,7 @@ def minimize_fwal(
             progress.record(t, elapsed, it, gap, feas, feas_rel, eta_now, stopping, merit,
                             suboptimality_bound(gap, dual_residual, certified))
             status, message = _stop_reason(t, gap, gap_known, feas, feas_rel, gap_f, dual_residual, elapsed, eta_now,
-                                           it, stopping, progress, certificate, max_iter, time_limit)
+                                           it, stopping, progress, certificate, max_iter, time_limit, feas_target)
             if status is not None:
                 if lmo_check is not None and gap_known and not checked and status != "diverged":  # time limit, callback
                     gap, certified = _checked_gap(lmo_check, blocks, it.x, grad, gap, block_gaps, stopping,
@@ -350,7 +368,7 @@ def minimize_fwal(
             if m:
                 r_norm = float(norm(it.r))
                 eta_t = schedule.step(t, feas=r_norm, lam=it.lam, gap=gap,
-                                      gap_target=stopping.gap_target(), feas_target=stopping.feasibility_target(),
+                                      gap_target=stopping.gap_target(), feas_target=feas_target,
                                       dual_residual=dual_residual, dual_target=stopping.tol * stopping.accuracy_scale,
                                       y=it.y, r=it.r)
                 buffers.add_scaled(it.y, eta_t, it.r)
@@ -369,12 +387,45 @@ def minimize_fwal(
     grad = dual_term = proposals = buffers = lagrangian.buffers = ctx.directions = None  # not needed for the result
     for attempt in range(MAX_FINISH_ATTEMPTS):
         try:
-            return finish(status, message, lagrangian, stopping, it, gap, certified, t, active, infaces.faces,
-                          progress, schedule, backtracking)
+            result = finish(status, message, lagrangian, stopping, it, gap, certified, t, active, infaces.faces,
+                            progress, schedule, backtracking)
+            return result if row_factors is None else row_factors.unscale(result)
         except KeyboardInterrupt:
             if attempt == MAX_FINISH_ATTEMPTS - 1:
                 raise
             status, message = "interrupted", INTERRUPT_MESSAGE
+
+
+class _RowFactors:
+    """The factors by which the solve multiplies the rows of M (``by_piece``, and one per row, ``by_row``)."""
+
+    def __init__(self, by_piece, offsets, M_original, b_original):
+        self.by_piece = by_piece
+        self.by_row = np.repeat(by_piece, np.diff(offsets))
+        self.M_original, self.b_original = M_original, b_original
+
+    def unscale(self, result):
+        """The result in the model's own rows: y times the factors (``<y, D (Mx - b)> = <D y, Mx - b>``)
+        and the residual's norm recomputed (the warm-start state shares y: it keeps these units too)."""
+        r = self.M_original.matvec(result.x) - self.b_original
+        # the rows' multipliers y + lam (M x - b) of the solve's rows, D (y + lam D r), in the model's rows
+        result["row_multipliers"] = self.by_row * (result.y + result.lam * (self.by_row * r))
+        result.y *= self.by_row
+        feasibility = float(norm(r))
+        result["feasibility"] = feasibility
+        result["feasibility_rel"] = feasibility / max(1.0, float(norm(result.x)), float(norm(self.b_original)))
+        return result
+
+
+def _row_equilibration(stopping, M):
+    """:class:`_RowFactors` for the compiler's operator where its pieces of rows are in units far apart, else None."""
+    pieces = stopping.row_pieces
+    if pieces is None or not hasattr(M, "with_piece_factors"):
+        return None
+    by_piece = pieces.equilibration(M.pieces)
+    if by_piece is None:
+        return None
+    return _RowFactors(by_piece, M.offsets, M, np.asarray(M.b, dtype=float).reshape(-1))
 
 
 def _is_finite(it):
@@ -391,7 +442,7 @@ def _is_finite(it):
 
 
 def _stop_reason(t, gap, gap_known, feas, feas_rel, gap_f, dual_residual, elapsed, eta, it, stopping, progress,
-                 certificate, max_iter, time_limit):
+                 certificate, max_iter, time_limit, feas_target):
     """(status, message) when the solve ends at iteration t, else (None, "").
 
     "optimal" needs a measured FW gap (``gap_known``: no lazy step skipped
@@ -414,7 +465,7 @@ def _stop_reason(t, gap, gap_known, feas, feas_rel, gap_f, dual_residual, elapse
         return "max_iter", f"reached max_iter={max_iter}"
     if time_limit is not None and elapsed > time_limit:
         return "time_limit", f"reached time_limit={time_limit} s"
-    infeasible = certificate.message(t, feas, stopping.feasibility_target(), it.r, it.y)
+    infeasible = certificate.message(t, feas, feas_target, it.r, it.y, proof_target=stopping.proof_target())
     if infeasible is not None:
         return "infeasible", infeasible
     return None, ""

@@ -64,6 +64,9 @@ class Block:
     #: optional int S: the block is a batch of polytopes over consecutive runs of S
     #: entries whose joint LMO vertex splits into the groups' vertices (BPCG per group)
     batch_group_size: int = None
+    #: optional "pairwise" / "away": the active-set step of ``step="auto"`` on this block (None: BPCG;
+    #: ``ConvexSet.auto_active_set_step``)
+    auto_step: str = None
     #: optional: where ``lmo`` may miss its minimizer (a trace-norm ball's warm-started Lanczos LMO),
     #: an object with ``exact(g)``, the LMO at a tolerance the certificate trusts, and ``tighten()``,
     #: after which ``lmo`` answers at that tolerance too: the block's FW gap is checked with it
@@ -105,6 +108,8 @@ class _Operator:
         self._add_rmatvec = getattr(M, "add_rmatvec", None)
         self.signed_rows = getattr(M, "signed_rows", lambda start, stop: None)
         self.diagonal_gain, self.block_column_norms2 = self._column_gains_of(M)
+        # the compiler's groups of rows (stopping.RowPieces tests each against its own scale)
+        self.pieces, self.offsets = getattr(M, "pieces", None), getattr(M, "offsets", None)
 
     @staticmethod
     def _column_gains_of(M):

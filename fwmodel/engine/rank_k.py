@@ -125,6 +125,11 @@ PAYS_MARGIN = 0.1
 #: first k, and the extra Krylov vectors kept beyond k (oversampling)
 INITIAL_RANK = 4
 OVERSAMPLING = 4
+#: Gaussian columns at least in a Krylov start (:func:`_start_block`): as many as a step whose k is
+#: unchanged gets anyway (its start, the last k vectors and the LMO's vector, leaves
+#: OVERSAMPLING - 1 of its k + OVERSAMPLING columns to them), so only a step whose k shrinks by
+#: more than that has a start that differs
+FRESH_COLUMNS = OVERSAMPLING - 1
 #: block Krylov rounds at most per step, and the relative change of the k values that stops them
 MAX_ROUNDS = 4
 RITZ_RTOL = 1e-4
@@ -270,18 +275,37 @@ def _pick(values, k, which):
 def _start_block(n, b, start, rng):
     """An orthonormal n x b starting block: the ``start`` columns (the previous Ritz vectors; an
     array, or a list of arrays whose columns are taken in order, emptied once they are stacked),
-    completed by Gaussian vectors."""
+    completed by Gaussian vectors (drawn from ``rng``: seeded per solve, reproducible).
+
+    At least ``FRESH_COLUMNS`` columns are Gaussian (all, if b is smaller), whatever the start.
+    The previous vectors alone can span an invariant subspace of the new matrix (or nearly one),
+    and Rayleigh-Ritz on ``span[Q, A Q]`` then never leaves it: with a start of b old vectors on
+    a 200 x 200 matrix whose three top eigenvectors were new, the block Krylov method returned
+    1.0, 0.97, ... instead of 2.0, 1.9, 1.8 (tests/test_rank_k.py). A Gaussian column has a
+    component along every eigenvector; after four rounds, one found 1.92, 1.08, 1.0 (the rank-k
+    point 80 % off), two 1.99, 1.88, 1.0 (50 %), three 1.999, 1.900, 1.793 (7 %). Where the
+    start has more columns than that leaves room for, its first ones are kept (the previous
+    vectors come by decreasing value).
+    """
     rng = rng if rng is not None else np.random.default_rng(0)
     parts = [] if start is None else (start if isinstance(start, list) else [start])
     cols = [np.asarray(part, dtype=float).reshape(n, -1) for part in parts]
     have = sum(c.shape[1] for c in cols)
-    if have < b:
-        cols.append(rng.standard_normal((n, b - have)))
-    stacked = np.hstack(cols)
     if isinstance(start, list):  # consumed: the caller's last references to the blocks can go
         start.clear()
-    cols = parts = None
-    return _orth(stacked)[:, :b]
+    parts = None
+    fresh = min(FRESH_COLUMNS, b)
+    if have <= b - fresh:
+        cols.append(rng.standard_normal((n, b - have)))
+        stacked = np.hstack(cols)
+        cols = None
+        return _orth(stacked)[:, :b]
+    stacked = np.hstack(cols)[:, :b - fresh]
+    cols = None
+    Q = _orth(np.hstack([stacked, rng.standard_normal((n, fresh))]))
+    while Q.shape[1] < b:  # a dependent start column was dropped: Gaussian columns fill its place
+        Q = _orth(np.hstack([Q, rng.standard_normal((n, b - Q.shape[1]))]))
+    return Q[:, :b]
 
 
 def top_eigenpairs(A, k, which="LA", start=None, rng=None, max_rounds=MAX_ROUNDS, rtol=RITZ_RTOL):

@@ -441,8 +441,13 @@ def _row_gain_floor(Mop, blocks, d):
 #: <g, d>) is rounding, and the objective is taken as linear along d (see :func:`default_penalty`)
 CURVATURE_ROUNDING = 64 * np.finfo(float).eps
 
+#: along the first FW direction d, an objective whose curvature d' H d is below this fraction of its
+#: slope |<grad f, d>| changes by less than that fraction through its curvature over the whole step: it
+#: is nearly linear there, and the penalty balances the slope as for a linear objective
+NEARLY_LINEAR = 1e-3
 
-def default_penalty(objective, blocks, Mop, x, g, rng, fallback=1.0, vertex=None):
+
+def default_penalty(objective, blocks, Mop, x, g, rng, fallback=1.0, vertex=None, slope=None):
     """A penalty lam matched to the problem's scale.
 
     Along the first Frank-Wolfe direction d (from the objective's gradient),
@@ -465,6 +470,15 @@ def default_penalty(objective, blocks, Mop, x, g, rng, fallback=1.0, vertex=None
     its stopping rule (:mod:`fwmodel.engine.stopping`), in the same units.
     A direction in M's null space with nonzero entries on M's columns gets
     the floors' lam, not ``fallback``.
+
+    A nearly linear objective (``c_f`` below ``NEARLY_LINEAR`` times the
+    slope ``|<grad f, d>|``, e.g. ``c' x + 1e-8 ||x||^2``) is treated as a
+    linear one: its curvature's lam was that fraction of the slope's, and
+    the rows, held by almost no penalty, ended at max_iter (eps = 1e-8 on a
+    simplex with 3 rows; benchmarks/RESULTS.md, "Nearly linear objectives").
+    ``slope``: ``|<grad f, d>|`` when the caller knows it (the stopping rule's
+    objective scale is the FW gap of f at the same point and vertex, which
+    is exactly that), else it is formed only where needed.
 
     ``vertex``: ``(s, Ms, Mx)`` when the caller already has the product
     vertex s of the LMOs at ``g`` (the stopping rule's reference takes the
@@ -506,10 +520,15 @@ def default_penalty(objective, blocks, Mop, x, g, rng, fallback=1.0, vertex=None
         # slope's lam solves it in 17 iterations. A quadratic's d' H d has no such cancellation.
         if c_f <= CURVATURE_ROUNDING * float(np.abs(np.asarray(g)) @ np.abs(d)):
             c_f = 0.0
-    # the slope only where the curvature cannot serve (a linear objective): for tied
-    # copies g is the shared gradient, and <g, d> would form its n-size array (2 d x d
-    # arrays at d = 4000 in the paper's problem)
-    slope = None if (c_f > 0 and np.isfinite(c_f)) else abs(float(np.dot(g, d)))
+    # the slope only where the curvature cannot serve (a linear objective) or the caller gave it: for
+    # tied copies g is the shared gradient, and <g, d> would form its n-size array (2 d x d arrays at
+    # d = 4000 in the paper's problem)
+    if not (c_f > 0 and np.isfinite(c_f)):
+        slope = abs(float(np.dot(g, d)))
+    elif slope is not None and c_f < NEARLY_LINEAR * slope:
+        c_f = 0.0  # nearly linear along d: the slope's lam (the docstring)
+    else:
+        slope = None
     c_m = float(np.dot(Md, Md))
     c_m = max(c_m, _row_gain_floor(Mop, blocks, d))
     if c_m <= 0 or not np.isfinite(c_m):

@@ -864,6 +864,8 @@ def make_step(block, step, active, col_norms2, coupled=True, rank_k=False):
     if step == "auto" and getattr(block, "batch_group_size", None) is not None:
         return BatchBPCGStep(block, block.batch_group_size, col_norms2())
     if active is not None and step == "auto":
+        if getattr(block, "auto_step", None) is not None:  # the set's own choice (ConvexSet.auto_active_set_step)
+            return _ACTIVE_SET_STEPS[block.auto_step](block, active)
         return BlendedPairwiseStep(block, active, coupled=coupled)
     if active is not None and step in _ACTIVE_SET_STEPS:
         return _ACTIVE_SET_STEPS[step](block, active)

@@ -78,6 +78,18 @@ iterates, the iteration count and the relative accuracy unchanged.
   (:mod:`fwmodel.engine.certificates`), which compares its bound with
   ``feas_tol`` times this scale, follows them.
 
+* Test (3) per group of rows: M is a stack of pieces (the rows tying two
+  copies, the rows of one constraint, one axis of marginalization rows),
+  and each piece g in units far below the others' (S_g more than
+  ``UNITS_APART`` below the largest piece's) must also meet
+  ``||r_g|| <= feas_tol * S_g``, S_g measured as above from its own rows
+  (:class:`RowPieces`): one
+  scale for all rows let a row written times 1e6 loosen the copies' test
+  and held a row written times 1e-6 to the copies' size (both silent wrong
+  answers). Pieces in units far apart are also rescaled to a common scale
+  before the solve (:meth:`RowPieces.equilibration`), so that one penalty
+  and one dual step serve them all.
+
 ``prob.stats.feasibility_rel`` keeps its documented definition
 ||Mx - b|| / max(1, ||x||, ||b||); the scales actually used are reported as
 ``prob.stats.objective_scale`` and ``prob.stats.feasibility_scale``.
@@ -321,6 +333,137 @@ class RowUnits:
         return math.sqrt(sum((w * float(norm(x[sl]))) ** 2 for sl, w in self.weights if w > 0))
 
 
+#: rows whose scale is more than this factor from the others' are rescaled to theirs (RowPieces.equilibration)
+UNITS_APART = 10.0
+
+
+class RowPieces:
+    """Test (3) for each group of rows of M in units of its own: ``||r_g|| <= feas_tol * S_g``.
+
+    M is a stack of pieces (:class:`fwmodel.compiler.consistency.ConsistencyOperator`):
+    the rows tying two copies of a variable, the rows of one equality or
+    inequality, one axis of a factor graph's marginalization rows. One
+    feasibility scale for all of them holds the pieces in small units to the
+    size of the large ones: least squares over ``x >= 0``, ``norm1(x) <= 1``
+    and ``s * (x[0] + x[1]) >= s`` ended "optimal" with the copies of x 0.3
+    apart (min x = -0.29, ||x||_1 = 1.9) at s = 1e6, whose row made the scale
+    1e6, and with the row violated by a fifth of its size (x0 + x1 = 0.21) at
+    s = 1e-6, whose row was held to x's size (benchmarks/RESULTS.md, "Rows in
+    units of their own"). Interior-point solvers meet the same problem by
+    equilibrating the rows; here each piece has its own scale, measured as the
+    whole model's (the module docstring) from its own rows only:
+
+        S_g = max(||b_g||, ||M_g x_ref||, ||M_g s_ref||, max_t ||x_t||_g),
+
+    where ``||x||_g`` counts the blocks piece g reads in its own units
+    (:class:`RowUnits` with the column norms of the piece alone; the blocks it
+    does not read count 0). Scaling one piece's rows scales both sides of its
+    test, whatever the other pieces' units. The test applies to the pieces
+    whose scale is more than ``UNITS_APART`` below the largest piece's (the
+    others are in the model's units, and the whole residual's test holds
+    them, see :meth:`observe_residual`). A model with one piece (two tied
+    copies, one group of rows) keeps the single test; so does an operator
+    given without pieces (a user's LinearOperator).
+    """
+
+    def __init__(self, offsets, scales, weights, slices):
+        self.offsets = offsets  # rows offsets[g]:offsets[g + 1] are piece g's
+        self.scales = scales  # S_g, raised by :meth:`observe_point`
+        self.weights = weights  # (pieces, blocks): w_gk, 0 where piece g does not read block k
+        self.slices = slices  # the blocks' slices of x
+        self.ratio = 0.0  # max_g ||r_g|| / S_g at the last observed residual
+
+    @classmethod
+    def of(cls, blocks, Mop, b, x_ref, s_ref, Mx_ref, Ms_ref):
+        """The pieces' scales at the reference point, or None where M has fewer than two pieces."""
+        pieces, offsets = getattr(Mop, "pieces", None), getattr(Mop, "offsets", None)
+        if pieces is None or offsets is None or len(pieces) < 2 or not blocks:
+            return None
+        slices = [blk.slice for blk in blocks]
+        if any(a.stop != c.start for a, c in zip(slices, slices[1:])):
+            return None
+        bounds = np.asarray([sl.start for sl in slices] + [slices[-1].stop], dtype=np.intp)
+        n = int(bounds[-1])
+        rng = np.random.default_rng(0)
+        weights = np.zeros((len(pieces), len(blocks)))
+        for g, p in enumerate(pieces):
+            sums = np.zeros(len(blocks))
+            p.add_column_norms2(bounds, sums)
+            # the columns the piece reads (M_g' z = 0 for a random z only on its columns of zeros)
+            z = np.zeros(n)
+            p.rmatvec(rng.standard_normal(p.rows), z)
+            read = np.array([np.count_nonzero(z[sl]) for sl in slices], dtype=float)
+            weights[g] = np.where(read > 0, np.minimum(1.0, np.sqrt(np.maximum(sums, 0.0) / np.maximum(read, 1.0))),
+                                  0.0)
+        scales = np.zeros(len(pieces))
+        for g in range(len(pieces)):
+            rows = slice(int(offsets[g]), int(offsets[g + 1]))
+            terms = [norm(b[rows]), norm(Mx_ref[rows]) if Mx_ref is not None else 0.0,
+                     norm(Ms_ref[rows]) if Ms_ref is not None else 0.0]
+            scales[g] = max(float(v) for v in terms if math.isfinite(v))
+        pieces_of = cls(np.asarray(offsets, dtype=np.intp), scales, weights, slices)
+        pieces_of.observe_point(x_ref)
+        pieces_of.observe_point(s_ref)
+        return pieces_of
+
+    def observe_point(self, x):
+        """Raise each S_g to the size of x in piece g's units."""
+        block_norms = np.array([float(norm(x[sl])) for sl in self.slices])
+        if not np.all(np.isfinite(block_norms)):
+            return
+        sizes = np.sqrt(((self.weights * block_norms) ** 2).sum(axis=1))
+        np.maximum(self.scales, sizes, out=self.scales)
+
+    def observe_residual(self, r):
+        """max_g ||r_g|| / S_g over the pieces in units far below the largest piece's (S_g more than
+        ``UNITS_APART`` below it): test (3) asks it <= feas_tol.
+
+        Pieces within ``UNITS_APART`` of the largest are in the model's units, and the whole residual's
+        test holds them as before pieces were measured (each held to its own scale, a piece half another's
+        asked twice main's accuracy: a PSD-and-Birkhoff LP that took 9,068 of its 10,000 iterations ran
+        out of them). A piece of scale 0 (no size at the reference point, its vertex or any iterate)
+        has no units to be held to: the whole residual's test holds it.
+        """
+        worst = 0.0
+        for g in np.flatnonzero((self.scales > 0) & (self.scales * UNITS_APART < self.scales.max())):
+            r_g = float(norm(r[self.offsets[g]:self.offsets[g + 1]]))
+            worst = max(worst, r_g / self.scales[g])
+        self.ratio = worst
+        return worst
+
+    def equilibration(self, pieces):
+        """Factors per piece that bring the rows to common units where pieces are in units far apart, or None.
+
+        One penalty and one dual step serve every row of M; a piece whose
+        scale S_g is 10^6 times the others' dominates both (the copies of a
+        variable next to a row in units of 10^6 got a penalty of 1e-10 and
+        never met), and one 10^6 times smaller is ignored by them. Where the
+        largest and the smallest scale of the pieces are more than
+        ``UNITS_APART`` apart, every piece that can be rescaled (the rows of
+        an equality or inequality; not the rows tying copies, which keep their
+        +-1 structure) is multiplied by reference / S_g, the reference being
+        the largest scale of the pieces that cannot (else of all): the
+        equilibration of interior-point solvers, by piece. Models whose
+        pieces are within that factor of each other are left as they are.
+        """
+        scalable = np.array([hasattr(p, "scaled") for p in pieces])
+        positive = self.scales > 0
+        if not np.any(scalable & positive):
+            return None
+        if not self.scales[positive].max() > UNITS_APART * self.scales[positive].min():
+            return None
+        fixed = positive & ~scalable
+        reference = float(self.scales[fixed].max() if np.any(fixed) else self.scales[positive].max())
+        factors = np.ones(self.scales.size)
+        chosen = scalable & positive
+        factors[chosen] = reference / self.scales[chosen]
+        return None if np.all(factors == 1.0) else factors
+
+    def combined_scale(self):
+        """sqrt(sum_g S_g^2): a point meeting every piece's test has ||r|| <= feas_tol times this."""
+        return float(np.sqrt(np.sum(self.scales ** 2)))
+
+
 #: the accuracy scale A_t is never finer than this fraction of the objective's range
 #: (see the module docstring): where |f| is smaller, f is "about 0" at this tolerance
 VALUE_FLOOR = 1e-2
@@ -342,6 +485,8 @@ class StoppingRule:
         self.feasibility_scale = feasibility_scale
         self._value = math.inf  # |f| at the last observed iterate (inf: none yet, A_t = the range)
         self.row_units = RowUnits(None)  # points count at their own norm (from_reference measures the rows)
+        self.row_pieces = None  # test (3) piece by piece (:class:`RowPieces`; from_reference measures them)
+        self._pieces_rel = 0.0  # max_g ||r_g|| / S_g at the last observed residual
 
     @classmethod
     def from_reference(cls, tol, feas_tol, objective, blocks, Mop, b, x_ref, grad_ref=None, Mx_ref=None,
@@ -364,12 +509,16 @@ class StoppingRule:
         Ms_ref = None
         if Mop.shape[0]:
             Ms_ref = Mop.matvec(s_ref)
-            norms += [norm(Mop.matvec(x_ref) if Mx_ref is None else Mx_ref), norm(Ms_ref)]
+            if Mx_ref is None:
+                Mx_ref = Mop.matvec(x_ref)
+            norms += [norm(Mx_ref), norm(Ms_ref)]
         feasibility_scale = max(float(v) for v in norms if math.isfinite(v)) if norms else 0.0
-        if keep is not None:
-            keep.update(s_ref=s_ref, Ms_ref=Ms_ref)
         rule = cls(tol, feas_tol, objective_scale, feasibility_scale)
         rule.row_units = row_units
+        if Mop.shape[0]:
+            rule.row_pieces = RowPieces.of(blocks, Mop, b, x_ref, s_ref, Mx_ref, Ms_ref)
+        if keep is not None:
+            keep.update(s_ref=s_ref, Ms_ref=Ms_ref)
         return rule
 
     # ------------------------------------------------------------ updates
@@ -387,9 +536,16 @@ class StoppingRule:
         """||x_t|| of an iterate (in the rows' units, :class:`RowUnits`, when ``x`` is given): the
         feasibility scale is the largest size seen."""
         if x is not None:
+            if self.row_pieces is not None:
+                self.row_pieces.observe_point(x)
             x_norm = self.row_units.size(x, x_norm)
         if math.isfinite(x_norm) and x_norm > self.feasibility_scale:
             self.feasibility_scale = float(x_norm)
+
+    def observe_residual(self, r):
+        """r_t = M x_t - b of the iterate the next tests are about: test (3) per piece of rows (:class:`RowPieces`)."""
+        if self.row_pieces is not None:
+            self._pieces_rel = self.row_pieces.observe_residual(r)
 
     def observe_value(self, f):
         """f(x_t) of the iterate the next tests are about (it sets the accuracy scale A_t)."""
@@ -425,8 +581,17 @@ class StoppingRule:
         return self._ratio(abs(dual_residual), self.accuracy_scale)
 
     def feas_rel(self, feas):
-        """||Mx - b|| / feasibility_scale: (3) holds when this is <= feas_tol."""
-        return self._ratio(feas, self.feasibility_scale)
+        """||Mx - b|| / feasibility_scale, or the largest ||r_g|| / S_g of the pieces of rows at the last
+        observed residual (:class:`RowPieces`) where larger: (3) holds when this is <= feas_tol."""
+        return max(self._ratio(feas, self.feasibility_scale), self._pieces_rel)
+
+    def pieces_excess(self, feas):
+        """How many times further the worst piece of rows is from its test than ||Mx - b|| from the whole
+        model's (1: no piece is; the dual schedule and the certificate aim at the pieces' test)."""
+        whole = self._ratio(feas, self.feasibility_scale)
+        if self._pieces_rel <= whole:
+            return 1.0
+        return self._pieces_rel / whole if whole > 0 else math.inf
 
     def gap_target(self):
         """tol * objective_scale: the FW gap the solve has to reach (dual schedules and lazy steps use it)."""
@@ -435,6 +600,13 @@ class StoppingRule:
     def feasibility_target(self):
         """feas_tol * feasibility_scale: the ||Mx - b|| the solve has to reach."""
         return self.feas_tol * self.feasibility_scale
+
+    def proof_target(self):
+        """The lower bound on ||Mx - b|| over the sets that proves no point meets (3): feas_tol times the
+        smaller of the feasibility scale and sqrt(sum_g S_g^2) (every piece's test met bounds ||r|| by that)."""
+        if self.row_pieces is None:
+            return self.feasibility_target()
+        return self.feas_tol * min(self.feasibility_scale, self.row_pieces.combined_scale())
 
     def met(self, gap, feas, objective_gap=None, dual_residual=0.0):
         """(1)-(3) at the iterate last given to :meth:`observe_value`; ``dual_residual`` = <y + lam r, r>."""

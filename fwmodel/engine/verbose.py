@@ -50,6 +50,10 @@ class VerbosePrinter:
         self._print("  and |<y + lam r, r>| <= tol * min(S_f, max(|f|, S_f / 100)) (the error infeasibility can hide)")
         self._print("  S_f: FW gap of f at the starting point (the objective's range); "
                     "S_x: largest norm of b, points and vertices seen")
+        pieces = stopping.row_pieces
+        if pieces is not None:
+            self._print(f"  and ||r_g|| <= feas_tol * S_g for each of the {pieces.scales.size} groups of rows, "
+                        f"S_g from {pieces.scales.min():.3e} to {pieces.scales.max():.3e} (the /S_x column: the worst)")
         self._print("-" * 112)
         self._print(f"{'iter':>7} {'objective':>13} {'FW gap':>10} {'gap/S_f':>9} {'||Mx-b||':>10} "
                     f"{'/S_x':>9} {'lam':>9} {'eta':>9} {'time(s)':>8}  steps")

@@ -6,10 +6,12 @@ Compiler-facing pieces (not re-exported at the top level):
 :class:`SmoothFunction` (value, gradient and curvature of an objective on a
 flat vector) and :func:`as_expression`.
 """
-from .affine import concatenate, hstack, inner, linearize, multiply, reshape, sum, trace, transpose, vstack
+from .affine import (concatenate, hstack, inner, linearize, matmul, multiply, reshape, sum, trace, transpose,
+                     vstack)
 from .atoms import exp, huber, log_sum_exp, logistic, power, quad_form, quad_over_lin, square, sum_squares
 from .constraints import Equality, Inequality, PSDConstraint
-from .cvxpy_functions import cumsum, diag, diff, mean, vec
+from .cvxpy_functions import (bmat, conv, convolve, cumsum, diag, diff, kron, mean, outer, scalar_product, tv,
+                              upper_tri, vdot, vec)
 from .core import Constant, Expression, Leaf, Parameter, Variable, as_expression
 from .evaluate import SmoothFunction
 from .nonsmooth import abs, max, min, norm, norm1, norm2, norm_inf, normNuc, pnorm
@@ -33,6 +35,18 @@ __all__ = [
     "cumsum",
     "mean",
     "vec",
+    "bmat",
+    "concatenate",
+    "transpose",
+    "matmul",
+    "vdot",
+    "scalar_product",
+    "outer",
+    "kron",
+    "upper_tri",
+    "convolve",
+    "conv",
+    "tv",
     "sum_squares",
     "square",
     "quad_form",

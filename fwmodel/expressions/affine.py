@@ -545,6 +545,20 @@ class DivideExpression(MultiplyExpression):
     def _forward(self, vals, out=None):
         return np.divide(vals[0], vals[1], out=out)
 
+    def _check_parameter_domain(self):
+        """A divisor that depends on an fm.Parameter must be nonzero at each solve (``expressions.domains``)."""
+        from .domains import data_value, describe_parameters
+
+        divisor = self.args[1]
+        if not divisor._has_params or divisor._has_vars:
+            return
+        value = data_value(divisor)
+        if value is not None and np.any(value == 0):
+            where = "" if value.ndim == 0 else f" in {int(np.count_nonzero(value == 0))} of its {value.size} entries"
+            raise ModelError(f"{short_repr(self)}: division by zero: the divisor {short_repr(divisor)} is 0{where} at "
+                             f"this solve ({describe_parameters(divisor)}); give the parameters values for which "
+                             "it is nonzero")
+
 
 def multiply(a, b, _op="multiply"):
     """Elementwise product ``a * b`` with NumPy broadcasting; one side must be constant."""
@@ -939,6 +953,8 @@ def normalize_axes(axis, ndim, owner):
     """``axis`` (None, an int or a tuple of ints) as a sorted tuple of nonnegative axes."""
     if axis is None:
         return tuple(range(ndim))
+    if isinstance(axis, Expression) or not isinstance(axis, (numbers.Integral, np.integer, tuple, list)):
+        raise ModelError(f"{owner}: axis must be an int or a tuple of ints, got {axis!r}")
     axes = (axis,) if isinstance(axis, (numbers.Integral, np.integer)) else tuple(axis)
     result = []
     for a in axes:

@@ -29,7 +29,7 @@ from scipy.special import expit
 
 from .._kernels import einsum_plain
 from ..errors import ModelError
-from .affine import normalize_axes, reduced_shape
+from .affine import DivideExpression, divide, normalize_axes, reduced_shape
 from .core import (
     AFFINE,
     CONCAVE,
@@ -184,13 +184,17 @@ def power(expr, p):
     """
     expr = as_expression(expr)
     where = f"power({short_repr(expr)}, {p!r})"
+    if isinstance(p, Expression):
+        raise ModelError(f"{where}: p must be a number, not an expression or an fm.Parameter: whether the power "
+                         "is smooth and convex (and which atom it is) depends on p, so p is fixed when the model "
+                         "is built; build one problem per exponent")
     if isinstance(p, bool) or not isinstance(p, (numbers.Real, np.floating, np.integer)) or not np.isfinite(p):
-        raise ModelError(f"{where}: p must be a finite number")
+        raise ModelError(f"{where}: p must be a finite number, got {p!r}")
     if p == 0:
         return Constant(np.ones(expr.shape))
     if p in (1, 2):
         return expr ** int(p)
-    even = float(p).is_integer() and int(p) % 2 == 0
+    even = float(p).is_integer() and int(p) % 2 == 0 and p > 2  # not p = -2: 1 / z**2 is unbounded at 0
     if even and expr.is_affine():
         import sympy
 
@@ -220,7 +224,11 @@ def quad_over_lin(expr, y):
     """``sum_squares(expr) / y`` for a constant (or Parameter) scalar ``y > 0``, as ``cvxpy.quad_over_lin``.
 
     A ``y`` with variables is refused: ``x**2 / y`` has a gradient unbounded
-    as y approaches 0, so it is not smooth on the sets FW-AL visits.
+    as y approaches 0, so it is not smooth on the sets FW-AL visits. A ``y``
+    that depends on an fm.Parameter is declared ``nonneg=True`` (the
+    objective's convexity rests on its sign) and must be positive (CVXPY's
+    domain, y > 0) at each solve: a value 0 raises a ModelError naming the
+    atom and the parameter when the solve starts (also with warm_start=True).
     """
     expr, y = as_expression(expr), as_expression(y)
     where = f"quad_over_lin({short_repr(expr)}, {short_repr(y)})"
@@ -232,7 +240,28 @@ def quad_over_lin(expr, y):
         raise ModelError(f"{where}: y must be a scalar, got shape {y.shape}")
     if not y._has_params and not float(np.asarray(y.value).reshape(())) > 0:
         raise ModelError(f"{where}: y must be positive, got {float(np.asarray(y.value).reshape(())):g}")
-    return sum_squares(expr) / y
+    if y._has_params:  # the same division, with y > 0 checked at each solve
+        return QuadOverLinExpression(sum_squares(expr), y)
+    return divide(sum_squares(expr), y)
+
+
+class QuadOverLinExpression(DivideExpression):
+    """``quad_over_lin(x, y) = sum_squares(x) / y`` for a Parameter y: a division whose domain is y > 0."""
+
+    def _check_parameter_domain(self):
+        """Called by each solve (:mod:`fwmodel.expressions.domains`): y's current value must be positive."""
+        from .domains import data_value, describe_parameters
+
+        y = self.args[1]
+        value = data_value(y)
+        if value is not None and not float(value.reshape(())) > 0:
+            raise ModelError(
+                f"{short_repr(self)}: quad_over_lin needs a positive denominator (CVXPY's domain is y > 0), "
+                f"but y = {short_repr(y)} is {float(value.reshape(())):g} at this solve ({describe_parameters(y)}); "
+                "give the parameters values for which y > 0")
+
+    def _repr(self, texts):
+        return f"quad_over_lin({short_repr(self.args[0].args[0])}, {texts[1]})"
 
 
 class QuadFormExpression(Atom):
@@ -449,6 +478,10 @@ class HuberExpression(Atom):
 def huber(expr, M=1.0):
     """Elementwise Huber function with threshold ``M > 0`` (CVXPY's definition):
     ``x**2`` where ``|x| <= M`` and ``2*M*|x| - M**2`` elsewhere."""
+    if isinstance(M, Expression):
+        raise ModelError(f"huber({short_repr(as_expression(expr))}, M={short_repr(M)}): M must be a positive "
+                         "number; a Parameter (or expression) M is not supported (CVXPY takes one): build one "
+                         "problem per threshold")
     if not isinstance(M, (numbers.Real, np.floating, np.integer)) or isinstance(M, bool):
         raise ModelError(f"huber: M must be a positive number, got {M!r}")
     M = float(M)

@@ -97,12 +97,18 @@ class Inequality:
 
     After a solve, ``dual_value`` holds CVXPY's multiplier (>= 0): of a norm
     bound, from its ball's block (``compile.write_norm_duals``; entrywise for
-    ``abs``); of affine rows, from their slack rows (single-entry bounds,
-    which become a box, have none: None).
+    ``abs``); of affine rows, from their slack rows, and of single-entry
+    bounds, from the box (or boxed L1 ball) that holds them
+    (``compile.write_inequality_duals``); None where some entry's multiplier
+    is shared with a set the compiler derived (a simplex's budget, a bound
+    a set made redundant, a capped simplex or a symmetric box).
 
     ``fm.max(e) <= t`` and ``t <= fm.min(e)`` are rewritten to the affine
     ``e <= t`` and ``t <= e`` (entrywise, exactly; ``lhs`` and ``rhs`` keep
-    what the user wrote, ``expr`` is the rewritten difference).
+    what the user wrote, ``expr`` is the rewritten difference). Their
+    ``shape`` and ``dual_value`` are CVXPY's, of the constraint as written:
+    ``()`` and one multiplier (the sum of the entries') for ``max(e) <= t``,
+    one per slice with ``axis``.
 
     Anything else (a norm above something, a norm compared with a variable,
     a smooth convex function bounded by a constant) is refused with a
@@ -119,6 +125,10 @@ class Inequality:
         text = (f"{short_repr(lhs)} {op} {short_repr(rhs)}" if op in ("<=", "<")
                 else f"{short_repr(rhs)} {op} {short_repr(lhs)}")
         self._text = text
+        from .nonsmooth import EntryExtremumAtom
+
+        #: the ``fm.max(e)`` / ``fm.min(e)`` of ``max(e) <= t`` / ``t <= min(e)``, rewritten entrywise (else None)
+        self.extremum = next((side for side in (lhs, rhs) if isinstance(side, EntryExtremumAtom)), None)
         lhs, rhs = _entrywise_sides(lhs, rhs, text)
         if isinstance(rhs, NormAtom) or (find_norm_atom(rhs) is not None and not isinstance(lhs, NormAtom)):
             atom = rhs if isinstance(rhs, NormAtom) else find_norm_atom(rhs)
@@ -167,7 +177,26 @@ class Inequality:
 
     @property
     def shape(self):
-        return self.norm.shape if self.kind == "norm" else self.expr.shape
+        """The constraint's shape as CVXPY gives it: ``()`` for ``fm.max(x) <= t``, the sides' broadcast shape else."""
+        if self.kind == "norm":
+            return self.norm.shape
+        return self.extremum.shape if self.extremum is not None else self.expr.shape
+
+    def dual_from_entries(self, per_entry):
+        """``dual_value`` (CVXPY's shape and meaning) from the multipliers of the entries of ``expr <= 0``.
+
+        For ``fm.max(e) <= t`` (``t <= fm.min(e)``), rewritten as ``e <= t``
+        entrywise, CVXPY's multiplier of the constraint as written is the sum
+        of the entries' multipliers over the reduced axes: the maximum's
+        subgradient is a convex combination of the entries', so the KKT
+        term ``lambda * d max(e)`` is ``sum_i lambda_i * d e_i`` with
+        ``lambda = sum_i lambda_i``. A scalar for a scalar constraint.
+        """
+        per_entry = np.asarray(per_entry, dtype=float)
+        atom = self.extremum
+        if atom is not None:
+            per_entry = np.sum(per_entry.reshape(atom.args[0].shape), axis=atom.axes).reshape(self.shape)
+        return float(per_entry.reshape(())) if self.shape == () else per_entry.reshape(self.shape)
 
     def variables(self):
         """The distinct variables of both sides, in order of first appearance."""
@@ -229,7 +258,17 @@ class PSDConstraint:
     ``Y << 0``, ``Y >> B``), bounded by a trace constraint on E (``fm.trace(Y)
     <= r`` for ``Y >> 0``, ``fm.trace(Y) >= -r`` for ``Y << 0``). The compiler
     makes it the PSD trace ball ``fm.TraceNormBall(E, r, psd=True)``
-    (:mod:`fwmodel.compiler.lowering`, item 4). ``dual_value`` stays None.
+    (:mod:`fwmodel.compiler.lowering`, item 4).
+
+    After a solve, ``dual_value`` is CVXPY's: the PSD matrix Z with
+    ``<Z, E> = 0``, from the ball's KKT conditions ``Z = G + mu I`` (G the
+    symmetrized gradient of the augmented Lagrangian in E, mu the trace
+    bound's multiplier, which is also the trace constraint's ``dual_value``;
+    :func:`fwmodel.compiler.compile.write_psd_duals`). Z is as accurate as
+    the solve (its smallest eigenvalue about 0, possibly -tol). None where
+    the trace bound is one the compiler derived from bounds on the diagonal
+    and it is active (those bounds share the multiplier), or where E is
+    held by several sets.
     """
 
     def __init__(self, lhs, rhs, op):

@@ -583,9 +583,15 @@ class Expression:
                 return self
             if power == 2:
                 return square(self)
+            if np.isfinite(power) and float(power).is_integer() and int(power) % 2 == 0 and power >= 0 \
+                    and self.is_affine():
+                from .atoms import power as _power
+
+                return _power(self, power)  # x ** 0, x ** 4, ...: CVXPY's power(x, p), as fm.power
         raise ModelError(
             f"{short_repr(self)} ** {power!r}: only powers 1 and 2 are supported "
-            "(x ** 2 is fm.square(x)); the objective must be smooth and convex"
+            "(x ** 2 is fm.square(x); also 0 and even powers >= 4 of an affine x, as fm.power); "
+            "the objective must be smooth and convex"
         )
 
     def __getitem__(self, key):

@@ -1,4 +1,4 @@
-"""CVXPY's everyday affine functions: ``diag``, ``diff``, ``cumsum``, ``mean``, ``vec``.
+"""CVXPY's everyday affine functions: ``diag``, ``diff``, ``cumsum``, ``mean``, ``vec``, ``bmat``, ``kron``, ...
 
 A model written for CVXPY uses them as it is (``fm.norm1(fm.diff(x)) <= t`` is
 the total-variation constraint, ``fm.diag(X) == 0`` fixes a diagonal). Each is
@@ -15,7 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ModelError
-from .affine import index, matmul, multiply, reshape, sum, transpose
+from .affine import hstack, index, inner, matmul, multiply, reshape, sum, transpose, vstack
 from .core import as_expression, short_repr
 
 
@@ -118,3 +118,110 @@ def vec(expr, order="F"):
     if order not in ("F", "C"):
         raise ModelError(f"vec({short_repr(expr)}): order must be 'F' or 'C', got {order!r}")
     return reshape(expr, (expr.size,), order=order)
+
+
+def bmat(blocks):
+    """A block matrix from a list of rows of blocks, as ``cvxpy.bmat``: the vstack of each row's hstack."""
+    if (not isinstance(blocks, (list, tuple)) or not blocks
+            or not all(isinstance(row, (list, tuple)) and row for row in blocks)):
+        raise ModelError(f"bmat: expects a non-empty list of non-empty lists of blocks (its rows), got {blocks!r}")
+    return vstack([hstack(list(row)) for row in blocks])
+
+
+def vdot(a, b):
+    """``sum(a * b)`` over all entries (as ``cvxpy.vdot`` / ``scalar_product`` for real data); one side constant."""
+    return inner(a, b)
+
+
+scalar_product = vdot
+
+
+def outer(a, b):
+    """The outer product ``a[:, None] * b[None, :]`` of two vectors, as ``cvxpy.outer``; one side constant."""
+    a, b = as_expression(a), as_expression(b)
+    for v in (a, b):
+        if v.ndim > 1:
+            raise ModelError(f"outer({short_repr(a)}, {short_repr(b)}): expects vectors (or scalars), got shape "
+                             f"{v.shape}")
+    return multiply(reshape(a, (a.size, 1)), reshape(b, (1, b.size)))
+
+
+def kron(a, b):
+    """The Kronecker product of two matrices, as ``cvxpy.kron`` / ``numpy.kron``; one side constant.
+
+    Written as one sparse matrix applied to the entries of the side with
+    variables (p * q * r * s nonzeros for (p, q) and (r, s) matrices).
+    """
+    a, b = as_expression(a), as_expression(b)
+    where = f"kron({short_repr(a)}, {short_repr(b)})"
+    if a._has_vars and b._has_vars:
+        raise ModelError(f"{where}: one side must be constant (a product of two expressions with variables "
+                         "is not affine)")
+    if a.ndim != 2 or b.ndim != 2:
+        raise ModelError(f"{where}: expects two matrices (2-D), got shapes {a.shape} and {b.shape}")
+    (p, q), (r, s_) = a.shape, b.shape
+    constant_first = not a._has_vars
+    data, expr = (a, b) if constant_first else (b, a)
+    if data._has_params:
+        raise ModelError(f"{where}: the constant side must be data (a NumPy array or number), not an fm.Parameter")
+    D = np.asarray(data.value, dtype=float)
+    i, j, k, l_ = np.meshgrid(np.arange(p), np.arange(q), np.arange(r), np.arange(s_), indexing="ij")
+    rows = ((i * r + k) * (q * s_) + (j * s_ + l_)).ravel()
+    if constant_first:  # kron(A, X)[i r + k, j s + l] = A[i, j] X[k, l]
+        cols, vals = (k * s_ + l_).ravel(), np.broadcast_to(D[:, :, None, None], i.shape).ravel()
+    else:  # kron(X, B)[i r + k, j s + l] = X[i, j] B[k, l]
+        cols, vals = (i * q + j).ravel(), np.broadcast_to(D[None, None, :, :], i.shape).ravel()
+    placement = sp.csr_matrix((vals, (rows, cols)), shape=(p * r * q * s_, expr.size))
+    return reshape(matmul(placement, reshape(expr, (expr.size,))), (p * r, q * s_))
+
+
+def upper_tri(expr):
+    """The strictly upper-triangular entries of a square matrix, row by row, as ``cvxpy.upper_tri``."""
+    expr = as_expression(expr)
+    if expr.ndim != 2 or expr.shape[0] != expr.shape[1]:
+        raise ModelError(f"upper_tri({short_repr(expr)}): expects a square matrix, got shape {expr.shape}")
+    rows, cols = np.triu_indices(expr.shape[0], 1)
+    return index(expr, (rows, cols))
+
+
+def convolve(a, b):
+    """The full 1-D convolution of two vectors (length n + m - 1), as ``cvxpy.convolve`` / ``numpy.convolve``.
+
+    One side constant; written as a sparse Toeplitz matrix applied to the
+    other. ``fm.conv`` is the same (CVXPY's older name).
+    """
+    a, b = as_expression(a), as_expression(b)
+    where = f"convolve({short_repr(a)}, {short_repr(b)})"
+    if a._has_vars and b._has_vars:
+        raise ModelError(f"{where}: one side must be constant (a product of two expressions with variables "
+                         "is not affine)")
+    if a.ndim > 1 or b.ndim > 1:
+        raise ModelError(f"{where}: expects vectors (1-D), got shapes {a.shape} and {b.shape}")
+    kernel, expr = (a, b) if not a._has_vars else (b, a)
+    if kernel._has_params:
+        raise ModelError(f"{where}: the constant side must be data (a NumPy array or number), not an fm.Parameter")
+    h = np.atleast_1d(np.asarray(kernel.value, dtype=float))
+    n = expr.size
+    k, j = np.meshgrid(np.arange(h.size), np.arange(n), indexing="ij")  # out[j + k] += h[k] x[j]
+    toeplitz = sp.csr_matrix((np.broadcast_to(h[:, None], k.shape).ravel(), ((j + k).ravel(), j.ravel())),
+                             shape=(n + h.size - 1, n))
+    return matmul(toeplitz, reshape(expr, (n,)))
+
+
+conv = convolve
+
+
+def tv(expr):
+    """Total variation of a vector, ``sum |x[i+1] - x[i]|``, as ``cvxpy.tv``: ``fm.tv(x) <= t`` is an L1 ball on
+    ``fm.diff(x)``; refused in objectives (not smooth), and for a matrix (CVXPY's isotropic TV has no set)."""
+    from .nonsmooth import NormAtom, _call
+
+    expr = as_expression(expr)
+    if expr.ndim == 2 and 1 not in expr.shape or expr.ndim > 2:
+        raise ModelError(f"tv({short_repr(expr)}) (CVXPY's cp.tv) of a matrix is the isotropic total variation, "
+                         "a sum of Euclidean norms of differences, which has no set with a linear minimization "
+                         "oracle here; for the anisotropic one bound fm.norm1(fm.diff(X, axis=0)) and "
+                         "fm.norm1(fm.diff(X, axis=1)) separately")
+    vector = reshape(expr, (expr.size,))
+    return NormAtom(diff(vector), "l1", _call("tv", expr))
+

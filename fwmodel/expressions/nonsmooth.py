@@ -167,6 +167,7 @@ def norm(expr, p=2, axis=None):
     """
     expr = as_expression(expr)
     call = _call("norm", expr, repr(p))
+    _refuse_expression_p(p, call)
     if axis is not None:
         raise ModelError(f"{_call('norm', expr, repr(p), f'axis={axis!r}')}: norms along an axis (mixed norms) have "
                          "no set here; bound each slice with its own constraint, or write a custom fm.ConvexSet "
@@ -202,6 +203,13 @@ def norm(expr, p=2, axis=None):
                      "LMO can express it")
 
 
+def _refuse_expression_p(p, call):
+    if isinstance(p, Expression):
+        raise ModelError(f"{call}: p must be a number or a name ('fro', 'inf', 'nuc'), not an expression or an "
+                         "fm.Parameter: the set a norm bound compiles to depends on p, so p is fixed when the "
+                         "model is built (a Parameter can be the bound t of norm(e, p) <= t)")
+
+
 def pnorm(expr, p=2):
     """``cvxpy.pnorm``: the entrywise p-norm of all entries, for p in 1, 2, "inf" (np.inf); a constraint atom.
 
@@ -210,6 +218,7 @@ def pnorm(expr, p=2):
     """
     expr = as_expression(expr)
     call = _call("pnorm", expr, repr(p))
+    _refuse_expression_p(p, call)
     key = p.lower() if isinstance(p, str) else p
     if not isinstance(p, bool):
         if key == 1:

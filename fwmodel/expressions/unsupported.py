@@ -49,8 +49,6 @@ REFUSED = {
     "dotsort": (KINK + "; " + NO_SET, None),
     "mixed_norm": (KINK + "; " + NO_SET + " (a ball of mixed norms)",
                    "bound each group with its own fm.norm(group, 2) <= t"),
-    "tv": (KINK, "for a vector, tv(x) <= t is fm.norm1(fm.diff(x)) <= t (an L1 ball on the differences); "
-                 "the isotropic total variation of a matrix has no set"),
     "sigma_max": (KINK + "; " + NO_SET + " (a spectral-norm ball: its LMO needs a full SVD)",
                   "bound the nuclear norm with fm.normNuc(X) <= t (fm.TraceNormBall) or the Frobenius norm with "
                   "fm.norm(X, 'fro') <= t (fm.L2Ball), if either is the model"),

@@ -164,6 +164,11 @@ class ConvexSet:
         """S when the set is a batch of polytopes over consecutive runs of S entries (BPCG per group), else None."""
         return None
 
+    def auto_active_set_step(self):
+        """The active-set step that ``step="auto"`` takes on the set's block where it keeps an active set:
+        None for blended pairwise (BPCG), or "pairwise" / "away"."""
+        return None
+
     def group_count(self):
         """How many independent sets of one kind this set is a product of (1: one set)."""
         return 1

@@ -19,8 +19,11 @@ filled. A vertex has at most one entry strictly between its bounds.
 
 Projection. ``clip(v - tau, l, u)`` with the ``tau`` per group at which the
 sum is ``total`` (``tau >= 0`` with ``equality=False``): the sum is
-nonincreasing and piecewise linear in ``tau``, with 2 n breakpoints; sorting
-them gives the piece where it crosses ``total`` and ``tau`` on it exactly.
+nonincreasing and piecewise linear in ``tau``, with 2 n breakpoints: the
+piece where it crosses ``total`` and ``tau`` on it are found by pivots on
+the breakpoints for groups of 4096 entries or more (expected O(n)), by
+sorting them (all groups at once) below
+(:func:`~fwmodel.sets._thresholds.clipped_sum_levels`).
 """
 from __future__ import annotations
 
@@ -155,9 +158,10 @@ class CappedSimplex(MergedSets):
 
         The group's sum ``s(tau)`` is piecewise linear: entry i contributes
         ``u_i`` up to ``tau = v_i - u_i``, then ``v_i - tau`` (slope -1), then
-        ``l_i`` from ``tau = v_i - l_i`` on. Sorting the 2 n breakpoints and
-        summing the slopes gives ``s`` at every breakpoint; ``tau`` is found on
-        the piece where ``s`` crosses ``total``. O(n log n) per group.
+        ``l_i`` from ``tau = v_i - l_i`` on; ``tau`` is found on the piece
+        where ``s`` crosses ``total`` (:func:`~fwmodel.sets._thresholds.clipped_sum_levels`:
+        pivots on the 2 n breakpoints, expected O(n), for groups of 4096
+        entries or more; sorting them below, O(n log n) per group).
 
         Those cumulated slopes round at the breakpoints' scale: for a point
         huge next to the bounds (a projected-gradient target with a tiny
