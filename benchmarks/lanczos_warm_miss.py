@@ -7,7 +7,7 @@ orthogonal to all of them, with the value 1 + gap; the rest of the spectrum
 is uniform in [-0.5, 0.5]. The LMO at the default ``lmo_tol`` (1e-6) from
 that warm start (``TraceNormBall._atom``, Lanczos path: n > 150) is
 compared with ``numpy.linalg.eigh`` and with the check the engine runs for
-a loose ``lmo_tol`` (``CheckedLmo.exact``: Lanczos at 1e-6 from a random
+every Lanczos-sized ball (``CheckedLmo.exact``: Lanczos at 1e-6 from a random
 start). Printed per size and gap: the worst relative excess of the LMO's
 value ``<D, S>`` over the exact minimum ``-sigma_1(D)`` over the seeds.
 
