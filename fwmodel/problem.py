@@ -457,6 +457,12 @@ class Problem:
         check_parameter_domains(self._data_roots())
         compiled = self.compile()
         compiled.refresh_parameters()
+        if compiled.slack_units_stale():
+            # Parameters moved an inequality's coefficients far from the units its slack was compiled in
+            # (a slack in other units than its row's stalls the solve): compile again, and start cold
+            self._compiled, self._state = None, None
+            compiled = self.compile()
+            compiled.refresh_parameters()
         for p in self._parameters():
             p.check_value_at_solve()  # a value is set and still has its declared sign
         violated = compiled.empty_sets() + compiled.violated_fixed_constraints()

@@ -150,3 +150,43 @@ def test_without_the_equilibration_the_pieces_test_still_refuses_a_wrong_optimal
     met = v.min() >= -1e-3 and np.abs(v).sum() <= 1 + 1e-3 and v[0] + v[1] >= 1 - 1e-3
     assert prob.status != "optimal" or met
     assert prob.status in ("optimal", "max_iter")
+
+
+@pytest.mark.parametrize("s", [1e-2, 30.0])
+def test_a_row_ten_to_a_hundred_times_from_unit_scale(s):
+    """A 3 x 3 matrix in an L1 and an L2 ball with ``s * (X00 + X12) >= 0.6 s``: at s = 1e-2 the row was
+    rescaled while its slack kept the row's units (a slack column 60 times the others'): max_iter, where
+    Clarabel's optimum is 0.18. The slack now follows the solve's factor (SLACK_UNITS_APART = UNITS_APART)."""
+    D = np.array([[1.0, 0.2, -0.3], [0.0, -0.7, 0.5], [0.3, 0.3, 0.9]])
+    X = fm.Variable((3, 3))
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - D)),
+                      [fm.norm1(X) <= 3, fm.norm2(fm.vec(X)) <= 1.5, s * (X[0, 0] + X[1, 2]) >= 0.6 * s])
+    prob.solve()
+    Xc = cp.Variable((3, 3))
+    ref = cp.Problem(cp.Minimize(cp.sum_squares(Xc - D)),
+                     [cp.norm1(cp.vec(Xc, order="C")) <= 3, cp.norm(cp.vec(Xc, order="C"), 2) <= 1.5, Xc[0, 0] + Xc[1, 2] >= 0.6])
+    ref.solve(solver=cp.CLARABEL)
+    assert prob.status == "optimal"
+    assert abs(prob.value - ref.value) <= 1e-3 * abs(ref.value)
+
+
+def test_a_parameter_that_moves_a_rows_units_recompiles_its_slack():
+    """The slack's units are compiled from the coefficients' values; a Parameter that moves them a million-fold
+    (S = 100 -> 1e-4) left the same Problem at max_iter where a fresh one solves: now it is compiled again."""
+    rng = np.random.default_rng(7)
+    A2, b2 = rng.standard_normal((20, 8)), rng.standard_normal(20)
+    S = fm.Parameter(value=100.0, name="S")
+    x = fm.Variable(8)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(A2 @ x - b2)),
+                      [fm.norm1(x) <= 2, fm.norm2(x) <= 1.2, S * (x[2] + x[3]) >= 0.8 * S])
+    xc = cp.Variable(8)
+    ref = cp.Problem(cp.Minimize(cp.sum_squares(A2 @ xc - b2)),
+                     [cp.norm1(xc) <= 2, cp.norm(xc, 2) <= 1.2, xc[2] + xc[3] >= 0.8])
+    ref.solve(solver=cp.CLARABEL)
+    prob.solve()
+    assert prob.status == "optimal"
+    for value in (1e-4, 1e6):
+        S.value = value
+        prob.solve(warm_start=True)
+        assert prob.status == "optimal", value
+        assert abs(prob.value - ref.value) <= 1e-3 * abs(ref.value)

@@ -51,6 +51,7 @@ import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
+from ..engine.stopping import UNITS_APART
 from ..errors import ModelError
 from ..expressions import Equality, SmoothFunction, Variable, linearize
 from ..sets.base import ConvexSet
@@ -147,6 +148,17 @@ class CompiledProblem:
             off, shape = self.var_layout[var.id]
             out[var] = v[off:off + var.size].reshape(shape)
         return out
+
+    def slack_units_stale(self):
+        """Whether Parameters moved an inequality's coefficients more than ``UNITS_APART`` from the units its
+        slack was compiled in (``lowering._slack_units``): its rows then need compiling again."""
+        if self.lowered is None:
+            return False
+        for units, recompute in self.lowered.slack_units:
+            now = recompute()
+            if now.shape != units.shape or np.any(np.maximum(now / units, units / now) > UNITS_APART):
+                return True
+        return False
 
     def refresh_parameters(self):
         """Re-read Parameter values: bounds, the sets' data, constraint rows (M's pieces, b).

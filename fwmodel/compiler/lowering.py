@@ -93,6 +93,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..engine.stopping import UNITS_APART
 from ..errors import ModelError
 from ..expressions import Equality, Inequality, PSDConstraint, Variable, linearize
 from ..expressions.core import short_repr
@@ -154,6 +155,9 @@ class Lowered:
     equalities: list
     absorbed: dict = field(default_factory=dict)
     slack_of: dict = field(default_factory=dict)
+    #: (units, recompute) of the slacks of inequalities whose coefficients read Parameters: the units were
+    #: computed at compile time (``_slack_units``); ``recompute()`` gives them for the current values
+    slack_units: list = field(default_factory=list)
     entry_bounds: object = None
     absorbed_equalities: list = field(default_factory=list)
     #: [(inequality, the ball it became)] for ``norm(e) <= t`` (their dual values)
@@ -522,8 +526,12 @@ def lower_constraints(objective_expr, constraints):
 
     # 5. general rows: a slack in a box bounded by the LMOs
     slack_of = {}
+    slack_units = []
     for ineq, rows, A, c in general:
         units = _slack_units(A[rows])
+        if ineq.parameters():
+            slack_units.append((units, lambda ineq=ineq, rows=rows: _slack_units(
+                linearize(ineq.expr, offsets, n_v)[0][rows])))
         slack = Variable(rows.size, name=f"slack({short_repr(ineq, 60)})")
         slack.is_slack = True  # compiler-made: not one of the model's variables
         touched = _unique(var for var in ineq.variables())
@@ -556,7 +564,8 @@ def lower_constraints(objective_expr, constraints):
                 equalities.append(Equality(var[iu], var.T[iu]))
     # 7. a simplex and a box on the same variable: one capped simplex; an L1 ball and a box: one boxed L1 ball
     sets = _boxed_l1_balls(_capped_simplices(sets, equalities), equalities)
-    return Lowered(sets=sets, equalities=equalities, absorbed=absorbed, slack_of=slack_of, entry_bounds=bounds,
+    return Lowered(sets=sets, equalities=equalities, absorbed=absorbed, slack_of=slack_of, slack_units=slack_units,
+                   entry_bounds=bounds,
                    absorbed_equalities=absorbed_equalities, norm_sets=norm_sets, shared_duals=shared_duals,
                    semidefinite=semidefinite, budget_rows=budget_rows,
                    trace_bounds=[(q, ball) for q, ball in trace_bounds if q.expr.size == 1])
@@ -796,8 +805,11 @@ def _dynamic_parameters(var, bounds, holders):
 
 
 #: a general inequality row whose coefficients have a norm beyond this factor from 1 gets its slack in the
-#: variables' units (``_slack_units``)
-SLACK_UNITS_APART = 100.0
+#: variables' units (``_slack_units``): the solve's factor for groups of rows in units far apart
+#: (engine/stopping.py ``UNITS_APART``), so that a row it rescales never keeps a slack in other units
+#: (at 100, rows 10-100 times from unit scale were rescaled with their slack column up to 100 times
+#: the others': projection steps stalled at max_iter)
+SLACK_UNITS_APART = UNITS_APART
 
 
 def _slack_units(A_rows):
