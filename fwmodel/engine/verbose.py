@@ -15,6 +15,8 @@ from __future__ import annotations
 import sys
 import time
 
+from .stopping import UNITS_APART
+
 #: the step kinds counted in the last column, in order (projection: projected-gradient block steps)
 STEP_COLUMNS = ("fw", "away", "pairwise", "drop", "projection", "inface", "rank_k")
 _STEP_TITLES = {"fw": "fw", "away": "away", "pairwise": "pair", "drop": "drop", "projection": "proj",
@@ -52,8 +54,9 @@ class VerbosePrinter:
                     "S_x: largest norm of b, points and vertices seen")
         pieces = stopping.row_pieces
         if pieces is not None:
-            self._print(f"  and ||r_g|| <= feas_tol * S_g for each of the {pieces.scales.size} groups of rows, "
-                        f"S_g from {pieces.scales.min():.3e} to {pieces.scales.max():.3e} (the /S_x column: the worst)")
+            self._print(f"  and ||r_g|| <= feas_tol * S_g for the groups of rows (of {pieces.scales.size}) more than "
+                        f"{UNITS_APART:g}x below the largest, S_g from {pieces.scales.min():.3e} to "
+                        f"{pieces.scales.max():.3e} (the /S_x column: the worst of the two tests)")
         self._print("-" * 112)
         self._print(f"{'iter':>7} {'objective':>13} {'FW gap':>10} {'gap/S_f':>9} {'||Mx-b||':>10} "
                     f"{'/S_x':>9} {'lam':>9} {'eta':>9} {'time(s)':>8}  steps")
