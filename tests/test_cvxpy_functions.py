@@ -192,3 +192,21 @@ def test_a_ball_on_a_stack_of_variables_says_to_make_them_one_variable():
     _compare(fm.Problem(fm.Minimize(fm.sum_squares(z[:3] - 1) + fm.sum_squares(z[3:] + 2)), [fm.norm1(z) <= 3]),
              cp.Problem(cp.Minimize(cp.sum_squares(xc - 1) + cp.sum_squares(yc + 2)),
                         [cp.norm1(cp.hstack([xc, yc])) <= 3]))
+
+
+def test_concatenate_with_axis_none_flattens_as_numpy():
+    """``concatenate(..., axis=None)`` joins the expressions flattened in C order (NumPy's meaning); it was
+    taken as axis 0 (shape (4, 3) for two 2 x 3 parts) and a model reading its first entries solved a
+    different problem "optimal"."""
+    C = np.arange(6.0).reshape(2, 3)
+    joined = fm.concatenate([fm.Constant(C), fm.Constant(2 * C)], axis=None)
+    assert joined.shape == (12,)
+    np.testing.assert_array_equal(joined.value, np.concatenate([C, 2 * C], axis=None))
+    assert "axis=None" in repr(joined)
+    X = fm.Variable((2, 3))
+    e = fm.concatenate([X, 2 * X], axis=None)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(e[0:3] - np.array([1.0, 2.0, 3.0]))), [X >= -5, X <= 5])
+    prob.solve(tol=1e-9)
+    assert prob.status == "optimal"
+    assert prob.value == pytest.approx(0.0, abs=1e-8)  # e[0:3] is X[0, :] (C order): reachable in the box
+    np.testing.assert_allclose(X.value[0], [1.0, 2.0, 3.0], atol=1e-4)

@@ -401,3 +401,12 @@ def test_user_sets_are_not_constraints_with_duals(data):
     ball = fm.L1Ball(x, 0.5)
     fm.Problem(fm.Minimize(fm.sum_squares(A @ x - b)), [ball]).solve()
     assert not hasattr(ball, "dual_value")
+
+
+@pytest.mark.parametrize("write", [lambda x: -fm.max(x) >= -0.5, lambda x: -fm.norm1(x) >= -2])
+def test_a_negated_atom_on_the_larger_side_is_not_called_a_lower_bound(write):
+    """``-max(x) >= -0.5`` is an upper bound on max(x) written with a sign: refused (not in the form that
+    makes a set) with the form to write, not with "a lower bound ... is not convex", which was wrong."""
+    x = fm.Variable(4)
+    with pytest.raises(fm.ModelError, match="can only be compared directly with data"):
+        write(x)

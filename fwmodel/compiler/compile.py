@@ -684,20 +684,10 @@ def write_norm_duals(compiled, x, lagrangian_gradient):
         ineq.dual_value = None
         if id(ball) in shared:  # a box took the ball's implied bounds: the two share its multiplier
             continue
-        held = []
-        for blk in compiled.blocks:
-            chain = [blk.set]  # the block's set back to the ball: symmetric variants, preimages on the variable
-            while chain[-1] is not ball and getattr(chain[-1], "derived_from", None) is not None:
-                chain.append(chain[-1].derived_from)
-            if chain[-1] is ball:
-                held.append((blk, chain[:-1]))
-        if len(held) != 1:
+        held = _held_by_one_block(compiled, ball, x, g)  # seen in the ball's own expression a * x + c
+        if held is None:
             continue
-        blk, rewrites = held[0]
-        point, grad = np.asarray(x[blk.slice], dtype=float), np.asarray(g[blk.slice], dtype=float)
-        for s in rewrites:
-            if hasattr(s, "gradient_in_image"):  # a set on a * x + c held as x: back to a * x + c
-                point, grad = s.image_of(point), s.gradient_in_image(grad)
+        point, grad = held
         if ineq.norm.kind == "abs":
             bound = np.broadcast_to(np.asarray(ball.interval_bounds()[1], dtype=float), point.shape)
             inner = np.maximum(0.0, -grad * point)

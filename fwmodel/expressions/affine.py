@@ -1140,7 +1140,8 @@ class ConcatenateExpression(Expression):
     def _repr(self, texts):
         if self._display is not None:
             texts = [repr(a) for a in self._display]
-        extra = f", axis={self.axis}" if self._label == "concatenate" else ""
+        axis = None if getattr(self, "flattened", False) else self.axis
+        extra = f", axis={axis}" if self._label == "concatenate" else ""
         return f"{self._label}([{', '.join(texts)}]{extra})"
 
 
@@ -1153,8 +1154,14 @@ def _as_expression_list(exprs, owner):
 
 
 def concatenate(exprs, axis=0):
-    """Join expressions along an existing axis (as ``numpy.concatenate``)."""
+    """Join expressions along an existing axis (as ``numpy.concatenate``; ``axis=None`` joins them
+    flattened in C order, as NumPy does)."""
     exprs = _as_expression_list(exprs, "concatenate")
+    if axis is None:  # NumPy's meaning: every expression flattened (C order), then joined end to end
+        joined = ConcatenateExpression([reshape(e, (e.size,)) for e in exprs], 0, label="concatenate",
+                                       display=exprs)
+        joined.flattened = True
+        return joined
     ndim = exprs[0].ndim
     if ndim == 0:
         raise ModelError("concatenate: zero-dimensional expressions cannot be concatenated")

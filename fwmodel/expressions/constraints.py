@@ -130,11 +130,18 @@ class Inequality:
         #: the ``fm.max(e)`` / ``fm.min(e)`` of ``max(e) <= t`` / ``t <= min(e)``, rewritten entrywise (else None)
         self.extremum = next((side for side in (lhs, rhs) if isinstance(side, EntryExtremumAtom)), None)
         lhs, rhs = _entrywise_sides(lhs, rhs, text)
-        if isinstance(rhs, NormAtom) or (find_norm_atom(rhs) is not None and not isinstance(lhs, NormAtom)):
-            atom = rhs if isinstance(rhs, NormAtom) else find_norm_atom(rhs)
+        if isinstance(rhs, NormAtom):
             raise ModelError(
-                f"{text}: a lower bound on {atom.call} is not convex (the outside of a ball); "
-                f"only an upper bound {atom.call} <= t is a set ({atom.set_name})"
+                f"{text}: a lower bound on {rhs.call} is not convex (the outside of a ball); "
+                f"only an upper bound {rhs.call} <= t is a set ({rhs.set_name})"
+            )
+        if find_norm_atom(rhs) is not None and not isinstance(lhs, NormAtom):
+            # a norm inside an expression on the larger side (-norm1(x) >= -2 is -2 <= -norm1(x)): not a
+            # lower bound on the norm itself, but not in the form that makes a set either
+            inner = find_norm_atom(rhs)
+            raise ModelError(
+                f"{text}: {inner.call} can only be compared directly with data, as in {inner.call} <= t "
+                f"(a set, {inner.set_name}); move the other terms into t"
             )
         if isinstance(lhs, NormAtom):
             if rhs._has_vars:
