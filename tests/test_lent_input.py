@@ -32,17 +32,23 @@ def closed_form(xs, C):
     return float(R @ R), np.concatenate([R, R])
 
 
-@pytest.mark.parametrize("form", ["X - C", "C - X"])
-def test_v_in_the_lent_array_gives_the_closed_form_and_keeps_no_v_array(form):
-    expr_of = (lambda X, C: fm.sum_squares(X - C)) if form == "X - C" else (lambda X, C: fm.sum_squares(C - X))
-    c, C, rng = tied_copies_model(expr_of)
-    objective = c.objective
-    for t in range(4):
+def value_and_grad_at_random_points(objective, C, rng, rounds):
+    """Yield ``xs`` after checking f and grad f at it against the closed form (one random point a round)."""
+    for _ in range(rounds):
         xs = rng.standard_normal(2 * C.size)
         f, g = objective.value_and_grad_shared(xs)
         f_ref, g_ref = closed_form(xs, C)
         assert f == pytest.approx(f_ref, rel=1e-13)
         np.testing.assert_allclose(np.concatenate([g[:C.size], g[C.size:]]), g_ref, rtol=1e-13, atol=1e-13)
+        yield xs
+
+
+@pytest.mark.parametrize("form", ["X - C", "C - X"])
+def test_v_in_the_lent_array_gives_the_closed_form_and_keeps_no_v_array(form):
+    expr_of = (lambda X, C: fm.sum_squares(X - C)) if form == "X - C" else (lambda X, C: fm.sum_squares(C - X))
+    c, C, rng = tied_copies_model(expr_of)
+    objective = c.objective
+    for xs in value_and_grad_at_random_points(objective, C, rng, 4):
         # from the first lent gradient on, v lives in it: no v-size array kept
         assert objective._v_array is None
     # the same numbers, bit for bit, as with v in an array of its own
@@ -58,12 +64,7 @@ def test_a_forward_pass_that_overwrites_v_before_reading_it_is_refused():
     it reads X, so v may not be taken in that array (lent_input None), and the values stay exact."""
     c, C, rng = tied_copies_model(lambda X, C: fm.sum_squares(AddExpression([fm.Constant(C), X], (-1, 1))))
     objective = c.objective
-    for _ in range(3):
-        xs = rng.standard_normal(2 * C.size)
-        f, g = objective.value_and_grad_shared(xs)
-        f_ref, g_ref = closed_form(xs, C)
-        assert f == pytest.approx(f_ref, rel=1e-13)
-        np.testing.assert_allclose(np.concatenate([g[:C.size], g[C.size:]]), g_ref, rtol=1e-13, atol=1e-13)
+    for _ in value_and_grad_at_random_points(objective, C, rng, 3):
         assert objective.smooth.lent_last  # lent: the refusal is lent_input's
         assert objective.smooth.lent_input(C.size) is None
 

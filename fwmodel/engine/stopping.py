@@ -326,10 +326,13 @@ class RowUnits:
             return cls(None)
         return cls([(sl, float(w)) for sl, w in zip(slices, weights)])
 
-    def size(self, x, x_norm=None):
-        """The size of x in the rows' units (``x_norm``: ||x|| when already measured)."""
+    def size(self, x, x_norm=None, block_norms=None):
+        """The size of x in the rows' units (``x_norm``: ||x||, ``block_norms``: each block's norm, in
+        block order, when already measured)."""
         if self.weights is None:
             return float(norm(x)) if x_norm is None else x_norm
+        if block_norms is not None:
+            return math.sqrt(sum((w * block_norms[k]) ** 2 for k, (_, w) in enumerate(self.weights) if w > 0))
         return math.sqrt(sum((w * float(norm(x[sl]))) ** 2 for sl, w in self.weights if w > 0))
 
 
@@ -407,12 +410,12 @@ class RowPieces:
         return pieces_of
 
     def observe_point(self, x):
-        """Raise each S_g to the size of x in piece g's units."""
+        """Raise each S_g to the size of x in piece g's units; returns the blocks' norms (in block order)."""
         block_norms = np.array([float(norm(x[sl])) for sl in self.slices])
-        if not np.all(np.isfinite(block_norms)):
-            return
-        sizes = np.sqrt(((self.weights * block_norms) ** 2).sum(axis=1))
-        np.maximum(self.scales, sizes, out=self.scales)
+        if np.all(np.isfinite(block_norms)):
+            sizes = np.sqrt(((self.weights * block_norms) ** 2).sum(axis=1))
+            np.maximum(self.scales, sizes, out=self.scales)
+        return block_norms
 
     def observe_residual(self, r):
         """max_g ||r_g|| / S_g over the pieces in units far below the largest piece's (S_g more than
@@ -536,9 +539,9 @@ class StoppingRule:
         """||x_t|| of an iterate (in the rows' units, :class:`RowUnits`, when ``x`` is given): the
         feasibility scale is the largest size seen."""
         if x is not None:
-            if self.row_pieces is not None:
-                self.row_pieces.observe_point(x)
-            x_norm = self.row_units.size(x, x_norm)
+            # the blocks' norms, measured once for the pieces' scales and the rows' units
+            block_norms = self.row_pieces.observe_point(x) if self.row_pieces is not None else None
+            x_norm = self.row_units.size(x, x_norm, block_norms)
         if math.isfinite(x_norm) and x_norm > self.feasibility_scale:
             self.feasibility_scale = float(x_norm)
 
