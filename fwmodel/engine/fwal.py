@@ -225,7 +225,7 @@ def minimize_fwal(
     # pieces still in units far from the others' are rescaled to theirs (RowPieces.equilibration); the
     # result's multipliers and residual are given back in the model's own units
     M_original, row_factors = M, None
-    row_norms = piece_row_norms(M, n)
+    row_norms = piece_row_norms(M, n, stopping.row_pieces)
     if y is not None and row_norms is not None:
         _carry_multipliers(y, warm_state, row_norms)
     for rule in ("row_norm_equilibration", "equilibration"):
@@ -433,12 +433,15 @@ class _RowFactors:
         return result
 
 
-def piece_row_norms(M, n):
+def piece_row_norms(M, n, row_pieces=None):
     """Each row's piece's root mean square row norm (``||M_g||_F / sqrt(rows)``), one entry per row of M, or
-    None for an operator given without pieces (see ``stopping.RowPieces.row_norm_equilibration``)."""
+    None for an operator given without pieces (see ``stopping.RowPieces.row_norm_equilibration``; taken
+    from ``row_pieces``, which measured them, where M has two pieces or more)."""
     pieces, offsets = getattr(M, "pieces", None), getattr(M, "offsets", None)
     if not pieces or offsets is None:
         return None
+    if row_pieces is not None and row_pieces.row_norms is not None and row_pieces.row_norms.size == len(pieces):
+        return np.repeat(row_pieces.row_norms, np.diff(offsets))
     bounds = np.array([0, n], dtype=np.intp)
     rho = np.zeros(len(pieces))
     for g, p in enumerate(pieces):
