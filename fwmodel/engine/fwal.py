@@ -59,6 +59,7 @@ from .inface import InFaceStep, inface_blocks
 from .lagrangian import AugmentedLagrangian, Block, IterationState, Iterate, _Operator  # noqa: F401 (re-exported)
 from .line_search import Backtracking
 from .options import check_options
+from .row_metric import RowMetric
 from .progress import Progress
 from .projection_choice import AutoProjection
 from .projection_step import ProjectedBlock, ProjectionStep, initial_projection_blocks
@@ -245,6 +246,22 @@ def minimize_fwal(
         stopping = StoppingRule.from_reference(
             tol, feas_tol, objective, blocks, Mop, b, x if cold else reference_point(blocks, n), g if cold else None,
             Mx_ref=Mx_ref, keep=setup)
+    # then rows that overlap (a chain of differences) are replaced by orthonormal ones (engine/row_metric.py)
+    made = RowMetric.of(M)
+    metric = None
+    if made is not None:
+        metric, M = made
+        Mop, b = _Operator(M, n), metric.b_after
+        b_norm = float(norm(b))
+        lagrangian = AugmentedLagrangian(objective, blocks, Mop, b, buffers)
+        r = Mop.matvec(x)
+        r -= b
+        if y is not None:
+            y = metric.to_solve_rows(y)
+        Mx_ref = (r if b_norm == 0 else r + b) if cold else None
+        stopping = StoppingRule.from_reference(
+            tol, feas_tol, objective, blocks, Mop, b, x if cold else reference_point(blocks, n), g if cold else None,
+            Mx_ref=Mx_ref, keep=setup)
     if lam is None:
         lam = warm_state.lam if warm_state is not None else default_penalty(
             objective, blocks, Mop, x, g, rng,
@@ -398,6 +415,8 @@ def minimize_fwal(
         try:
             result = finish(status, message, lagrangian, stopping, it, gap, certified, t, active, infaces.faces,
                             progress, schedule, backtracking)
+            if metric is not None:
+                result = metric.unscale(result)
             if row_factors is not None:
                 result = row_factors.unscale(result)
             result.state.row_norms = row_norms
