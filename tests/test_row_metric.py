@@ -108,18 +108,21 @@ def test_chain_equality_dual_in_model_units(monkeypatch):
 
 
 def test_which_pieces_are_orthonormalized():
-    chain = ConsistencyOperator([SparseRows(sp.csr_matrix(np.eye(4, 5) - np.eye(4, 5, k=1)), np.ones(4))], 5)
+    chain = ConsistencyOperator([SparseRows(sp.csr_matrix(np.eye(8, 9) - np.eye(8, 9, k=1)), np.ones(8))], 9)
     metric, M = row_metric.RowMetric.of(chain)
     A = M.csr()
-    np.testing.assert_allclose((A @ A.T).toarray(), np.eye(4), atol=1e-12)  # orthonormal rows
+    np.testing.assert_allclose((A @ A.T).toarray(), np.eye(8), atol=1e-12)  # orthonormal rows
     # the same feasible set: the new rows hold exactly where the old ones do
-    x = np.linalg.lstsq(chain.csr().toarray(), np.ones(4), rcond=None)[0]
+    x = np.linalg.lstsq(chain.csr().toarray(), np.ones(8), rcond=None)[0]
     np.testing.assert_allclose(A @ x - M.b, 0.0, atol=1e-12)
     # multipliers map back and forth: T' L' y = y
-    y = np.arange(4.0)
+    y = np.arange(8.0)
     np.testing.assert_allclose(metric.to_model_rows(metric.to_solve_rows(y.copy())), y, atol=1e-12)
-    # A A' diagonal (row scaling's case) and 20 nearly parallel rows (Gram bound about 20 > MAX_GRAM): left as they are
+    # A A' diagonal (row scaling's case), 20 nearly parallel rows (Gram bound about 20 > MAX_GRAM); three rows that
+    # all overlap (Gram dense): left as they are
     diagonal = ConsistencyOperator([SparseRows(sp.eye(4, 5, format="csr"), np.zeros(4))], 5)
     assert row_metric.RowMetric.of(diagonal) is None
     dense = ConsistencyOperator([SparseRows(sp.csr_matrix(np.ones((20, 40)) + np.eye(20, 40)), np.zeros(20))], 40)
     assert row_metric.RowMetric.of(dense) is None
+    few = ConsistencyOperator([SparseRows(sp.csr_matrix(np.eye(3, 40) + 0.1), np.zeros(3))], 40)  # Gram dense
+    assert row_metric.RowMetric.of(few) is None

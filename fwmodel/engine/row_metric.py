@@ -1,7 +1,7 @@
 """A constraint's rows replaced by orthonormal ones, L^{-1} A (L L' = A A'): the row metric (A A')^{-1}.
 
 One penalty lam and one dual step serve every row of M (Alg. 1 of the paper:
-the augmented term lam/2 ||M x - b||^2, eq. (3), and the multiplier step
+the augmented term lam/2 ||M x - b||^2 and the multiplier step
 y += eta (M x - b)). Row equilibration (``stopping.RowPieces``) fixes each
 constraint's scale; it cannot fix rows that overlap: the rows
 ``z - D x = 0`` that tie an L1 ball's copy z to D x (D first differences)
@@ -16,16 +16,19 @@ the identity, multipliers of the model's rows ``L^{-T} y'``.
 
 A piece is orthonormalized where that is cheap and does not move the
 feasibility test's units much: a compiler piece of explicit sparse rows
-(``SparseRows``: an equality, an inequality with its slack, the tie of a
-set on an affine expression; never copy ties or marginalization rows, whose
-Gram matrix is diagonal anyway), at most ``MAX_ROWS`` rows, L^{-1} A (dense
-on A's columns) at most ``MAX_FILL`` entries, A A' not diagonal (row scaling's
-case), and the largest eigenvalue of the Gram matrix of its rows brought to
-unit norm at most ``MAX_GRAM`` by Gershgorin's bound (||r|| <=
-sqrt(lambda_max) ||L^{-1} r|| for those rows: the stopping rule, measuring
-the new rows, is at most that much looser than in the rows at unit norm).
-The choice and L^{-1} A do not depend on the factor each row was written
-times.
+(``SparseRows``: an equality, an inequality with its slack, the tie of a set
+on an affine expression; never copy ties, whose Gram matrix is diagonal, nor
+marginalization rows, not measured), at most ``MAX_ROWS`` rows, L^{-1} A
+(dense on A's columns) at most ``MAX_FILL`` entries, A A' not diagonal (row
+scaling's case) and sparse (each row overlapping a few others, at most
+``MAX_GRAM_DENSITY`` of its entries nonzero: a chain, a stencil, a graph's
+incidence rows; a few dense rows, all overlapping, were measured mixed:
+benchmarks/RESULTS.md, "A row metric for chains of rows"), and the largest
+eigenvalue of the Gram matrix of its rows brought to unit norm at most
+``MAX_GRAM`` by Gershgorin's bound (||r|| <= sqrt(lambda_max) ||L^{-1} r||
+for those rows: the stopping rule, measuring the new rows, is at most that
+much looser than in the rows at unit norm). The choice and L^{-1} A do not
+depend on the factor each row was written times.
 """
 import numpy as np
 import scipy.linalg as sla
@@ -34,6 +37,7 @@ import scipy.sparse as sp
 MAX_ROWS = 500
 MAX_FILL = 250_000
 MAX_GRAM = 10.0
+MAX_GRAM_DENSITY = 0.5
 
 
 class RowMetric:
@@ -99,6 +103,8 @@ def _orthonormal(p):
     G = (A @ p.AT).toarray()
     diag = np.diag(G).copy()
     if np.any(diag <= 0) or not np.any(G - np.diag(diag)):
+        return None
+    if np.count_nonzero(G) > MAX_GRAM_DENSITY * p.rows * p.rows:  # rows that all overlap: not a chain
         return None
     # Gershgorin's bound on the largest eigenvalue of the Gram matrix of the rows at unit norm (the same
     # whatever each row was written times; L^{-1} A is too)
