@@ -304,8 +304,10 @@ class CompiledProblem:
                 nu = nu_a / a
                 if isinstance(constraint, Equality):
                     constraint.dual_value = nu.reshape(constraint.shape) if constraint.shape else float(nu[0])
-                else:  # one row of an inequality (its multiplier >= 0): with the others in write_inequality_duals
-                    budget_duals.setdefault(id(constraint), []).append((constraint, row, float(nu[0])))
+                else:  # rows of an inequality (multipliers >= 0): with the others in write_inequality_duals
+                    # (one row sum(x) <= t, or the rows of fm.sum(X, axis) <= t, one per label of ``group``)
+                    budget_duals.setdefault(id(constraint), []).extend(
+                        (constraint, int(r), float(v)) for r, v in zip(np.atleast_1d(row), nu))
                 # the entries' floor (and cap) multipliers, for the bound rows: g + nu a + above - below = 0
                 pull = gb + nu_a[group]
                 entry_multipliers[id(blk)] = (np.where(at_cap, np.maximum(-pull, 0.0), 0.0),
@@ -938,9 +940,15 @@ def _simplex_budget(held, simplex, xb, gb, group):
         agree = floor_side <= cap_side
         nu_a = np.where(agree, np.clip(nu_a, floor_side, cap_side), nu_a)
     if not simplex.equality:  # complementary slackness: 0 where the sum is below the total
-        total = float(simplex.total)
+        if np.ndim(simplex.total) == 0:
+            total = float(simplex.total)
+            binding = 1e-6 * max(1.0, abs(total))
+        else:  # a total per group (fm.sum(X, axis=1) <= t, t a vector), read per entry in the labels of ``group``
+            total = np.zeros(n_groups)
+            total[group] = simplex._entry_totals()
+            binding = 1e-6 * np.maximum(1.0, np.abs(total))
         sums = np.bincount(group, weights=xb, minlength=n_groups)
-        nu_a = np.where(sums >= total - 1e-6 * max(1.0, abs(total)), np.maximum(nu_a, 0.0), 0.0)
+        nu_a = np.where(sums >= total - binding, np.maximum(nu_a, 0.0), 0.0)
     return nu_a, lo, hi, at_floor, at_cap
 
 

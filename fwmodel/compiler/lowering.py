@@ -318,6 +318,45 @@ def _common_total(eq, c, a):
     return float(totals[0])
 
 
+def _budget_simplex(ineq, rows, A, slots, fixed_zero_lower, offsets, n_v):
+    """``(simplex, ineq, simplex, a, groups, rows)`` when the rows of ``ineq`` are ``a * fm.sum(X, axis) <= t``.
+
+    The rows (all of the inequality's general rows) sum disjoint groups of one
+    variable, every entry of it once, with one coefficient ``a > 0``, and the
+    variable is fixed ``>= 0``: ``{X >= 0, sum of each group <= t_g}`` is a
+    product of "simplices with <=" (each the convex hull of a simplex and the
+    origin), ``Simplex(X, t, axis, equality=False)``, whose LMO picks per
+    group the most negative entry of the direction or the origin. ``t`` is
+    one number when every row has the same bound (``<= 1``, a scalar
+    Parameter), else one per group (a vector ``t``). Returns None otherwise;
+    the rows then get slacks (item 5). The multiplier of each row comes
+    from the simplex block's KKT conditions (``write_duals``).
+    """
+    found = _simplex_groups(A[rows], slots)
+    if found is None:
+        return None
+    var, a, group_of_entry, axis = found
+    if axis is None or a <= 0 or var.size <= 1 or not fixed_zero_lower(var):
+        return None
+    probe = Simplex(var, 1.0, axis=axis, equality=False)
+    # the inequality's row (index into rows) of each of the simplex's groups, in the simplex's group order
+    row_of_group = group_of_entry[probe._grouped(np.arange(var.size))[:, 0]]
+    params = ineq.parameters()
+
+    def totals(ineq=ineq, rows=rows, a=a, row_of_group=row_of_group):
+        return -np.asarray(linearize(ineq.expr, offsets, n_v)[1], dtype=float)[rows[row_of_group]] / a
+
+    now = totals()
+    per_group = np.ptp(now) > 1e-12 * max(1.0, float(np.abs(now).max())) or any(p.size > 1 for p in params)
+    if per_group:
+        total = _data_from(totals, params, f"bounds of {ineq._text}")
+    else:
+        total = _data_from(lambda ineq=ineq, rows=rows, a=a: _common_total(
+            ineq, linearize(ineq.expr, offsets, n_v)[1][rows], a), params, f"bound of {ineq._text}")
+    simplex = Simplex(var, total, axis=axis, equality=False)
+    return simplex, ineq, simplex, a, group_of_entry, rows
+
+
 def _whole_var_with_equal_coefficients(A, var_slots):
     """``(var, a)`` when the single row A is ``a * sum(var)`` (every entry of one variable), else None."""
     cols, data = A.indices, A.data
@@ -448,6 +487,11 @@ def lower_constraints(objective_expr, constraints):
     remaining = []
     budget_rows = []  # (inequality, the simplex a row sum(x) <= t became, a, groups, row)
     for ineq, rows, A, c in general:
+        budget = _budget_simplex(ineq, rows, A, slots, fixed_zero_lower, offsets, n_v) if rows.size > 1 else None
+        if budget is not None:  # fm.sum(X, axis=1) <= t with X >= 0: one simplex per row of X, "<="
+            sets.append(budget[0])
+            budget_rows.append(budget[1:])
+            continue
         left = []
         for r in rows:
             row = A[r]
@@ -765,6 +809,14 @@ def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars, shared_
     dynamic = var.id in param_bound_vars or bool(_set_parameters([h for h, _ in holders]))
     # bounds the sets already imply add no block (only when nothing can change with a Parameter)
     needed = bounded & ~((implied_lo >= lo) & (implied_hi <= hi)) if not dynamic else bounded
+    if dynamic and var.id not in param_bound_vars:
+        # a simplex's entries are >= 0 whatever its total (a Parameter): a fixed floor lo <= 0 alone
+        # (X >= 0 with fm.sum(X, axis=1) <= t) adds no box, so the floor's multiplier stays the simplex's
+        floor_zero = np.zeros(var.size, dtype=bool)
+        for s, s_entries in holders:
+            if type(s) is Simplex:
+                floor_zero[np.arange(var.size) if s_entries is None else np.asarray(s_entries)] = True
+        needed &= ~(floor_zero & (lo <= 0) & ~np.isfinite(hi))
     if not needed.any():
         return None
     entries = np.flatnonzero(needed)
@@ -930,7 +982,9 @@ def _capped_simplices(sets, equalities):
     dual's changes better than pairwise steps between the capped simplex's
     vertices, each of which moves many entries at once.
     """
-    return _merged(sets, _sole_pairs(sets, equalities, (Simplex,), (Box, LinfBall)), CappedSimplex)
+    pairs = [(simplex, box) for simplex, box in _sole_pairs(sets, equalities, (Simplex,), (Box, LinfBall))
+             if np.ndim(simplex.total) == 0]  # (a total per group: the capped simplex has one total)
+    return _merged(sets, pairs, CappedSimplex)
 
 
 def _boxed_l1_balls(sets, equalities):
