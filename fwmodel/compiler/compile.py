@@ -56,6 +56,7 @@ from ..errors import ModelError
 from ..expressions import Equality, SmoothFunction, Variable, linearize
 from ..sets.base import ConvexSet
 from ..sets.box import Box
+from ..sets import L1Ball, L2Ball, LinfBall
 from ..sets.boxed_l1 import BoxedL1Ball
 from ..sets.symmetric import SymmetricPart
 from ..sets.trace_norm import TraceNormBall
@@ -676,6 +677,17 @@ def write_norm_duals(compiled, x, lagrangian_gradient):
     For ``abs(e) <= t`` (a box) the same holds per entry. A ball merged into
     another set (a capped simplex) has no multiplier of its own: None (a boxed L1
     ball's comes from its KKT conditions: :func:`_write_boxed_l1_duals`).
+
+    A ball (L1, L2, Linf, radius t > 0, on the variable itself) whose implied
+    bounds ``|x_j| <= t`` closed a one-sided bound's box (``norm1(x) <= t``
+    with ``x[:2] <= 0.3``: the box is ``[-t, 0.3]``) shares those sides with
+    the box. Adding the two blocks' KKT conditions on the entries both hold,
+    ``g + mu s + above - below = 0``, where CVXPY's has ``g + tau s' +
+    above_user - below_user = 0`` (no derived sides): so ``tau s' = mu s +
+    above_d - below_d`` with the box's multipliers on the ball's sides only,
+    and with ``<s', z> = ||z|| = t`` for an active ball, ``tau = mu + <above_d
+    - below_d, z> / t`` (z the ball's point). Otherwise (a Parameter in the
+    radius or the bounds, a ball on a slice or an image): None.
     """
     lowered = compiled.lowered
     if lowered is None or not lowered.norm_sets:
@@ -684,12 +696,21 @@ def write_norm_duals(compiled, x, lagrangian_gradient):
     shared = getattr(lowered, "shared_duals", set())
     for ineq, ball in lowered.norm_sets:
         ineq.dual_value = None
+        derived = None
         if id(ball) in shared:  # a box took the ball's implied bounds: the two share its multiplier
-            continue
+            derived = _derived_box_sides(compiled, lowered, ball, x, g)
+            if derived is None:
+                continue
         held = _held_by_one_block(compiled, ball, x, g)  # seen in the ball's own expression a * x + c
         if held is None:
             continue
         point, grad = held
+        if derived is not None:
+            entries, pull = derived  # the box's multipliers on the ball's sides, above_d - below_d
+            if float(ball.radius) > 0:
+                mu = max(0.0, -float(point @ grad)) / float(ball.radius)
+                ineq.dual_value = max(0.0, mu + float(pull @ point[entries]) / float(ball.radius))
+            continue
         if ineq.norm.kind == "abs":
             bound = np.broadcast_to(np.asarray(ball.interval_bounds()[1], dtype=float), point.shape)
             inner = np.maximum(0.0, -grad * point)
@@ -702,6 +723,22 @@ def write_norm_duals(compiled, x, lagrangian_gradient):
         else:
             shaped = grad.reshape(ball.shape) if ineq.norm.kind == "nuc" else grad
             ineq.dual_value = _dual_norm(ineq.norm.kind, shaped)
+
+
+def _derived_box_sides(compiled, lowered, ball, x, g):
+    """``(entries, above_d - below_d)``: the multipliers of the box sides that ``ball`` implied, at the
+    box's entries (flat in the variable), from the box's block; None where the compiler did not record
+    them or no block holds that box itself (a symmetric variant, a merged set)."""
+    info = getattr(lowered, "derived_bounds", {}).get(id(ball))
+    if info is None:
+        return None
+    box, entries, lo_side, hi_side = info
+    blocks = [blk for blk in compiled.blocks if blk.set is box]
+    if len(blocks) != 1 or type(ball) not in (L1Ball, L2Ball, LinfBall):
+        return None
+    blk = blocks[0]
+    above, below = _box_multipliers(box, np.asarray(x[blk.slice], dtype=float), np.asarray(g[blk.slice], dtype=float))
+    return entries, np.where(hi_side, above, 0.0) - np.where(lo_side, below, 0.0)
 
 
 def _held_by_one_block(compiled, source, x, g):

@@ -172,6 +172,8 @@ class Lowered:
     #: ball from ``trace(E) == r``, which write_psd_duals combines with the row; a box tightened by a ball's
     #: implied bounds): no ``dual_value`` of their own
     shared_duals: set = field(default_factory=set)
+    #: id(ball) -> (box, flat entries of the variable the box holds, lower sides, upper sides taken from the ball)
+    derived_bounds: dict = field(default_factory=dict)
 
     def prepare(self):
         if self.entry_bounds is not None and self.entry_bounds.dynamic():
@@ -563,10 +565,14 @@ def lower_constraints(objective_expr, constraints):
 
     # 2-3. one box per variable from the elementwise bounds, closed by the sets
     entry_sets = list(sets)
+    derived_bounds = {}
     for var in variables:
-        box = _bound_box(var, bounds, entry_sets, slots, offsets, n_v, param_bound_vars, shared_duals)
+        taken = []
+        box = _bound_box(var, bounds, entry_sets, slots, offsets, n_v, param_bound_vars, shared_duals, taken)
         if box is not None:
             sets.append(_symmetric(box))
+            for s, entries, lo_side, hi_side in taken:  # (a ball's multiplier is recovered with the box's)
+                derived_bounds[id(s)] = (box, entries, lo_side, hi_side)
 
     # 5. general rows: a slack in a box bounded by the LMOs
     slack_of = {}
@@ -611,6 +617,7 @@ def lower_constraints(objective_expr, constraints):
     return Lowered(sets=sets, equalities=equalities, absorbed=absorbed, slack_of=slack_of, slack_units=slack_units,
                    entry_bounds=bounds,
                    absorbed_equalities=absorbed_equalities, norm_sets=norm_sets, shared_duals=shared_duals,
+                   derived_bounds=derived_bounds,
                    semidefinite=semidefinite, budget_rows=budget_rows,
                    trace_bounds=[(q, ball) for q, ball in trace_bounds if q.expr.size == 1])
 
@@ -781,11 +788,15 @@ def _implied(var, holders):
     return lo, hi
 
 
-def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars, shared_duals=None):
+def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars, shared_duals=None, taken=None):
     """The box of var's elementwise bounds, closed by the sets (steps 2-3), or None.
 
     Where a set's implied bound is tighter than an entry's own, the box takes it, and that set's multiplier
-    is then shared with the box: the set's id goes into ``shared_duals`` (its ``dual_value`` is None)."""
+    is then shared with the box: the set's id goes into ``shared_duals``. A norm ball on the variable itself
+    whose implied bounds the box takes (no Parameter) is listed in ``taken`` as ``(ball, entries, lower
+    sides, upper sides)``: the box's entries (flat in the variable) and the sides where its bound is the
+    ball's, from which ``write_norm_duals`` gives the ball its multiplier back; other sets' ``dual_value``
+    is None."""
     off, size = slots[var]
     lo, hi = bounds.lo[off:off + size], bounds.hi[off:off + size]
     bounded = np.isfinite(lo) | np.isfinite(hi)
@@ -828,6 +839,12 @@ def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars, shared_
             own_lo[idx], own_hi[idx] = slo, shi
             if np.any(((own_lo > lo) | (own_hi < hi))[entries]):
                 shared_duals.add(id(s))
+                if (taken is not None and not dynamic and isinstance(s, (L1Ball, L2Ball, LinfBall))
+                        and s.expr is var and s_entries is None):
+                    # the sides where the box's bound is this ball's (the tightest of the holders')
+                    lo_side = ((own_lo > lo) & (own_lo >= implied_lo))[entries]
+                    hi_side = ((own_hi < hi) & (own_hi <= implied_hi))[entries]
+                    taken.append((s, entries, lo_side, hi_side))
 
     def current():
         lo_now, hi_now = bounds.lo[off:off + size], bounds.hi[off:off + size]
