@@ -73,6 +73,10 @@ MODELS = {
         X >= 0, k := m.sum(X, axis=1) <= T_ROWS, X <= 0.4], [k]))(var(m, (4, 5))),
     "tables of a 3-D array": lambda m: (lambda X: (m.sum_squares(X - C3), [
         X >= 0, k := m.sum(X, axis=(1, 2)) <= 1], [k]))(var(m, (2, 3, 3))),
+    "rows == t, t a vector (was refused: one total per simplex)": lambda m: (lambda X: (m.sum_squares(X - C), [
+        k1 := X >= 0, k := m.sum(X, axis=1) == T_ROWS], [k, k1]))(var(m, (4, 5))),
+    "columns == t, nonneg=True": lambda m: (lambda X: (m.sum_squares(X - C), [
+        k := m.sum(X, axis=0) == T_COLS], [k]))(var(m, (4, 5), nonneg=True)),
     "slack budgets, linear + small quadratic": lambda m: (lambda X: (
         m.sum(m.multiply(C, X)) + 0.1 * m.sum_squares(X), [X >= 0, k := m.sum(X, axis=1) <= 2], [k]))(var(m, (4, 5))),
 }

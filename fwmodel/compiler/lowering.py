@@ -315,8 +315,9 @@ def _common_total(eq, c, a):
     """The one total of all the groups of ``fm.sum(x, axis) == t`` (a simplex has one total)."""
     totals = -np.asarray(c, dtype=float) / a
     if np.ptp(totals) > 1e-12 * max(1.0, float(np.abs(totals).max())):
-        raise ModelError(f"{short_repr(eq)}: the groups' totals differ ({totals.min():g} to {totals.max():g}); "
-                         "an fm.Simplex has one total for all groups: write one constraint per total")
+        raise ModelError(f"{short_repr(eq)}: the groups' totals differ ({totals.min():g} to {totals.max():g}) "
+                         "where the model was compiled with one total for all groups (its Parameters were "
+                         "scalars whose values made the totals equal); write the totals as a vector Parameter")
     return float(totals[0])
 
 
@@ -340,23 +341,32 @@ def _budget_simplex(ineq, rows, A, slots, fixed_zero_lower, offsets, n_v):
     var, a, group_of_entry, axis = found
     if axis is None or a <= 0 or var.size <= 1 or not fixed_zero_lower(var):
         return None
-    probe = Simplex(var, 1.0, axis=axis, equality=False)
-    # the inequality's row (index into rows) of each of the simplex's groups, in the simplex's group order
-    row_of_group = group_of_entry[probe._grouped(np.arange(var.size))[:, 0]]
-    params = ineq.parameters()
+    simplex = Simplex(var, _group_totals(ineq, rows, a, group_of_entry, var, axis, offsets, n_v), axis=axis,
+                      equality=False)
+    return simplex, ineq, simplex, a, group_of_entry, rows
 
-    def totals(ineq=ineq, rows=rows, a=a, row_of_group=row_of_group):
-        return -np.asarray(linearize(ineq.expr, offsets, n_v)[1], dtype=float)[rows[row_of_group]] / a
+
+def _group_totals(constraint, rows, a, group_of_entry, var, axis, offsets, n_v):
+    """The total of each group of ``a * fm.sum(X, axis) == t`` (or ``<= t``): one number where every row has
+    the same (``== 1``, a scalar Parameter), else one per group in the simplex's group order (a vector t).
+
+    ``rows``: the constraint's rows that sum the groups (None: all of them, in order); ``group_of_entry``
+    maps X's entries to those rows. Parameter data is recomputed at each solve (:class:`ComputedData`).
+    """
+    probe = Simplex(var, 1.0, axis=axis)
+    # the constraint's row of each of the simplex's groups, in the simplex's group order
+    row_of_group = group_of_entry[probe._grouped(np.arange(var.size))[:, 0]]
+    picked = row_of_group if rows is None else np.asarray(rows)[row_of_group]
+    params = constraint.parameters()
+
+    def totals():
+        return -np.asarray(linearize(constraint.expr, offsets, n_v)[1], dtype=float).ravel()[picked] / a
 
     now = totals()
-    per_group = np.ptp(now) > 1e-12 * max(1.0, float(np.abs(now).max())) or any(p.size > 1 for p in params)
-    if per_group:
-        total = _data_from(totals, params, f"bounds of {ineq._text}")
-    else:
-        total = _data_from(lambda ineq=ineq, rows=rows, a=a: _common_total(
-            ineq, linearize(ineq.expr, offsets, n_v)[1][rows], a), params, f"bound of {ineq._text}")
-    simplex = Simplex(var, total, axis=axis, equality=False)
-    return simplex, ineq, simplex, a, group_of_entry, rows
+    if np.ptp(now) > 1e-12 * max(1.0, float(np.abs(now).max())) or any(p.size > 1 for p in params):
+        return _data_from(totals, params, f"totals of {short_repr(constraint)}")
+    return _data_from(lambda: _common_total(constraint, linearize(constraint.expr, offsets, n_v)[1].ravel()[picked],
+                                            a), params, f"total of {short_repr(constraint)}")
 
 
 def _whole_var_with_equal_coefficients(A, var_slots):
@@ -467,8 +477,11 @@ def lower_constraints(objective_expr, constraints):
             found = _simplex_groups(A, slots)
         if found is not None and found[0].size > 1 and fixed_zero_lower(found[0]):
             var, a, group_of_entry, axis = found
-            total = _data_from(lambda eq=eq, a=a: _common_total(eq, linearize(eq.expr, offsets, n_v)[1], a),
-                               eq.parameters(), f"total of {short_repr(eq)}")
+            if axis is None:
+                total = _data_from(lambda eq=eq, a=a: _common_total(eq, linearize(eq.expr, offsets, n_v)[1], a),
+                                   eq.parameters(), f"total of {short_repr(eq)}")
+            else:  # fm.sum(X, axis=1) == t: one total, or one per group (t a vector)
+                total = _group_totals(eq, None, a, group_of_entry, var, axis, offsets, n_v)
             simplex = Simplex(var, total, axis=axis)
             sets.append(simplex)
             absorbed[id(eq)] = (simplex, a, group_of_entry)
