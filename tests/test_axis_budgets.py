@@ -153,3 +153,25 @@ def test_rows_and_columns_both_bounded_give_valid_multipliers():
     assert np.abs(floor[X.value > 1e-5]).max() <= 1e-4
     # complementary slackness: a multiplier only on a budget that binds
     assert np.all(nu * (1 - X.value.sum(axis=1)) <= 1e-5) and np.all(mu * (1 - X.value.sum(axis=0)) <= 1e-5)
+
+
+X0 = np.random.default_rng(2026).standard_normal(8)
+FLOORS = {
+    "x >= 0, sum(x) <= 1, x[0] >= 0.2": lambda m, x: [k1 := x >= 0, k := m.sum(x) <= 1, k2 := x[0] >= 0.2],
+    "x >= 0, sum(x) == 1, x[0] >= 0.2": lambda m, x: [k1 := x >= 0, k := m.sum(x) == 1, k2 := x[0] >= 0.2],
+    "x >= 0.05, sum(x) == 1": lambda m, x: [k1 := x >= 0.05, k := m.sum(x) == 1],
+    "x >= 0.05, sum(x) == 1, x <= 0.4": lambda m, x: [x >= 0.05, k := m.sum(x) == 1, k2 := x <= 0.4],
+}
+
+
+@pytest.mark.parametrize("name", list(FLOORS))
+def test_floors_above_zero_next_to_a_budget(name):
+    """A budget on x >= lo with lo >= 0 (not all 0) was left a row with a slack, and x unbounded above was
+    refused; the simplex holds x >= 0 and the budget, a box the floors above 0 (a capped simplex where it is
+    the only other set). Values and every dual_value as CVXPY's."""
+    def build(m):
+        x = m.Variable(8)
+        constraints = FLOORS[name](m, x)
+        return m.sum_squares(x - X0), constraints, constraints
+
+    solve_both(build)

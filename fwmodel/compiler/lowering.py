@@ -463,8 +463,10 @@ def lower_constraints(objective_expr, constraints):
     image_bounded = set()
 
     def fixed_zero_lower(var):
+        """Every entry fixed >= 0 (no Parameter): x >= 0, or floors lo >= 0 that the bound box keeps (the
+        simplex holds x >= 0 and its budget; x[0] >= 0.2 next to it is a box on that entry, item 2-3)."""
         off, size = slots[var]
-        return var.id not in param_bound_vars and np.all(bounds.lo[off:off + size] == 0.0)
+        return var.id not in param_bound_vars and np.all(bounds.lo[off:off + size] >= 0.0)
 
     # 4. recognized structures: simplices from sum(x) == t and sum(x) <= t, PSD trace balls
     absorbed, absorbed_equalities = {}, []
