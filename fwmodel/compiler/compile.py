@@ -778,9 +778,13 @@ def write_psd_duals(compiled, x, lagrangian_gradient, row_multipliers):
     that is active (those bounds share the multiplier); a ball from
     ``trace(E) == r`` gives Z with the row's and the ball's multipliers
     together (mu then takes either sign, as the equality's multiplier does).
+    ``diag(X) == d`` (every diagonal entry fixed, MaxCut's SDP relaxation)
+    closes the ball with radius ``sum(d)``: the rows' multipliers y enter G,
+    so ``Z = G + mu I`` is CVXPY's and each row's ``dual_value`` is
+    ``y_i + mu / a_i`` (a_i its coefficient of X_ii).
     """
     lowered = compiled.lowered
-    if lowered is None or not (lowered.semidefinite or lowered.trace_bounds):
+    if lowered is None or not (lowered.semidefinite or lowered.trace_bounds or getattr(lowered, "diagonal_duals", ())):
         return
     g = lagrangian_gradient()
     by_ball = {}
@@ -840,6 +844,14 @@ def write_psd_duals(compiled, x, lagrangian_gradient, row_multipliers):
                 constraint.dual_value = float(row_multipliers()[rows][0]) + found[1] / k
         else:
             constraint.dual_value = max(0.0, found[1]) / _trace_row_scale(constraint, ball)
+    for constraint, ball, a in getattr(lowered, "diagonal_duals", ()):  # diag(X) == d: the rows' y and mu
+        constraint.dual_value = None
+        found = multipliers(ball)
+        rows = compiled.rows_of(compiled.equality_pieces.get(id(constraint)))
+        if found is None or rows is None or rows.stop - rows.start != constraint.size:
+            continue
+        value = row_multipliers()[rows] + found[1] / a
+        constraint.dual_value = value.reshape(constraint.shape) if constraint.shape else float(value[0])
 
 
 def _trace_row_scale(constraint, ball, signed=False):

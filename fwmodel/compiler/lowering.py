@@ -39,10 +39,14 @@ lays out blocks, rewrites such a model into sets and equalities:
 4. **Recognized structures.** ``x >= 0`` (or ``nonneg=True``) with
    ``fm.sum(x) == t`` is ``Simplex(x, t)`` (the equality adds no row; with
    ``fm.sum(x) <= t``, ``Simplex(x, t, equality=False)``); with
-   ``fm.sum(X, axis=1) == t`` (rows of equal coefficients summing disjoint
-   groups that cover X, the groups of an ``axis``) it is the batched
-   ``Simplex(X, t, axis=1)``. The equality's multiplier is recovered after
-   the solve from the simplex block's KKT conditions. For a ``PSD=True``
+   ``fm.sum(X, axis=1) == t`` or ``<= t`` (rows of equal coefficients
+   summing disjoint groups that cover X, the groups of an ``axis``) it is
+   the batched ``Simplex(X, t, axis=1)`` (``equality=False``: each row the
+   convex hull of a simplex and the origin), with one total per group where
+   ``t`` is a vector (:func:`_group_totals`). Floors above 0 (``x >= 0.05``,
+   ``x[0] >= 0.2`` next to ``x >= 0``) stay in the bound box (2-3), which
+   the simplex closes. The budget's multiplier is recovered after the solve
+   from the simplex block's KKT conditions. For a ``PSD=True``
    variable, ``fm.trace(X) <= t`` is ``TraceNormBall(X, t, psd=True)``; a PSD
    variable without one gets the PSD trace ball whose radius is the sum of
    the diagonal's upper bounds implied by its other sets. CVXPY's ``Y >> 0``
@@ -174,6 +178,8 @@ class Lowered:
     shared_duals: set = field(default_factory=set)
     #: id(ball) -> (box, flat entries of the variable the box holds, lower sides, upper sides taken from the ball)
     derived_bounds: dict = field(default_factory=dict)
+    #: (diag(X) == d, the PSD trace ball whose radius is sum(d), the rows' coefficients)
+    diagonal_duals: list = field(default_factory=list)
 
     def prepare(self):
         if self.entry_bounds is not None and self.entry_bounds.dynamic():
@@ -472,6 +478,7 @@ def lower_constraints(objective_expr, constraints):
     absorbed, absorbed_equalities = {}, []
     trace_bounds = []  # (trace(E) <= r or trace(E) == r, the PSD trace ball it made)
     kept_equalities = []
+    diagonal_rows = {}  # var id -> [(equality, diagonal positions, coefficients, values)]: rows X_ii == d_i
     for eq in equalities:
         found = None
         if not getattr(eq, "role", None):
@@ -490,6 +497,11 @@ def lower_constraints(objective_expr, constraints):
             absorbed_equalities.append(eq)
             continue
         kept_equalities.append(eq)
+        if not getattr(eq, "role", None) and psd_ids and not eq.parameters():
+            found_diagonal = _psd_diagonal_rows(A, c, slots, psd_ids)
+            if found_diagonal is not None:  # diag(X) == d: fixes X's diagonal, so trace X (4b)
+                var, positions, a, values = found_diagonal
+                diagonal_rows.setdefault(var.id, []).append((eq, positions, a, values))
         if not getattr(eq, "role", None) and eq.size == 1 and (psd_ids or psd_images):
             # trace(E) == r for a PSD E: the PSD trace ball of radius r bounds E; the row stays (ball ∩ row)
             ball, constraint = _psd_ball_of_trace_equality(eq, A, c, slots, psd_ids, psd_images, offsets, n_v)
@@ -555,6 +567,7 @@ def lower_constraints(objective_expr, constraints):
     absorbing = {id(simplex) for simplex, _, _ in absorbed.values()}
     sets = [s if id(s) in absorbing else _symmetric(s) for s in sets]
 
+    diagonal_duals = []  # (diag(X) == d, the PSD trace ball it closed, the rows' coefficients)
     # 4b. PSD variables without a PSD trace ball: close with the diagonal's upper bounds
     #     (trace X = sum_i X_ii <= sum_i hi_ii), from the bounds and the other sets
     for var in variables:
@@ -563,8 +576,13 @@ def lower_constraints(objective_expr, constraints):
             n, off = var.shape[0], offsets[var.id]
             diagonal = np.arange(n) * (n + 1)
 
-            def trace_bound(var=var, holders=holders, diagonal=diagonal, off=off):
-                return float(np.minimum(bounds.hi[off + diagonal], _implied(var, holders)[1][diagonal]).sum())
+            fixed = np.full(n, np.inf)  # the diagonal entries that rows X_ii == d_i fix (no Parameter)
+            for _, positions, _, values in diagonal_rows.get(var.id, ()):
+                fixed[positions] = np.minimum(fixed[positions], values)
+
+            def trace_bound(var=var, holders=holders, diagonal=diagonal, off=off, fixed=fixed):
+                return float(np.minimum(np.minimum(bounds.hi[off + diagonal], fixed),
+                                        _implied(var, holders)[1][diagonal]).sum())
 
             if not np.isfinite(trace_bound()):
                 declared = "PSD=True" if var.PSD else f"constrained {var.name} >> 0"
@@ -576,7 +594,17 @@ def lower_constraints(objective_expr, constraints):
                 _dynamic_parameters(var, bounds, []) if var.id in param_bound_vars else [])
             radius = _data_from(trace_bound, params, f"trace bound of {var.name}")
             sets.append(TraceNormBall(var, radius, psd=True, symmetric=True))
-            sets[-1].implied_trace = True  # its trace bound is the diagonal's bounds': no multiplier of its own
+            rows = diagonal_rows.get(var.id, ())
+            if rows and np.all(np.isfinite(fixed)) and var.id not in param_bound_vars and not params:
+                # diag(X) == d (MaxCut's SDP): trace X == sum(d) is the ball's radius, so the ball is active
+                # and its mu is part of each row's multiplier: CVXPY's nu_i = y_i + mu / a_i (write_psd_duals)
+                for eq, positions, a, _ in rows:
+                    shared_duals.add(id(eq))
+                    diagonal_duals.append((eq, sets[-1], a))
+            else:
+                sets[-1].implied_trace = True  # its trace bound is the diagonal's bounds': no multiplier of its own
+                for eq, _, _, _ in rows:
+                    shared_duals.add(id(eq))  # (the row and the bounds share the ball's multiplier: None)
 
     # 2-3. one box per variable from the elementwise bounds, closed by the sets
     entry_sets = list(sets)
@@ -632,7 +660,7 @@ def lower_constraints(objective_expr, constraints):
     return Lowered(sets=sets, equalities=equalities, absorbed=absorbed, slack_of=slack_of, slack_units=slack_units,
                    entry_bounds=bounds,
                    absorbed_equalities=absorbed_equalities, norm_sets=norm_sets, shared_duals=shared_duals,
-                   derived_bounds=derived_bounds,
+                   derived_bounds=derived_bounds, diagonal_duals=diagonal_duals,
                    semidefinite=semidefinite, budget_rows=budget_rows,
                    trace_bounds=[(q, ball) for q, ball in trace_bounds if q.expr.size == 1])
 
@@ -699,6 +727,24 @@ def _data_from(compute, parameters, label):
 
 def _set_parameters(sets):
     return [p for s in sets for p in s.parameters()]
+
+
+def _psd_diagonal_rows(A, c, slots, psd_ids):
+    """``(var, positions, a, values)`` when every row of ``A x + c == 0`` is ``a_i X_ii + c_i`` for one PSD
+    variable X (distinct diagonal entries ``positions``, ``values = -c / a``), else None."""
+    A = A.tocsr()
+    if A.nnz != A.shape[0] or np.any(np.diff(A.indptr) != 1) or np.any(A.data == 0):
+        return None
+    cols = A.indices
+    for var, (off, size) in slots.items():
+        if var.id not in psd_ids or cols.min() < off or cols.max() >= off + size:
+            continue
+        n = var.shape[0]
+        i, j = np.divmod(cols - off, n)
+        if np.any(i != j) or np.unique(i).size != i.size:
+            return None
+        return var, i, A.data.copy(), -np.asarray(c, dtype=float).ravel() / A.data
+    return None
 
 
 def _psd_trace_row(row, slots, psd_ids):
