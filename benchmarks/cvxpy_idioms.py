@@ -102,6 +102,25 @@ def idioms():
         m.Minimize(m.sum_squares(x - x0)), [m.min(x) >= 0, m.sum(x) == 1]))(V(m, n))
     yield "X >= 0, sum(X, axis=1) <= 1", lambda m: (lambda X: (
         m.Minimize(m.sum_squares(X - Y6)), [X >= 0, m.sum(X, axis=1) <= 1]))(V(m, (6, 5)))
+    yield "Birkhoff by constraints: X >= 0, rows == 1, columns == 1", lambda m: (lambda X: (
+        m.Minimize(m.sum_squares(X - M)), [X >= 0, m.sum(X, axis=1) == 1, m.sum(X, axis=0) == 1]))(V(m, (4, 4)))
+    yield "X >= 0, sum(X) == 1 (one simplex over a matrix)", lambda m: (lambda X: (
+        m.Minimize(m.sum_squares(X - Y6)), [X >= 0, m.sum(X) == 1]))(V(m, (6, 5)))
+    yield "norm(A @ x - b, 2) <= t with a box", lambda m: (lambda x: (
+        m.Minimize(m.sum_squares(x - x0)), [m.norm(A @ x - b, 2) <= 2, m.abs(x) <= 1]))(V(m, n))
+    yield "x == y, x in an L1 ball, y in a box", lambda m: (lambda x, y: (
+        m.Minimize(m.sum_squares(x - x0) + m.sum_squares(y - 2 * x0)), [x == y, m.norm1(x) <= 2,
+                                                                        m.abs(y) <= 0.4]))(V(m, n), V(m, n))
+    yield "PSD=True, trace(X) <= 1", lambda m: (lambda X: (
+        m.Minimize(m.sum_squares(X - S)), [m.trace(X) <= 1]))(V(m, (4, 4), PSD=True))
+    yield "reshape/vec in a constraint", lambda m: (lambda X: (
+        m.Minimize(m.sum_squares(X - M)), [m.vec(X) <= 0.5, m.reshape(X, (16,), order="F") >= -0.5]))(V(m, (4, 4)))
+    yield "sum(x) == 1, x >= 0, quad_form risk", lambda m: (lambda x: (
+        m.Minimize(m.quad_form(x, P)), [m.sum(x) == 1, x >= 0]))(V(m, n))
+    yield "sum(x) >= 1 with x <= 1, x >= 0", lambda m: (lambda x: (
+        m.Minimize(m.sum_squares(x + x0)), [m.sum(x) >= 1, x <= 1, x >= 0]))(V(m, n))
+    yield "x[::2] == x[1::2] with a box", lambda m: (lambda x: (
+        m.Minimize(m.sum_squares(x - x0)), [x[::2] == x[1::2], m.abs(x) <= 0.5]))(V(m, n))
     yield "huber regression, box", lambda m: (lambda x: (
         m.Minimize(m.sum(m.huber(A @ x - b, 0.5))), [m.abs(x) <= 1]))(V(m, n))
     yield "pos(x) in the objective", lambda m: (lambda x: (

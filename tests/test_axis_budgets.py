@@ -175,3 +175,39 @@ def test_floors_above_zero_next_to_a_budget(name):
         return m.sum_squares(x - X0), constraints, constraints
 
     solve_both(build)
+
+
+def test_doubly_stochastic_by_constraints_floor_duals_add_up_over_both_simplices():
+    """X >= 0 with rows == 1 and columns == 1: two simplices hold X >= 0, each a share of the floor's
+    multiplier; X >= 0's dual_value is their sum (it was one block's share: 0.67 where CVXPY has 2.11).
+    The rows' and columns' multipliers are CVXPY's up to the shift (r + s, c - s) that leaves them a
+    solution (the rows and the columns both sum to n)."""
+    M4 = np.random.default_rng(2026).standard_normal((4, 4))
+    out = []
+    for m in (fm, cp):
+        X = m.Variable((4, 4))
+        k, r, c = X >= 0, m.sum(X, axis=1) == 1, m.sum(X, axis=0) == 1
+        prob = m.Problem(m.Minimize(m.sum_squares(X - M4)), [k, r, c])
+        if m is fm:
+            prob.solve(**TIGHT)
+            assert prob.status == fm.OPTIMAL
+        else:
+            prob.solve(solver=cp.CLARABEL)
+        out.append((prob.value, k.dual_value, r.dual_value, c.dual_value))
+    (value, k, r, c), (ref, k_ref, r_ref, c_ref) = out
+    assert abs(value - ref) <= 1e-6 * max(1.0, ref)
+    np.testing.assert_allclose(k, k_ref, rtol=RTOL, atol=ATOL)
+    shift = r - r_ref
+    np.testing.assert_allclose(shift, shift.mean(), atol=1e-4)
+    np.testing.assert_allclose(c - c_ref, -shift.mean(), atol=1e-4)
+
+
+def test_a_simplex_and_a_box_under_a_row_share_the_floor_multiplier():
+    """x >= 0, sum(x) == 1, x <= 0.3 with a general row: the simplex and the box stay two copies, both at
+    the floor 0; x >= 0's multiplier is the sum of their shares (CVXPY)."""
+    def build(m):
+        x = m.Variable(8)
+        constraints = [k := x >= 0, e := m.sum(x) == 1, x <= 0.3, x[0] + x[1] <= 0.4]
+        return m.sum_squares(x - X0), constraints, [k, e]
+
+    solve_both(build)

@@ -1091,8 +1091,13 @@ def write_inequality_duals(compiled, x, lagrangian_gradient, row_multipliers, en
                 layouts[id(held)] = A.indices if plain else None
             cols = layouts[id(held)]
             if cols is not None:
-                above[cols], below[cols] = up, down
-                lo_held[cols], hi_held[cols] = lo, hi
+                # an entry held by several blocks (two simplices on X: rows and columns; a simplex and a box
+                # under rows): the tightest bound is the entry's, and the blocks that hold that same bound
+                # share its multiplier (their KKT conditions add up on the copies), so theirs add up
+                _merge_side(below, lo_held, cols, np.broadcast_to(down, cols.shape), np.broadcast_to(lo, cols.shape),
+                            tighter=np.greater)
+                _merge_side(above, hi_held, cols, np.broadcast_to(up, cols.shape), np.broadcast_to(hi, cols.shape),
+                            tighter=np.less)
         point = []  # the variables' values in the bounds' layout, formed only if a bound no block holds binds
 
         def variable_point():
@@ -1127,6 +1132,20 @@ def write_inequality_duals(compiled, x, lagrangian_gradient, row_multipliers, en
                               (taken_lo, taken_hi), variable_point)
     for ineq, values, known in entries.values():
         ineq.dual_value = ineq.dual_from_entries(values.reshape(ineq.expr.shape)) if known.all() else None
+
+
+def _merge_side(mult, held, cols, new_mult, new_bound, tighter):
+    """One side of a block's bound multipliers into the entries' (``mult``, ``held`` over all entries, NaN where
+    no block was seen yet): a tighter bound replaces, an equal one adds its multiplier, a looser one is kept out."""
+    old_bound = held[cols]
+    first = np.isnan(old_bound)
+    if first.all():  # (the common case: one block per entry) plain writes
+        mult[cols], held[cols] = new_mult, new_bound
+        return
+    replace = first | tighter(new_bound, old_bound)
+    same = ~first & (new_bound == old_bound)
+    mult[cols] = np.where(replace, new_mult, np.where(same, mult[cols] + new_mult, mult[cols]))
+    held[cols] = np.where(replace, new_bound, old_bound)
 
 
 def _bound_rows_layout(cols, coef):
