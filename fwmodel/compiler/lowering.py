@@ -43,7 +43,7 @@ lays out blocks, rewrites such a model into sets and equalities:
    summing disjoint groups that cover X, the groups of an ``axis``) it is
    the batched ``Simplex(X, t, axis=1)`` (``equality=False``: each row the
    convex hull of a simplex and the origin), with one total per group where
-   ``t`` is a vector (:func:`_group_totals`). Floors above 0 (``x >= 0.05``,
+   ``t`` is a vector (:func:`_budget_totals`). Floors above 0 (``x >= 0.05``,
    ``x[0] >= 0.2`` next to ``x >= 0``) stay in the bound box (2-3), which
    the simplex closes. The budget's multiplier is recovered after the solve
    from the simplex block's KKT conditions. For a ``PSD=True``
@@ -347,12 +347,12 @@ def _budget_simplex(ineq, rows, A, slots, fixed_zero_lower, offsets, n_v):
     var, a, group_of_entry, axis = found
     if axis is None or a <= 0 or var.size <= 1 or not fixed_zero_lower(var):
         return None
-    simplex = Simplex(var, _group_totals(ineq, rows, a, group_of_entry, var, axis, offsets, n_v), axis=axis,
+    simplex = Simplex(var, _budget_totals(ineq, rows, a, group_of_entry, var, axis, offsets, n_v), axis=axis,
                       equality=False)
     return simplex, ineq, simplex, a, group_of_entry, rows
 
 
-def _group_totals(constraint, rows, a, group_of_entry, var, axis, offsets, n_v):
+def _budget_totals(constraint, rows, a, group_of_entry, var, axis, offsets, n_v):
     """The total of each group of ``a * fm.sum(X, axis) == t`` (or ``<= t``): one number where every row has
     the same (``== 1``, a scalar Parameter), else one per group in the simplex's group order (a vector t).
 
@@ -490,7 +490,7 @@ def lower_constraints(objective_expr, constraints):
                 total = _data_from(lambda eq=eq, a=a: _common_total(eq, linearize(eq.expr, offsets, n_v)[1], a),
                                    eq.parameters(), f"total of {short_repr(eq)}")
             else:  # fm.sum(X, axis=1) == t: one total, or one per group (t a vector)
-                total = _group_totals(eq, None, a, group_of_entry, var, axis, offsets, n_v)
+                total = _budget_totals(eq, None, a, group_of_entry, var, axis, offsets, n_v)
             simplex = Simplex(var, total, axis=axis)
             sets.append(simplex)
             absorbed[id(eq)] = (simplex, a, group_of_entry)
