@@ -295,9 +295,10 @@ def test_linear_inequalities_get_a_bounded_slack(data):
     ref = reference(cp.Minimize(cp.sum_squares(A @ xc - b)), [ineq_c, xc >= -0.5, xc <= 0.5])
     assert_close(value, ref)
     assert np.all(G @ x.value <= h + CON_TOL)
-    # the slack's box: s <= h - min over the box of G x = h + 0.5 ||G_i||_1
+    # the slack's box: s <= h - min over the box of G x = h + 0.5 ||G_i||_1, the slack in the variables'
+    # units (the distance to the row's hyperplane, compiler/lowering.py _slack_units): divided by ||G_i||
     slack_box = prob.compile().blocks[-1].set
-    np.testing.assert_allclose(slack_box.upper, h + 0.5 * np.abs(G).sum(axis=1))
+    np.testing.assert_allclose(slack_box.upper, (h + 0.5 * np.abs(G).sum(axis=1)) / np.linalg.norm(G, axis=1))
     assert prob.variables() == [x]  # the slack is the compiler's, not the model's
     active = ineq_c.dual_value > 1e-3
     np.testing.assert_allclose(ineq.dual_value[active], ineq_c.dual_value[active], rtol=DUAL_RTOL)

@@ -144,7 +144,7 @@ def test_without_the_equilibration_the_pieces_test_still_refuses_a_wrong_optimal
     """Test (3) per piece on its own (the solve's rescaling turned off): the model whose copies or row were
     violated at "optimal" before now either meets every constraint or says it did not reach its tolerances."""
     import fwmodel.engine.fwal as fwal
-    monkeypatch.setattr(fwal, "_row_equilibration", lambda stopping, M: None)
+    monkeypatch.setattr(fwal, "_row_equilibration", lambda stopping, M, rule: None)
     prob, x, _ = _least_squares(lambda x: [x >= 0, fm.norm1(x) <= 1, s * (x[0] + x[1]) >= s], max_iter=2000)
     v = x.value
     met = v.min() >= -1e-3 and np.abs(v).sum() <= 1 + 1e-3 and v[0] + v[1] >= 1 - 1e-3
@@ -156,7 +156,7 @@ def test_without_the_equilibration_the_pieces_test_still_refuses_a_wrong_optimal
 def test_a_row_ten_to_a_hundred_times_from_unit_scale(s):
     """A 3 x 3 matrix in an L1 and an L2 ball with ``s * (X00 + X12) >= 0.6 s``: at s = 1e-2 the row was
     rescaled while its slack kept the row's units (a slack column 60 times the others'): max_iter, where
-    Clarabel's optimum is 0.18. The slack now follows the solve's factor (SLACK_UNITS_APART = UNITS_APART)."""
+    Clarabel's optimum is 0.18. The slack is now in the variables' units (lowering.SLACK_UNITS_APART)."""
     D = np.array([[1.0, 0.2, -0.3], [0.0, -0.7, 0.5], [0.3, 0.3, 0.9]])
     X = fm.Variable((3, 3))
     prob = fm.Problem(fm.Minimize(fm.sum_squares(X - D)),

@@ -212,7 +212,8 @@ class CompiledProblem:
             blk.set.initial_atom().add_to(x[blk.slice], 1.0)
             active.pop(k, None)
             active.pop(("face", k), None)
-        return SolverState(x, state.y, active, state.lam, state.eta, state.lipschitz)
+        return SolverState(x, state.y, active, state.lam, state.eta, state.lipschitz,
+                           row_norms=getattr(state, "row_norms", None))
 
     def write_duals(self, x, y, lam, multipliers=None):
         """Set ``dual_value`` of the user's equality and inequality constraints.

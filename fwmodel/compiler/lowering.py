@@ -97,7 +97,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..engine.stopping import UNITS_APART
 from ..errors import ModelError
 from ..expressions import Equality, Inequality, PSDConstraint, Variable, linearize
 from ..expressions.core import short_repr
@@ -934,29 +933,30 @@ def _dynamic_parameters(var, bounds, holders):
     return params
 
 
-#: a general inequality row whose coefficients have a norm beyond this factor from 1 gets its slack in the
-#: variables' units (``_slack_units``): the solve's factor for groups of rows in units far apart
-#: (engine/stopping.py ``UNITS_APART``), so that a row it rescales never keeps a slack in other units
-#: (at 100, rows 10-100 times from unit scale were rescaled with their slack column up to 100 times
-#: the others': projection steps stalled at max_iter)
-SLACK_UNITS_APART = UNITS_APART
+#: a general inequality row whose coefficients have a norm other than 1 gets its slack in the variables' units
+#: (``_slack_units``). The solve brings every constraint's rows to unit norm (engine/stopping.py
+#: ``RowPieces.row_norm_equilibration``): a slack left in the row's units made the scaled row depend on the
+#: factor it was written times (``k * (x0 + x1) >= 0.8 k`` next to a unit row: 34 iterations at k = 1, 55 at
+#: k = 0.1 with the factor 10 this threshold had), and at 100 a slack column up to 100 times the others'
+#: stalled projection steps at max_iter
+SLACK_UNITS_APART = 1.0
 
 
 def _slack_units(A_rows):
-    """The unit of each row's slack: ``||a_i||`` where it is beyond ``SLACK_UNITS_APART`` from 1, else 1.
+    """The unit of each row's slack: ``||a_i||`` (1 for a row of norm 1 or 0).
 
     The slack of ``a_i' v + c_i <= 0`` is in the row's units, ``||a_i||`` times
     the variables'. The row is written ``a_i' v + c_i + k_i s_i = 0`` with
     ``s_i`` in ``Box(0, u_i / k_i)``: with ``k_i = ||a_i||`` the slack is the
     distance to the row's hyperplane, in the variables' units, so every
-    column of the row has the same scale. Then the solve's equilibration of
-    rows in units far apart (``engine/stopping.py``, ``RowPieces``) brings the
-    whole row to the others' units; with the slack left in the row's units
+    column of the row has the same scale and the row written times any
+    factor c is c times the same row. The solve's equilibration
+    (``engine/stopping.py``, ``RowPieces``) brings the whole row to unit norm
+    and so sees one row for every c; with the slack left in the row's units
     it made the slack's column 10^6 times the others' (a row written times
     1e-6 ran to max_iter with projection steps, all blocks sharing one step
-    length). Rows of coefficients near unit size keep ``k_i = 1``. The row's
-    multiplier, the inequality's ``dual_value``, is unchanged: only the slack
-    is rescaled.
+    length). The row's multiplier, the inequality's ``dual_value``, is
+    unchanged: only the slack is rescaled.
     """
     norms = np.sqrt(np.asarray(A_rows.multiply(A_rows).sum(axis=1), dtype=float).ravel())
     far = (norms > SLACK_UNITS_APART) | (norms < 1.0 / SLACK_UNITS_APART)

@@ -221,17 +221,26 @@ def minimize_fwal(
     stopping = StoppingRule.from_reference(
         tol, feas_tol, objective, blocks, Mop, b, x if cold else reference_point(blocks, n), g if cold else None,
         Mx_ref=Mx_ref, keep=setup)
-    # rows in units far from the others' are rescaled to theirs (stopping.RowPieces.equilibration);
-    # the result's multipliers and residual are given back in the model's own units
-    row_factors = _row_equilibration(stopping, M)
-    if row_factors is not None:
-        M = M.with_piece_factors(row_factors.by_piece)
+    # every constraint's rows are brought to unit norm (stopping.RowPieces.row_norm_equilibration), then
+    # pieces still in units far from the others' are rescaled to theirs (RowPieces.equilibration); the
+    # result's multipliers and residual are given back in the model's own units
+    M_original, row_factors = M, None
+    row_norms = piece_row_norms(M, n, stopping.row_pieces)
+    if y is not None and row_norms is not None:
+        _carry_multipliers(y, warm_state, row_norms)
+    for rule in ("row_norm_equilibration", "equilibration"):
+        by_piece = _row_equilibration(stopping, M, rule)
+        if by_piece is None:
+            continue
+        M = M.with_piece_factors(by_piece)
         Mop, b = _Operator(M, n), np.asarray(M.b, dtype=float).reshape(-1)
         b_norm = float(norm(b))
         lagrangian = AugmentedLagrangian(objective, blocks, Mop, b, buffers)
-        r *= row_factors.by_row
+        step_factors = _RowFactors(by_piece, M.offsets, M_original, np.asarray(M_original.b, dtype=float).reshape(-1))
+        r *= step_factors.by_row
         if y is not None:
-            y /= row_factors.by_row
+            y /= step_factors.by_row
+        row_factors = step_factors if row_factors is None else row_factors.times(step_factors)
         Mx_ref = (r if b_norm == 0 else r + b) if cold else None
         stopping = StoppingRule.from_reference(
             tol, feas_tol, objective, blocks, Mop, b, x if cold else reference_point(blocks, n), g if cold else None,
@@ -389,7 +398,10 @@ def minimize_fwal(
         try:
             result = finish(status, message, lagrangian, stopping, it, gap, certified, t, active, infaces.faces,
                             progress, schedule, backtracking)
-            return result if row_factors is None else row_factors.unscale(result)
+            if row_factors is not None:
+                result = row_factors.unscale(result)
+            result.state.row_norms = row_norms
+            return result
         except KeyboardInterrupt:
             if attempt == MAX_FINISH_ATTEMPTS - 1:
                 raise
@@ -400,9 +412,13 @@ class _RowFactors:
     """The factors by which the solve multiplies the rows of M (``by_piece``, and one per row, ``by_row``)."""
 
     def __init__(self, by_piece, offsets, M_original, b_original):
-        self.by_piece = by_piece
+        self.by_piece, self.offsets = by_piece, offsets
         self.by_row = np.repeat(by_piece, np.diff(offsets))
         self.M_original, self.b_original = M_original, b_original
+
+    def times(self, other):
+        """This rescaling followed by ``other`` (its factors on the same pieces, already rescaled by these)."""
+        return _RowFactors(self.by_piece * other.by_piece, self.offsets, self.M_original, self.b_original)
 
     def unscale(self, result):
         """The result in the model's own rows: y times the factors (``<y, D (Mx - b)> = <D y, Mx - b>``)
@@ -417,15 +433,47 @@ class _RowFactors:
         return result
 
 
-def _row_equilibration(stopping, M):
-    """:class:`_RowFactors` for the compiler's operator where its pieces of rows are in units far apart, else None."""
+def piece_row_norms(M, n, row_pieces=None):
+    """Each row's piece's root mean square row norm (``||M_g||_F / sqrt(rows)``), one entry per row of M, or
+    None for an operator given without pieces (see ``stopping.RowPieces.row_norm_equilibration``; taken
+    from ``row_pieces``, which measured them, where M has two pieces or more)."""
+    pieces, offsets = getattr(M, "pieces", None), getattr(M, "offsets", None)
+    if not pieces or offsets is None:
+        return None
+    if row_pieces is not None and row_pieces.row_norms is not None and row_pieces.row_norms.size == len(pieces):
+        return np.repeat(row_pieces.row_norms, np.diff(offsets))
+    bounds = np.array([0, n], dtype=np.intp)
+    rho = np.zeros(len(pieces))
+    for g, p in enumerate(pieces):
+        total = np.zeros(1)
+        p.add_column_norms2(bounds, total)
+        rho[g] = math.sqrt(max(float(total[0]), 0.0) / max(int(p.rows), 1))
+    return np.repeat(rho, np.diff(offsets))
+
+
+def _carry_multipliers(y, warm_state, row_norms):
+    """A warm start's y (in the model's rows of the last solve) carried to the rows as they are now.
+
+    A Parameter that multiplies a constraint's rows by c (``P * (x0 + x1) == P * 0.5``, P from 1e-6 to
+    1e6) divides their multipliers by c: y kept in the old rows' units started the solve 10^12 off and
+    ran it to max_iter, where a cold solve took ~50 iterations. The multiplier of the row brought to
+    unit norm, ``y_i * rho_i``, does not depend on c: y is carried as that, ``y_i <- y_i rho_old / rho_new``
+    (rows whose norm was or is 0 keep theirs).
+    """
+    old = getattr(warm_state, "row_norms", None)
+    if old is None or old.shape != row_norms.shape:
+        return
+    moved = (old > 0) & (row_norms > 0) & (old != row_norms)
+    if np.any(moved):
+        y[moved] *= old[moved] / row_norms[moved]
+
+
+def _row_equilibration(stopping, M, rule):
+    """The factors per piece of the compiler's operator by ``RowPieces.<rule>``, or None where it moves none."""
     pieces = stopping.row_pieces
     if pieces is None or not hasattr(M, "with_piece_factors"):
         return None
-    by_piece = pieces.equilibration(M.pieces)
-    if by_piece is None:
-        return None
-    return _RowFactors(by_piece, M.offsets, M, np.asarray(M.b, dtype=float).reshape(-1))
+    return getattr(pieces, rule)(M.pieces)
 
 
 def _is_finite(it):

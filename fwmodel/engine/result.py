@@ -65,13 +65,16 @@ class History:
 class SolverState:
     """Everything a warm start reuses: primal blocks, duals, active sets, penalty."""
 
-    def __init__(self, x, y, active_sets, lam, eta, lipschitz):
+    def __init__(self, x, y, active_sets, lam, eta, lipschitz, row_norms=None):
         self.x = x
         self.y = y
         self.active_sets = active_sets
         self.lam = lam
         self.eta = eta
         self.lipschitz = lipschitz
+        # each row's piece's norm when y was taken (fwal.piece_row_norms): a warm start carries y to rows
+        # a Parameter has rescaled since (y times the old norm over the new, its multiplier per unit row)
+        self.row_norms = row_norms
 
 
 class FWALResult(dict):
