@@ -97,6 +97,46 @@ def test_bounds_at_the_limit_solve_to_the_closed_form():
     assert prob.solve() == pytest.approx(-3 * MAX_DATA_MAGNITUDE, rel=1e-12)
 
 
+@pytest.mark.parametrize("factor, words", [(1e155, r"exceeds 1e\+100"), (1e120, r"exceeds 1e\+100"),
+                                            (1e-200, "below 1e-100"), (1e-120, "below 1e-100")])
+@pytest.mark.parametrize("sense", ["==", ">=", "<="])
+def test_rows_beyond_the_data_limit_are_refused_by_name(factor, sense, words):
+    # Rows at 1e155 used to overflow their squared norm to inf: the row was scaled by 0
+    # (dropped) and the solve said "optimal" with the constraint violated; rows at 1e-200
+    # underflowed to a norm of 0 and were dropped the same way. Both are refused, naming them.
+    x = fm.Variable(4, name="x")
+    lhs, rhs = factor * (x[0] + x[1]), factor * 0.3
+    row = {"==": lhs == rhs, ">=": lhs >= rhs, "<=": lhs <= rhs}[sense]
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - 1.0)), [fm.Simplex(x), row, x[2] - x[3] == 0.1])
+    with pytest.raises(fm.ModelError, match=words) as err:
+        prob.solve()
+    assert "x[0] + x[1]" in str(err.value)
+
+
+def test_rows_made_too_large_by_a_parameter_are_refused_at_solve():
+    x = fm.Variable(4, name="x")
+    P = fm.Parameter(value=1.0, name="P")
+    row = P * (P * (x[0] + x[1])) == 0.3
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - 1.0)), [fm.Simplex(x), row, x[2] - x[3] == 0.1])
+    prob.solve()
+    # closed form: x0 + x1 = 0.3, x2 - x3 = 0.1, sum x = 1: x = (0.15, 0.15, 0.4, 0.3) minimizes the distance to 1
+    np.testing.assert_allclose(x.value, [0.15, 0.15, 0.4, 0.3], atol=2e-3)
+    P.value = 1e90  # each value within the limit, their product (1e180) beyond it
+    with pytest.raises(fm.ModelError, match="exceeds 1e\\+100"):
+        prob.solve()
+
+
+def test_rows_within_the_data_limit_solve_in_any_units():
+    # the same model as above written times 1e-90 and 1e90 (inside the limit): the closed form
+    for factor in (1e-90, 1e90):
+        x = fm.Variable(4, name="x")
+        rows = [factor * (x[0] + x[1]) == factor * 0.3, factor * (x[2] - x[3]) == factor * 0.1]
+        prob = fm.Problem(fm.Minimize(fm.sum_squares(x - 1.0)), [fm.Simplex(x)] + rows)
+        prob.solve()
+        assert prob.status == "optimal"
+        np.testing.assert_allclose(x.value, [0.15, 0.15, 0.4, 0.3], atol=2e-3)
+
+
 # ------------------------------------------------------------ immutable problems
 def _projection_problem(c, constraints_of):
     """min ||x - c||^2 over the given constraints (a projection: closed forms below)."""

@@ -61,7 +61,7 @@ from ..sets.boxed_l1 import BoxedL1Ball
 from ..sets.symmetric import SymmetricPart
 from ..sets.trace_norm import TraceNormBall
 from .consistency import ConsistencyOperator, CopyRows, SparseRows
-from .lowering import lower_constraints
+from .lowering import lower_constraints, within_data_limit
 from .objective import BlockObjective, CopyMap
 
 
@@ -582,6 +582,7 @@ def compile_problem(objective_expr, sign, constraints):
     def expression_piece(k):
         blk = blocks[k]
         A, c = linearize(blk.set.expr, all_offsets, n_v)
+        within_data_limit(A, c, f"the expression of set {blk.name} ({blk.set.expr!r})")
         AW = (A @ weights()).tocsr()
         eye = sp.csr_matrix((np.ones(blk.size), (np.arange(blk.size), blk.offset + np.arange(blk.size))),
                             shape=(blk.size, n))
@@ -598,6 +599,7 @@ def compile_problem(objective_expr, sign, constraints):
 
     def equality_piece(eq):
         A, c = linearize(eq.expr, all_offsets, n_v)
+        within_data_limit(A, c, getattr(eq, "written_as", None) or f"{eq.lhs!r} == {eq.rhs!r}")
         return SparseRows((A @ weights()).tocsr(), -c, label=f"{eq.lhs!r} == {eq.rhs!r}")
 
     copies_of = {}
