@@ -337,6 +337,42 @@ def test_true_constraint_on_data_is_dropped():
     assert prob.compile().M.shape[0] == 0
 
 
+@pytest.mark.parametrize("write", ["G @ x <= h", "-G @ x >= -h"])
+def test_entries_of_an_inequality_without_variables_are_true_or_false_on_data(write):
+    # A zero row of G (as CVXPY reads G @ x <= h): dropped when 0 <= h_i holds, with multiplier 0;
+    # "infeasible", naming the entry, when it does not. It was refused ("its coefficients cancel").
+    G = np.array([[1.0, 1.0, 0.0], [0.0, 0.0, 0.0], [0.0, 1.0, 1.0]])
+
+    def solve(h):
+        x = fm.Variable(3, name="x")
+        row = G @ x <= h if write == "G @ x <= h" else -G @ x >= -h
+        prob = fm.Problem(fm.Minimize(fm.sum_squares(x - 1.0)), [fm.Simplex(x), row])
+        prob.solve(tol=1e-7)
+        return prob, x, row
+
+    for h1 in (1.0, 0.0):
+        prob, x, row = solve(np.array([0.5, h1, 0.8]))
+        assert prob.status == "optimal"
+        # closed form: the simplex point nearest to 1 with x0 + x1 <= 0.5 (x2 <= 0.5 + ... not binding):
+        # x = (0.25, 0.25, 0.5), value 2 * 0.75^2 + 0.25 = 1.375; multiplier of the first row 0.5 (KKT)
+        np.testing.assert_allclose(x.value, [0.25, 0.25, 0.5], atol=1e-3)
+        assert prob.value == pytest.approx(1.375, abs=1e-3)
+        np.testing.assert_allclose(row.dual_value, [0.5, 0.0, 0.0], atol=2e-3)
+    prob, x, _ = solve(np.array([0.5, -1.0, 0.8]))
+    assert prob.status == "infeasible"
+    assert "entry 1" in prob.stats.message and "does not hold" in prob.stats.message
+    assert x.value is None
+
+
+def test_an_inequality_whose_parameter_cancels_an_entry_is_refused_by_name():
+    x = fm.Variable(3, name="x")
+    P = fm.Parameter(2, name="P", value=[0.0, 1.0])
+    row = fm.multiply(P, x[:2]) <= 0.5
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - 1.0)), [fm.Simplex(x), row])
+    with pytest.raises(fm.ModelError, match="entry 0.*Parameter"):
+        prob.solve()
+
+
 def test_parameter_dependent_data_constraint_is_re_evaluated_at_each_solve():
     c = np.array([0.5, 2.0, -3.0])
     x = fm.Variable(3, name="x")

@@ -335,7 +335,7 @@ class CompiledProblem:
         solver does; it is evaluated with the current Parameter values, with
         the same relative tolerance as the sets' membership tests (1e-9).
         """
-        messages = []
+        messages = [] if self.lowered is None else list(self.lowered.violated_constant_rows)
         for c in self.fixed_constraints:
             if isinstance(c, Equality):
                 lhs, rhs = np.asarray(c.lhs.value), np.asarray(c.rhs.value)
@@ -1057,6 +1057,9 @@ def write_inequality_duals(compiled, x, lagrangian_gradient, row_multipliers, en
             entries[id(ineq)] = (ineq, np.zeros(ineq.expr.size), np.zeros(ineq.expr.size, dtype=bool))
         return entries[id(ineq)]
 
+    for ineq, rows in lowered.constant_rows:  # entries without variables that hold: never binding
+        _, values, known = entry(ineq)
+        known[rows] = True
     for rows_of_ineq in (budget_duals or {}).values():  # rows sum(x) <= t that became a simplex's budget
         for ineq, row, value in rows_of_ineq:
             _, values, known = entry(ineq)

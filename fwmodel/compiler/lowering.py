@@ -209,6 +209,11 @@ class Lowered:
     derived_bounds: dict = field(default_factory=dict)
     #: (diag(X) == d, the PSD trace ball whose radius is sum(d), the rows' coefficients)
     diagonal_duals: list = field(default_factory=list)
+    #: messages for entries of inequalities whose coefficients are all zero (rows on data alone) and whose
+    #: constant violates them: the problem is infeasible whatever the variables (entries that hold are dropped)
+    violated_constant_rows: list = field(default_factory=list)
+    #: [(inequality, entries)]: its entries without variables that hold (dropped; their multiplier is 0)
+    constant_rows: list = field(default_factory=list)
 
     def prepare(self):
         if self.entry_bounds is not None and self.entry_bounds.dynamic():
@@ -453,6 +458,7 @@ def lower_constraints(objective_expr, constraints):
     # 1. norm bounds are sets (each remembered for its dual_value, see compile.write_norm_duals)
     norm_sets = []
     shared_duals = set()
+    violated_constant_rows, constant_rows = [], []
     for ineq in inequalities:
         if ineq.kind == "norm":
             ball = _lower_norm(ineq)
@@ -476,9 +482,20 @@ def lower_constraints(objective_expr, constraints):
         within_data_limit(A, c, ineq._text)
         nnz = np.diff(A.indptr)
         if np.any(nnz == 0):
+            # An entry without variables (a zero row of G in G @ x <= h) is true or false on data
+            # alone, as CVXPY treats it: dropped when it holds, "infeasible" when it does not.
+            # With Parameters the entries without variables could change with their values: refused.
             row = int(np.flatnonzero(nnz == 0)[0])
-            raise ModelError(f"{ineq._text}: entry {row} of the inequality has no variables left "
-                             "(its coefficients cancel); write it without that entry")
+            if ineq.parameters():
+                raise ModelError(f"{ineq._text}: entry {row} of the inequality has no variables for the current "
+                                 "Parameter values (its coefficients cancel); write it without that entry")
+            constant = np.asarray(c, dtype=float).ravel()
+            constant_rows.append((ineq, np.flatnonzero(nnz == 0)))
+            for r in np.flatnonzero(nnz == 0):
+                if constant[r] > 1e-9 * max(1.0, abs(constant[r])):
+                    violated_constant_rows.append(
+                        f"the constraint {ineq._text} does not hold at entry {int(r)}, which has no variables: "
+                        f"it reads {constant[r]:.6g} <= 0")
         single = np.flatnonzero(nnz == 1)
         if single.size:
             bounds.add_rows(ineq, single)
@@ -693,7 +710,8 @@ def lower_constraints(objective_expr, constraints):
                    absorbed_equalities=absorbed_equalities, norm_sets=norm_sets, shared_duals=shared_duals,
                    derived_bounds=derived_bounds, diagonal_duals=diagonal_duals,
                    semidefinite=semidefinite, budget_rows=budget_rows,
-                   trace_bounds=[(q, ball) for q, ball in trace_bounds if q.expr.size == 1])
+                   trace_bounds=[(q, ball) for q, ball in trace_bounds if q.expr.size == 1],
+                   violated_constant_rows=violated_constant_rows, constant_rows=constant_rows)
 
 
 # ---------------------------------------------------------------------- helpers
