@@ -154,6 +154,21 @@ def test_more_cvxpy_functions_have_cvxpys_values(name, build):
     np.testing.assert_allclose(ours, ref, rtol=1e-12, atol=1e-12)
 
 
+def test_upper_tri_is_the_vector_cvxpy_documents_and_returns():
+    """CVXPY 1.9 reports upper_tri's shape as (k, 1) but documents, and returns as .value, the vector (k,):
+    fm.upper_tri follows the value (so upper_tri(X) == v with k entries is k equalities, not k x k)."""
+    A = np.arange(10.0, 26.0).reshape(4, 4)
+    np.testing.assert_array_equal(fm.upper_tri(A).value, [11, 12, 13, 16, 17, 21])  # CVXPY's docstring example
+    assert cp.upper_tri(cp.Constant(A)).value.shape == fm.upper_tri(A).shape == (6,)
+    X = fm.Variable((3, 3), symmetric=True)
+    v = np.array([0.5, -0.2, 0.1])
+    eq = fm.upper_tri(X) == v
+    assert eq.shape == (3,)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X)), [eq, fm.abs(X) <= 1])
+    prob.solve(tol=1e-8, feas_tol=1e-8)
+    np.testing.assert_allclose(X.value[np.triu_indices(3, 1)], v, atol=1e-5)
+
+
 def test_deconvolution_and_kron_models_match_cvxpy():
     signal = np.repeat([0.0, 1.0, -0.5], 4)
     y = np.convolve(H, signal) + 0.05 * rng.standard_normal(signal.size + H.size - 1)

@@ -81,9 +81,10 @@ def test_a_trace_equality_that_also_bounds_a_psd_matrix_combines_the_row_and_the
     assert eq.dual_value == pytest.approx(ref.constraints[1].dual_value, rel=1e-2)
 
 
-def test_a_ball_whose_implied_bounds_a_box_takes_has_no_dual_value():
+def test_a_ball_whose_implied_bounds_a_box_takes_gets_the_multiplier_back_from_the_box():
     """Per-entry bounds that the L1 ball tightens: the box holds the ball's bound on that entry, so the ball's
-    block alone gave 2.0 where the multiplier is 4 (KKT, and CVXPY)."""
+    block alone gave 2.0 where the multiplier is 4 (KKT, and CVXPY); the box's multiplier on the side the ball
+    implied goes back to the ball (was None)."""
     a, r = np.array([0.1, -3.0, 0.0]), 1.0
     lo, hi = np.array([-1.5, -1.2, -0.5]), np.array([2.0, 0.8, 0.5])
     x = fm.Variable(3)
@@ -91,4 +92,40 @@ def test_a_ball_whose_implied_bounds_a_box_takes_has_no_dual_value():
     prob = fm.Problem(fm.Minimize(fm.sum_squares(x - a)), cons)
     prob.solve()
     assert prob.status == "optimal" and prob.value == pytest.approx(4.01, rel=1e-6)
-    assert cons[0].dual_value is None
+    z = cp.Variable(3)
+    ref = [cp.norm1(z) <= r, z >= lo, z <= hi]
+    cp.Problem(cp.Minimize(cp.sum_squares(z - a)), ref).solve(solver=cp.CLARABEL)
+    assert cons[0].dual_value == pytest.approx(float(ref[0].dual_value), rel=1e-3)
+    for mine, theirs in zip(cons[1:], ref[1:]):
+        np.testing.assert_allclose(mine.dual_value, theirs.dual_value, atol=1e-4)
+
+
+C5 = np.array([3.0, -0.2, 0.1, 0.05, -4.0])
+ROW = np.array([[1.0, 1.0, 0.0, 0.0, 0.0]])
+IMPLIED_SIDES = {  # a ball next to one-sided bounds on some entries: the box's other side is the ball's
+    "l1, x[:2] <= 0.3": (lambda m, x: [m.norm1(x) <= 1, x[:2] <= 0.3], C5),
+    "l1, x[:2] <= 0.3, pulled the other way": (lambda m, x: [m.norm1(x) <= 1, x[:2] <= 0.3], -C5),
+    "l1, x[3:] >= -0.3": (lambda m, x: [m.norm1(x) <= 1, x[3:] >= -0.3], C5),
+    "l1, x[3:] >= -0.3, ball inactive": (lambda m, x: [m.norm1(x) <= 1, x[3:] >= -0.3], 0.1 * C5),
+    "l1, x <= 0.3 and a row": (lambda m, x: [m.norm1(x) <= 1, x <= 0.3, ROW @ x <= 0.2], C5),
+    "l1, x >= -0.5 and a row": (lambda m, x: [m.norm1(x) <= 1, x >= -0.5, ROW @ x <= 0.2], C5),
+    "l2, x[:2] <= 0.3": (lambda m, x: [m.norm(x, 2) <= 1, x[:2] <= 0.3], C5),
+    "l2, x[4:] >= -0.3": (lambda m, x: [m.norm(x, 2) <= 1, x[4:] >= -0.3], -C5),
+    "linf, x[:2] <= 0.3": (lambda m, x: [m.norm_inf(x) <= 1, x[:2] <= 0.3], C5),
+}
+
+
+@pytest.mark.parametrize("name", list(IMPLIED_SIDES))
+def test_a_ball_next_to_one_sided_bounds_has_cvxpys_dual_value(name):
+    """The box closing ``x[:2] <= 0.3`` takes ``-r`` from the ball: the two share the ball's multiplier, which
+    was None; now ``tau = mu + <above_d - below_d, z> / r`` from the two blocks (write_norm_duals)."""
+    build, c = IMPLIED_SIDES[name]
+    x, z = fm.Variable(5), cp.Variable(5)
+    cons, ref = build(fm, x), build(cp, z)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - c)), cons)
+    prob.solve(tol=1e-8, feas_tol=1e-8, max_iter=100000)
+    reference = cp.Problem(cp.Minimize(cp.sum_squares(z - c)), ref)
+    reference.solve(solver=cp.CLARABEL)
+    assert prob.status == "optimal" and prob.value == pytest.approx(reference.value, rel=1e-5)
+    assert cons[0].dual_value is not None
+    assert cons[0].dual_value == pytest.approx(float(ref[0].dual_value), rel=1e-3, abs=1e-5)

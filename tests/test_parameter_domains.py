@@ -120,3 +120,46 @@ def test_negative_even_powers_are_refused_and_positive_ones_are_power():
     x.value = np.array([1.5, -2.0])
     np.testing.assert_allclose((x ** 4).value, x.value ** 4)  # CVXPY's x ** 4 is power(x, 4)
     np.testing.assert_allclose((x ** 0).value, np.ones(2))
+
+
+def test_a_tiny_parameter_divisor_is_a_clear_error_and_a_valid_value_solves():
+    """x / q with q.value = 1e-300: the coefficient 1/q = 1e300 is beyond the data limit (1e100); the solve
+    ended "diverged" with NumPy overflow warnings. Now a ModelError naming q, without warnings; the same
+    model then solves at CVXPY's value once q is valid."""
+    x = fm.Variable(3, name="x")
+    q = fm.Parameter(name="q", value=1e-300, nonneg=True)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x / q - C)), [fm.norm1(x) <= 2])
+    for tiny in (1e-300, 1e-150):
+        q.value = tiny
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(fm.ModelError, match=rf"x / q: the divisor q is {tiny:g} at this solve \(parameter "
+                                                    rf"q = {tiny:g}\).*exceeds 1e100"):
+                prob.solve()
+    q.value = 0.5
+    value = prob.solve(**TIGHT)
+    xc = cp.Variable(3)
+    ref = clarabel_value(cp.Minimize(cp.sum_squares(xc / 0.5 - C)), [cp.norm1(xc) <= 2])
+    assert prob.status == fm.OPTIMAL and abs(value - ref) <= 1e-4 * max(1.0, abs(ref))
+    qv = fm.Parameter(3, name="qv", value=np.array([1.0, 1e-300, 2.0]))
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - C)), [x / qv <= 1, fm.norm1(x) <= 2])
+    with pytest.raises(fm.ModelError, match=r"x / qv: the divisor qv is 1e-300 in 1 of its 3 entries \(first at flat "
+                                            r"index 1\)"):
+        prob.solve()
+    with pytest.raises(fm.ModelError, match=r"x / 1e-300: the divisor is 1e-300"):
+        x / 1e-300
+
+
+def test_parameter_data_beyond_the_data_limit_is_a_clear_error():
+    x = fm.Variable(3, name="x")
+    p = fm.Parameter(name="p", value=1e200)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(p * x - C)), [fm.norm1(x) <= 2])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(fm.ModelError, match=r"p: its value reaches 1e\+200 in magnitude with parameter p = 1e\+200"):
+            prob.solve()
+    p.value = 2.0
+    prob.solve(**TIGHT)
+    xc = cp.Variable(3)
+    ref = clarabel_value(cp.Minimize(cp.sum_squares(2.0 * xc - C)), [cp.norm1(xc) <= 2])
+    assert prob.status == fm.OPTIMAL and abs(prob.value - ref) <= 1e-4 * max(1.0, abs(ref))

@@ -56,6 +56,7 @@ from ..errors import ModelError
 from ..expressions import Equality, SmoothFunction, Variable, linearize
 from ..sets.base import ConvexSet
 from ..sets.box import Box
+from ..sets import L1Ball, L2Ball, LinfBall
 from ..sets.boxed_l1 import BoxedL1Ball
 from ..sets.symmetric import SymmetricPart
 from ..sets.trace_norm import TraceNormBall
@@ -305,8 +306,10 @@ class CompiledProblem:
                 nu = nu_a / a
                 if isinstance(constraint, Equality):
                     constraint.dual_value = nu.reshape(constraint.shape) if constraint.shape else float(nu[0])
-                else:  # one row of an inequality (its multiplier >= 0): with the others in write_inequality_duals
-                    budget_duals.setdefault(id(constraint), []).append((constraint, row, float(nu[0])))
+                else:  # rows of an inequality (multipliers >= 0): with the others in write_inequality_duals
+                    # (one row sum(x) <= t, or the rows of fm.sum(X, axis) <= t, one per label of ``group``)
+                    budget_duals.setdefault(id(constraint), []).extend(
+                        (constraint, int(r), float(v)) for r, v in zip(np.atleast_1d(row), nu))
                 # the entries' floor (and cap) multipliers, for the bound rows: g + nu a + above - below = 0
                 pull = gb + nu_a[group]
                 entry_multipliers[id(blk)] = (np.where(at_cap, np.maximum(-pull, 0.0), 0.0),
@@ -675,6 +678,17 @@ def write_norm_duals(compiled, x, lagrangian_gradient):
     For ``abs(e) <= t`` (a box) the same holds per entry. A ball merged into
     another set (a capped simplex) has no multiplier of its own: None (a boxed L1
     ball's comes from its KKT conditions: :func:`_write_boxed_l1_duals`).
+
+    A ball (L1, L2, Linf, radius t > 0, on the variable itself) whose implied
+    bounds ``|x_j| <= t`` closed a one-sided bound's box (``norm1(x) <= t``
+    with ``x[:2] <= 0.3``: the box is ``[-t, 0.3]``) shares those sides with
+    the box. Adding the two blocks' KKT conditions on the entries both hold,
+    ``g + mu s + above - below = 0``, where CVXPY's has ``g + tau s' +
+    above_user - below_user = 0`` (no derived sides): so ``tau s' = mu s +
+    above_d - below_d`` with the box's multipliers on the ball's sides only,
+    and with ``<s', z> = ||z|| = t`` for an active ball, ``tau = mu + <above_d
+    - below_d, z> / t`` (z the ball's point). Otherwise (a Parameter in the
+    radius or the bounds, a ball on a slice or an image): None.
     """
     lowered = compiled.lowered
     if lowered is None or not lowered.norm_sets:
@@ -683,12 +697,21 @@ def write_norm_duals(compiled, x, lagrangian_gradient):
     shared = getattr(lowered, "shared_duals", set())
     for ineq, ball in lowered.norm_sets:
         ineq.dual_value = None
+        derived = None
         if id(ball) in shared:  # a box took the ball's implied bounds: the two share its multiplier
-            continue
+            derived = _derived_box_sides(compiled, lowered, ball, x, g)
+            if derived is None:
+                continue
         held = _held_by_one_block(compiled, ball, x, g)  # seen in the ball's own expression a * x + c
         if held is None:
             continue
         point, grad = held
+        if derived is not None:
+            entries, pull = derived  # the box's multipliers on the ball's sides, above_d - below_d
+            if float(ball.radius) > 0:
+                mu = max(0.0, -float(point @ grad)) / float(ball.radius)
+                ineq.dual_value = max(0.0, mu + float(pull @ point[entries]) / float(ball.radius))
+            continue
         if ineq.norm.kind == "abs":
             bound = np.broadcast_to(np.asarray(ball.interval_bounds()[1], dtype=float), point.shape)
             inner = np.maximum(0.0, -grad * point)
@@ -701,6 +724,22 @@ def write_norm_duals(compiled, x, lagrangian_gradient):
         else:
             shaped = grad.reshape(ball.shape) if ineq.norm.kind == "nuc" else grad
             ineq.dual_value = _dual_norm(ineq.norm.kind, shaped)
+
+
+def _derived_box_sides(compiled, lowered, ball, x, g):
+    """``(entries, above_d - below_d)``: the multipliers of the box sides that ``ball`` implied, at the
+    box's entries (flat in the variable), from the box's block; None where the compiler did not record
+    them or no block holds that box itself (a symmetric variant, a merged set)."""
+    info = getattr(lowered, "derived_bounds", {}).get(id(ball))
+    if info is None:
+        return None
+    box, entries, lo_side, hi_side = info
+    blocks = [blk for blk in compiled.blocks if blk.set is box]
+    if len(blocks) != 1 or type(ball) not in (L1Ball, L2Ball, LinfBall):
+        return None
+    blk = blocks[0]
+    above, below = _box_multipliers(box, np.asarray(x[blk.slice], dtype=float), np.asarray(g[blk.slice], dtype=float))
+    return entries, np.where(hi_side, above, 0.0) - np.where(lo_side, below, 0.0)
 
 
 def _held_by_one_block(compiled, source, x, g):
@@ -740,9 +779,13 @@ def write_psd_duals(compiled, x, lagrangian_gradient, row_multipliers):
     that is active (those bounds share the multiplier); a ball from
     ``trace(E) == r`` gives Z with the row's and the ball's multipliers
     together (mu then takes either sign, as the equality's multiplier does).
+    ``diag(X) == d`` (every diagonal entry fixed, MaxCut's SDP relaxation)
+    closes the ball with radius ``sum(d)``: the rows' multipliers y enter G,
+    so ``Z = G + mu I`` is CVXPY's and each row's ``dual_value`` is
+    ``y_i + mu / a_i`` (a_i its coefficient of X_ii).
     """
     lowered = compiled.lowered
-    if lowered is None or not (lowered.semidefinite or lowered.trace_bounds):
+    if lowered is None or not (lowered.semidefinite or lowered.trace_bounds or getattr(lowered, "diagonal_duals", ())):
         return
     g = lagrangian_gradient()
     by_ball = {}
@@ -802,6 +845,14 @@ def write_psd_duals(compiled, x, lagrangian_gradient, row_multipliers):
                 constraint.dual_value = float(row_multipliers()[rows][0]) + found[1] / k
         else:
             constraint.dual_value = max(0.0, found[1]) / _trace_row_scale(constraint, ball)
+    for constraint, ball, a in getattr(lowered, "diagonal_duals", ()):  # diag(X) == d: the rows' y and mu
+        constraint.dual_value = None
+        found = multipliers(ball)
+        rows = compiled.rows_of(compiled.equality_pieces.get(id(constraint)))
+        if found is None or rows is None or rows.stop - rows.start != constraint.size:
+            continue
+        value = row_multipliers()[rows] + found[1] / a
+        constraint.dual_value = value.reshape(constraint.shape) if constraint.shape else float(value[0])
 
 
 def _trace_row_scale(constraint, ball, signed=False):
@@ -939,9 +990,15 @@ def _simplex_budget(held, simplex, xb, gb, group):
         agree = floor_side <= cap_side
         nu_a = np.where(agree, np.clip(nu_a, floor_side, cap_side), nu_a)
     if not simplex.equality:  # complementary slackness: 0 where the sum is below the total
-        total = float(simplex.total)
+        if np.ndim(simplex.total) == 0:
+            total = float(simplex.total)
+            binding = 1e-6 * max(1.0, abs(total))
+        else:  # a total per group (fm.sum(X, axis=1) <= t, t a vector), read per entry in the labels of ``group``
+            total = np.zeros(n_groups)
+            total[group] = simplex._entry_totals()
+            binding = 1e-6 * np.maximum(1.0, np.abs(total))
         sums = np.bincount(group, weights=xb, minlength=n_groups)
-        nu_a = np.where(sums >= total - 1e-6 * max(1.0, abs(total)), np.maximum(nu_a, 0.0), 0.0)
+        nu_a = np.where(sums >= total - binding, np.maximum(nu_a, 0.0), 0.0)
     return nu_a, lo, hi, at_floor, at_cap
 
 
@@ -1035,8 +1092,13 @@ def write_inequality_duals(compiled, x, lagrangian_gradient, row_multipliers, en
                 layouts[id(held)] = A.indices if plain else None
             cols = layouts[id(held)]
             if cols is not None:
-                above[cols], below[cols] = up, down
-                lo_held[cols], hi_held[cols] = lo, hi
+                # an entry held by several blocks (two simplices on X: rows and columns; a simplex and a box
+                # under rows): the tightest bound is the entry's, and the blocks that hold that same bound
+                # share its multiplier (their KKT conditions add up on the copies), so theirs add up
+                _merge_side(below, lo_held, cols, np.broadcast_to(down, cols.shape), np.broadcast_to(lo, cols.shape),
+                            tighter=np.greater)
+                _merge_side(above, hi_held, cols, np.broadcast_to(up, cols.shape), np.broadcast_to(hi, cols.shape),
+                            tighter=np.less)
         point = []  # the variables' values in the bounds' layout, formed only if a bound no block holds binds
 
         def variable_point():
@@ -1071,6 +1133,20 @@ def write_inequality_duals(compiled, x, lagrangian_gradient, row_multipliers, en
                               (taken_lo, taken_hi), variable_point)
     for ineq, values, known in entries.values():
         ineq.dual_value = ineq.dual_from_entries(values.reshape(ineq.expr.shape)) if known.all() else None
+
+
+def _merge_side(mult, held, cols, new_mult, new_bound, tighter):
+    """One side of a block's bound multipliers into the entries' (``mult``, ``held`` over all entries, NaN where
+    no block was seen yet): a tighter bound replaces, an equal one adds its multiplier, a looser one is kept out."""
+    old_bound = held[cols]
+    first = np.isnan(old_bound)
+    if first.all():  # (the common case: one block per entry) plain writes
+        mult[cols], held[cols] = new_mult, new_bound
+        return
+    replace = first | tighter(new_bound, old_bound)
+    same = ~first & (new_bound == old_bound)
+    mult[cols] = np.where(replace, new_mult, np.where(same, mult[cols] + new_mult, mult[cols]))
+    held[cols] = np.where(replace, new_bound, old_bound)
 
 
 def _bound_rows_layout(cols, coef):

@@ -39,10 +39,14 @@ lays out blocks, rewrites such a model into sets and equalities:
 4. **Recognized structures.** ``x >= 0`` (or ``nonneg=True``) with
    ``fm.sum(x) == t`` is ``Simplex(x, t)`` (the equality adds no row; with
    ``fm.sum(x) <= t``, ``Simplex(x, t, equality=False)``); with
-   ``fm.sum(X, axis=1) == t`` (rows of equal coefficients summing disjoint
-   groups that cover X, the groups of an ``axis``) it is the batched
-   ``Simplex(X, t, axis=1)``. The equality's multiplier is recovered after
-   the solve from the simplex block's KKT conditions. For a ``PSD=True``
+   ``fm.sum(X, axis=1) == t`` or ``<= t`` (rows of equal coefficients
+   summing disjoint groups that cover X, the groups of an ``axis``) it is
+   the batched ``Simplex(X, t, axis=1)`` (``equality=False``: each row the
+   convex hull of a simplex and the origin), with one total per group where
+   ``t`` is a vector (:func:`_budget_totals`). Floors above 0 (``x >= 0.05``,
+   ``x[0] >= 0.2`` next to ``x >= 0``) stay in the bound box (2-3), which
+   the simplex closes. The budget's multiplier is recovered after the solve
+   from the simplex block's KKT conditions. For a ``PSD=True``
    variable, ``fm.trace(X) <= t`` is ``TraceNormBall(X, t, psd=True)``; a PSD
    variable without one gets the PSD trace ball whose radius is the sum of
    the diagonal's upper bounds implied by its other sets. CVXPY's ``Y >> 0``
@@ -171,6 +175,10 @@ class Lowered:
     #: ball from ``trace(E) == r``, which write_psd_duals combines with the row; a box tightened by a ball's
     #: implied bounds): no ``dual_value`` of their own
     shared_duals: set = field(default_factory=set)
+    #: id(ball) -> (box, flat entries of the variable the box holds, lower sides, upper sides taken from the ball)
+    derived_bounds: dict = field(default_factory=dict)
+    #: (diag(X) == d, the PSD trace ball whose radius is sum(d), the rows' coefficients)
+    diagonal_duals: list = field(default_factory=list)
 
     def prepare(self):
         if self.entry_bounds is not None and self.entry_bounds.dynamic():
@@ -312,9 +320,58 @@ def _common_total(eq, c, a):
     """The one total of all the groups of ``fm.sum(x, axis) == t`` (a simplex has one total)."""
     totals = -np.asarray(c, dtype=float) / a
     if np.ptp(totals) > 1e-12 * max(1.0, float(np.abs(totals).max())):
-        raise ModelError(f"{short_repr(eq)}: the groups' totals differ ({totals.min():g} to {totals.max():g}); "
-                         "an fm.Simplex has one total for all groups: write one constraint per total")
+        raise ModelError(f"{short_repr(eq)}: the groups' totals differ ({totals.min():g} to {totals.max():g}) "
+                         "where the model was compiled with one total for all groups (its Parameters were "
+                         "scalars whose values made the totals equal); write the totals as a vector Parameter")
     return float(totals[0])
+
+
+def _budget_simplex(ineq, rows, A, slots, fixed_zero_lower, offsets, n_v):
+    """``(simplex, ineq, simplex, a, groups, rows)`` when the rows of ``ineq`` are ``a * fm.sum(X, axis) <= t``.
+
+    The rows (all of the inequality's general rows) sum disjoint groups of one
+    variable, every entry of it once, with one coefficient ``a > 0``, and the
+    variable is fixed ``>= 0``: ``{X >= 0, sum of each group <= t_g}`` is a
+    product of "simplices with <=" (each the convex hull of a simplex and the
+    origin), ``Simplex(X, t, axis, equality=False)``, whose LMO picks per
+    group the most negative entry of the direction or the origin. ``t`` is
+    one number when every row has the same bound (``<= 1``, a scalar
+    Parameter), else one per group (a vector ``t``). Returns None otherwise;
+    the rows then get slacks (item 5). The multiplier of each row comes
+    from the simplex block's KKT conditions (``write_duals``).
+    """
+    found = _simplex_groups(A[rows], slots)
+    if found is None:
+        return None
+    var, a, group_of_entry, axis = found
+    if axis is None or a <= 0 or var.size <= 1 or not fixed_zero_lower(var):
+        return None
+    simplex = Simplex(var, _budget_totals(ineq, rows, a, group_of_entry, var, axis, offsets, n_v), axis=axis,
+                      equality=False)
+    return simplex, ineq, simplex, a, group_of_entry, rows
+
+
+def _budget_totals(constraint, rows, a, group_of_entry, var, axis, offsets, n_v):
+    """The total of each group of ``a * fm.sum(X, axis) == t`` (or ``<= t``): one number where every row has
+    the same (``== 1``, a scalar Parameter), else one per group in the simplex's group order (a vector t).
+
+    ``rows``: the constraint's rows that sum the groups (None: all of them, in order); ``group_of_entry``
+    maps X's entries to those rows. Parameter data is recomputed at each solve (:class:`ComputedData`).
+    """
+    probe = Simplex(var, 1.0, axis=axis)
+    # the constraint's row of each of the simplex's groups, in the simplex's group order
+    row_of_group = group_of_entry[probe._grouped(np.arange(var.size))[:, 0]]
+    picked = row_of_group if rows is None else np.asarray(rows)[row_of_group]
+    params = constraint.parameters()
+
+    def totals():
+        return -np.asarray(linearize(constraint.expr, offsets, n_v)[1], dtype=float).ravel()[picked] / a
+
+    now = totals()
+    if np.ptp(now) > 1e-12 * max(1.0, float(np.abs(now).max())) or any(p.size > 1 for p in params):
+        return _data_from(totals, params, f"totals of {short_repr(constraint)}")
+    return _data_from(lambda: _common_total(constraint, linearize(constraint.expr, offsets, n_v)[1].ravel()[picked],
+                                            a), params, f"total of {short_repr(constraint)}")
 
 
 def _whole_var_with_equal_coefficients(A, var_slots):
@@ -411,13 +468,16 @@ def lower_constraints(objective_expr, constraints):
     image_bounded = set()
 
     def fixed_zero_lower(var):
+        """Every entry fixed >= 0 (no Parameter): x >= 0, or floors lo >= 0 that the bound box keeps (the
+        simplex holds x >= 0 and its budget; x[0] >= 0.2 next to it is a box on that entry, item 2-3)."""
         off, size = slots[var]
-        return var.id not in param_bound_vars and np.all(bounds.lo[off:off + size] == 0.0)
+        return var.id not in param_bound_vars and np.all(bounds.lo[off:off + size] >= 0.0)
 
     # 4. recognized structures: simplices from sum(x) == t and sum(x) <= t, PSD trace balls
     absorbed, absorbed_equalities = {}, []
     trace_bounds = []  # (trace(E) <= r or trace(E) == r, the PSD trace ball it made)
     kept_equalities = []
+    diagonal_rows = {}  # var id -> [(equality, diagonal positions, coefficients, values)]: rows X_ii == d_i
     for eq in equalities:
         found = None
         if not getattr(eq, "role", None):
@@ -425,14 +485,22 @@ def lower_constraints(objective_expr, constraints):
             found = _simplex_groups(A, slots)
         if found is not None and found[0].size > 1 and fixed_zero_lower(found[0]):
             var, a, group_of_entry, axis = found
-            total = _data_from(lambda eq=eq, a=a: _common_total(eq, linearize(eq.expr, offsets, n_v)[1], a),
-                               eq.parameters(), f"total of {short_repr(eq)}")
+            if axis is None:
+                total = _data_from(lambda eq=eq, a=a: _common_total(eq, linearize(eq.expr, offsets, n_v)[1], a),
+                                   eq.parameters(), f"total of {short_repr(eq)}")
+            else:  # fm.sum(X, axis=1) == t: one total, or one per group (t a vector)
+                total = _budget_totals(eq, None, a, group_of_entry, var, axis, offsets, n_v)
             simplex = Simplex(var, total, axis=axis)
             sets.append(simplex)
             absorbed[id(eq)] = (simplex, a, group_of_entry)
             absorbed_equalities.append(eq)
             continue
         kept_equalities.append(eq)
+        if not getattr(eq, "role", None) and psd_ids and not eq.parameters():
+            found_diagonal = _psd_diagonal_rows(A, c, slots, psd_ids)
+            if found_diagonal is not None:  # diag(X) == d: fixes X's diagonal, so trace X (4b)
+                var, positions, a, values = found_diagonal
+                diagonal_rows.setdefault(var.id, []).append((eq, positions, a, values))
         if not getattr(eq, "role", None) and eq.size == 1 and (psd_ids or psd_images):
             # trace(E) == r for a PSD E: the PSD trace ball of radius r bounds E; the row stays (ball ∩ row)
             ball, constraint = _psd_ball_of_trace_equality(eq, A, c, slots, psd_ids, psd_images, offsets, n_v)
@@ -447,6 +515,11 @@ def lower_constraints(objective_expr, constraints):
     remaining = []
     budget_rows = []  # (inequality, the simplex a row sum(x) <= t became, a, groups, row)
     for ineq, rows, A, c in general:
+        budget = _budget_simplex(ineq, rows, A, slots, fixed_zero_lower, offsets, n_v) if rows.size > 1 else None
+        if budget is not None:  # fm.sum(X, axis=1) <= t with X >= 0: one simplex per row of X, "<="
+            sets.append(budget[0])
+            budget_rows.append(budget[1:])
+            continue
         left = []
         for r in rows:
             row = A[r]
@@ -493,6 +566,7 @@ def lower_constraints(objective_expr, constraints):
     absorbing = {id(simplex) for simplex, _, _ in absorbed.values()}
     sets = [s if id(s) in absorbing else _symmetric(s) for s in sets]
 
+    diagonal_duals = []  # (diag(X) == d, the PSD trace ball it closed, the rows' coefficients)
     # 4b. PSD variables without a PSD trace ball: close with the diagonal's upper bounds
     #     (trace X = sum_i X_ii <= sum_i hi_ii), from the bounds and the other sets
     for var in variables:
@@ -501,8 +575,13 @@ def lower_constraints(objective_expr, constraints):
             n, off = var.shape[0], offsets[var.id]
             diagonal = np.arange(n) * (n + 1)
 
-            def trace_bound(var=var, holders=holders, diagonal=diagonal, off=off):
-                return float(np.minimum(bounds.hi[off + diagonal], _implied(var, holders)[1][diagonal]).sum())
+            fixed = np.full(n, np.inf)  # the diagonal entries that rows X_ii == d_i fix (no Parameter)
+            for _, positions, _, values in diagonal_rows.get(var.id, ()):
+                fixed[positions] = np.minimum(fixed[positions], values)
+
+            def trace_bound(var=var, holders=holders, diagonal=diagonal, off=off, fixed=fixed):
+                return float(np.minimum(np.minimum(bounds.hi[off + diagonal], fixed),
+                                        _implied(var, holders)[1][diagonal]).sum())
 
             if not np.isfinite(trace_bound()):
                 declared = "PSD=True" if var.PSD else f"constrained {var.name} >> 0"
@@ -514,14 +593,28 @@ def lower_constraints(objective_expr, constraints):
                 _dynamic_parameters(var, bounds, []) if var.id in param_bound_vars else [])
             radius = _data_from(trace_bound, params, f"trace bound of {var.name}")
             sets.append(TraceNormBall(var, radius, psd=True, symmetric=True))
-            sets[-1].implied_trace = True  # its trace bound is the diagonal's bounds': no multiplier of its own
+            rows = diagonal_rows.get(var.id, ())
+            if rows and np.all(np.isfinite(fixed)) and var.id not in param_bound_vars and not params:
+                # diag(X) == d (MaxCut's SDP): trace X == sum(d) is the ball's radius, so the ball is active
+                # and its mu is part of each row's multiplier: CVXPY's nu_i = y_i + mu / a_i (write_psd_duals)
+                for eq, positions, a, _ in rows:
+                    shared_duals.add(id(eq))
+                    diagonal_duals.append((eq, sets[-1], a))
+            else:
+                sets[-1].implied_trace = True  # its trace bound is the diagonal's bounds': no multiplier of its own
+                for eq, _, _, _ in rows:
+                    shared_duals.add(id(eq))  # (the row and the bounds share the ball's multiplier: None)
 
     # 2-3. one box per variable from the elementwise bounds, closed by the sets
     entry_sets = list(sets)
+    derived_bounds = {}
     for var in variables:
-        box = _bound_box(var, bounds, entry_sets, slots, offsets, n_v, param_bound_vars, shared_duals)
+        taken = []
+        box = _bound_box(var, bounds, entry_sets, slots, offsets, n_v, param_bound_vars, shared_duals, taken)
         if box is not None:
             sets.append(_symmetric(box))
+            for s, entries, lo_side, hi_side in taken:  # (a ball's multiplier is recovered with the box's)
+                derived_bounds[id(s)] = (box, entries, lo_side, hi_side)
 
     # 5. general rows: a slack in a box bounded by the LMOs
     slack_of = {}
@@ -566,6 +659,7 @@ def lower_constraints(objective_expr, constraints):
     return Lowered(sets=sets, equalities=equalities, absorbed=absorbed, slack_of=slack_of, slack_units=slack_units,
                    entry_bounds=bounds,
                    absorbed_equalities=absorbed_equalities, norm_sets=norm_sets, shared_duals=shared_duals,
+                   derived_bounds=derived_bounds, diagonal_duals=diagonal_duals,
                    semidefinite=semidefinite, budget_rows=budget_rows,
                    trace_bounds=[(q, ball) for q, ball in trace_bounds if q.expr.size == 1])
 
@@ -632,6 +726,24 @@ def _data_from(compute, parameters, label):
 
 def _set_parameters(sets):
     return [p for s in sets for p in s.parameters()]
+
+
+def _psd_diagonal_rows(A, c, slots, psd_ids):
+    """``(var, positions, a, values)`` when every row of ``A x + c == 0`` is ``a_i X_ii + c_i`` for one PSD
+    variable X (distinct diagonal entries ``positions``, ``values = -c / a``), else None."""
+    A = A.tocsr()
+    if A.nnz != A.shape[0] or np.any(np.diff(A.indptr) != 1) or np.any(A.data == 0):
+        return None
+    cols = A.indices
+    for var, (off, size) in slots.items():
+        if var.id not in psd_ids or cols.min() < off or cols.max() >= off + size:
+            continue
+        n = var.shape[0]
+        i, j = np.divmod(cols - off, n)
+        if np.any(i != j) or np.unique(i).size != i.size:
+            return None
+        return var, i, A.data.copy(), -np.asarray(c, dtype=float).ravel() / A.data
+    return None
 
 
 def _psd_trace_row(row, slots, psd_ids):
@@ -736,11 +848,15 @@ def _implied(var, holders):
     return lo, hi
 
 
-def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars, shared_duals=None):
+def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars, shared_duals=None, taken=None):
     """The box of var's elementwise bounds, closed by the sets (steps 2-3), or None.
 
     Where a set's implied bound is tighter than an entry's own, the box takes it, and that set's multiplier
-    is then shared with the box: the set's id goes into ``shared_duals`` (its ``dual_value`` is None)."""
+    is then shared with the box: the set's id goes into ``shared_duals``. A norm ball on the variable itself
+    whose implied bounds the box takes (no Parameter) is listed in ``taken`` as ``(ball, entries, lower
+    sides, upper sides)``: the box's entries (flat in the variable) and the sides where its bound is the
+    ball's, from which ``write_norm_duals`` gives the ball its multiplier back; other sets' ``dual_value``
+    is None."""
     off, size = slots[var]
     lo, hi = bounds.lo[off:off + size], bounds.hi[off:off + size]
     bounded = np.isfinite(lo) | np.isfinite(hi)
@@ -764,6 +880,14 @@ def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars, shared_
     dynamic = var.id in param_bound_vars or bool(_set_parameters([h for h, _ in holders]))
     # bounds the sets already imply add no block (only when nothing can change with a Parameter)
     needed = bounded & ~((implied_lo >= lo) & (implied_hi <= hi)) if not dynamic else bounded
+    if dynamic and var.id not in param_bound_vars:
+        # a simplex's entries are >= 0 whatever its total (a Parameter): a fixed floor lo <= 0 alone
+        # (X >= 0 with fm.sum(X, axis=1) <= t) adds no box, so the floor's multiplier stays the simplex's
+        floor_zero = np.zeros(var.size, dtype=bool)
+        for s, s_entries in holders:
+            if type(s) is Simplex:
+                floor_zero[np.arange(var.size) if s_entries is None else np.asarray(s_entries)] = True
+        needed &= ~(floor_zero & (lo <= 0) & ~np.isfinite(hi))
     if not needed.any():
         return None
     entries = np.flatnonzero(needed)
@@ -775,6 +899,12 @@ def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars, shared_
             own_lo[idx], own_hi[idx] = slo, shi
             if np.any(((own_lo > lo) | (own_hi < hi))[entries]):
                 shared_duals.add(id(s))
+                if (taken is not None and not dynamic and isinstance(s, (L1Ball, L2Ball, LinfBall))
+                        and s.expr is var and s_entries is None):
+                    # the sides where the box's bound is this ball's (the tightest of the holders')
+                    lo_side = ((own_lo > lo) & (own_lo >= implied_lo))[entries]
+                    hi_side = ((own_hi < hi) & (own_hi <= implied_hi))[entries]
+                    taken.append((s, entries, lo_side, hi_side))
 
     def current():
         lo_now, hi_now = bounds.lo[off:off + size], bounds.hi[off:off + size]
@@ -930,7 +1060,9 @@ def _capped_simplices(sets, equalities):
     dual's changes better than pairwise steps between the capped simplex's
     vertices, each of which moves many entries at once.
     """
-    return _merged(sets, _sole_pairs(sets, equalities, (Simplex,), (Box, LinfBall)), CappedSimplex)
+    pairs = [(simplex, box) for simplex, box in _sole_pairs(sets, equalities, (Simplex,), (Box, LinfBall))
+             if np.ndim(simplex.total) == 0]  # (a total per group: the capped simplex has one total)
+    return _merged(sets, pairs, CappedSimplex)
 
 
 def _boxed_l1_balls(sets, equalities):

@@ -558,6 +558,31 @@ class DivideExpression(MultiplyExpression):
             raise ModelError(f"{short_repr(self)}: division by zero: the divisor {short_repr(divisor)} is 0{where} at "
                              f"this solve ({describe_parameters(divisor)}); give the parameters values for which "
                              "it is nonzero")
+        if value is not None:
+            tiny = _tiny_divisor(value)
+            if tiny is not None:
+                raise ModelError(f"{short_repr(self)}: the divisor {short_repr(divisor)} is {tiny} at this solve "
+                                 f"({describe_parameters(divisor)}), {_TINY_WHY}; give the parameters values "
+                                 "of a larger magnitude, or rescale the model")
+
+
+#: why a divisor below 1 / MAX_DATA_MAGNITUDE is refused (its coefficient 1 / q would be data beyond the limit)
+_TINY_WHY = ("so the coefficient 1 / divisor exceeds 1e100 in magnitude (the limit on data: FW-AL squares "
+             "distances and gradients, and beyond it those squares overflow float64)")
+
+
+def _tiny_divisor(value):
+    """Text for the first nonzero entry of a divisor whose reciprocal exceeds ``MAX_DATA_MAGNITUDE``, else None."""
+    from ..sets._common import MAX_DATA_MAGNITUDE  # (lazily: sets import expressions)
+
+    value = np.asarray(value, dtype=float)
+    small = (value != 0) & (np.abs(value) * MAX_DATA_MAGNITUDE < 1.0)
+    if not small.any():
+        return None
+    if value.ndim == 0:
+        return f"{float(value):g}"
+    j = int(np.flatnonzero(small.ravel())[0])
+    return f"{float(value.ravel()[j]):g} in {int(small.sum())} of its {value.size} entries (first at flat index {j})"
 
 
 def multiply(a, b, _op="multiply"):
@@ -582,6 +607,11 @@ def divide(a, b):
         )
     if isinstance(b, Constant) and not b.is_sparse and np.any(b._data == 0):
         raise ModelError(f"cannot form {short_repr(a)} / {short_repr(b)}: division by zero")
+    if isinstance(b, Constant) and not b.is_sparse:
+        tiny = _tiny_divisor(b._data)
+        if tiny is not None:
+            raise ModelError(f"cannot form {short_repr(a)} / {short_repr(b)}: the divisor is {tiny}, {_TINY_WHY}; "
+                             "rescale the model")
     return DivideExpression(a, b)
 
 

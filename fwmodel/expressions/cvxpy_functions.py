@@ -176,7 +176,16 @@ def kron(a, b):
 
 
 def upper_tri(expr):
-    """The strictly upper-triangular entries of a square matrix, row by row, as ``cvxpy.upper_tri``."""
+    """The strictly upper-triangular entries of a square matrix, row by row, as ``cvxpy.upper_tri``.
+
+    Shape ``(k,)``, ``k = n (n - 1) / 2``: the vector CVXPY documents
+    (``upper_tri(A).value == np.array([11, 12, 13, 16, 17, 21])`` in its
+    docstring) and its ``.value`` returns. CVXPY 1.9's expression reports the
+    shape ``(k, 1)`` while its value is ``(k,)``; with that shape
+    ``cp.upper_tri(X) == v`` for a vector ``v`` of k entries broadcasts to k x k
+    equalities. Here it is the k equalities it reads as (a column is
+    ``fm.reshape(fm.upper_tri(X), (k, 1))``).
+    """
     expr = as_expression(expr)
     if expr.ndim != 2 or expr.shape[0] != expr.shape[1]:
         raise ModelError(f"upper_tri({short_repr(expr)}): expects a square matrix, got shape {expr.shape}")

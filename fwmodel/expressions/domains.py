@@ -14,13 +14,17 @@ whose coefficients became NaN).
 A node declares its domain with a method ``_check_parameter_domain()``
 (called only when the node depends on a Parameter). Every other piece of
 Parameter data (a maximal subexpression without variables) must evaluate to
-finite numbers.
+finite numbers of magnitude at most ``MAX_DATA_MAGNITUDE`` (1e100, the limit on
+the sets' data), and a divisor ``q`` of ``x / q`` must be at least its
+reciprocal in magnitude (``x / q`` with ``q.value = 1e-300`` had coefficients
+1e300 and ended "diverged" with NumPy's overflow warnings).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..errors import ModelError
+from ..sets._common import MAX_DATA_MAGNITUDE
 from .core import short_repr
 
 
@@ -66,9 +70,15 @@ def check_parameter_domains(roots):
         data = [a for n in nodes if n._has_vars for a in n.args if a._has_params and not a._has_vars]
         if not root._has_vars:
             data.append(root)
-        for expr in data:  # then any other data that a Parameter made NaN or infinite
+        for expr in data:  # then any other data that a Parameter made NaN, infinite or too large
             value = data_value(expr)
             if value is not None and not np.all(np.isfinite(value)):
                 raise ModelError(f"{short_repr(expr)}: its value is not finite (NaN or infinite entries) with "
                                  f"{describe_parameters(expr)} at this solve; give the parameters values for "
                                  "which the data is finite")
+            if value is not None and value.size and float(np.max(np.abs(value))) > MAX_DATA_MAGNITUDE:
+                raise ModelError(f"{short_repr(expr)}: its value reaches {float(np.max(np.abs(value))):g} in "
+                                 f"magnitude with {describe_parameters(expr)} at this solve, beyond the limit on "
+                                 f"data ({MAX_DATA_MAGNITUDE:g}: FW-AL squares distances and gradients, and beyond "
+                                 "it those squares overflow float64); give the parameters values of a smaller "
+                                 "magnitude, or rescale the model")

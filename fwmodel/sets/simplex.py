@@ -1,11 +1,13 @@
 """Probability simplices, one or a batch of them along chosen axes."""
 from __future__ import annotations
 
+import functools
 import operator
 
 import numpy as np
 
-from ._common import as_direction, as_flat_direction, as_point, check_flag, dense_vertex
+from ..errors import ModelError
+from ._common import as_direction, as_flat_direction, as_point, check_flag, check_number_array, dense_vertex
 from .atoms import SparseAtom
 from .base import ConvexSet, nonnegative_data
 from .birkhoff import SymmetricStochastic
@@ -33,6 +35,22 @@ def _normalize_axes(axis, ndim):
     return tuple(sorted(axes))
 
 
+def _group_totals(n_groups, kept_shape, value):
+    """The check of a Simplex's ``total`` (picklable, for ``_store_data``): a nonnegative number, or one
+    nonnegative number per group (an array of the kept axes' shape, or flat), kept as a flat array."""
+    if np.ndim(value) == 0 or np.size(value) == 1:
+        return nonnegative_data("total", "Simplex")(value)
+    arr = np.asarray(value)
+    if arr.size != n_groups or (arr.ndim > 1 and tuple(arr.shape) != tuple(kept_shape)):
+        raise ModelError(f"Simplex: total has shape {arr.shape}; give one number, or one per group "
+                         f"({n_groups} groups, the shape {tuple(kept_shape)} of the axes not summed)")
+    totals = check_number_array("Simplex", "total", arr.reshape(-1), (n_groups,))
+    if np.any(totals < 0):
+        raise ModelError(f"Simplex: total must be nonnegative (>= 0), got {float(totals.min()):g} in group "
+                         f"{int(np.argmin(totals))}")
+    return totals
+
+
 class Simplex(ConvexSet):
     """Entries ``>= 0`` summing to ``total`` (at most ``total`` if ``equality=False``).
 
@@ -41,6 +59,11 @@ class Simplex(ConvexSet):
     ``expr.sum(axis=axis)`` adds up form one simplex for each index of the
     remaining axes: ``axis=1`` makes every row of a matrix a simplex,
     ``axis=(1, 2)`` every ``(K, K)`` table of an ``(E, K, K)`` array.
+    ``total`` is one number, or one per group (an array of the shape of the
+    axes not summed: ``fm.sum(X, axis=1) <= t`` with a vector ``t``); a set
+    with totals per group is not a product of equal simplices for the
+    engine's group steps (:meth:`simplex_groups` is None) and is not merged
+    with a box into a capped simplex.
 
     LMO. The set is a product of simplices, so the LMO is separable by group;
     over one simplex ``{s >= 0, sum s = t}`` the linear function ``<d, s>`` is
@@ -56,7 +79,6 @@ class Simplex(ConvexSet):
 
     def __init__(self, expr, total=1.0, axis=None, equality=True):
         super().__init__(expr)
-        self._store_data("total", total, nonnegative_data("total", "Simplex"))
         self.equality = check_flag("Simplex", "equality", equality)
         shape = tuple(self.shape)
         ndim = len(shape)
@@ -82,6 +104,15 @@ class Simplex(ConvexSet):
         self._summed_shape = tuple(shape[a] for a in summed)
         self.n_groups = int(np.prod(self._kept_shape, dtype=np.int64))
         self.group_size = int(np.prod(self._summed_shape, dtype=np.int64))
+        self._store_data("total", total, functools.partial(_group_totals, self.n_groups, self._kept_shape))
+
+    def _entry_totals(self):
+        """The total of each entry's group, flat in C order (a number when all groups share one)."""
+        if np.ndim(self.total) == 0:
+            return self.total
+        out = np.empty(self.size)
+        out[self._grouped(np.arange(self.size))] = self.total[:, None]
+        return out
 
     # ------------------------------------------------------------ group layout
     def _grouped(self, array):
@@ -113,7 +144,8 @@ class Simplex(ConvexSet):
             # the origin is a vertex too; it wins (ties included) when min d >= 0
             active = D[groups, best] < 0
             groups, best = groups[active], best[active]
-        return SparseAtom(self._flat_indices(groups, best), self.total, self.size)
+        values = self.total if np.ndim(self.total) == 0 else self.total[groups]
+        return SparseAtom(self._flat_indices(groups, best), values, self.size)
 
     def lmo(self, direction):
         d = as_direction(self, direction)
@@ -130,7 +162,7 @@ class Simplex(ConvexSet):
         step in every group at once; None when the set is not one (a group of
         one entry, or ``equality=False``, whose origin vertex is not a simplex vertex).
         """
-        if not self.equality or self.group_size < 2:
+        if not self.equality or self.group_size < 2 or np.ndim(self.total) > 0:
             return None
         index = self._grouped(np.arange(self.size))
         return np.ascontiguousarray(index), self.total
@@ -145,7 +177,7 @@ class Simplex(ConvexSet):
         Other layouts, and ``equality=False``, keep consistency rows (None).
         """
         shape = tuple(self.shape)
-        if len(shape) != 2 or shape[0] != shape[1] or not self.equality:
+        if len(shape) != 2 or shape[0] != shape[1] or not self.equality or np.ndim(self.total) > 0:
             return None
         if self._summed_axes == (0, 1):  # one simplex over all entries (axis None or (0, 1))
             return SymmetrizedVertices(self)
@@ -156,7 +188,7 @@ class Simplex(ConvexSet):
         x = as_point(self, point)
         if x is None:
             return False
-        slack = tol * max(1.0, self.total)
+        slack = tol * max(1.0, float(np.max(self.total)))
         if np.any(x < -slack):
             return False
         sums = self._grouped(x).sum(axis=1)
@@ -168,14 +200,21 @@ class Simplex(ConvexSet):
         # per group: ||t e_i - t e_j|| = sqrt(2) t (or t to the origin when
         # the group has one entry); groups add up in squares.
         per_group = self.total * (np.sqrt(2.0) if self.group_size > 1 else (0.0 if self.equality else 1.0))
+        if np.ndim(per_group) > 0:  # a total per group
+            return float(np.sqrt(np.sum(per_group ** 2)))
         return float(per_group * np.sqrt(self.n_groups))
 
     def coordinate_bounds(self):
-        """Every entry lies in [0, total]."""
-        return np.zeros(self.size), np.full(self.size, self.total)
+        """Every entry lies in [0, its group's total]."""
+        if np.ndim(self.total) == 0:
+            return np.zeros(self.size), np.full(self.size, self.total)
+        return np.zeros(self.size), self._entry_totals()
 
     def __repr__(self):
-        extra = "" if self.total == 1.0 else f", total={self._datum_text('total')}"
+        if self.total is not None and np.ndim(self.total) > 0:
+            extra = f", total={np.array2string(self.total, threshold=6, precision=6)}"
+        else:
+            extra = "" if self.total == 1.0 else f", total={self._datum_text('total')}"
         if self.axis is not None:
             extra += f", axis={self.axis!r}"
         if not self.equality:

@@ -1,0 +1,213 @@
+"""``X >= 0`` with ``fm.sum(X, axis) <= t``: one "simplex with <=" per group, checked against CVXPY + Clarabel.
+
+CVXPY users bound the rows (or columns) of a nonnegative matrix by budgets
+written as inequalities. Each group's set ``{x >= 0, sum x <= t_g}`` is the
+convex hull of the simplex and the origin, so the compiler makes the rows a
+batched ``Simplex(X, t, axis, equality=False)`` (with ``t`` one number per
+group where the bounds differ) instead of slacks on a variable nothing
+bounded above (which was refused). The rows' ``dual_value`` comes from the
+simplex block's KKT conditions and is CVXPY's (shape and sign).
+"""
+import warnings
+
+import numpy as np
+import pytest
+
+import fwmodel as fm
+from fwmodel.sets import Simplex
+
+cp = pytest.importorskip("cvxpy")
+
+TIGHT = dict(tol=1e-8, feas_tol=1e-8, max_iter=100000)
+RTOL, ATOL = 1e-3, 1e-4
+
+rng = np.random.default_rng(7)
+C = rng.standard_normal((4, 5)) + 0.3
+C3 = rng.standard_normal((2, 3, 3)) + 0.3
+T_ROWS = np.array([0.5, 1.0, 2.0, 0.05])  # (a total 0 leaves the multipliers not unique)
+T_COLS = np.array([0.3, 1.0, 0.2, 3.0, 0.6])
+
+
+def solve_both(build):
+    """The model solved by fwmodel and by CVXPY + Clarabel: ``(value, checked constraints)`` of each."""
+    out = []
+    for m in (fm, cp):
+        objective, constraints, checked = build(m)
+        prob = m.Problem(m.Minimize(objective), constraints)
+        if m is fm:
+            prob.solve(**TIGHT)
+            assert prob.status == fm.OPTIMAL
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                prob.solve(solver=cp.CLARABEL)
+            assert prob.status == cp.OPTIMAL
+        out.append((prob.value, checked, prob))
+    (value, ours, prob), (ref, theirs, _) = out
+    assert abs(value - ref) <= 1e-5 * max(1.0, abs(ref))
+    for mine, them in zip(ours, theirs):
+        assert mine.dual_value is not None, mine
+        assert np.shape(mine.dual_value) == np.shape(them.dual_value) == tuple(mine.shape), mine
+        np.testing.assert_allclose(mine.dual_value, them.dual_value, rtol=RTOL, atol=ATOL)
+    return prob
+
+
+def var(m, shape, **kw):
+    return m.Variable(shape, **kw)
+
+
+MODELS = {
+    "rows <= 1": lambda m: (lambda X: (m.sum_squares(X - C), [k1 := X >= 0, k := m.sum(X, axis=1) <= 1],
+                                       [k, k1]))(var(m, (4, 5))),
+    "columns <= 1": lambda m: (lambda X: (m.sum_squares(X - C), [X >= 0, k := m.sum(X, axis=0) <= 1],
+                                          [k]))(var(m, (4, 5))),
+    "rows <= t, t a vector": lambda m: (lambda X: (m.sum_squares(X - C), [k1 := X >= 0, k := m.sum(X, axis=1) <= T_ROWS],
+                                                   [k, k1]))(var(m, (4, 5))),
+    "columns, t >= sum (reversed)": lambda m: (lambda X: (m.sum_squares(X - C), [X >= 0, k := T_COLS >= m.sum(X, axis=0)],
+                                                          [k]))(var(m, (4, 5))),
+    "nonneg=True, 2 sum <= 3": lambda m: (lambda X: (m.sum_squares(X - C), [k := 2 * m.sum(X, axis=1) <= 3],
+                                                     [k]))(var(m, (4, 5), nonneg=True)),
+    "rows with caps (capped simplices)": lambda m: (lambda X: (m.sum_squares(X - C), [
+        X >= 0, k := m.sum(X, axis=1) <= 1, k2 := X <= 0.4], [k, k2]))(var(m, (4, 5))),
+    "rows <= t with caps": lambda m: (lambda X: (m.sum_squares(X - C), [
+        X >= 0, k := m.sum(X, axis=1) <= T_ROWS, X <= 0.4], [k]))(var(m, (4, 5))),
+    "tables of a 3-D array": lambda m: (lambda X: (m.sum_squares(X - C3), [
+        X >= 0, k := m.sum(X, axis=(1, 2)) <= 1], [k]))(var(m, (2, 3, 3))),
+    "rows == t, t a vector (was refused: one total per simplex)": lambda m: (lambda X: (m.sum_squares(X - C), [
+        k1 := X >= 0, k := m.sum(X, axis=1) == T_ROWS], [k, k1]))(var(m, (4, 5))),
+    "columns == t, nonneg=True": lambda m: (lambda X: (m.sum_squares(X - C), [
+        k := m.sum(X, axis=0) == T_COLS], [k]))(var(m, (4, 5), nonneg=True)),
+    "slack budgets, linear + small quadratic": lambda m: (lambda X: (
+        m.sum(m.multiply(C, X)) + 0.1 * m.sum_squares(X), [X >= 0, k := m.sum(X, axis=1) <= 2], [k]))(var(m, (4, 5))),
+}
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_axis_budgets_match_cvxpy(name):
+    solve_both(MODELS[name])
+
+
+def test_rows_budget_is_a_batched_simplex_without_rows():
+    X = fm.Variable((4, 5))
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [X >= 0, fm.sum(X, axis=1) <= 1])
+    compiled = prob.compile()
+    assert compiled.M.shape[0] == 0
+    (blk,) = compiled.blocks
+    assert isinstance(blk.set, Simplex) and blk.set.axis == 1 and not blk.set.equality
+
+
+def test_vector_total_is_one_per_group_and_a_parameter_is_reread():
+    """A Parameter vector of row totals is re-read at each solve (no recompilation), as CVXPY reads it."""
+    t = fm.Parameter(4, nonneg=True, value=T_ROWS)
+    tc = cp.Parameter(4, nonneg=True, value=T_ROWS)
+    X, Xc = fm.Variable((4, 5)), cp.Variable((4, 5))
+    k, kc = fm.sum(X, axis=1) <= t, cp.sum(Xc, axis=1) <= tc
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [X >= 0, k])
+    ref = cp.Problem(cp.Minimize(cp.sum_squares(Xc - C)), [Xc >= 0, kc])
+    for value in (T_ROWS, np.array([2.0, 0.1, 0.7, 1.0])):
+        t.value, tc.value = value, value
+        prob.solve(**TIGHT)
+        ref.solve(solver=cp.CLARABEL)
+        assert prob.status == fm.OPTIMAL
+        assert abs(prob.value - ref.value) <= 1e-5 * max(1.0, ref.value)
+        np.testing.assert_allclose(X.value.sum(axis=1), Xc.value.sum(axis=1), atol=1e-4)
+        np.testing.assert_allclose(k.dual_value, kc.dual_value, rtol=RTOL, atol=ATOL)
+
+
+def test_simplex_total_per_group_lmo_and_bounds():
+    """fm.Simplex with one total per group: the LMO against brute force over each group's vertices."""
+    X = fm.Variable((3, 4))
+    t = np.array([1.0, 0.0, 2.5])
+    s = Simplex(X, t, axis=1, equality=False)
+    lo, hi = s.coordinate_bounds()
+    np.testing.assert_array_equal(hi.reshape(3, 4), np.repeat(t[:, None], 4, axis=1))
+    for seed in range(5):
+        d = np.random.default_rng(seed).standard_normal((3, 4))
+        v = s.lmo(d)
+        for g in range(3):  # the group's vertices: the origin and t_g e_j
+            candidates = [0.0] + [t[g] * d[g, j] for j in range(4)]
+            assert abs(float(d[g] @ v[g]) - min(candidates)) <= 1e-12
+        assert s.contains(v)
+    with pytest.raises(fm.ModelError, match="one per group"):
+        Simplex(X, np.ones(4), axis=1)
+    with pytest.raises(fm.ModelError, match="nonnegative"):
+        Simplex(X, np.array([1.0, -1.0, 1.0]), axis=1)
+
+
+def test_rows_and_columns_both_bounded_give_valid_multipliers():
+    """Doubly substochastic: two simplices on X (two copies). The optimum has an entry alone in its row and
+    column (1 there), so the multipliers are not unique (row + column is): checked by KKT, value by CVXPY."""
+    X, Xc = fm.Variable((4, 5)), cp.Variable((4, 5))
+    k, k2 = fm.sum(X, axis=1) <= 1, fm.sum(X, axis=0) <= 1
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - 2 * C)), [X >= 0, k, k2])
+    prob.solve(**TIGHT)
+    ref = cp.Problem(cp.Minimize(cp.sum_squares(Xc - 2 * C)), [Xc >= 0, cp.sum(Xc, axis=1) <= 1,
+                                                                cp.sum(Xc, axis=0) <= 1])
+    ref.solve(solver=cp.CLARABEL)
+    assert prob.status == fm.OPTIMAL and abs(prob.value - ref.value) <= 1e-5 * ref.value
+    nu, mu = k.dual_value, k2.dual_value
+    assert nu.shape == (4,) and mu.shape == (5,) and nu.min() >= 0 and mu.min() >= 0
+    # stationarity: 2 (X - 2C) + nu_i + mu_j = floor multiplier >= 0, zero where X_ij > 0
+    floor = 2 * (X.value - 2 * C) + nu[:, None] + mu[None, :]
+    assert floor.min() >= -1e-5
+    assert np.abs(floor[X.value > 1e-5]).max() <= 1e-4
+    # complementary slackness: a multiplier only on a budget that binds
+    assert np.all(nu * (1 - X.value.sum(axis=1)) <= 1e-5) and np.all(mu * (1 - X.value.sum(axis=0)) <= 1e-5)
+
+
+X0 = np.random.default_rng(2026).standard_normal(8)
+FLOORS = {
+    "x >= 0, sum(x) <= 1, x[0] >= 0.2": lambda m, x: [k1 := x >= 0, k := m.sum(x) <= 1, k2 := x[0] >= 0.2],
+    "x >= 0, sum(x) == 1, x[0] >= 0.2": lambda m, x: [k1 := x >= 0, k := m.sum(x) == 1, k2 := x[0] >= 0.2],
+    "x >= 0.05, sum(x) == 1": lambda m, x: [k1 := x >= 0.05, k := m.sum(x) == 1],
+    "x >= 0.05, sum(x) == 1, x <= 0.4": lambda m, x: [x >= 0.05, k := m.sum(x) == 1, k2 := x <= 0.4],
+}
+
+
+@pytest.mark.parametrize("name", list(FLOORS))
+def test_floors_above_zero_next_to_a_budget(name):
+    """A budget on x >= lo with lo >= 0 (not all 0) was left a row with a slack, and x unbounded above was
+    refused; the simplex holds x >= 0 and the budget, a box the floors above 0 (a capped simplex where it is
+    the only other set). Values and every dual_value as CVXPY's."""
+    def build(m):
+        x = m.Variable(8)
+        constraints = FLOORS[name](m, x)
+        return m.sum_squares(x - X0), constraints, constraints
+
+    solve_both(build)
+
+
+def test_doubly_stochastic_by_constraints_floor_duals_add_up_over_both_simplices():
+    """X >= 0 with rows == 1 and columns == 1: two simplices hold X >= 0, each a share of the floor's
+    multiplier; X >= 0's dual_value is their sum (it was one block's share: 0.67 where CVXPY has 2.11).
+    The rows' and columns' multipliers are CVXPY's up to the shift (r + s, c - s) that leaves them a
+    solution (the rows and the columns both sum to n)."""
+    M4 = np.random.default_rng(2026).standard_normal((4, 4))
+    out = []
+    for m in (fm, cp):
+        X = m.Variable((4, 4))
+        k, r, c = X >= 0, m.sum(X, axis=1) == 1, m.sum(X, axis=0) == 1
+        prob = m.Problem(m.Minimize(m.sum_squares(X - M4)), [k, r, c])
+        if m is fm:
+            prob.solve(**TIGHT)
+            assert prob.status == fm.OPTIMAL
+        else:
+            prob.solve(solver=cp.CLARABEL)
+        out.append((prob.value, k.dual_value, r.dual_value, c.dual_value))
+    (value, k, r, c), (ref, k_ref, r_ref, c_ref) = out
+    assert abs(value - ref) <= 1e-6 * max(1.0, ref)
+    np.testing.assert_allclose(k, k_ref, rtol=RTOL, atol=ATOL)
+    shift = r - r_ref
+    np.testing.assert_allclose(shift, shift.mean(), atol=1e-4)
+    np.testing.assert_allclose(c - c_ref, -shift.mean(), atol=1e-4)
+
+
+def test_a_simplex_and_a_box_under_a_row_share_the_floor_multiplier():
+    """x >= 0, sum(x) == 1, x <= 0.3 with a general row: the simplex and the box stay two copies, both at
+    the floor 0; x >= 0's multiplier is the sum of their shares (CVXPY)."""
+    def build(m):
+        x = m.Variable(8)
+        constraints = [k := x >= 0, e := m.sum(x) == 1, x <= 0.3, x[0] + x[1] <= 0.4]
+        return m.sum_squares(x - X0), constraints, [k, e]
+
+    solve_both(build)
