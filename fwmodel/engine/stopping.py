@@ -380,28 +380,26 @@ def row_norm_equilibration(M, n):
     Rows of norm 0 keep theirs.
     """
     pieces, offsets = getattr(M, "pieces", None), getattr(M, "offsets", None)
-    if not pieces or offsets is None:
-        return None, None
-    m = int(offsets[-1])
-    norms = np.zeros(m)
-    scalable = np.zeros(m, dtype=bool)
+    if not pieces or offsets is None or not any(hasattr(p, "scaled") for p in pieces):
+        return None, None  # no row to rescale (tied copies only: their norms never move; no m-size arrays)
+    norms = np.empty(int(offsets[-1]))
+    factors = np.ones(norms.size)
     bounds = np.array([0, n], dtype=np.intp)
+    reference = 0.0
     for p, lo, hi in zip(pieces, offsets[:-1], offsets[1:]):
-        if hasattr(p, "row_norms"):
+        if hasattr(p, "scaled") and hasattr(p, "row_norms"):
             norms[lo:hi] = p.row_norms()
-        else:  # the piece's root mean square row norm, ||M_g||_F / sqrt(rows)
-            total = np.zeros(1)
-            p.add_column_norms2(bounds, total)
-            norms[lo:hi] = math.sqrt(max(float(total[0]), 0.0) / max(int(p.rows), 1))
-        scalable[lo:hi] = hasattr(p, "scaled")
-    positive = norms > 0
-    chosen = scalable & positive
-    if not np.any(chosen):
-        return norms, None
-    fixed = positive & ~scalable
-    reference = float(norms[fixed].max()) if np.any(fixed) else 1.0
-    factors = np.ones(m)
-    factors[chosen] = reference / norms[chosen]
+            continue
+        total = np.zeros(1)  # the piece's root mean square row norm, ||M_g||_F / sqrt(rows)
+        p.add_column_norms2(bounds, total)
+        norms[lo:hi] = math.sqrt(max(float(total[0]), 0.0) / max(int(p.rows), 1))
+        if not hasattr(p, "scaled"):
+            reference = max(reference, float(norms[lo]))
+    reference = reference if reference > 0 else 1.0
+    for p, lo, hi in zip(pieces, offsets[:-1], offsets[1:]):
+        if hasattr(p, "scaled"):
+            rows = norms[lo:hi]
+            np.divide(reference, rows, out=factors[lo:hi], where=rows > 0)
     # rows within rounding of the reference keep their exact coefficients
     factors[np.abs(factors - 1.0) <= ROW_NORM_ROUNDING] = 1.0
     return norms, (None if np.all(factors == 1.0) else factors)
