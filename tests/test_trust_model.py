@@ -97,6 +97,46 @@ def test_bounds_at_the_limit_solve_to_the_closed_form():
     assert prob.solve() == pytest.approx(-3 * MAX_DATA_MAGNITUDE, rel=1e-12)
 
 
+@pytest.mark.parametrize("factor, words", [(1e155, r"exceeds 1e\+100"), (1e120, r"exceeds 1e\+100"),
+                                            (1e-200, "below 1e-100"), (1e-120, "below 1e-100")])
+@pytest.mark.parametrize("sense", ["==", ">=", "<="])
+def test_rows_beyond_the_data_limit_are_refused_by_name(factor, sense, words):
+    # Rows at 1e155 used to overflow their squared norm to inf: the row was scaled by 0
+    # (dropped) and the solve said "optimal" with the constraint violated; rows at 1e-200
+    # underflowed to a norm of 0 and were dropped the same way. Both are refused, naming them.
+    x = fm.Variable(4, name="x")
+    lhs, rhs = factor * (x[0] + x[1]), factor * 0.3
+    row = {"==": lhs == rhs, ">=": lhs >= rhs, "<=": lhs <= rhs}[sense]
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - 1.0)), [fm.Simplex(x), row, x[2] - x[3] == 0.1])
+    with pytest.raises(fm.ModelError, match=words) as err:
+        prob.solve()
+    assert "x[0] + x[1]" in str(err.value)
+
+
+def test_rows_made_too_large_by_a_parameter_are_refused_at_solve():
+    x = fm.Variable(4, name="x")
+    P = fm.Parameter(value=1.0, name="P")
+    row = P * (P * (x[0] + x[1])) == 0.3
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - 1.0)), [fm.Simplex(x), row, x[2] - x[3] == 0.1])
+    prob.solve()
+    # closed form: x0 + x1 = 0.3, x2 - x3 = 0.1, sum x = 1: x = (0.15, 0.15, 0.4, 0.3) minimizes the distance to 1
+    np.testing.assert_allclose(x.value, [0.15, 0.15, 0.4, 0.3], atol=2e-3)
+    P.value = 1e90  # each value within the limit, their product (1e180) beyond it
+    with pytest.raises(fm.ModelError, match="exceeds 1e\\+100"):
+        prob.solve()
+
+
+def test_rows_within_the_data_limit_solve_in_any_units():
+    # the same model as above written times 1e-90 and 1e90 (inside the limit): the closed form
+    for factor in (1e-90, 1e90):
+        x = fm.Variable(4, name="x")
+        rows = [factor * (x[0] + x[1]) == factor * 0.3, factor * (x[2] - x[3]) == factor * 0.1]
+        prob = fm.Problem(fm.Minimize(fm.sum_squares(x - 1.0)), [fm.Simplex(x)] + rows)
+        prob.solve()
+        assert prob.status == "optimal"
+        np.testing.assert_allclose(x.value, [0.15, 0.15, 0.4, 0.3], atol=2e-3)
+
+
 # ------------------------------------------------------------ immutable problems
 def _projection_problem(c, constraints_of):
     """min ||x - c||^2 over the given constraints (a projection: closed forms below)."""
@@ -295,6 +335,42 @@ def test_true_constraint_on_data_is_dropped():
     np.testing.assert_allclose(x.value, expected, atol=1e-6)
     assert len(prob.compile().blocks) == 1  # only the box on x has a block
     assert prob.compile().M.shape[0] == 0
+
+
+@pytest.mark.parametrize("write", ["G @ x <= h", "-G @ x >= -h"])
+def test_entries_of_an_inequality_without_variables_are_true_or_false_on_data(write):
+    # A zero row of G (as CVXPY reads G @ x <= h): dropped when 0 <= h_i holds, with multiplier 0;
+    # "infeasible", naming the entry, when it does not. It was refused ("its coefficients cancel").
+    G = np.array([[1.0, 1.0, 0.0], [0.0, 0.0, 0.0], [0.0, 1.0, 1.0]])
+
+    def solve(h):
+        x = fm.Variable(3, name="x")
+        row = G @ x <= h if write == "G @ x <= h" else -G @ x >= -h
+        prob = fm.Problem(fm.Minimize(fm.sum_squares(x - 1.0)), [fm.Simplex(x), row])
+        prob.solve(tol=1e-7)
+        return prob, x, row
+
+    for h1 in (1.0, 0.0):
+        prob, x, row = solve(np.array([0.5, h1, 0.8]))
+        assert prob.status == "optimal"
+        # closed form: the simplex point nearest to 1 with x0 + x1 <= 0.5 (x2 <= 0.5 + ... not binding):
+        # x = (0.25, 0.25, 0.5), value 2 * 0.75^2 + 0.25 = 1.375; multiplier of the first row 0.5 (KKT)
+        np.testing.assert_allclose(x.value, [0.25, 0.25, 0.5], atol=1e-3)
+        assert prob.value == pytest.approx(1.375, abs=1e-3)
+        np.testing.assert_allclose(row.dual_value, [0.5, 0.0, 0.0], atol=2e-3)
+    prob, x, _ = solve(np.array([0.5, -1.0, 0.8]))
+    assert prob.status == "infeasible"
+    assert "entry 1" in prob.stats.message and "does not hold" in prob.stats.message
+    assert x.value is None
+
+
+def test_an_inequality_whose_parameter_cancels_an_entry_is_refused_by_name():
+    x = fm.Variable(3, name="x")
+    P = fm.Parameter(2, name="P", value=[0.0, 1.0])
+    row = fm.multiply(P, x[:2]) <= 0.5
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - 1.0)), [fm.Simplex(x), row])
+    with pytest.raises(fm.ModelError, match="entry 0.*Parameter"):
+        prob.solve()
 
 
 def test_parameter_dependent_data_constraint_is_re_evaluated_at_each_solve():

@@ -61,7 +61,7 @@ from ..sets.boxed_l1 import BoxedL1Ball
 from ..sets.symmetric import SymmetricPart
 from ..sets.trace_norm import TraceNormBall
 from .consistency import ConsistencyOperator, CopyRows, SparseRows
-from .lowering import lower_constraints
+from .lowering import lower_constraints, within_data_limit
 from .objective import BlockObjective, CopyMap
 
 
@@ -335,7 +335,7 @@ class CompiledProblem:
         solver does; it is evaluated with the current Parameter values, with
         the same relative tolerance as the sets' membership tests (1e-9).
         """
-        messages = []
+        messages = [] if self.lowered is None else list(self.lowered.violated_constant_rows)
         for c in self.fixed_constraints:
             if isinstance(c, Equality):
                 lhs, rhs = np.asarray(c.lhs.value), np.asarray(c.rhs.value)
@@ -582,6 +582,7 @@ def compile_problem(objective_expr, sign, constraints):
     def expression_piece(k):
         blk = blocks[k]
         A, c = linearize(blk.set.expr, all_offsets, n_v)
+        within_data_limit(A, c, f"the expression of set {blk.name} ({blk.set.expr!r})")
         AW = (A @ weights()).tocsr()
         eye = sp.csr_matrix((np.ones(blk.size), (np.arange(blk.size), blk.offset + np.arange(blk.size))),
                             shape=(blk.size, n))
@@ -598,6 +599,7 @@ def compile_problem(objective_expr, sign, constraints):
 
     def equality_piece(eq):
         A, c = linearize(eq.expr, all_offsets, n_v)
+        within_data_limit(A, c, getattr(eq, "written_as", None) or f"{eq.lhs!r} == {eq.rhs!r}")
         return SparseRows((A @ weights()).tocsr(), -c, label=f"{eq.lhs!r} == {eq.rhs!r}")
 
     copies_of = {}
@@ -1055,6 +1057,9 @@ def write_inequality_duals(compiled, x, lagrangian_gradient, row_multipliers, en
             entries[id(ineq)] = (ineq, np.zeros(ineq.expr.size), np.zeros(ineq.expr.size, dtype=bool))
         return entries[id(ineq)]
 
+    for ineq, rows in lowered.constant_rows:  # entries without variables that hold: never binding
+        _, values, known = entry(ineq)
+        known[rows] = True
     for rows_of_ineq in (budget_duals or {}).values():  # rows sum(x) <= t that became a simplex's budget
         for ineq, row, value in rows_of_ineq:
             _, values, known = entry(ineq)

@@ -102,6 +102,7 @@ from ..expressions import Equality, Inequality, PSDConstraint, Variable, lineari
 from ..expressions.core import short_repr
 from ..sets.box import box_of_bounds
 from ..sets import Box, L1Ball, L2Ball, LinfBall, Simplex, TraceNormBall
+from ..sets._common import MAX_DATA_MAGNITUDE
 from ..sets.base import ConvexSet, check_nonnegative
 from ..sets.boxed_l1 import BoxedL1Ball
 from ..sets.capped_simplex import CappedSimplex
@@ -131,6 +132,35 @@ class ComputedData:
 
     def __repr__(self):
         return self.label
+
+
+def within_data_limit(A, c, what):
+    """Refuse rows whose coefficients or constants exceed ``MAX_DATA_MAGNITUDE`` (1e100).
+
+    FW-AL squares row norms and residuals (the penalty, the row
+    equilibration, ||M x - b||^2); beyond 1e154 those squares overflow to
+    inf, and a row whose norm is inf would be scaled by 0, that is, dropped.
+    A row whose coefficients are all below 1 / MAX_DATA_MAGNITUDE is refused
+    for the mirror reason: its squared norm underflows to 0 below 1e-154, and
+    the row would be taken for an empty one. The limit is the one on the
+    sets' data and on Parameter values. Checked at compile time and each
+    time Parameters rebuild the rows.
+    """
+    A = A.tocsr()
+    largest = max(float(np.max(np.abs(A.data))) if A.nnz else 0.0,
+                  float(np.max(np.abs(c))) if np.size(c) else 0.0)
+    if not largest <= MAX_DATA_MAGNITUDE:  # also catches NaN
+        raise ModelError(f"{what}: a coefficient or constant of magnitude {largest:.3g} exceeds "
+                         f"{MAX_DATA_MAGNITUDE:g}, the limit on data (FW-AL squares row norms and residuals); "
+                         "divide the constraint by a common factor")
+    starts = A.indptr[:-1][np.diff(A.indptr) > 0]
+    if starts.size:
+        row_largest = np.maximum.reduceat(np.abs(A.data), starts)
+        tiny = (row_largest > 0) & (row_largest * MAX_DATA_MAGNITUDE < 1.0)
+        if np.any(tiny):
+            raise ModelError(f"{what}: a row's coefficients are all below {1.0 / MAX_DATA_MAGNITUDE:g} in magnitude "
+                             f"(largest {float(row_largest[tiny][0]):.3g}), beyond the limit on data (FW-AL squares "
+                             "row norms and residuals); multiply the constraint by a common factor")
 
 
 def _unique(items):
@@ -179,6 +209,11 @@ class Lowered:
     derived_bounds: dict = field(default_factory=dict)
     #: (diag(X) == d, the PSD trace ball whose radius is sum(d), the rows' coefficients)
     diagonal_duals: list = field(default_factory=list)
+    #: messages for entries of inequalities whose coefficients are all zero (rows on data alone) and whose
+    #: constant violates them: the problem is infeasible whatever the variables (entries that hold are dropped)
+    violated_constant_rows: list = field(default_factory=list)
+    #: [(inequality, entries)]: its entries without variables that hold (dropped; their multiplier is 0)
+    constant_rows: list = field(default_factory=list)
 
     def prepare(self):
         if self.entry_bounds is not None and self.entry_bounds.dynamic():
@@ -423,6 +458,7 @@ def lower_constraints(objective_expr, constraints):
     # 1. norm bounds are sets (each remembered for its dual_value, see compile.write_norm_duals)
     norm_sets = []
     shared_duals = set()
+    violated_constant_rows, constant_rows = [], []
     for ineq in inequalities:
         if ineq.kind == "norm":
             ball = _lower_norm(ineq)
@@ -443,11 +479,23 @@ def lower_constraints(objective_expr, constraints):
     general = []  # (inequality, rows, A, c)
     for ineq in affine:
         A, c = linearize(ineq.expr, offsets, n_v)
+        within_data_limit(A, c, ineq._text)
         nnz = np.diff(A.indptr)
         if np.any(nnz == 0):
+            # An entry without variables (a zero row of G in G @ x <= h) is true or false on data
+            # alone, as CVXPY treats it: dropped when it holds, "infeasible" when it does not.
+            # With Parameters the entries without variables could change with their values: refused.
             row = int(np.flatnonzero(nnz == 0)[0])
-            raise ModelError(f"{ineq._text}: entry {row} of the inequality has no variables left "
-                             "(its coefficients cancel); write it without that entry")
+            if ineq.parameters():
+                raise ModelError(f"{ineq._text}: entry {row} of the inequality has no variables for the current "
+                                 "Parameter values (its coefficients cancel); write it without that entry")
+            constant = np.asarray(c, dtype=float).ravel()
+            constant_rows.append((ineq, np.flatnonzero(nnz == 0)))
+            for r in np.flatnonzero(nnz == 0):
+                if constant[r] > 1e-9 * max(1.0, abs(constant[r])):
+                    violated_constant_rows.append(
+                        f"the constraint {ineq._text} does not hold at entry {int(r)}, which has no variables: "
+                        f"it reads {constant[r]:.6g} <= 0")
         single = np.flatnonzero(nnz == 1)
         if single.size:
             bounds.add_rows(ineq, single)
@@ -645,6 +693,7 @@ def lower_constraints(objective_expr, constraints):
         flat = ineq.expr if ineq.expr.ndim == 1 else ineq.expr.reshape(-1)
         picked = flat if rows.size == ineq.expr.size else flat[rows]
         eq = Equality(picked + (slack if np.all(units == 1.0) else units * slack), 0.0)
+        eq.written_as = ineq._text  # what error messages about these rows name
         equalities.append(eq)
         slack_of[id(eq)] = (ineq, rows)
 
@@ -661,7 +710,8 @@ def lower_constraints(objective_expr, constraints):
                    absorbed_equalities=absorbed_equalities, norm_sets=norm_sets, shared_duals=shared_duals,
                    derived_bounds=derived_bounds, diagonal_duals=diagonal_duals,
                    semidefinite=semidefinite, budget_rows=budget_rows,
-                   trace_bounds=[(q, ball) for q, ball in trace_bounds if q.expr.size == 1])
+                   trace_bounds=[(q, ball) for q, ball in trace_bounds if q.expr.size == 1],
+                   violated_constant_rows=violated_constant_rows, constant_rows=constant_rows)
 
 
 # ---------------------------------------------------------------------- helpers
