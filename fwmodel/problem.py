@@ -152,8 +152,8 @@ class SolveStats:
     ``fw_gap <= tol * objective_scale`` and
     ``feasibility <= feas_tol * feasibility_scale`` (and each group of rows
     its own test, ``fwmodel.engine.stopping.RowPieces``). Where the solve
-    rescaled groups of rows (each constraint's rows to unit norm, next to
-    other groups or tied copies; groups in units far apart),
+    rescaled rows (every constraint's row to unit norm, each by its own
+    norm; groups in units far apart),
     ``feasibility_scale`` is in the rescaled rows and ``feasibility`` in
     the model's own.
     ``feasibility_rel`` is ||Mx - b|| / max(1, ||x||, ||b||), as documented,

@@ -72,10 +72,12 @@ def test_a_stalled_solve_returns_its_last_point_unless_a_seen_one_is_twice_bette
     # 1.5x better); a snapshot now replaces the last point only when its merit is
     # less than half (engine/progress.py BEST_POINT_FACTOR), as it replaces an
     # earlier snapshot.
+    # (a lam given by hand is the penalty of the rows at unit norm, engine/stopping.py row_norm_equilibration:
+    # the sum row's norm is sqrt(C.size), so 3.2e6 in the row's units is 3.2e6 * C.size)
     C, radius = _trace_ball_with_a_sum_row(2)
     X = fm.Variable(C.shape)
     prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.TraceNormBall(X, radius), fm.sum(X) == 5])
-    value = prob.solve(lam=3.2e6, max_iter=300)
+    value = prob.solve(lam=3.2e6 * C.size, max_iter=300)
     history = prob.history.to_dict()
     assert prob.status == "max_iter"
     assert "best point" not in prob.stats.message

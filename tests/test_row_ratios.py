@@ -1,5 +1,5 @@
 """Rows a few times apart in units: every constraint's rows are brought to unit norm before the solve
-(engine/stopping.py ``RowPieces.row_norm_equilibration``), and a warm start carries its multipliers to rows
+(engine/stopping.py ``row_norm_equilibration``), and a warm start carries its multipliers to rows
 a Parameter has rescaled (engine/fwal.py ``_carry_multipliers``).
 
 Before, one penalty served rows of any norm: the L1 ball with ``50 * (x0 - x2) == 5`` next to
@@ -75,26 +75,26 @@ def test_the_rows_dual_values_stay_in_the_units_they_were_written_in():
         assert float(np.ravel(fcons[1].dual_value)[0]) == pytest.approx(unit_dual / k, rel=1e-2)
 
 
-class _Piece:
-    def __init__(self, scalable):
-        if scalable:
-            self.scaled = lambda factor: self
-
-
 def test_row_norm_equilibration_factors():
-    """Scalable pieces go to the norm of the pieces that cannot be rescaled (tied copies, +-1: sqrt 2), else
-    to 1; a piece already there (to rounding) keeps its coefficients; nothing to move gives None."""
-    from fwmodel.engine.stopping import RowPieces
-    pieces = RowPieces(np.arange(5), np.ones(4), None, [], row_norms=np.array([np.sqrt(2), 50.0, 0.1, np.sqrt(2)]))
-    factors = pieces.row_norm_equilibration([_Piece(False), _Piece(True), _Piece(True), _Piece(True)])
-    assert factors == pytest.approx([1.0, np.sqrt(2) / 50.0, np.sqrt(2) / 0.1, 1.0])
-    rows_only = RowPieces(np.arange(3), np.ones(2), None, [], row_norms=np.array([4.0, 0.5]))
-    assert rows_only.row_norm_equilibration([_Piece(True), _Piece(True)]) == pytest.approx([0.25, 2.0])
-    unit = RowPieces(np.arange(3), np.ones(2), None, [], row_norms=np.array([1.0, 1.0 + 1e-14]))
-    assert unit.row_norm_equilibration([_Piece(True), _Piece(True)]) is None
+    """Every row of a scalable piece goes to the norm of the pieces that cannot be rescaled (tied copies,
+    +-1: sqrt 2), else to 1, each by its own norm; a row already there (to rounding) keeps its coefficients;
+    nothing to move gives None."""
+    import scipy.sparse as sp
+
+    from fwmodel.compiler.consistency import ConsistencyOperator, CopyRows, SparseRows
+    from fwmodel.engine.stopping import row_norm_equilibration
+    rows = SparseRows(sp.csr_matrix(np.array([[30.0, 40.0, 0.0], [0.0, 0.0, 0.1]])), np.array([1.0, 2.0]))
+    norms, factors = row_norm_equilibration(ConsistencyOperator([CopyRows([3], [0]), rows], 4), 4)
+    assert norms == pytest.approx([np.sqrt(2), 50.0, 0.1])
+    assert factors == pytest.approx([1.0, np.sqrt(2) / 50.0, np.sqrt(2) / 0.1])
+    # a single group of rows: each row to unit norm
+    norms, factors = row_norm_equilibration(ConsistencyOperator([rows], 3), 3)
+    assert factors == pytest.approx([1.0 / 50.0, 10.0])
+    unit = SparseRows(sp.csr_matrix(np.array([[1.0, 0.0], [0.0, 1.0 + 1e-14]])), np.zeros(2))
+    assert row_norm_equilibration(ConsistencyOperator([unit], 2), 2)[1] is None
 
 
-@pytest.mark.parametrize("shape", ["copies", "two rows"])
+@pytest.mark.parametrize("shape", ["copies", "two rows", "single row"])
 @pytest.mark.parametrize("p0, p1", [(1e-6, 1e6), (1e6, 1e-6)])
 def test_a_warm_start_after_a_parameter_moved_a_rows_units(shape, p0, p1):
     """``P * (x0 + x1) == P * 0.5`` solved at P = p0, then warm-started at P = p1 (units 1e12 apart): the
@@ -106,6 +106,9 @@ def test_a_warm_start_after_a_parameter_moved_a_rows_units(shape, p0, p1):
     if shape == "copies":
         cons = [x >= 0, fm.norm1(x) <= 1, P * (x[0] + x[1]) == P * 0.5]
         ref = _clarabel(lambda v: [v >= 0, cp.norm1(v) <= 1, v[0] + v[1] == 0.5])
+    elif shape == "single row":  # M is this one row: rescaled to unit norm too (main kept lam in old units)
+        cons = [fm.norm1(x) <= 1, P * (x[0] + x[1]) == P * 0.5]
+        ref = _clarabel(lambda v: [cp.norm1(v) <= 1, v[0] + v[1] == 0.5])
     else:
         cons = [fm.norm1(x) <= 1, P * (x[0] + x[1]) == P * 0.5, x[3] - x[4] == 0.1]
         ref = _clarabel(lambda v: [cp.norm1(v) <= 1, v[0] + v[1] == 0.5, v[3] - v[4] == 0.1])

@@ -171,21 +171,23 @@ def _scale(rows_factor, x_factor):
     return prob.stats.feasibility_scale, G, c
 
 
-def test_feasibility_scale_follows_the_rows_units():
-    """Scaling the rows by c <= 1 / w (w the root mean square column norm of M, here about sqrt(3)) scales
-    the feasibility scale by c, as it scales ||Mx - b||; scaling the variable and its set by s scales it
-    by s. Rows of unit data keep the scale of the points' norms (the largest of ||x_ref||, ||s_ref||,
-    ||b||, ||M x_ref||, ||M s_ref||), here ||s_ref|| = the radius."""
+def test_feasibility_scale_follows_the_variables_units_and_not_the_rows():
+    """The rows are brought to unit norm before the solve (engine/stopping.py ``row_norm_equilibration``, a
+    single group of rows too), so the rows written times any factor give the scale of the unit-norm rows;
+    scaling the variable and its set by s scales it by s. At the cold point x_ref = 0 the scale is the
+    largest of ||b||, ||M s_ref|| and the points' norms counted in the rows' units (stopping.RowUnits:
+    each block's norm times the root mean square of its column norms, here below 1)."""
     base, G, c = _scale(1.0, 1.0)
-    # x_ref = 0; the L1 ball's vertex along -grad = 2c is sign(c_j) e_j, j = argmax |c_j|: ||M s_ref|| = ||G e_j||
+    norms = np.linalg.norm(G, axis=1)
+    Gn = G / norms[:, None]
+    # the L1 ball's vertex along -grad = 2c is sign(c_j) e_j, j = argmax |c_j|: ||M s_ref|| = ||Gn e_j||
     j = int(np.argmax(np.abs(c)))
-    assert base == pytest.approx(max(1.0, np.linalg.norm(G[:, j]), np.linalg.norm(np.full(3, 0.1))), rel=1e-12)
-    tiny = _scale(1e-2, 1.0)[0]
-    assert tiny == pytest.approx(1e-2 * np.linalg.norm(G[:, j]), rel=1e-12)  # the rows' units
-    for factor in (1e-6, 1e-9):
-        assert _scale(factor, 1.0)[0] == pytest.approx(factor / 1e-2 * tiny, rel=1e-9)
+    w = min(1.0, np.sqrt((Gn ** 2).sum() / G.shape[1]))  # RowUnits' weight of the block (every column read)
+    assert base == pytest.approx(max(w, np.linalg.norm(Gn[:, j]), np.linalg.norm(0.1 / norms)), rel=1e-12)
+    for factor in (1e-2, 1e-6, 1e-9, 1e3):
+        assert _scale(factor, 1.0)[0] == pytest.approx(base, rel=1e-9)
     for s in (1e-6, 1e6):
-        assert _scale(1e-6, s)[0] == pytest.approx(s * _scale(1e-6, 1.0)[0], rel=1e-9)
+        assert _scale(1e-6, s)[0] == pytest.approx(s * base, rel=1e-9)
         assert _scale(1.0, s)[0] == pytest.approx(s * base, rel=1e-9)
 
 

@@ -174,8 +174,16 @@ class SparseRows:
         return self.A
 
     def scaled(self, factor):
-        """The same rows times ``factor`` (``factor * A x = factor * b``): the engine's row equilibration."""
+        """The same rows times ``factor`` (``factor * A x = factor * b``; an array: row i times
+        ``factor[i]``): the engine's row equilibration."""
+        if np.ndim(factor):
+            factor = np.asarray(factor, dtype=float)
+            return SparseRows(sp.diags(factor) @ self.A, self.b * factor, label=self.label)
         return SparseRows(self.A * factor, self.b * factor, label=self.label)
+
+    def row_norms(self):
+        """Each row's Euclidean norm."""
+        return np.sqrt(np.asarray(self.A.multiply(self.A).sum(axis=1), dtype=float).ravel())
 
 
 class MarginalizationRows:
@@ -392,6 +400,18 @@ class ConsistencyOperator:
                 if not hasattr(p, "scaled"):
                     raise ValueError(f"the rows {p.label!r} cannot be rescaled")
                 p = p.scaled(float(c))
+            pieces.append(p)
+        return ConsistencyOperator(pieces, self.n)
+
+    def with_row_factors(self, factors):
+        """M with row i times ``factors[i]`` (pieces that offer ``scaled``; the others' rows need 1)."""
+        pieces = []
+        for p, lo, hi in zip(self.pieces, self.offsets[:-1], self.offsets[1:]):
+            c = np.asarray(factors[lo:hi], dtype=float)
+            if np.any(c != 1.0):
+                if not hasattr(p, "scaled"):
+                    raise ValueError(f"the rows {p.label!r} cannot be rescaled")
+                p = p.scaled(c)
             pieces.append(p)
         return ConsistencyOperator(pieces, self.n)
 

@@ -984,8 +984,8 @@ def _dynamic_parameters(var, bounds, holders):
 
 
 #: a general inequality row whose coefficients have a norm other than 1 gets its slack in the variables' units
-#: (``_slack_units``). The solve brings every constraint's rows to unit norm (engine/stopping.py
-#: ``RowPieces.row_norm_equilibration``): a slack left in the row's units made the scaled row depend on the
+#: (``_slack_units``). The solve brings every constraint's row to unit norm (engine/stopping.py
+#: ``row_norm_equilibration``): a slack left in the row's units made the scaled row depend on the
 #: factor it was written times (``k * (x0 + x1) >= 0.8 k`` next to a unit row: 34 iterations at k = 1, 55 at
 #: k = 0.1 with the factor 10 this threshold had), and at 100 a slack column up to 100 times the others'
 #: stalled projection steps at max_iter
@@ -1001,7 +1001,7 @@ def _slack_units(A_rows):
     distance to the row's hyperplane, in the variables' units, so every
     column of the row has the same scale and the row written times any
     factor c is c times the same row. The solve's equilibration
-    (``engine/stopping.py``, ``RowPieces``) brings the whole row to unit norm
+    (``engine/stopping.py``, ``row_norm_equilibration``) brings the whole row to unit norm
     and so sees one row for every c; with the slack left in the row's units
     it made the slack's column 10^6 times the others' (a row written times
     1e-6 ran to max_iter with projection steps, all blocks sharing one step

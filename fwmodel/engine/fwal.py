@@ -67,7 +67,7 @@ from .result import FWALResult, SolverState  # noqa: F401 (the result types of m
 from .schedules import make_dual_schedule, default_penalty
 from .steps import LAZY_CHECK_EVERY, DeferredProposal, make_step, takes_rank_k_steps
 from .stopping import (LmoCheck, StoppingRule, certifies, lowest_gap, objective_gap, reference_point,
-                       suboptimality_bound)
+                       row_norm_equilibration, suboptimality_bound)
 from .pages import with_plain_pages
 from .threads import with_blas_threads
 from .vector_ops import dot, norm
@@ -222,22 +222,27 @@ def minimize_fwal(
     stopping = StoppingRule.from_reference(
         tol, feas_tol, objective, blocks, Mop, b, x if cold else reference_point(blocks, n), g if cold else None,
         Mx_ref=Mx_ref, keep=setup)
-    # every constraint's rows are brought to unit norm (stopping.RowPieces.row_norm_equilibration), then
-    # pieces still in units far from the others' are rescaled to theirs (RowPieces.equilibration); the
-    # result's multipliers and residual are given back in the model's own units
+    # every constraint's row is brought to unit norm (stopping.row_norm_equilibration), then pieces still
+    # in units far from the others' are rescaled to theirs (RowPieces.equilibration); the result's
+    # multipliers and residual are given back in the model's own units
     M_original, row_factors = M, None
-    row_norms = piece_row_norms(M, n, stopping.row_pieces)
+    row_norms, by_row = row_norm_equilibration(M, n)
     if y is not None and row_norms is not None:
         _carry_multipliers(y, warm_state, row_norms)
     for rule in ("row_norm_equilibration", "equilibration"):
-        by_piece = _row_equilibration(stopping, M, rule)
-        if by_piece is None:
+        if rule == "equilibration":
+            by_piece = _row_equilibration(stopping, M, rule)
+            if by_piece is None:
+                continue
+            by_row, M = np.repeat(by_piece, np.diff(M.offsets)), M.with_piece_factors(by_piece)
+        elif by_row is None or not hasattr(M, "with_row_factors"):
             continue
-        M = M.with_piece_factors(by_piece)
+        else:
+            M = M.with_row_factors(by_row)
         Mop, b = _Operator(M, n), np.asarray(M.b, dtype=float).reshape(-1)
         b_norm = float(norm(b))
         lagrangian = AugmentedLagrangian(objective, blocks, Mop, b, buffers)
-        step_factors = _RowFactors(by_piece, M.offsets, M_original, np.asarray(M_original.b, dtype=float).reshape(-1))
+        step_factors = _RowFactors(by_row, M_original, np.asarray(M_original.b, dtype=float).reshape(-1))
         r *= step_factors.by_row
         if y is not None:
             y /= step_factors.by_row
@@ -428,16 +433,15 @@ def minimize_fwal(
 
 
 class _RowFactors:
-    """The factors by which the solve multiplies the rows of M (``by_piece``, and one per row, ``by_row``)."""
+    """The factors by which the solve multiplies the rows of M, one per row (``by_row``)."""
 
-    def __init__(self, by_piece, offsets, M_original, b_original):
-        self.by_piece, self.offsets = by_piece, offsets
-        self.by_row = np.repeat(by_piece, np.diff(offsets))
+    def __init__(self, by_row, M_original, b_original):
+        self.by_row = by_row
         self.M_original, self.b_original = M_original, b_original
 
     def times(self, other):
-        """This rescaling followed by ``other`` (its factors on the same pieces, already rescaled by these)."""
-        return _RowFactors(self.by_piece * other.by_piece, self.offsets, self.M_original, self.b_original)
+        """This rescaling followed by ``other`` (its factors on the same rows, already rescaled by these)."""
+        return _RowFactors(self.by_row * other.by_row, self.M_original, self.b_original)
 
     def unscale(self, result):
         """The result in the model's own rows: y times the factors (``<y, D (Mx - b)> = <D y, Mx - b>``)
@@ -452,32 +456,15 @@ class _RowFactors:
         return result
 
 
-def piece_row_norms(M, n, row_pieces=None):
-    """Each row's piece's root mean square row norm (``||M_g||_F / sqrt(rows)``), one entry per row of M, or
-    None for an operator given without pieces (see ``stopping.RowPieces.row_norm_equilibration``; taken
-    from ``row_pieces``, which measured them, where M has two pieces or more)."""
-    pieces, offsets = getattr(M, "pieces", None), getattr(M, "offsets", None)
-    if not pieces or offsets is None:
-        return None
-    if row_pieces is not None and row_pieces.row_norms is not None and row_pieces.row_norms.size == len(pieces):
-        return np.repeat(row_pieces.row_norms, np.diff(offsets))
-    bounds = np.array([0, n], dtype=np.intp)
-    rho = np.zeros(len(pieces))
-    for g, p in enumerate(pieces):
-        total = np.zeros(1)
-        p.add_column_norms2(bounds, total)
-        rho[g] = math.sqrt(max(float(total[0]), 0.0) / max(int(p.rows), 1))
-    return np.repeat(rho, np.diff(offsets))
-
-
 def _carry_multipliers(y, warm_state, row_norms):
     """A warm start's y (in the model's rows of the last solve) carried to the rows as they are now.
 
     A Parameter that multiplies a constraint's rows by c (``P * (x0 + x1) == P * 0.5``, P from 1e-6 to
     1e6) divides their multipliers by c: y kept in the old rows' units started the solve 10^12 off and
     ran it to max_iter, where a cold solve took ~50 iterations. The multiplier of the row brought to
-    unit norm, ``y_i * rho_i``, does not depend on c: y is carried as that, ``y_i <- y_i rho_old / rho_new``
-    (rows whose norm was or is 0 keep theirs).
+    unit norm, ``y_i * rho_i`` (rho_i the row's norm, ``stopping.row_norm_equilibration``), does not
+    depend on c: y is carried as that, ``y_i <- y_i rho_old / rho_new``, row by row (rows whose norm
+    was or is 0 keep theirs).
     """
     old = getattr(warm_state, "row_norms", None)
     if old is None or old.shape != row_norms.shape:

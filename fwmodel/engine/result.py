@@ -72,7 +72,7 @@ class SolverState:
         self.lam = lam
         self.eta = eta
         self.lipschitz = lipschitz
-        # each row's piece's norm when y was taken (fwal.piece_row_norms): a warm start carries y to rows
+        # each row's norm when y was taken (stopping.row_norm_equilibration): a warm start carries y to rows
         # a Parameter has rescaled since (y times the old norm over the new, its multiplier per unit row)
         self.row_norms = row_norms
 

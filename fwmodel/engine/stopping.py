@@ -86,8 +86,8 @@ iterates, the iteration count and the relative accuracy unchanged.
   (:class:`RowPieces`): one
   scale for all rows let a row written times 1e6 loosen the copies' test
   and held a row written times 1e-6 to the copies' size (both silent wrong
-  answers). Before the solve every constraint's rows are brought to unit
-  norm (:meth:`RowPieces.row_norm_equilibration`), and pieces still in
+  answers). Before the solve every constraint's row is brought to unit
+  norm (:func:`row_norm_equilibration`), and pieces still in
   units far apart to a common scale (:meth:`RowPieces.equilibration`), so
   that one penalty and one dual step serve them all.
 
@@ -341,8 +341,68 @@ class RowUnits:
 UNITS_APART = 10.0
 
 #: a piece whose rows' norm is within this relative distance of the reference keeps its coefficients
-#: (RowPieces.row_norm_equilibration: a factor of 1 up to rounding would move the iterates' last bits)
+#: (row_norm_equilibration: a factor of 1 up to rounding would move the iterates' last bits)
 ROW_NORM_ROUNDING = 1e-12
+
+
+def row_norm_equilibration(M, n):
+    """Each row's norm and the factors that bring every constraint's rows to unit norm, one per row of M:
+    ``(norms, factors)``, ``factors`` None where none moves; ``(None, None)`` for an operator given
+    without pieces (a user's LinearOperator).
+
+    One penalty lam and one dual step serve every row of M, but a row
+    a' x = b written times s is held by an effective penalty lam s^2 in its
+    own units (the augmented term is lam/2 ||M x - b||^2), and the penalty
+    is measured along M d (``schedules.default_penalty``) where the largest
+    rows dominate: a row 5 to 50 times another's coefficients is held by a
+    penalty 25 to 2,500 times weaker, its multiplier creeps, the
+    penalty-raising rule doubles lam for it and the larger row oscillates
+    (the sparse two-row model of benchmarks/row_pieces.py: 37 iterations in
+    unit scale, 185 with one row times 5, max_iter at 50; benchmarks/RESULTS.md,
+    "Rows a few times apart"). The same holds between the rows of one
+    constraint: ``A @ x == b`` and ``G @ x <= h`` with rows in units 1e-3..1e3
+    apart (data matrices whose rows are in different units) ended max_iter
+    or "optimal" 5-25 % off Clarabel's value with one factor per constraint
+    ("Rows apart inside one constraint"). Interior-point solvers equilibrate
+    rows by their norms for the same reason (Ruiz, "A scaling algorithm to
+    equilibrate both rows and columns norms in matrices", 2001; the row step
+    of its iteration). Here every row that can be rescaled (the rows of an
+    equality or inequality, ``scaled``) is multiplied by reference /
+    ||m_i||, and the reference is the largest root mean square row norm of
+    the pieces that cannot (the rows tying two copies, +-1: sqrt(2);
+    marginalization rows), else 1: rows in the units of a distance to their
+    hyperplane. The factor is homogeneous of degree -1 in the row's
+    coefficients, so the solve sees the same rows whatever factor each row
+    was written times: the iterates are those of the model with its rows at
+    unit norm. A single group of rows (M of one constraint) is rescaled too:
+    left in its units, its iterations depended on them and a warm start
+    after a Parameter moved them kept lam in the old units (max_iter).
+    Rows of norm 0 keep theirs.
+    """
+    pieces, offsets = getattr(M, "pieces", None), getattr(M, "offsets", None)
+    if not pieces or offsets is None or not any(hasattr(p, "scaled") for p in pieces):
+        return None, None  # no row to rescale (tied copies only: their norms never move; no m-size arrays)
+    norms = np.empty(int(offsets[-1]))
+    factors = np.ones(norms.size)
+    bounds = np.array([0, n], dtype=np.intp)
+    reference = 0.0
+    for p, lo, hi in zip(pieces, offsets[:-1], offsets[1:]):
+        if hasattr(p, "scaled") and hasattr(p, "row_norms"):
+            norms[lo:hi] = p.row_norms()
+            continue
+        total = np.zeros(1)  # the piece's root mean square row norm, ||M_g||_F / sqrt(rows)
+        p.add_column_norms2(bounds, total)
+        norms[lo:hi] = math.sqrt(max(float(total[0]), 0.0) / max(int(p.rows), 1))
+        if not hasattr(p, "scaled"):
+            reference = max(reference, float(norms[lo]))
+    reference = reference if reference > 0 else 1.0
+    for p, lo, hi in zip(pieces, offsets[:-1], offsets[1:]):
+        if hasattr(p, "scaled"):
+            rows = norms[lo:hi]
+            np.divide(reference, rows, out=factors[lo:hi], where=rows > 0)
+    # rows within rounding of the reference keep their exact coefficients
+    factors[np.abs(factors - 1.0) <= ROW_NORM_ROUNDING] = 1.0
+    return norms, (None if np.all(factors == 1.0) else factors)
 
 
 class RowPieces:
@@ -374,9 +434,8 @@ class RowPieces:
     given without pieces (a user's LinearOperator).
     """
 
-    def __init__(self, offsets, scales, weights, slices, row_norms=None):
+    def __init__(self, offsets, scales, weights, slices):
         self.offsets = offsets  # rows offsets[g]:offsets[g + 1] are piece g's
-        self.row_norms = row_norms  # the root mean square of each piece's row norms (:meth:`row_norm_equilibration`)
         self.scales = scales  # S_g, raised by :meth:`observe_point`
         self.weights = weights  # (pieces, blocks): w_gk, 0 where piece g does not read block k
         self.slices = slices  # the blocks' slices of x
@@ -395,12 +454,9 @@ class RowPieces:
         n = int(bounds[-1])
         rng = np.random.default_rng(0)
         weights = np.zeros((len(pieces), len(blocks)))
-        row_norms = np.zeros(len(pieces))
         for g, p in enumerate(pieces):
             sums = np.zeros(len(blocks))
             p.add_column_norms2(bounds, sums)
-            # the root mean square of the piece's row norms: ||M_g||_F / sqrt(rows)
-            row_norms[g] = math.sqrt(max(float(sums.sum()), 0.0) / max(int(p.rows), 1))
             # the columns the piece reads (M_g' z = 0 for a random z only on its columns of zeros)
             z = np.zeros(n)
             p.rmatvec(rng.standard_normal(p.rows), z)
@@ -413,7 +469,7 @@ class RowPieces:
             terms = [norm(b[rows]), norm(Mx_ref[rows]) if Mx_ref is not None else 0.0,
                      norm(Ms_ref[rows]) if Ms_ref is not None else 0.0]
             scales[g] = max(float(v) for v in terms if math.isfinite(v))
-        pieces_of = cls(np.asarray(offsets, dtype=np.intp), scales, weights, slices, row_norms)
+        pieces_of = cls(np.asarray(offsets, dtype=np.intp), scales, weights, slices)
         pieces_of.observe_point(x_ref)
         pieces_of.observe_point(s_ref)
         return pieces_of
@@ -442,48 +498,6 @@ class RowPieces:
             worst = max(worst, r_g / self.scales[g])
         self.ratio = worst
         return worst
-
-    def row_norm_equilibration(self, pieces):
-        """Factors per piece that bring every constraint's rows to unit norm, or None where none moves.
-
-        One penalty lam and one dual step serve every row of M, but a row
-        a' x = b written times s is held by an effective penalty lam s^2 in
-        its own units (the augmented term is lam/2 ||M x - b||^2), and the
-        penalty is measured along M d (``schedules.default_penalty``) where
-        the largest rows dominate: a row 5 to 50 times another's
-        coefficients is held by a penalty 25 to 2,500 times weaker, its
-        multiplier creeps, the penalty-raising rule doubles lam for it and
-        the larger row oscillates (the sparse two-row model of
-        benchmarks/row_pieces.py: 37 iterations in unit scale, 185 with one
-        row times 5, max_iter at 50; benchmarks/RESULTS.md, "Rows a few
-        times apart"). Interior-point solvers equilibrate rows by their
-        norms for the same reason (Ruiz, "A scaling algorithm to
-        equilibrate both rows and columns norms in matrices", 2001; the row
-        step of its iteration). Here every piece that can be rescaled (the
-        rows of one equality or inequality) is multiplied by
-        reference / rho_g, rho_g the root mean square of its row norms
-        (``||M_g||_F / sqrt(rows)``), and the reference is the largest
-        rho of the pieces that cannot (the rows tying two copies, +-1:
-        sqrt(2); marginalization rows), else 1: rows in the units of a
-        distance to their hyperplane. The factor is homogeneous of degree
-        -1 in the piece's coefficients, so the solve sees the same rows
-        whatever factor a constraint was written times: the iterates are
-        those of the model with that constraint in unit norm.
-        """
-        if self.row_norms is None:
-            return None
-        scalable = np.array([hasattr(p, "scaled") for p in pieces])
-        positive = self.row_norms > 0
-        chosen = scalable & positive
-        if not np.any(chosen):
-            return None
-        fixed = positive & ~scalable
-        reference = float(self.row_norms[fixed].max()) if np.any(fixed) else 1.0
-        factors = np.ones(self.row_norms.size)
-        factors[chosen] = reference / self.row_norms[chosen]
-        # rows within rounding of the reference keep their exact coefficients
-        factors[np.abs(factors - 1.0) <= ROW_NORM_ROUNDING] = 1.0
-        return None if np.all(factors == 1.0) else factors
 
     def equilibration(self, pieces):
         """Factors per piece that bring the rows to common units where pieces are in units far apart, or None.
