@@ -602,6 +602,7 @@ class Problem:
         from .engine import Block
         from .engine.inface import LowRankFace
         from .engine.steps import SimplexGroups
+        from .sets.base import JOINT_GROUPS_LIMIT
 
         def declared(found, wrap):
             return None if found is None else wrap(*found)
@@ -619,7 +620,7 @@ class Problem:
                 # graph, many alignments): pairwise steps there move every group along
                 # one stored joint vertex, which measured slower than FW on the MAP LP
                 # (20 x 20 grid: 28 vs 0.9 ms per iteration, less accurate after 3000)
-                active_set_steps=s.group_count() <= 8,
+                active_set_steps=s.group_count() <= JOINT_GROUPS_LIMIT,
                 groups=declared(s.simplex_groups(), SimplexGroups),
                 intervals=s.interval_bounds(), batch_group_size=s.batch_group_size(),
                 auto_step=s.auto_active_set_step(),

@@ -211,3 +211,64 @@ def test_a_simplex_and_a_box_under_a_row_share_the_floor_multiplier():
         return m.sum_squares(x - X0), constraints, [k, e]
 
     solve_both(build)
+
+
+# Beyond JOINT_GROUPS_LIMIT (8) groups the engine keeps no joint active set; a budget `<= t`
+# (the origin a vertex too) or with a total per group had no per-group steps then and fell to plain
+# FW: 1,996 iterations on the (3, 20) model below, 2,215-4,654 on the others, with the budgets'
+# dual_value zero where an iterate sat a little inside a binding total (Clarabel: up to 3.7).
+MANY_GROUPS = [
+    ((3, 20), 0, 1.0, "<="),
+    ((6, 30), 0, 1.5, "<="),
+    ((40, 4), 1, np.linspace(0.5, 2.0, 40), "<="),
+    ((40, 4), 1, np.linspace(0.5, 2.0, 40), "=="),
+    ((3, 4, 5), 2, 1.0, "<="),
+]
+
+
+@pytest.mark.parametrize("shape, axis, total, sense", MANY_GROUPS)
+def test_many_groups_take_per_group_pairwise_steps_and_give_cvxpy_duals(shape, axis, total, sense):
+    target = np.random.default_rng(1).standard_normal(shape)
+    out = []
+    for m in (fm, cp):
+        X = m.Variable(shape)
+        sums = m.sum(X, axis=axis)
+        budget = sums <= total if sense == "<=" else sums == total
+        prob = m.Problem(m.Minimize(m.sum_squares(X - target)), [X >= 0, budget])
+        if m is fm:
+            prob.solve()  # the defaults
+            assert prob.status == fm.OPTIMAL
+            assert prob.stats.iterations <= 100
+            assert prob.stats.step_counts.get("pairwise", 0) > 0
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # CVXPY's note on 3-D expressions
+                prob.solve(solver=cp.CLARABEL)
+        out.append((prob.value, np.asarray(budget.dual_value, dtype=float)))
+    (f_fm, y_fm), (f_cp, y_cp) = out
+    assert f_fm == pytest.approx(f_cp, rel=1e-4, abs=1e-6)
+    assert y_fm.shape == y_cp.shape
+    np.testing.assert_allclose(y_fm, y_cp, atol=1e-2 * max(1.0, np.max(np.abs(y_cp))))
+
+
+def test_the_origin_as_an_entry_of_every_group_against_brute_force():
+    # The per-group step with the origin as a vertex: the projection of a point onto
+    # {x >= 0, sum x <= t} per column, in closed form: clip at 0 if that is inside, else the simplex projection.
+    target = np.random.default_rng(3).standard_normal((4, 12)) + 0.2
+    t = 0.8
+
+    def project(v):
+        w = np.maximum(v, 0.0)
+        if w.sum() <= t:
+            return w
+        u = np.sort(v)[::-1]
+        css = np.cumsum(u) - t
+        k = np.nonzero(u - css / np.arange(1, v.size + 1) > 0)[0][-1]
+        return np.maximum(v - css[k] / (k + 1), 0.0)
+
+    expected = np.column_stack([project(target[:, j]) for j in range(target.shape[1])])
+    X = fm.Variable(target.shape)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - target)), [fm.Simplex(X, t, axis=0, equality=False)])
+    prob.solve(tol=1e-9)
+    assert prob.status == fm.OPTIMAL
+    np.testing.assert_allclose(X.value, expected, atol=1e-4)

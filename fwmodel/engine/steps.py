@@ -461,6 +461,12 @@ class GroupPairwiseStep:
     block's previous direction. The groups move together (a Jacobi sweep);
     the driver's line search on the block then scales the whole move, which
     keeps every step a descent step even where groups interact.
+
+    Where each group sums to at most its total (``groups.origin``), the origin
+    is a vertex too: it enters as one more entry of every group, with gradient
+    0, column norm 0 and the mass ``t_g - sum(x_g)`` (its barycentric weight
+    times t_g). Mass moved to it lowers an entry (``d = -e_v``), mass moved
+    from it raises one (``d = e_s``); the formulas above are unchanged.
     """
 
     cheap_proposal = True  # no LMO call: a Gauss-Seidel sweep may propose again
@@ -468,12 +474,15 @@ class GroupPairwiseStep:
     def __init__(self, block, groups, col_norms2):
         self.block = block
         self.index = groups.index  # (G, S) flat indices of each group in the block
-        self.total = groups.total
+        self.total = groups.total  # a number, or one per group
+        self.origin = bool(getattr(groups, "origin", False))
         self.col_norms2 = col_norms2  # ||M e_i||^2 for the block's columns
         self.curvature_f = 0.0  # L_f: objective curvature per unit squared step
         self.rows = np.arange(self.index.shape[0])
         self.contiguous = bool(np.array_equal(self.index.ravel(), np.arange(self.index.size)))
         self.norms2_grouped = col_norms2[self.index]
+        if self.origin:  # the origin's column: norm 0 (moving mass to or from it moves one entry)
+            self.norms2_grouped = np.hstack([self.norms2_grouped, np.zeros((self.rows.size, 1))])
 
     def _support(self, x_k, g_k):
         """Each group's FW vertex s, the support entries (x_i > 0) and the block's FW gap."""
@@ -482,6 +491,9 @@ class GroupPairwiseStep:
             X, G = x_k.reshape(idx.shape), g_k.reshape(idx.shape)
         else:
             X, G = x_k[idx], g_k[idx]
+        if self.origin:  # one more entry per group: the origin, its mass t_g - sum(x_g), its gradient 0
+            room = np.maximum(self.total - X.sum(axis=1), 0.0)
+            X, G = np.hstack([X, room[:, None]]), np.hstack([G, np.zeros((G.shape[0], 1))])
         s = np.argmin(G, axis=1)
         g_s = G[self.rows, s]
         # Only support entries (x_i > 0) can give mass: after t iterations a group
@@ -489,7 +501,9 @@ class GroupPairwiseStep:
         # alone (on a MAP LP's edge tables, K^2 entries per group, a small fraction).
         r, c = np.nonzero(X > 0)
         xs, gs = X[r, c], G[r, c]
-        gap = float(np.dot(xs, gs) - self.total * g_s.sum())  # <x, g> - <s, g>; zeros of x add nothing
+        # <x, g> - <s, g>; zeros of x add nothing
+        t_g_s = self.total * g_s.sum() if np.ndim(self.total) == 0 else float(np.dot(self.total, g_s))
+        gap = float(np.dot(xs, gs) - t_g_s)
         return s, g_s, r, c, xs, gs, gap
 
     def fw_gap(self, x_k, g_k):
@@ -499,10 +513,9 @@ class GroupPairwiseStep:
     def propose(self, x_k, g_k, ctx):
         idx, rows = self.index, self.rows
         s, g_s, r, c, xs, gs, gap = self._support(x_k, g_k)
-        cols_s = idx[rows, s]
         # for every support entry i: the model's best amount moved from i to s and its decrease
         slope = gs - g_s[r]  # g_i - g_s >= 0
-        curv = ctx.lam * (self.norms2_grouped[r, c] + self.col_norms2[cols_s][r]) + 2.0 * self.curvature_f
+        curv = ctx.lam * (self.norms2_grouped[r, c] + self.norms2_grouped[rows, s][r]) + 2.0 * self.curvature_f
         # min(x_i, slope / curv), and x_i where curv <= 0 (no curvature: the whole mass)
         amount = np.minimum(xs, np.divide(slope, curv, out=np.full(slope.shape, np.inf), where=curv > 0))
         amount[~(slope > 0)] = 0.0
@@ -523,9 +536,13 @@ class GroupPairwiseStep:
             chosen = winners[_run_starts(r[winners])]  # one winner per group (the first on ties)
         groups_moving = r[chosen]
         moved = amount[chosen]
+        to_s, from_v = s[groups_moving], c[chosen]
         d = np.zeros(x_k.size)
-        d[cols_s[groups_moving]] = moved  # one s per group, groups disjoint; s != v where the amount is > 0
-        d[idx[groups_moving, c[chosen]]] -= moved
+        size = idx.shape[1]  # the origin's position, where it is an entry: not a coordinate of x
+        into = to_s < size
+        d[idx[groups_moving[into], to_s[into]]] = moved[into]  # one s per group, groups disjoint; s != v
+        out_of = from_v < size
+        d[idx[groups_moving[out_of], from_v[out_of]]] -= moved[out_of]
         return Proposal(d, 1.0, "pairwise", gap, None, prescaled=True)
 
     def commit(self, p, gamma):
@@ -813,10 +830,15 @@ class IntervalStep:
 
 @dataclass
 class SimplexGroups:
-    """A block that is a product of simplices: ``index[g]`` are the flat entries of group g, each summing to ``total``."""
+    """A block that is a product of simplices: ``index[g]`` are the flat entries of group g, each summing to ``total``.
+
+    ``total`` is one number or one per group; ``origin``: each group sums to at
+    most its total (the origin is a vertex too, ``Simplex(..., equality=False)``).
+    """
 
     index: np.ndarray
-    total: float
+    total: object
+    origin: bool = False
 
 
 _ACTIVE_SET_STEPS = {"auto": BlendedPairwiseStep, "pairwise": PairwiseStep, "away": AwayStep}

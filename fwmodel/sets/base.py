@@ -109,6 +109,11 @@ def distinct_parameters(holders):
     return out
 
 
+#: a product of more groups than this (``group_count``) keeps no joint active set in the engine: pairwise
+#: steps there move every group along one stored joint vertex, measured slower than per-group steps
+JOINT_GROUPS_LIMIT = 8
+
+
 class ConvexSet:
     """A compact convex set over the values of ``expr``, given by its LMO.
 

@@ -9,7 +9,7 @@ import numpy as np
 from ..errors import ModelError
 from ._common import as_direction, as_flat_direction, as_point, check_flag, check_number_array, dense_vertex
 from .atoms import SparseAtom
-from .base import ConvexSet, nonnegative_data
+from .base import JOINT_GROUPS_LIMIT, ConvexSet, nonnegative_data
 from .birkhoff import SymmetricStochastic
 from .symmetric import SymmetrizedVertices
 
@@ -156,16 +156,23 @@ class Simplex(ConvexSet):
         return self.n_groups
 
     def simplex_groups(self):
-        """The flat indices of every group, as a ``(groups, group_size)`` array, and the total.
+        """The flat indices of every group, as a ``(groups, group_size)`` array, the total(s), and
+        whether the origin is a vertex too (``equality=False``).
 
         Declares the set a product of simplices, so that a solver can take a
-        step in every group at once; None when the set is not one (a group of
-        one entry, or ``equality=False``, whose origin vertex is not a simplex vertex).
+        step in every group at once; None for a group of one entry. With
+        ``equality=False`` or a total per group it is declared only beyond
+        ``JOINT_GROUPS_LIMIT`` groups, where a solver keeps no joint active set
+        (at most that many, BPCG on joint vertices was measured as fast).
         """
-        if not self.equality or self.group_size < 2 or np.ndim(self.total) > 0:
+        if self.group_size < 2:
+            return None
+        plain = self.equality and np.ndim(self.total) == 0
+        if not plain and self.n_groups <= JOINT_GROUPS_LIMIT:
             return None
         index = self._grouped(np.arange(self.size))
-        return np.ascontiguousarray(index), self.total
+        total = self.total if np.ndim(self.total) == 0 else np.asarray(self.total, dtype=float).reshape(-1)
+        return np.ascontiguousarray(index), total, not self.equality
 
     def symmetric_variant(self):
         """This set restricted to symmetric matrices, with exactly symmetric vertices (``symmetric=True``).
