@@ -272,3 +272,26 @@ def test_the_origin_as_an_entry_of_every_group_against_brute_force():
     prob.solve(tol=1e-9)
     assert prob.status == fm.OPTIMAL
     np.testing.assert_allclose(X.value, expected, atol=1e-4)
+
+
+@pytest.mark.parametrize("form", ["sum(x) <= t", "sum(x) == t", "sum(X, axis=0) <= t", "sum(X, axis=0) == t",
+                                  "sum(X, axis=0) <= t per group"])
+def test_a_negative_budget_total_makes_the_problem_infeasible_as_in_cvxpy(form):
+    # x >= 0 with a total below 0 holds for no x: CVXPY (Clarabel) says infeasible; this raised
+    # "Simplex: total must be nonnegative", naming a set the model never wrote.
+    out = []
+    for m in (fm, cp):
+        if form.startswith("sum(x)"):
+            x = m.Variable(5)
+            lhs, total = m.sum(x), -1.0
+        else:
+            x = m.Variable((3, 12))
+            lhs = m.sum(x, axis=0)
+            total = np.r_[np.ones(11), -1.0] if form.endswith("per group") else -1.0
+        budget = lhs <= total if "<=" in form else lhs == total
+        prob = m.Problem(m.Minimize(m.sum_squares(x - 1.0)), [x >= 0, budget])
+        prob.solve() if m is fm else prob.solve(solver=cp.CLARABEL)
+        out.append(prob)
+    assert out[1].status == cp.INFEASIBLE
+    assert out[0].status == fm.INFEASIBLE
+    assert "does not hold" in out[0].stats.message and "total is -1 < 0" in out[0].stats.message

@@ -373,6 +373,20 @@ def test_an_inequality_whose_parameter_cancels_an_entry_is_refused_by_name():
         prob.solve()
 
 
+def test_a_parameter_that_zeroes_a_bounds_coefficient_is_named_as_such():
+    # P * x[0] <= -0.3 is a bound on x[0]; P = 0 leaves a row without variables. This was refused as
+    # "a Parameter changed the sign of a coefficient" (no sign changed).
+    x = fm.Variable(3, name="x")
+    P = fm.Parameter(name="P", value=1.0)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x)), [fm.Box(x, -1, 1), P * x[0] <= -0.3])
+    prob.solve()
+    np.testing.assert_allclose(x.value, [-0.3, 0.0, 0.0], atol=1e-3)
+    P.value = 0.0
+    with pytest.raises(fm.ModelError, match="made a coefficient 0") as err:
+        prob.solve()
+    assert "changed the sign" not in str(err.value)
+
+
 def test_parameter_dependent_data_constraint_is_re_evaluated_at_each_solve():
     c = np.array([0.5, 2.0, -3.0])
     x = fm.Variable(3, name="x")

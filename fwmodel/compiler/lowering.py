@@ -276,6 +276,12 @@ class EntryBounds:
             pattern.append((cols.copy(), upper))
         if self._pattern is not None:
             for (ineq, _), (cols0, up0), (cols1, up1) in zip(self.rows, self._pattern, pattern):
+                if cols1.size < cols0.size:
+                    raise ModelError(
+                        f"{short_repr(ineq)}: a Parameter made a coefficient 0, so a bound on an entry became a "
+                        "constraint without variables (true or false on the data alone), which the compiled "
+                        "bounds cannot follow; keep the Parameter nonzero, or leave the constraint out for this value"
+                    )
                 if not (np.array_equal(cols0, cols1) and np.array_equal(up0, up1)):
                     raise ModelError(
                         f"{short_repr(ineq)}: a Parameter changed the sign of a coefficient, so an upper bound "
@@ -361,7 +367,27 @@ def _common_total(eq, c, a):
     return float(totals[0])
 
 
-def _budget_simplex(ineq, rows, A, slots, fixed_zero_lower, offsets, n_v):
+def _feasible_total(total, constraint, var, violated):
+    """A budget's total for its Simplex, with a negative constant total recorded as infeasible.
+
+    ``sum(x) <= t`` or ``== t`` with ``x >= 0`` and ``t < 0`` (in some group)
+    holds for no x: the problem is infeasible on data alone (CVXPY's answer),
+    not a bad set. The message goes to ``violated`` (the solve then ends
+    "infeasible" naming the constraint) and the simplex gets the total 0 in
+    those groups, so that the model still compiles. A total from Parameters
+    is checked by the set at each solve.
+    """
+    if isinstance(total, ComputedData):
+        return total
+    arr = np.asarray(total, dtype=float)
+    if arr.size and float(arr.min()) < 0:
+        violated.append(f"the constraint {getattr(constraint, '_text', short_repr(constraint))} does not hold for "
+                        f"any {var.name} >= 0: its total is {float(arr.min()):.6g} < 0")
+        return np.maximum(arr, 0.0) if arr.ndim else max(float(arr), 0.0)
+    return total
+
+
+def _budget_simplex(ineq, rows, A, slots, fixed_zero_lower, offsets, n_v, violated):
     """``(simplex, ineq, simplex, a, groups, rows)`` when the rows of ``ineq`` are ``a * fm.sum(X, axis) <= t``.
 
     The rows (all of the inequality's general rows) sum disjoint groups of one
@@ -381,8 +407,9 @@ def _budget_simplex(ineq, rows, A, slots, fixed_zero_lower, offsets, n_v):
     var, a, group_of_entry, axis = found
     if axis is None or a <= 0 or var.size <= 1 or not fixed_zero_lower(var):
         return None
-    simplex = Simplex(var, _budget_totals(ineq, rows, a, group_of_entry, var, axis, offsets, n_v), axis=axis,
-                      equality=False)
+    total = _feasible_total(_budget_totals(ineq, rows, a, group_of_entry, var, axis, offsets, n_v), ineq, var,
+                            violated)
+    simplex = Simplex(var, total, axis=axis, equality=False)
     return simplex, ineq, simplex, a, group_of_entry, rows
 
 
@@ -538,7 +565,7 @@ def lower_constraints(objective_expr, constraints):
                                    eq.parameters(), f"total of {short_repr(eq)}")
             else:  # fm.sum(X, axis=1) == t: one total, or one per group (t a vector)
                 total = _budget_totals(eq, None, a, group_of_entry, var, axis, offsets, n_v)
-            simplex = Simplex(var, total, axis=axis)
+            simplex = Simplex(var, _feasible_total(total, eq, var, violated_constant_rows), axis=axis)
             sets.append(simplex)
             absorbed[id(eq)] = (simplex, a, group_of_entry)
             absorbed_equalities.append(eq)
@@ -563,7 +590,8 @@ def lower_constraints(objective_expr, constraints):
     remaining = []
     budget_rows = []  # (inequality, the simplex a row sum(x) <= t became, a, groups, row)
     for ineq, rows, A, c in general:
-        budget = _budget_simplex(ineq, rows, A, slots, fixed_zero_lower, offsets, n_v) if rows.size > 1 else None
+        budget = (_budget_simplex(ineq, rows, A, slots, fixed_zero_lower, offsets, n_v, violated_constant_rows)
+                  if rows.size > 1 else None)
         if budget is not None:  # fm.sum(X, axis=1) <= t with X >= 0: one simplex per row of X, "<="
             sets.append(budget[0])
             budget_rows.append(budget[1:])
@@ -576,7 +604,7 @@ def lower_constraints(objective_expr, constraints):
                 var, a = found
                 total = _data_from(lambda ineq=ineq, r=r, a=a: -float(linearize(ineq.expr, offsets, n_v)[1][r]) / a,
                                    ineq.parameters(), f"bound of {ineq._text}")
-                sets.append(Simplex(var, total, equality=False))
+                sets.append(Simplex(var, _feasible_total(total, ineq, var, violated_constant_rows), equality=False))
                 budget_rows.append((ineq, sets[-1], a, np.zeros(var.size, dtype=np.intp), r))  # its dual value
                 continue
             image = _psd_image_trace_row(row, float(c[r]), psd_images, offsets, n_v)
