@@ -992,19 +992,19 @@ def _simplex_budget(held, simplex, xb, gb, group):
         agree = floor_side <= cap_side
         nu_a = np.where(agree, np.clip(nu_a, floor_side, cap_side), nu_a)
     if not simplex.equality:  # complementary slackness: 0 where the sum is below the total
-        # A group with an entry strictly inside its bounds has its multiplier from that entry's gradient
-        # (stationarity: 0 there when the sum is below the total at the optimum); an iterate within the
-        # solve's tolerance may sit a little inside a binding total, so the sum is not asked to be at t.
-        # A group with every entry at a bound (the origin, say) is binding only at its total.
+        # An iterate within the solve's tolerance may sit a little inside a binding total: a group with an
+        # entry strictly inside its bounds counts as binding within 1e-3 of its total (its multiplier then
+        # from that entry's gradient, by stationarity), and a group further inside gets 0 (the gradient's
+        # residue there is the solve's noise, not a multiplier). A group with every entry at a bound (the
+        # origin, say) is binding only at its total.
         if np.ndim(simplex.total) == 0:
             total = float(simplex.total)
-            binding = 1e-6 * max(1.0, abs(total))
         else:  # a total per group (fm.sum(X, axis=1) <= t, t a vector), read per entry in the labels of ``group``
             total = np.zeros(n_groups)
             total[group] = simplex._entry_totals()
-            binding = 1e-6 * np.maximum(1.0, np.abs(total))
+        binding = np.where(mass > 0, 1e-3 * np.abs(total), 1e-6 * np.maximum(1.0, np.abs(total)))
         sums = np.bincount(group, weights=xb, minlength=n_groups)
-        nu_a = np.where((mass > 0) | (sums >= total - binding), np.maximum(nu_a, 0.0), 0.0)
+        nu_a = np.where(sums >= total - binding, np.maximum(nu_a, 0.0), 0.0)
     return nu_a, lo, hi, at_floor, at_cap
 
 

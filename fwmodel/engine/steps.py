@@ -466,7 +466,8 @@ class GroupPairwiseStep:
     is a vertex too: it enters as one more entry of every group, with gradient
     0, column norm 0 and the mass ``t_g - sum(x_g)`` (its barycentric weight
     times t_g). Mass moved to it lowers an entry (``d = -e_v``), mass moved
-    from it raises one (``d = e_s``); the formulas above are unchanged.
+    from it raises one (``d = e_s``); such a move has ``||d||^2`` = 1 per unit
+    (2 for a pair), so its ``c_g`` counts ``L_f`` once.
     """
 
     cheap_proposal = True  # no LMO call: a Gauss-Seidel sweep may propose again
@@ -515,7 +516,10 @@ class GroupPairwiseStep:
         s, g_s, r, c, xs, gs, gap = self._support(x_k, g_k)
         # for every support entry i: the model's best amount moved from i to s and its decrease
         slope = gs - g_s[r]  # g_i - g_s >= 0
-        curv = ctx.lam * (self.norms2_grouped[r, c] + self.norms2_grouped[rows, s][r]) + 2.0 * self.curvature_f
+        # L_f is per unit squared step: a pair moves two coordinates (||d||^2 = 2 per unit), a move to or
+        # from the origin one
+        moving = 2.0 if not self.origin else (c < self.index.shape[1]) + (s[r] < self.index.shape[1]).astype(float)
+        curv = ctx.lam * (self.norms2_grouped[r, c] + self.norms2_grouped[rows, s][r]) + moving * self.curvature_f
         # min(x_i, slope / curv), and x_i where curv <= 0 (no curvature: the whole mass)
         amount = np.minimum(xs, np.divide(slope, curv, out=np.full(slope.shape, np.inf), where=curv > 0))
         amount[~(slope > 0)] = 0.0

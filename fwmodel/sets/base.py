@@ -44,9 +44,11 @@ restarts the blocks whose set changed.
 Declarations of structure the engine can exploit (a set offers them; no
 caller tests the set's type):
 
-- ``simplex_groups()``: ``(index, total)`` when the set is a product of
-  simplices (``index[g]`` the flat entries of group g): a pairwise step in
-  every group at once (:class:`~fwmodel.sets.simplex.Simplex`).
+- ``simplex_groups()``: ``(index, total)`` or ``(index, totals, origin)``
+  when the set is a product of simplices (``index[g]`` the flat entries of
+  group g; ``totals`` one per group; ``origin``: each group sums to at most
+  its total): a pairwise step in every group at once
+  (:class:`~fwmodel.sets.simplex.Simplex`).
 - ``interval_bounds()``: flat ``(lower, upper)`` when the set is a box: a
   Frank-Wolfe step in every coordinate (:class:`~fwmodel.sets.box.Box`).
 - ``low_rank_face()``: ``(radius, psd, shape)`` for sets whose faces are
@@ -153,7 +155,8 @@ class ConvexSet:
     implies_psd = False
 
     def simplex_groups(self):
-        """``(index, total)`` when the set is a product of simplices (``index[g]``: the flat entries of group g)."""
+        """``(index, total)`` or ``(index, totals, origin)`` when the set is a product of simplices (``index[g]``:
+        the flat entries of group g; see the module's notes), else None."""
         return None
 
     def interval_bounds(self):

@@ -61,9 +61,9 @@ class Simplex(ConvexSet):
     ``axis=(1, 2)`` every ``(K, K)`` table of an ``(E, K, K)`` array.
     ``total`` is one number, or one per group (an array of the shape of the
     axes not summed: ``fm.sum(X, axis=1) <= t`` with a vector ``t``); a set
-    with totals per group is not a product of equal simplices for the
-    engine's group steps (:meth:`simplex_groups` is None) and is not merged
-    with a box into a capped simplex.
+    with totals per group is not merged with a box into a capped simplex.
+    :meth:`simplex_groups` declares the groups to the engine's per-group
+    pairwise steps (with the origin as a vertex where ``equality=False``).
 
     LMO. The set is a product of simplices, so the LMO is separable by group;
     over one simplex ``{s >= 0, sum s = t}`` the linear function ``<d, s>`` is
