@@ -144,7 +144,7 @@ def test_without_the_equilibration_the_pieces_test_still_refuses_a_wrong_optimal
     """Test (3) per piece on its own (the solve's rescaling turned off): the model whose copies or row were
     violated at "optimal" before now either meets every constraint or says it did not reach its tolerances."""
     import fwmodel.engine.fwal as fwal
-    monkeypatch.setattr(fwal, "_row_equilibration", lambda stopping, M, rule: None)
+    monkeypatch.setattr(fwal, "_row_equilibration", lambda stopping, M: None)
     prob, x, _ = _least_squares(lambda x: [x >= 0, fm.norm1(x) <= 1, s * (x[0] + x[1]) >= s], max_iter=2000)
     v = x.value
     met = v.min() >= -1e-3 and np.abs(v).sum() <= 1 + 1e-3 and v[0] + v[1] >= 1 - 1e-3

@@ -218,55 +218,48 @@ def minimize_fwal(
     # LMOs there serve both the stopping scales and the default penalty (the penalty's
     # direction is formed in the LMOs' vertex array)
     setup = {} if cold else None
-    Mx_ref = (r if b_norm == 0 else r + b) if cold else None
-    stopping = StoppingRule.from_reference(
-        tol, feas_tol, objective, blocks, Mop, b, x if cold else reference_point(blocks, n), g if cold else None,
-        Mx_ref=Mx_ref, keep=setup)
-    # every constraint's row is brought to unit norm (stopping.row_norm_equilibration), then pieces still
-    # in units far from the others' are rescaled to theirs (RowPieces.equilibration); the result's
-    # multipliers and residual are given back in the model's own units
-    M_original, row_factors = M, None
+    x_ref, g_ref = (x, g) if cold else (reference_point(blocks, n), None)
+
+    def measured(Mop, b, r):
+        """||b||, M x_ref and the stopping rule's scales for the rows ``Mop`` (one LMO call per block)."""
+        b_norm = float(norm(b))
+        Mx_ref = (r if b_norm == 0 else r + b) if cold else None
+        return b_norm, Mx_ref, StoppingRule.from_reference(tol, feas_tol, objective, blocks, Mop, b, x_ref, g_ref,
+                                                           Mx_ref=Mx_ref, keep=setup)
+
+    # The rows the solve works on, each change given back in the model's units at the end: every
+    # constraint's row at unit norm (stopping.row_norm_equilibration); pieces still in units far from the
+    # others' rescaled to theirs (RowPieces.equilibration, from the stopping rule's scales); then rows that
+    # overlap (a chain of differences) replaced by orthonormal ones (engine/row_metric.py).
+    M_original, row_factors, metric = M, None, None
+    b_original = np.asarray(M_original.b, dtype=float).reshape(-1) if hasattr(M, "b") else b
     row_norms, by_row = row_norm_equilibration(M, n)
     if y is not None and row_norms is not None:
         _carry_multipliers(y, warm_state, row_norms)
-    for rule in ("row_norm_equilibration", "equilibration"):
-        if rule == "equilibration":
-            by_piece = _row_equilibration(stopping, M, rule)
-            if by_piece is None:
-                continue
-            by_row, M = np.repeat(by_piece, np.diff(M.offsets)), M.with_piece_factors(by_piece)
-        elif by_row is None or not hasattr(M, "with_row_factors"):
-            continue
-        else:
-            M = M.with_row_factors(by_row)
+    if by_row is not None and hasattr(M, "with_row_factors"):
+        M = M.with_row_factors(by_row)
+        row_factors = _RowFactors(by_row, M_original, b_original).applied_to(r, y)
         Mop, b = _Operator(M, n), np.asarray(M.b, dtype=float).reshape(-1)
-        b_norm = float(norm(b))
-        lagrangian = AugmentedLagrangian(objective, blocks, Mop, b, buffers)
-        step_factors = _RowFactors(by_row, M_original, np.asarray(M_original.b, dtype=float).reshape(-1))
-        r *= step_factors.by_row
-        if y is not None:
-            y /= step_factors.by_row
+    b_norm, Mx_ref, stopping = measured(Mop, b, r)
+    by_piece = _row_equilibration(stopping, M)
+    if by_piece is not None:
+        M = M.with_piece_factors(by_piece)
+        step_factors = _RowFactors(np.repeat(by_piece, np.diff(M.offsets)), M_original, b_original).applied_to(r, y)
         row_factors = step_factors if row_factors is None else row_factors.times(step_factors)
-        Mx_ref = (r if b_norm == 0 else r + b) if cold else None
-        stopping = StoppingRule.from_reference(
-            tol, feas_tol, objective, blocks, Mop, b, x if cold else reference_point(blocks, n), g if cold else None,
-            Mx_ref=Mx_ref, keep=setup)
-    # then rows that overlap (a chain of differences) are replaced by orthonormal ones (engine/row_metric.py)
+        Mop, b = _Operator(M, n), np.asarray(M.b, dtype=float).reshape(-1)
+        b_norm, Mx_ref, stopping = measured(Mop, b, r)
     made = RowMetric.of(M)
-    metric = None
     if made is not None:
         metric, M = made
         Mop, b = _Operator(M, n), metric.b_after
-        b_norm = float(norm(b))
-        lagrangian = AugmentedLagrangian(objective, blocks, Mop, b, buffers)
         r = Mop.matvec(x)
         r -= b
         if y is not None:
             y = metric.to_solve_rows(y)
-        Mx_ref = (r if b_norm == 0 else r + b) if cold else None
-        stopping = StoppingRule.from_reference(
-            tol, feas_tol, objective, blocks, Mop, b, x if cold else reference_point(blocks, n), g if cold else None,
-            Mx_ref=Mx_ref, keep=setup)
+        b_norm, Mx_ref, stopping = measured(Mop, b, r)
+    if M is not M_original:
+        lagrangian = AugmentedLagrangian(objective, blocks, Mop, b, buffers)
+    x_ref = g_ref = measured = None  # (not kept by the loop)
     if lam is None:
         lam = warm_state.lam if warm_state is not None else default_penalty(
             objective, blocks, Mop, x, g, rng,
@@ -439,6 +432,13 @@ class _RowFactors:
         self.by_row = by_row
         self.M_original, self.b_original = M_original, b_original
 
+    def applied_to(self, r, y):
+        """These factors applied to the residual and the multipliers in place (``D r``, ``D^{-1} y``); returns self."""
+        r *= self.by_row
+        if y is not None:
+            y /= self.by_row
+        return self
+
     def times(self, other):
         """This rescaling followed by ``other`` (its factors on the same rows, already rescaled by these)."""
         return _RowFactors(self.by_row * other.by_row, self.M_original, self.b_original)
@@ -474,12 +474,12 @@ def _carry_multipliers(y, warm_state, row_norms):
         y[moved] *= old[moved] / row_norms[moved]
 
 
-def _row_equilibration(stopping, M, rule):
-    """The factors per piece of the compiler's operator by ``RowPieces.<rule>``, or None where it moves none."""
+def _row_equilibration(stopping, M):
+    """The factors per piece of the compiler's operator by ``RowPieces.equilibration``, or None where it moves none."""
     pieces = stopping.row_pieces
     if pieces is None or not hasattr(M, "with_piece_factors"):
         return None
-    return getattr(pieces, rule)(M.pieces)
+    return pieces.equilibration(M.pieces)
 
 
 def _is_finite(it):
