@@ -233,7 +233,7 @@ def minimize_fwal(
     # overlap (a chain of differences) replaced by orthonormal ones (engine/row_metric.py).
     M_original, row_factors, metric = M, None, None
     b_original = np.asarray(M_original.b, dtype=float).reshape(-1) if hasattr(M, "b") else b
-    row_norms, by_row = row_norm_equilibration(M, n)
+    row_norms, by_row = row_norm_equilibration(M, n, blocks)
     if y is not None and row_norms is not None:
         _carry_multipliers(y, warm_state, row_norms)
     if by_row is not None and hasattr(M, "with_row_factors"):
@@ -462,9 +462,9 @@ def _carry_multipliers(y, warm_state, row_norms):
     A Parameter that multiplies a constraint's rows by c (``P * (x0 + x1) == P * 0.5``, P from 1e-6 to
     1e6) divides their multipliers by c: y kept in the old rows' units started the solve 10^12 off and
     ran it to max_iter, where a cold solve took ~50 iterations. The multiplier of the row brought to
-    unit norm, ``y_i * rho_i`` (rho_i the row's norm, ``stopping.row_norm_equilibration``), does not
-    depend on c: y is carried as that, ``y_i <- y_i rho_old / rho_new``, row by row (rows whose norm
-    was or is 0 keep theirs).
+    unit norm, ``y_i * rho_i`` (rho_i the row's unit: its norm, over the factor by which the rows were
+    raised to the ties' width, ``stopping.row_norm_equilibration``), does not depend on c: y is carried as
+    that, ``y_i <- y_i rho_old / rho_new``, row by row (rows whose unit was or is 0 keep theirs).
     """
     old = getattr(warm_state, "row_norms", None)
     if old is None or old.shape != row_norms.shape:

@@ -87,7 +87,8 @@ iterates, the iteration count and the relative accuracy unchanged.
   scale for all rows let a row written times 1e6 loosen the copies' test
   and held a row written times 1e-6 to the copies' size (both silent wrong
   answers). Before the solve every constraint's row is brought to unit
-  norm (:func:`row_norm_equilibration`), and pieces still in
+  norm, at the copies' ties' norm and width (:func:`row_norm_equilibration`,
+  :func:`tie_level`), and pieces still in
   units far apart to a common scale (:meth:`RowPieces.equilibration`), so
   that one penalty and one dual step serve them all.
 
@@ -345,9 +346,9 @@ UNITS_APART = 10.0
 ROW_NORM_ROUNDING = 1e-12
 
 
-def row_norm_equilibration(M, n):
-    """Each row's norm and the factors that bring every constraint's rows to unit norm, one per row of M:
-    ``(norms, factors)``, ``factors`` None where none moves; ``(None, None)`` for an operator given
+def row_norm_equilibration(M, n, blocks=None):
+    """Each row's unit and the factors that bring every constraint's rows to unit norm, one per row of M:
+    ``(units, factors)``, ``factors`` None where none moves; ``(None, None)`` for an operator given
     without pieces (a user's LinearOperator).
 
     One penalty lam and one dual step serve every row of M, but a row
@@ -371,13 +372,22 @@ def row_norm_equilibration(M, n):
     ||m_i||, and the reference is the largest root mean square row norm of
     the pieces that cannot (the rows tying two copies, +-1: sqrt(2);
     marginalization rows), else 1: rows in the units of a distance to their
-    hyperplane. The factor is homogeneous of degree -1 in the row's
-    coefficients, so the solve sees the same rows whatever factor each row
-    was written times: the iterates are those of the model with its rows at
-    unit norm. A single group of rows (M of one constraint) is rescaled too:
-    left in its units, its iterations depended on them and a warm start
+    hyperplane. With ``blocks`` (the solve's sets), the reference is raised
+    where the sets show the rescaled rows held more weakly than the copies'
+    ties (:func:`tie_level`). The factor is homogeneous of degree -1 in the
+    row's coefficients, so the solve sees the same rows whatever factor each
+    row was written times: the iterates are those of the model with its rows
+    at unit norm. A single group of rows (M of one constraint) is rescaled
+    too: left in its units, its iterations depended on them and a warm start
     after a Parameter moved them kept lam in the old units (max_iter).
     Rows of norm 0 keep theirs.
+
+    ``units``: for a rescaled row its norm ``||m_i||``, divided by the
+    factor by which :func:`tie_level` raised the reference above the ties'
+    norm (the ties' norm over the row's factor); the root mean square row
+    norm for the others. A warm start carries y row by row by their ratio
+    (``fwal._carry_multipliers``), so a change of the level (a Parameter that
+    moved a set's size) is carried too.
     """
     pieces, offsets = getattr(M, "pieces", None), getattr(M, "offsets", None)
     if not pieces or offsets is None or not any(hasattr(p, "scaled") for p in pieces):
@@ -395,14 +405,99 @@ def row_norm_equilibration(M, n):
         norms[lo:hi] = math.sqrt(max(float(total[0]), 0.0) / max(int(p.rows), 1))
         if not hasattr(p, "scaled"):
             reference = max(reference, float(norms[lo]))
+    raised = 1.0  # the reference over the ties' norm (tie_level)
+    if reference > 0 and blocks is not None:
+        level = tie_level(pieces, offsets, norms, blocks, n)
+        if level is not None and level > reference:
+            raised, reference = level / reference, level
     reference = reference if reference > 0 else 1.0
     for p, lo, hi in zip(pieces, offsets[:-1], offsets[1:]):
         if hasattr(p, "scaled"):
             rows = norms[lo:hi]
             np.divide(reference, rows, out=factors[lo:hi], where=rows > 0)
+            if raised != 1.0:
+                rows /= raised  # the row's unit: 1 / factor up to the ties' norm (a warm start's ratio)
     # rows within rounding of the reference keep their exact coefficients
     factors[np.abs(factors - 1.0) <= ROW_NORM_ROUNDING] = 1.0
     return norms, (None if np.all(factors == 1.0) else factors)
+
+
+#: at most this many rows of the copies' ties, and as many rescalable rows, are measured by :func:`tie_level`
+#: (evenly spaced over them): two LMO calls per block a row touches
+WIDTH_SAMPLE = 8
+#: with a block larger than this, or one whose LMO may miss (``lmo_check``), :func:`tie_level` measures nothing
+WIDTH_MAX_BLOCK = 100_000
+
+
+def _width(blocks, starts, cols, vals):
+    """The width of the row ``sum_j vals_j x_cols_j`` over the product of the blocks' sets: max - min over
+    them, two LMO calls per block the row touches."""
+    width = 0.0
+    where = np.searchsorted(starts, cols, side="right") - 1
+    for k in np.unique(where):
+        blk = blocks[int(k)]
+        g = np.zeros(blk.size)
+        inside = where == k
+        g[cols[inside] - blk.offset] = vals[inside]
+        width += float(blk.lmo(-g).dot(g) - blk.lmo(g).dot(g))
+    return width
+
+
+def _evenly(count, sample):
+    """At most ``sample`` indices of ``range(count)``, evenly spaced."""
+    return np.unique(np.linspace(0, count - 1, min(count, sample)).round().astype(int)) if count else []
+
+
+def tie_level(pieces, offsets, norms, blocks, n):
+    """The norm at which the rescaled rows are held as firmly as the copies' ties along the sets, or None.
+
+    A row's penalty lam/2 (a' x - b)^2 grows along a Frank-Wolfe move d
+    with curvature lam (a' d)^2, and what a row sees of FW's moves is its
+    width over the sets, max - min of a' x over them (two LMO calls per
+    block it touches): a tie x_j - x'_j = 0 (norm sqrt 2) sees the range of
+    one coordinate in each of two sets, a dense row at unit norm over a
+    simplex the spread of its entries, ~ 2 sqrt(2 ln k / k) for k entries,
+    a few times less. One lam then holds the rows several times more weakly
+    than the ties next to them: on random models of benchmarks/trust_fuzz.py
+    with tied copies in simplices and dense rows, 2-4x the iterations of
+    rows in their own units ("Slacks and tied copies on unit-norm rows",
+    benchmarks/RESULTS.md). Returns the norm that gives the rescaled rows
+    the ties' mean width (``WIDTH_SAMPLE`` rows of each, evenly spaced):
+    the ties' mean width over the unit rows'. Only the copies'
+    ties are measured (``CopyRows``); None where there are none, where a
+    block is larger than ``WIDTH_MAX_BLOCK`` or its LMO may miss, or where
+    a width is 0. The caller only raises the reference with it: rows held
+    below the ties' norm measure their feasibility more loosely in the
+    model's units (a random model ended "optimal" with its inequality
+    violated by 1.7e-3). Homogeneous of degree 0 in each row's coefficients.
+    """
+    from ..compiler.consistency import CopyRows, _positions
+    if any(blk.size > WIDTH_MAX_BLOCK or blk.lmo_check is not None for blk in blocks):
+        return None
+    starts = np.array([blk.offset for blk in blocks])
+    ties, rows = [], []  # (piece, row) of the copies' ties and of the rescalable rows
+    for p, lo in zip(pieces, offsets[:-1]):
+        if isinstance(p, CopyRows):
+            copy, first = _positions(p.copy), _positions(p.first)
+            ties += [(copy[i], first[i]) for i in _evenly(p.rows, WIDTH_SAMPLE)]
+        elif hasattr(p, "scaled") and hasattr(p, "csr"):
+            rows += [(p, lo, i) for i in _evenly(p.rows, WIDTH_SAMPLE) if norms[lo + i] > 0]
+    if not ties or not rows:
+        return None
+    tie_widths = []
+    for j in _evenly(len(ties), WIDTH_SAMPLE):
+        cols = np.array(ties[j], dtype=np.intp)
+        tie_widths.append(_width(blocks, starts, cols, np.array([1.0, -1.0])))
+    unit_widths = []
+    for j in _evenly(len(rows), WIDTH_SAMPLE):
+        p, lo, i = rows[j]
+        A = p.csr(n)
+        span = slice(A.indptr[i], A.indptr[i + 1])
+        unit_widths.append(_width(blocks, starts, A.indices[span], A.data[span] / norms[lo + i]))
+    w_tie, w_unit = float(np.mean(tie_widths)), float(np.mean(unit_widths))
+    if not (w_tie > 0 and w_unit > 0 and math.isfinite(w_tie / w_unit)):
+        return None
+    return w_tie / w_unit
 
 
 class RowPieces:
