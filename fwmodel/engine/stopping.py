@@ -460,8 +460,11 @@ def tie_level(pieces, offsets, norms, blocks, n):
     a few times less. One lam then holds the rows several times more weakly
     than the ties next to them: on random models of benchmarks/trust_fuzz.py
     with tied copies in simplices and dense rows, 2-4x the iterations of
-    rows in their own units ("Slacks and tied copies on unit-norm rows",
-    benchmarks/RESULTS.md). Returns the norm that gives the rescaled rows
+    rows in their own units (1308: 1,780 at sqrt 2, 334 at 4 sqrt 2, 540 with
+    this level; no lam recovered it; benchmarks/RESULTS.md, "Rows next to
+    tied copies raised to the ties' width"). Boxes and L2 balls want the
+    level where it is: a dense row's width there is as large as a tie's,
+    and this measure says so. Returns the norm that gives the rescaled rows
     the ties' mean width (``WIDTH_SAMPLE`` rows of each, evenly spaced):
     the ties' mean width over the unit rows'. Only the copies'
     ties are measured (``CopyRows``); None where there are none, where a
