@@ -210,7 +210,9 @@ class Lowered:
     #: (diag(X) == d, the PSD trace ball whose radius is sum(d), the rows' coefficients)
     diagonal_duals: list = field(default_factory=list)
     #: messages for entries of inequalities whose coefficients are all zero (rows on data alone) and whose
-    #: constant violates them: the problem is infeasible whatever the variables (entries that hold are dropped)
+    #: constant violates them, and for budgets whose total is negative: the problem is infeasible whatever
+    #: the variables (entries that hold are dropped). A budget whose total reads Parameters puts a callable
+    #: here, giving its message for the current values, or None while the total is >= 0
     violated_constant_rows: list = field(default_factory=list)
     #: [(inequality, entries)]: its entries without variables that hold (dropped; their multiplier is 0)
     constant_rows: list = field(default_factory=list)
@@ -374,11 +376,28 @@ def _feasible_total(total, constraint, var, violated):
     holds for no x: the problem is infeasible on data alone (CVXPY's answer),
     not a bad set. The message goes to ``violated`` (the solve then ends
     "infeasible" naming the constraint) and the simplex gets the total 0 in
-    those groups, so that the model still compiles. A total from Parameters
-    is checked by the set at each solve.
+    those groups, so that the model still compiles. A total read from
+    Parameters gets the same treatment at each solve: the simplex reads it
+    clipped at 0, and ``violated`` gets a check that gives the message while
+    the Parameters' values make it negative (None otherwise).
     """
     if isinstance(total, ComputedData):
-        return total
+        def message():
+            value = total.value
+            if value is None or not np.size(value) or float(np.min(value)) >= 0:
+                return None
+            return (f"the constraint {getattr(constraint, '_text', short_repr(constraint))} does not hold for any "
+                    f"{var.name} >= 0 with the current values of "
+                    f"{', '.join(p.name for p in total.parameters())}: its total is {float(np.min(value)):.6g} < 0")
+
+        def clipped():
+            value = total.value
+            if value is None:
+                return None
+            return np.maximum(value, 0.0) if np.ndim(value) else max(float(value), 0.0)
+
+        violated.append(message)
+        return ComputedData(clipped, total.parameters(), total.label)
     arr = np.asarray(total, dtype=float)
     if arr.size and float(arr.min()) < 0:
         violated.append(f"the constraint {getattr(constraint, '_text', short_repr(constraint))} does not hold for "
