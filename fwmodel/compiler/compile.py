@@ -704,34 +704,44 @@ def write_norm_duals(compiled, x, lagrangian_gradient):
     g = lagrangian_gradient()  # (a callable: formed once per solve's end, shared with the other duals)
     shared = getattr(lowered, "shared_duals", set())
     for ineq, ball in lowered.norm_sets:
-        ineq.dual_value = None
-        derived = None
-        if id(ball) in shared:  # a box took the ball's implied bounds: the two share its multiplier
-            derived = _derived_box_sides(compiled, lowered, ball, x, g)
-            if derived is None:
-                continue
-        held = _held_by_one_block(compiled, ball, x, g)  # seen in the ball's own expression a * x + c
-        if held is None:
-            continue
-        point, grad = held
-        if derived is not None:
-            entries, pull = derived  # the box's multipliers on the ball's sides, above_d - below_d
-            if float(ball.radius) > 0:
-                mu = max(0.0, -float(point @ grad)) / float(ball.radius)
-                ineq.dual_value = max(0.0, mu + float(pull @ point[entries]) / float(ball.radius))
-            continue
-        if ineq.norm.kind == "abs":
-            bound = np.broadcast_to(np.asarray(ball.interval_bounds()[1], dtype=float), point.shape)
-            inner = np.maximum(0.0, -grad * point)
-            mu = np.where(bound > 0, inner / np.where(bound > 0, bound, 1.0), np.abs(grad))
-            ineq.dual_value = mu.reshape(ineq.shape)
-            continue
-        radius = float(ball.radius)
-        if radius > 0:
-            ineq.dual_value = max(0.0, -float(point @ grad)) / radius
-        else:
-            shaped = grad.reshape(ball.shape) if ineq.norm.kind == "nuc" else grad
-            ineq.dual_value = _dual_norm(ineq.norm.kind, shaped)
+        _write_norm_dual(compiled, lowered, shared, ineq, ball, x, g)
+        if getattr(ineq, "squared", False) and ineq.dual_value is not None:
+            # sum_squares(e) <= t held as ||e|| <= r = sqrt(t): KKT's lambda * 2 e = mu * e / r, so CVXPY's
+            # multiplier of the squared form is mu / (2 r) (none at r = 0, where no multiplier exists)
+            radius = float(ball.radius)
+            ineq.dual_value = ineq.dual_value / (2.0 * radius) if radius > 0 else None
+
+
+def _write_norm_dual(compiled, lowered, shared, ineq, ball, x, g):
+    """``dual_value`` of one ``norm(e) <= t`` held by ``ball`` (see :func:`write_norm_duals`)."""
+    ineq.dual_value = None
+    derived = None
+    if id(ball) in shared:  # a box took the ball's implied bounds: the two share its multiplier
+        derived = _derived_box_sides(compiled, lowered, ball, x, g)
+        if derived is None:
+            return
+    held = _held_by_one_block(compiled, ball, x, g)  # seen in the ball's own expression a * x + c
+    if held is None:
+        return
+    point, grad = held
+    if derived is not None:
+        entries, pull = derived  # the box's multipliers on the ball's sides, above_d - below_d
+        if float(ball.radius) > 0:
+            mu = max(0.0, -float(point @ grad)) / float(ball.radius)
+            ineq.dual_value = max(0.0, mu + float(pull @ point[entries]) / float(ball.radius))
+        return
+    if ineq.norm.kind == "abs":
+        bound = np.broadcast_to(np.asarray(ball.interval_bounds()[1], dtype=float), point.shape)
+        inner = np.maximum(0.0, -grad * point)
+        mu = np.where(bound > 0, inner / np.where(bound > 0, bound, 1.0), np.abs(grad))
+        ineq.dual_value = mu.reshape(ineq.shape)
+        return
+    radius = float(ball.radius)
+    if radius > 0:
+        ineq.dual_value = max(0.0, -float(point @ grad)) / radius
+    else:
+        shaped = grad.reshape(ball.shape) if ineq.norm.kind == "nuc" else grad
+        ineq.dual_value = _dual_norm(ineq.norm.kind, shaped)
 
 
 def _derived_box_sides(compiled, lowered, ball, x, g):
