@@ -56,7 +56,7 @@ from ..errors import ModelError
 from ..expressions import Equality, SmoothFunction, Variable, linearize
 from ..sets.base import ConvexSet
 from ..sets.box import Box
-from ..sets import L1Ball, L2Ball, LinfBall
+from ..sets import Ellipsoid, L1Ball, L2Ball, LinfBall
 from ..sets.boxed_l1 import BoxedL1Ball
 from ..sets.symmetric import SymmetricPart
 from ..sets.trace_norm import TraceNormBall
@@ -704,12 +704,39 @@ def write_norm_duals(compiled, x, lagrangian_gradient):
     g = lagrangian_gradient()  # (a callable: formed once per solve's end, shared with the other duals)
     shared = getattr(lowered, "shared_duals", set())
     for ineq, ball in lowered.norm_sets:
+        if isinstance(ball, Ellipsoid):  # quad_form(e, P) <= t: the multiplier of the form written
+            ineq.dual_value = _ellipsoid_multiplier(compiled, lowered, shared, ball, x, g)
+            continue
         _write_norm_dual(compiled, lowered, shared, ineq, ball, x, g)
         if getattr(ineq, "squared", False) and ineq.dual_value is not None:
             # sum_squares(e) <= t held as ||e|| <= r = sqrt(t): KKT's lambda * 2 e = mu * e / r, so CVXPY's
             # multiplier of the squared form is mu / (2 r) (none at r = 0, where no multiplier exists)
             radius = float(ball.radius)
             ineq.dual_value = ineq.dual_value / (2.0 * radius) if radius > 0 else None
+
+
+def _ellipsoid_multiplier(compiled, lowered, shared, ellipsoid, x, g):
+    """CVXPY's multiplier of ``quad_form(e, P) <= t`` held by ``ellipsoid`` (:meth:`Ellipsoid.multiplier`).
+
+    Where a box took the ellipsoid's implied bounds (``x >= 0`` next to it), the two blocks' KKT conditions
+    add up on the shared entries: ``g + 2 lambda P z + above_d - below_d = 0`` against CVXPY's ``g + 2 tau
+    P z = 0`` there, so ``tau = lambda + <above_d - below_d, z> / (2 t)`` (an implied side binds only where
+    the ellipsoid touches its bounding box, at which ``P z`` is along that side's axis). None where the
+    record is missing (a Parameter, a shifted ellipsoid).
+    """
+    derived = None
+    if id(ellipsoid) in shared:
+        derived = _derived_box_sides(compiled, lowered, ellipsoid, x, g)
+        if derived is None:
+            return None
+    held = _held_by_one_block(compiled, ellipsoid, x, g)
+    if held is None:
+        return None
+    multiplier = ellipsoid.multiplier(*held)
+    if derived is not None and multiplier is not None:
+        entries, pull = derived
+        multiplier = max(0.0, multiplier + float(pull @ held[0][entries]) / (2.0 * float(ellipsoid.bound)))
+    return multiplier
 
 
 def _write_norm_dual(compiled, lowered, shared, ineq, ball, x, g):
@@ -753,7 +780,7 @@ def _derived_box_sides(compiled, lowered, ball, x, g):
         return None
     box, entries, lo_side, hi_side = info
     blocks = [blk for blk in compiled.blocks if blk.set is box]
-    if len(blocks) != 1 or type(ball) not in (L1Ball, L2Ball, LinfBall):
+    if len(blocks) != 1 or type(ball) not in (L1Ball, L2Ball, LinfBall, Ellipsoid):
         return None
     blk = blocks[0]
     above, below = _box_multipliers(box, np.asarray(x[blk.slice], dtype=float), np.asarray(g[blk.slice], dtype=float))

@@ -137,9 +137,12 @@ class Inequality:
         #: ``fm.sum_squares(e) <= t`` (or ``fm.quad_form(e, P) <= t``) written as the ball ``norm2(...) <= sqrt(t)``:
         #: its dual_value is the ball's multiplier over ``2 sqrt(t)`` (``compile.write_norm_duals``)
         self.squared = False
+        #: ``(e, P)`` of ``fm.quad_form(e, P) <= t`` with P positive definite: held by ``fm.Ellipsoid(e, P, t)``
+        self.ellipsoid = None
         squared = _squared_norm_bound(lhs, rhs, text)
         if squared is not None:
-            lhs, rhs = squared
+            self.ellipsoid = None if squared[2] is None else (squared[2][0], squared[2][1], rhs)
+            lhs, rhs = squared[:2]
             self.squared = True
         if isinstance(rhs, NormAtom):
             raise ModelError(
@@ -273,9 +276,9 @@ class _SquareRoot:
 
 
 def _squared_norm_bound(lhs, rhs, text):
-    """``(norm2(e), sqrt(t))`` for ``fm.sum_squares(e) <= t``, ``(norm2(L' e), sqrt(t))`` for
-    ``fm.quad_form(e, P) <= t`` (``P = L L'`` constant, PSD): the same set, a Euclidean ball (CVXPY users
-    write the ball squared). None for other sides."""
+    """``(norm2(e), sqrt(t), None)`` for ``fm.sum_squares(e) <= t``, ``(norm2(L' e), sqrt(t), (e, P))`` for
+    ``fm.quad_form(e, P) <= t`` (``P = L L'`` constant, PSD; the last item None unless P is positive
+    definite): the same set, a Euclidean ball (CVXPY users write the ball squared). None for other sides."""
     from .atoms import QuadFormExpression, SumSquaresExpression
     from .core import Constant
     from .nonsmooth import norm2
@@ -285,6 +288,7 @@ def _squared_norm_bound(lhs, rhs, text):
     if rhs._has_vars or rhs.size != 1:
         return None  # (refused below, with the general message)
     e = lhs.args[0]
+    ellipsoid = None
     if isinstance(lhs, QuadFormExpression):
         P = lhs.args[1]
         if P._has_params:
@@ -298,6 +302,9 @@ def _squared_norm_bound(lhs, rhs, text):
         keep = w > 1e-12 * max(float(w[-1]), 0.0)
         if not np.any(keep):
             return None  # P = 0: nothing to bound
+        if np.all(keep) and float(w[0]) > 1e-10 * float(w[-1]):
+            # positive definite: the compiler holds e in fm.Ellipsoid(e, P, t) (it bounds e itself)
+            ellipsoid = (e, P)
         factor = np.sqrt(w[keep])[:, None] * Q[:, keep].T  # L' with P = L L'
         e = Constant(factor) @ (e if e.ndim == 1 else e.flatten())
     if rhs._has_params:
@@ -307,7 +314,7 @@ def _squared_norm_bound(lhs, rhs, text):
         if t < 0:
             raise ModelError(f"{text}: the bound is negative, so no point satisfies it")
         bound = Constant(np.sqrt(t))
-    return norm2(e), bound
+    return norm2(e), bound, ellipsoid
 
 
 def _entrywise_sides(lhs, rhs, text):
