@@ -188,7 +188,9 @@ def test_capped_node_marginals_solve_the_capped_lp():
     ref.solve(solver="HIGHS", canon_backend="SCIPY")  # (3-D edges: SciPy canonicalizes them)
     assert prob.status == "optimal"
     assert prob.value == pytest.approx(ref.value, abs=1e-3 * max(1.0, abs(ref.value)))
-    assert lmp.nodes.value.max() <= 0.6 + 1e-9
+    # nodes.value is the simplices' copy, tied to the box's copy within feas_tol (the rows next to the ties are
+    # held at the ties' width over the sets, engine/stopping.py tie_level: 2.3e-7 above the cap, main 1e-9)
+    assert lmp.nodes.value.max() <= 0.6 + 1e-6
 
 
 # ------------------------------------------------------------ MAP inference
