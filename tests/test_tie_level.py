@@ -76,3 +76,26 @@ def test_dense_rows_next_to_tied_copies_in_a_budget_solve_against_clarabel():
         assert np.abs(A @ x.value - b).max() <= 1e-3
         total += prob.stats.iterations
     assert total <= 5000
+
+
+def test_a_residual_that_grows_after_the_penalty_was_lowered_does_not_halve_the_dual_step():
+    """The balance rule halves lam (the FW gap lags 100x behind feasibility); over the next window the
+    residual doubles: the weaker penalty's doing, so theta stays at 1/4 (main halved it to 1/8). A growth
+    in a later window, with lam unchanged, is an overshoot and halves theta as before."""
+    from fwmodel.engine.schedules import AdaptiveMultiplier
+    sched = AdaptiveMultiplier(1.0)
+    lam, t = 1.0, 0
+
+    def window(feas, gap):
+        nonlocal lam, t
+        for _ in range(sched.window):
+            sched.step(t, feas=feas, lam=lam, gap=gap, gap_target=1.0, feas_target=1.0)
+            lam = sched.penalty(lam)
+            t += 1
+
+    window(1.0, 100.0)  # gap ratio 100 > 10 x feasibility ratio 1: lam halved at the window's end
+    assert lam == 0.5 and sched.theta == 0.25
+    window(2.0, 1.0)  # the residual doubles under the halved penalty
+    assert lam == 0.5 and sched.theta == 0.25
+    window(4.0, 1.0)  # it doubles again with lam unchanged: a dual overshoot
+    assert sched.theta == 0.125
