@@ -258,32 +258,42 @@ def _band_inverse(band):
 
     From L' Z = L^{-1} (lower triangular, diagonal 1 / L_ii): for j >= i,
     Z_ij = (delta_ij / L_ii - sum_{k > i} L_ki Z_kj) / L_ii, from the last row up; the entries read lie in
-    the band. The window Z[i:i+kd+1, i:i+kd+1] is kept in a circular (kd+1) x (kd+1) array.
+    the band: the window Z[i+1:i+kd+1, i+1:i+kd+1] of the row before. O(rows x bandwidth^2).
     """
     kd1, m = band.shape
     kd = kd1 - 1
     zb = np.zeros((kd1, m))
-    window = np.zeros((kd1, kd1))
-    lc = np.zeros(kd1)
-    for i in range(m - 1, -1, -1):
+    if kd == 0:
+        zb[0] = 1.0 / (band[0] * band[0])
+        return zb
+    diag, below = band[0].tolist(), band[1:].T  # below[i, d - 1] = L[i + d, i]
+    if kd == 1:  # a chain: Z_{i,i+1} = -L_{i+1,i} Z_{i+1,i+1} / L_ii, one scalar recurrence
+        sub = band[1].tolist()
+        zdiag, zoff = [0.0] * m, [0.0] * m
+        z_next = 1.0 / (diag[m - 1] * diag[m - 1])
+        zdiag[m - 1] = z_next
+        for i in range(m - 2, -1, -1):
+            lii, l = diag[i], sub[i]
+            off = -l * z_next / lii
+            z_next = (1.0 / lii - l * off) / lii
+            zoff[i], zdiag[i] = off, z_next
+        zb[0], zb[1] = zdiag, zoff
+        return zb
+    window, spare = np.zeros((kd, kd)), np.zeros((kd, kd))  # Z[i+1:i+kd+1, i+1:i+kd+1], then row i's
+    zb[0, m - 1] = window[0, 0] = 1.0 / (diag[m - 1] * diag[m - 1])
+    for i in range(m - 2, -1, -1):
         w = min(kd, m - 1 - i)
-        slots = (np.arange(i, i + w + 1)) % kd1  # slots of rows/columns i..i+w
-        lii = band[0, i]
-        if w:
-            lc.fill(0.0)
-            lc[slots[1:]] = band[1:w + 1, i]
-            u = lc @ window  # u[slot(j)] = sum_k L_ki Z_kj for j in i+1..i+w
-            zij = -u[slots[1:]] / lii
-            zii = (1.0 / lii - np.dot(band[1:w + 1, i], zij)) / lii
-            zb[1:w + 1, i] = zij
-        else:
-            zii = 1.0 / (lii * lii)
+        lii, l = diag[i], below[i, :w]
+        row = np.dot(l, window[:w, :w])
+        row *= -1.0 / lii
+        zii = (1.0 / lii - np.dot(l, row)) / lii
         zb[0, i] = zii
-        s = slots[0]
-        window[s, :] = 0.0
-        window[:, s] = 0.0
-        window[s, slots] = zb[:w + 1, i]
-        window[slots, s] = zb[:w + 1, i]
+        zb[1:w + 1, i] = row
+        spare[0, 0] = zii
+        spare[0, 1:w + 1 if w < kd else kd] = row[:kd - 1]
+        spare[1:w + 1 if w < kd else kd, 0] = row[:kd - 1]
+        spare[1:, 1:] = window[:kd - 1, :kd - 1]
+        window, spare = spare, window
     return zb
 
 
