@@ -284,3 +284,18 @@ def test_2d_tv_with_the_metric_forced_against_clarabel(monkeypatch):
     assert prob.status == "optimal"
     assert abs(prob.value - ref.value) <= 1e-5 * max(1.0, abs(ref.value))
     np.testing.assert_allclose(ball.dual_value, tv.dual_value, rtol=DUAL_RTOL)
+
+
+def test_band_inverse_against_the_inverse():
+    """Takahashi's band of (L L')^{-1} (the column norms' source) against numpy's inverse, bandwidths 0-11."""
+    rng = np.random.default_rng(13)
+    for m, kd in ((5, 0), (7, 1), (30, 2), (40, 3), (25, 5), (12, 11)):
+        B = sum(np.diag(rng.uniform(-1, 1, m - d), -d) for d in range(kd + 1))
+        G = B @ B.T + np.eye(m)
+        L = np.linalg.cholesky(G)
+        band = np.zeros((kd + 1, m))
+        for d in range(kd + 1):
+            band[d, :m - d] = np.diag(L, -d)
+        Z, zb = np.linalg.inv(G), row_metric._band_inverse(band)
+        for d in range(kd + 1):
+            np.testing.assert_allclose(zb[d, :m - d], np.diag(Z, -d), rtol=1e-12, atol=1e-14)
