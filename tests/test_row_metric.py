@@ -299,3 +299,24 @@ def test_band_inverse_against_the_inverse():
         Z, zb = np.linalg.inv(G), row_metric._band_inverse(band)
         for d in range(kd + 1):
             np.testing.assert_allclose(zb[d, :m - d], np.diag(Z, -d), rtol=1e-12, atol=1e-14)
+
+
+def test_block_products_next_to_a_piece_left_alone():
+    """A chain orthonormalized next to a single row left as written: each block's M_k d_k and the column
+    norms against the dense stack [L^{-1} A; c']."""
+    rng = np.random.default_rng(14)
+    A = _random_chain(rng, 30)
+    n = A.shape[1]
+    c = rng.standard_normal(n)
+    M = ConsistencyOperator([SparseRows(sp.csr_matrix(A), np.zeros(30)), SparseRows(sp.csr_matrix(c), [1.0])], n)
+    metric, Mn = row_metric.RowMetric.of(M)
+    assert isinstance(Mn.pieces[0], row_metric.OrthonormalRows) and isinstance(Mn.pieces[1], SparseRows)
+    L = np.linalg.cholesky(A @ A.T)
+    dense = np.vstack([np.linalg.solve(L, A), c])
+    cut = 17
+    products, norms2 = Mn.block_products([slice(0, cut), slice(cut, n)])
+    np.testing.assert_allclose(norms2, np.einsum("ij,ij->j", dense, dense), rtol=1e-12)
+    d = rng.standard_normal(n)
+    np.testing.assert_allclose(products[0](d[:cut]), dense[:, :cut] @ d[:cut], atol=1e-12)
+    np.testing.assert_allclose(products[1](d[cut:]), dense[:, cut:] @ d[cut:], atol=1e-12)
+    np.testing.assert_allclose(Mn.matvec(d), dense @ d, atol=1e-12)

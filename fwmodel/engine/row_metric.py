@@ -37,12 +37,13 @@ of its rows brought to unit norm at most ``MAX_GRAM`` by Gershgorin's bound
 (||r|| <= sqrt(lambda_max) ||L^{-1} r|| for those rows: the stopping rule,
 measuring the new rows, is at most that much looser than in the rows at
 unit norm), and the factor's band at most ``MAX_BAND_FILL`` times A's
-entries and rows (a chain of differences: 2 rows x entries against 4; the
-2-D differences of an image, whose band is twice the image's width after
-reordering, are left out: there the metric was measured to cost iterations
-as often as it saved them, benchmarks/RESULTS.md, "The row metric kept as a
-band"). The choice and the rows do not depend on the factor each row was
-written times.
+entries and rows (a chain of differences: 2 entries of L per row against
+A's 3 and the row, 0.5; the 2-D differences of an image, whose band is
+twice the image's width after reordering, 15 at 30 x 30, are left out: there
+the metric cost iterations as often as it saved them on small images and
+ended at max_iter at 30 x 30 where the plain rows take 6,726 iterations,
+benchmarks/RESULTS.md, "The row metric kept as a band"). The choice and the
+rows do not depend on the factor each row was written times.
 """
 import numpy as np
 import scipy.linalg as sla
@@ -127,13 +128,14 @@ class MetricOperator(ConsistencyOperator):
         """
         raw = sp.vstack([p.A if isinstance(p, OrthonormalRows) else p.csr(self.n) for p in self.pieces],
                         format="csc")
-        norms2 = np.asarray(raw.multiply(raw).sum(axis=0), dtype=float).ravel()
-        solved = []
+        norms2, solved = np.zeros(self.n), []
         for p, lo, hi in zip(self.pieces, self.offsets[:-1], self.offsets[1:]):
             if isinstance(p, OrthonormalRows):
                 solved.append((int(lo), int(hi), p))
-                norms2[p.used] += p.column_norms2 - np.asarray(
-                    p.A[:, p.used].multiply(p.A[:, p.used]).sum(axis=0), dtype=float).ravel()
+                norms2[p.used] += p.column_norms2
+            else:
+                rows = p.csr(self.n)
+                norms2 += np.asarray(rows.multiply(rows).sum(axis=0), dtype=float).ravel()
         cols = [raw[:, sl].tocsr() for sl in slices]
 
         def product(k):
