@@ -488,6 +488,9 @@ class Problem:
         # while committing restarts the commit (it only reads the temporaries),
         # so var.value, prob.value, status, history and the warm-start state
         # always come from the same solve.
+        # ||M x - b|| / max(1, ||x||, ||b||) with x in the model's units (expression blocks held in their
+        # variables' units count as the expressions' values: CompiledProblem.feasibility_rel)
+        result["feasibility_rel"] = compiled.feasibility_rel(result.x, result.feasibility, result.feasibility_rel)
         sign = self.objective.sign
         values = compiled.variable_values(result.x)
         history = result.history.copy()

@@ -17,6 +17,12 @@ Compilation, step by step (paper Sec. 2.2, eq. opt_reformulation):
    (``x``, ``x[:, 2:5]``, ``x.T``), its block is a *copy* of those entries.
    When it constrains any other affine expression (``fm.L1Ball(D @ x)``), its
    block is a new point z tied to the expression by rows z - (D v) = 0.
+   Such a block is held in its variables' units: for an expression in units
+   far from theirs (``fm.L1Ball(1e3 * D @ x, 1e3)``), the block holds
+   ``z' = z / u`` in the set divided by u (``BlockInfo.units``, see
+   :func:`copy_units` and :mod:`fwmodel.sets.units`), with rows
+   ``u z' - (1e3 D v) = 0``: the same model, in the units the engine's steps
+   and scales read alike.
 3. **Copies.** A variable entry covered by several sets has one copy per set.
    Copies are tied to the *first* copy (a star, not a chain): the star's
    M'M has eigenvalues in [1, K] for K copies, while a chain's smallest
@@ -45,6 +51,7 @@ solve end with status "infeasible", naming it.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -60,6 +67,7 @@ from ..sets import L1Ball, L2Ball, LinfBall
 from ..sets.boxed_l1 import BoxedL1Ball
 from ..sets.symmetric import SymmetricPart
 from ..sets.trace_norm import TraceNormBall
+from ..sets.units import InUnits, in_units
 from .consistency import ConsistencyOperator, CopyRows, SparseRows
 from .lowering import lower_constraints, within_data_limit
 from .objective import BlockObjective, CopyMap
@@ -82,6 +90,9 @@ class BlockInfo:
     variable: Variable = None
     entries: np.ndarray = None  # flat entries of the variable, for copies
     name: str = ""
+    #: an expression block's scale: it holds ``z / units`` (z the expression's value) in ``set``, the
+    #: user's set divided by ``units`` (:func:`_in_variable_units`); 1 for copies
+    units: float = 1.0
 
     @property
     def slice(self):
@@ -324,9 +335,22 @@ class CompiledProblem:
                 return slice(int(lo), int(hi))
         return None
 
+    def feasibility_rel(self, x, feasibility, engine_value):
+        """``||M x - b|| / max(1, ||x||, ||b||)`` with x in the model's units: an expression block held in
+        its variables' units (``BlockInfo.units``) counts as ``units * z'``, the expression's value
+        (``engine_value``, the engine's ratio with the block's own norm, where every block is in the model's)."""
+        scaled = [blk for blk in self.blocks if blk.units != 1.0]
+        if not scaled:
+            return engine_value
+        x_norm2 = float(np.dot(x, x)) + sum((blk.units ** 2 - 1.0) * float(np.dot(x[blk.slice], x[blk.slice]))
+                                             for blk in scaled)
+        return feasibility / max(1.0, math.sqrt(max(x_norm2, 0.0)), float(np.linalg.norm(self.b)))
+
     def empty_sets(self):
         """Messages for the sets that the current data leave empty (see ``ConvexSet.empty_reason``)."""
-        return [blk.set.empty_reason for blk in self.blocks if blk.set.empty_reason is not None]
+        # (a set held in its variables' units: the user's set's reason, in its units and words)
+        held = [blk.set.derived_from if isinstance(blk.set, InUnits) else blk.set for blk in self.blocks]
+        return [s.empty_reason for s in held if s.empty_reason is not None]
 
     def violated_fixed_constraints(self):
         """Messages for the fixed constraints that the current data violates (empty when all hold).
@@ -368,6 +392,55 @@ class CompiledProblem:
         for blk in self.blocks:
             lines.append(f"  {blk!r}")
         return "\n".join(lines)
+
+
+def copy_units(A):
+    """The units of an expression ``A v + c0`` relative to its variables v, or 1 where they are close.
+
+    The root mean square of A's nonzero rows' norms: how large an entry of
+    the expression is per unit of the variables it reads (a selection of
+    entries: 1; ``s * D @ x`` with D first differences: ``s * sqrt(2)``).
+    Rounded to a power of ten, and 1 unless it is more than ``UNITS_APART``
+    (the stopping rule's "units far apart") from 1: an expression within a
+    factor 10 of its variables keeps its units, and ``s * D @ x`` for s a
+    power of ten is held exactly as ``D @ x`` is.
+    """
+    A = A.tocsr()
+    norms2 = np.asarray(A.multiply(A).sum(axis=1), dtype=float).ravel()
+    norms2 = norms2[norms2 > 0]
+    if norms2.size == 0:
+        return 1.0
+    rms = math.sqrt(float(np.mean(norms2)))
+    if not np.isfinite(rms) or 1.0 / UNITS_APART <= rms <= UNITS_APART:
+        return 1.0
+    return 10.0 ** round(math.log10(rms))
+
+
+def _in_variable_units(cset, var_layout, n_v, A=None):
+    """``(set, units)`` for an expression block: ``cset`` divided by the expression's units (``copy_units``)
+    where they are far from its variables', so that the block's point is in its variables' units.
+
+    Why (measured in benchmarks/copy_units.py): the engine's projected-gradient
+    step moves the projected blocks with one step size, and its row norms,
+    penalty and stopping scales mix the blocks' coordinates; a block in units
+    1e3 times its variables' (``fm.L1Ball(1e3 * D @ x, 1e3)`` next to an L2
+    ball on x) ended max_iter where ``fm.L1Ball(D @ x, 1)`` took 80
+    iterations. Held as ``z' = z / 1e3`` in the L1 ball of radius 1, with
+    the rows ``1e3 z' - 1e3 D x = 0``, the engine sees the unit model. An
+    expression with Parameters keeps its units (its coefficients change with
+    their values), and so does a set whose family has no scaled form
+    (:func:`fwmodel.sets.units.in_units`).
+    """
+    expr = cset.expr
+    if expr.parameters():
+        return cset, 1.0
+    if A is None:  # (the compiler's linearization where it made one: A over all the variables' entries)
+        A, _ = linearize(expr, {v.id: var_layout[v.id][0] for v in expr.variables()}, n_v)
+    units = copy_units(A)
+    if units == 1.0:
+        return cset, 1.0
+    scaled = in_units(cset, units)
+    return (cset, 1.0) if scaled is None else (scaled, units)
 
 
 def _selection_entries(A, c, var_slot):
@@ -461,7 +534,7 @@ def compile_problem(objective_expr, sign, constraints):
         expr = cset.expr
         name = f"{type(cset).__name__}#{k}"
         size = cset.size
-        kind, var, entries = "expression", None, None
+        kind, var, entries, A = "expression", None, None, None
         if isinstance(expr, Variable):
             kind, var, entries = "copy", expr, None  # the whole variable, in order
         elif not expr.parameters() and len(expr.variables()) == 1:
@@ -474,8 +547,11 @@ def compile_problem(objective_expr, sign, constraints):
                 expression_rows.append((k, A, c))
         else:
             expression_rows.append((k, None, None))
+        units = 1.0
+        if kind == "expression":  # held in its variables' units where it is far from them (copy_units)
+            cset, units = _in_variable_units(cset, var_layout, n_v, A)
         blk = BlockInfo(index=k, offset=offset, size=size, set=cset, kind=kind, variable=var,
-                        entries=entries, name=name)
+                        entries=entries, name=name, units=units)
         blocks.append(blk)
         offset += size
         graph.add_node(("set", k), kind="set", set=cset, label=repr(cset))
@@ -584,7 +660,8 @@ def compile_problem(objective_expr, sign, constraints):
         A, c = linearize(blk.set.expr, all_offsets, n_v)
         within_data_limit(A, c, f"the expression of set {blk.name} ({blk.set.expr!r})")
         AW = (A @ weights()).tocsr()
-        eye = sp.csr_matrix((np.ones(blk.size), (np.arange(blk.size), blk.offset + np.arange(blk.size))),
+        # z = units * z' (the block holds z', see _in_variable_units): the rows units * z' - A W x = c
+        eye = sp.csr_matrix((np.full(blk.size, blk.units), (np.arange(blk.size), blk.offset + np.arange(blk.size))),
                             shape=(blk.size, n))
         return SparseRows(eye - AW, c, label=f"{blk.name} = {blk.set.expr!r}")
 
