@@ -459,9 +459,10 @@ class Problem:
         check_parameter_domains(self._data_roots())
         compiled = self.compile()
         compiled.refresh_parameters()
-        if compiled.slack_units_stale():
+        if compiled.slack_units_stale() or compiled.copy_units_stale():
             # Parameters moved an inequality's coefficients far from the units its slack was compiled in
-            # (a slack in other units than its row's stalls the solve): compile again, and start cold
+            # (a slack in other units than its row's stalls the solve), or a set's expression's far from
+            # the units its block was compiled in (likewise): compile again, and start cold
             self._compiled, self._state = None, None
             compiled = self.compile()
             compiled.refresh_parameters()

@@ -146,3 +146,18 @@ def test_in_units_is_the_set_divided():
             np.testing.assert_allclose(scaled.lmo(g), s.lmo(g) / 1e3, rtol=1e-12)
             z = rng.uniform(-3, 3, 5)
             assert bool(scaled.contains(z / 1e3)) == bool(s.contains(z))
+
+
+def test_a_parameter_scale_in_the_expression_recompiles_in_its_new_units():
+    """``fm.L1Ball(p * D @ x, p)``: held in the units of p's value at compile time, compiled again where p
+    moves them more than 10x (before: max_iter at p = 1e3 and 1e-3, 0.38 and 7e-3 off)."""
+    p = fm.Parameter(nonneg=True, value=1.0)
+    x = fm.Variable(N, name="x")
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(A @ x - B_DATA)), [fm.L1Ball(p * D @ x, p), fm.L2Ball(x, 1.0)])
+    ref, _ = clarabel(MODELS["l1 of differences, L2 ball"][1])
+    for value, units in ((1.0, 1.0), (1e3, 1e3), (1e-3, 1e-3), (3.0, 1.0)):
+        p.value = value
+        prob.solve()
+        assert prob.compile().blocks[0].units == units
+        assert prob.status == "optimal"
+        assert abs(prob.value - ref) <= 1e-4 * abs(ref)

@@ -67,7 +67,7 @@ from ..sets import L1Ball, L2Ball, LinfBall
 from ..sets.boxed_l1 import BoxedL1Ball
 from ..sets.symmetric import SymmetricPart
 from ..sets.trace_norm import TraceNormBall
-from ..sets.units import InUnits, in_units
+from ..sets.units import InUnits, has_units, in_units
 from .consistency import ConsistencyOperator, CopyRows, SparseRows
 from .lowering import lower_constraints, within_data_limit
 from .objective import BlockObjective, CopyMap
@@ -135,6 +135,9 @@ class CompiledProblem:
     lowered: object = None
     #: sets and equalities on expressions without variables (checked at each solve)
     fixed_constraints: list = field(default_factory=list)
+    #: (units, rms()) of the expression blocks whose coefficients have Parameters: the units their block
+    #: was compiled in and the root mean square row norm now (None while a Parameter has no value)
+    parametric_units: list = field(default_factory=list)
 
     @property
     def M(self):
@@ -169,6 +172,16 @@ class CompiledProblem:
         for units, recompute in self.lowered.slack_units:
             now = recompute()
             if now.shape != units.shape or np.any(np.maximum(now / units, units / now) > UNITS_APART):
+                return True
+        return False
+
+    def copy_units_stale(self):
+        """Whether Parameters moved an expression's coefficients more than ``UNITS_APART`` from the units its
+        block was compiled in (:func:`copy_units`; 1 where the Parameters had no values at compile time):
+        the block then needs compiling again, in the expression's new units."""
+        for units, recompute in self.parametric_units:
+            rms = recompute()
+            if rms is not None and max(rms / units, units / rms) > UNITS_APART and copy_units(rms=rms) != units:
                 return True
         return False
 
@@ -394,29 +407,33 @@ class CompiledProblem:
         return "\n".join(lines)
 
 
-def copy_units(A):
-    """The units of an expression ``A v + c0`` relative to its variables v, or 1 where they are close.
-
-    The root mean square of A's nonzero rows' norms: how large an entry of
-    the expression is per unit of the variables it reads (a selection of
-    entries: 1; ``s * D @ x`` with D first differences: ``s * sqrt(2)``).
-    Rounded to a power of ten, and 1 unless it is more than ``UNITS_APART``
-    (the stopping rule's "units far apart") from 1: an expression within a
-    factor 10 of its variables keeps its units, and ``s * D @ x`` for s a
-    power of ten is held exactly as ``D @ x`` is.
-    """
+def _rms_row_norm(A):
+    """The root mean square of the norms of A's nonzero rows (None where every row is zero)."""
     A = A.tocsr()
     norms2 = np.asarray(A.multiply(A).sum(axis=1), dtype=float).ravel()
     norms2 = norms2[norms2 > 0]
-    if norms2.size == 0:
-        return 1.0
-    rms = math.sqrt(float(np.mean(norms2)))
-    if not np.isfinite(rms) or 1.0 / UNITS_APART <= rms <= UNITS_APART:
+    return math.sqrt(float(np.mean(norms2))) if norms2.size else None
+
+
+def copy_units(A=None, rms=None):
+    """The units of an expression ``A v + c0`` relative to its variables v, or 1 where they are close.
+
+    The root mean square of A's nonzero rows' norms (``rms`` where given; 1 where neither is known):
+    how large an entry of the expression is per unit of the variables it
+    reads (a selection of entries: 1; ``s * D @ x`` with D first
+    differences: ``s * sqrt(2)``). Rounded to a power of ten, and 1 unless it
+    is more than ``UNITS_APART`` (the stopping rule's "units far apart") from
+    1: an expression within a factor 10 of its variables keeps its units,
+    and ``s * D @ x`` for s a power of ten is held exactly as ``D @ x`` is.
+    """
+    if rms is None and A is not None:
+        rms = _rms_row_norm(A)
+    if rms is None or not np.isfinite(rms) or 1.0 / UNITS_APART <= rms <= UNITS_APART:
         return 1.0
     return 10.0 ** round(math.log10(rms))
 
 
-def _in_variable_units(cset, var_layout, n_v, A=None):
+def _in_variable_units(cset, var_layout, n_v, parametric, A=None):
     """``(set, units)`` for an expression block: ``cset`` divided by the expression's units (``copy_units``)
     where they are far from its variables', so that the block's point is in its variables' units.
 
@@ -430,13 +447,37 @@ def _in_variable_units(cset, var_layout, n_v, A=None):
     expression with Parameters keeps its units (its coefficients change with
     their values), and so does a set whose family has no scaled form
     (:func:`fwmodel.sets.units.in_units`).
+
+    An expression with Parameters is held in the units of their values at
+    compile time (1 while one has no value); ``parametric`` receives
+    ``(units, rms())`` so that a solve compiles again where the values moved
+    the expression's units more than ``UNITS_APART`` from those
+    (:meth:`CompiledProblem.copy_units_stale`). The rows are right in any
+    units: only the solve's speed depends on them.
     """
     expr = cset.expr
-    if expr.parameters():
-        return cset, 1.0
-    if A is None:  # (the compiler's linearization where it made one: A over all the variables' entries)
-        A, _ = linearize(expr, {v.id: var_layout[v.id][0] for v in expr.variables()}, n_v)
-    units = copy_units(A)
+    offsets = {v.id: var_layout[v.id][0] for v in expr.variables()}
+    params = expr.parameters()
+
+    seen = {}  # the Parameter values last read, and the rms they gave (a solve without changes reads it back)
+
+    def rms():
+        values = [p.value for p in params]
+        if any(v is None for v in values):
+            return None
+        if "values" in seen and all(np.array_equal(a, b) for a, b in zip(seen["values"], values)):
+            return seen["rms"]
+        seen["values"], seen["rms"] = [np.array(v, copy=True) for v in values], _rms_row_norm(
+            linearize(expr, offsets, n_v)[0])
+        return seen["rms"]
+
+    if params:
+        now = rms()
+        units = copy_units(rms=now)
+        if has_units(cset):  # (a family with a scaled form: its units can be kept up to date)
+            parametric.append((units, rms))
+    else:
+        units = copy_units(linearize(expr, offsets, n_v)[0] if A is None else A)
     if units == 1.0:
         return cset, 1.0
     scaled = in_units(cset, units)
@@ -529,6 +570,7 @@ def compile_problem(objective_expr, sign, constraints):
 
     # 2. blocks: copies or expression blocks
     blocks, offset = [], 0
+    parametric_units = []  # (units, rms()) of expression blocks with Parameters (CompiledProblem.copy_units_stale)
     expression_rows = []  # (block, A, c, parametric)
     for k, cset in enumerate(sets):
         expr = cset.expr
@@ -549,7 +591,7 @@ def compile_problem(objective_expr, sign, constraints):
             expression_rows.append((k, None, None))
         units = 1.0
         if kind == "expression":  # held in its variables' units where it is far from them (copy_units)
-            cset, units = _in_variable_units(cset, var_layout, n_v, A)
+            cset, units = _in_variable_units(cset, var_layout, n_v, parametric_units, A)
         blk = BlockInfo(index=k, offset=offset, size=size, set=cset, kind=kind, variable=var,
                         entries=entries, name=name, units=units)
         blocks.append(blk)
@@ -729,7 +771,7 @@ def compile_problem(objective_expr, sign, constraints):
     return CompiledProblem(blocks=blocks, n=n, variables=variables, var_layout=var_layout, graph=graph,
                            operator=operator, copy_map=copy_map, objective=objective,
                            equalities=equalities, parametric=parametric, equality_pieces=equality_pieces,
-                           lowered=lowered, fixed_constraints=fixed)
+                           lowered=lowered, fixed_constraints=fixed, parametric_units=parametric_units)
 
 
 def _dual_norm(kind, g):

@@ -97,6 +97,11 @@ def _arguments(s, units):
     return None
 
 
+def has_units(s: ConvexSet):
+    """Whether :func:`in_units` builds ``S / units`` for S's family."""
+    return _arguments(s, 1.0) is not None
+
+
 def in_units(s: ConvexSet, units: float):
     """The set ``S / units`` (``units > 0``) as a set of S's family on S's expression, or None.
 
