@@ -297,6 +297,38 @@ def test_a_negative_budget_total_makes_the_problem_infeasible_as_in_cvxpy(form):
     assert "does not hold" in out[0].stats.message and "total is -1 < 0" in out[0].stats.message
 
 
+@pytest.mark.parametrize("form", ["sum(x) <= t", "sum(x) == t", "sum(X, axis=0) <= t per group",
+                                  "sum(X, axis=0) == t per group"])
+def test_a_budget_total_a_parameter_makes_negative_is_infeasible_then_solves_again(form):
+    # The same as above with the total a Parameter: its value is read at each solve, so a negative one
+    # makes that solve "infeasible" as in CVXPY (this raised "Simplex: total must be nonnegative"), and the
+    # next value >= 0 solves again, to CVXPY's optimum.
+    probs, totals = [], []
+    for m in (fm, cp):
+        if form.startswith("sum(x)"):
+            x = m.Variable(5)
+            lhs, t = m.sum(x), m.Parameter()
+        else:
+            x = m.Variable((3, 4))
+            lhs, t = m.sum(x, axis=0), m.Parameter(4)
+        budget = lhs <= t if "<=" in form else lhs == t
+        probs.append(m.Problem(m.Minimize(m.sum_squares(x - 1.0)), [x >= 0, budget]))
+        totals.append(t)
+    good = 2.0 if form.startswith("sum(x)") else np.array([0.5, 1.0, 2.0, 0.0])
+    bad = -1.0 if form.startswith("sum(x)") else np.array([0.5, -1.0, 2.0, 0.0])
+    for value, expected in ((good, "optimal"), (bad, "infeasible"), (good, "optimal")):
+        for t in totals:
+            t.value = value
+        probs[0].solve(tol=1e-8)
+        probs[1].solve(solver=cp.CLARABEL)
+        assert probs[1].status == expected
+        assert probs[0].status == expected, probs[0].stats.message
+        if expected == "infeasible":
+            assert "total is -1 < 0" in probs[0].stats.message and totals[0].name in probs[0].stats.message
+        else:
+            assert abs(probs[0].value - probs[1].value) <= 1e-5 * max(1.0, abs(probs[1].value))
+
+
 def test_moves_to_and_from_the_origin_take_the_models_whole_step():
     # A budget far from binding: the optimum is the target itself (closed form). A move to or from
     # the origin changes one coordinate, so its curvature counts the objective's once; counted twice

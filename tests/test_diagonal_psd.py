@@ -49,3 +49,37 @@ def test_a_partly_fixed_diagonal_still_needs_a_bound():
     prob = fm.Problem(fm.Minimize(fm.trace(X)), [X >> 0, X[0, 0] == 1, X[1, 1] == 1])
     with pytest.raises(fm.ModelError, match="nothing bounds it"):
         prob.solve()
+
+
+@pytest.mark.parametrize("seed, form", [(3, "diag(X) <= 1"), (4, "diag(X) <= 1"), (3, "2 diag(X) <= 2"),
+                                        (4, "diag(X) <= h")])
+def test_diagonal_upper_bounds_carry_the_trace_balls_multiplier(seed, form):
+    # X >> 0 with diag(X) <= h: the compiler closes the cone with the PSD trace ball of radius sum(h). With
+    # every bound binding that ball is active, and its multiplier mu is part of each bound's (the trace row
+    # is the sum of the bounds' rows): the bounds' dual_value was the box's share alone, mu below CVXPY's
+    # by a few tenths, and X >> 0's was None.
+    n = 5
+    rng = np.random.default_rng(seed)
+    C = rng.standard_normal((n, n))
+    C = (C + C.T) / 2
+    duals = []
+    for m in (fm, cp):
+        X = m.Variable((n, n), symmetric=True)
+        bound = {"diag(X) <= 1": m.diag(X) <= 1, "2 diag(X) <= 2": 2 * m.diag(X) <= 2,
+                 "diag(X) <= h": m.diag(X) <= np.linspace(0.5, 2.0, n)}[form]
+        psd = X >> 0
+        prob = m.Problem(m.Maximize(m.trace(C @ X)), [psd, bound])
+        if m is fm:
+            prob.solve(tol=1e-8)
+            assert prob.status == fm.OPTIMAL
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                prob.solve(solver=cp.CLARABEL)
+        duals.append((prob.value, bound.dual_value, psd.dual_value))
+    (value, nu, Z), (ref, nu_ref, Z_ref) = duals
+    assert abs(value - ref) <= 1e-6 * max(1.0, abs(ref))
+    assert np.min(nu_ref) > 1e-2  # every bound binds (the case where the ball's multiplier counts)
+    np.testing.assert_allclose(nu, nu_ref, rtol=1e-3, atol=1e-3)
+    assert Z is not None
+    np.testing.assert_allclose(Z, Z_ref, atol=1e-3)

@@ -58,14 +58,29 @@ def test_psd_constraint_dual_value_is_cvxpys(name):
     assert ours[1].dual_value == pytest.approx(theirs[1].dual_value, rel=1e-4, abs=1e-6)
 
 
-def test_psd_dual_is_none_where_the_trace_bound_comes_from_the_diagonals_bounds():
+def test_psd_and_bound_duals_where_the_trace_bound_comes_from_the_diagonals_bounds():
     """Y >> 0 bounded only by Y <= 0.2 entrywise: the compiler closes it with trace(Y) <= sum of the diagonal's
-    bounds, an active bound whose multiplier belongs to those bounds (Z = G + diag(their multipliers)),
-    not a trace constraint's: None, not a wrong Z."""
+    bounds, an active bound whose row is the sum of those bounds' rows. Its multiplier mu gives Z = G + mu I,
+    and is part of each diagonal bound's multiplier (it was left out of both: Z was None and the bounds'
+    duals the box's share alone). The optimum is rank one with off-diagonal entries at the bound too, so
+    the multipliers are not unique (Clarabel's differ from ours by 0.5): checked by CVXPY's KKT conditions
+    (stationarity, Z PSD, <Z, Y> = 0, nu >= 0 and complementary), the value against Clarabel."""
     Y = fm.Variable((N, N), symmetric=True)
-    psd = Y >> 0
-    prob = fm.Problem(fm.Minimize(fm.sum_squares(Y - B - 2 * np.eye(N))), [psd, Y <= 0.2])
+    psd, bound = Y >> 0, Y <= 0.2
+    target = B + 2 * np.eye(N)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(Y - target)), [psd, bound])
     prob.solve(**TIGHT)
     assert prob.status == fm.OPTIMAL
-    assert np.trace(Y.value) == pytest.approx(0.2 * N, rel=1e-6)  # the derived trace bound is active
-    assert psd.dual_value is None
+    Yc = cp.Variable((N, N), symmetric=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        ref = cp.Problem(cp.Minimize(cp.sum_squares(Yc - target)), [Yc >> 0, Yc <= 0.2]).solve(solver=cp.CLARABEL)
+    assert prob.value == pytest.approx(ref, rel=1e-7)
+    Yv, Z, nu = Y.value, psd.dual_value, bound.dual_value
+    assert np.trace(Yv) == pytest.approx(0.2 * N, rel=1e-6)  # the derived trace bound is active
+    assert Z is not None and nu is not None
+    scale = float(np.abs(nu).max())
+    np.testing.assert_allclose(2 * (Yv - target) + 0.5 * (nu + nu.T) - Z, 0.0, atol=1e-6 * scale)
+    assert np.linalg.eigvalsh(Z)[0] >= -1e-6 * scale
+    assert abs(float(np.vdot(Z, Yv))) <= 1e-6 * scale
+    assert nu.min() >= 0.0 and np.abs(nu * (0.2 - Yv)).max() <= 1e-6 * scale

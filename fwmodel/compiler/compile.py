@@ -63,7 +63,7 @@ from ..errors import ModelError
 from ..expressions import Equality, SmoothFunction, Variable, linearize
 from ..sets.base import ConvexSet
 from ..sets.box import Box
-from ..sets import L1Ball, L2Ball, LinfBall
+from ..sets import Ellipsoid, L1Ball, L2Ball, LinfBall
 from ..sets.boxed_l1 import BoxedL1Ball
 from ..sets.symmetric import SymmetricPart
 from ..sets.trace_norm import TraceNormBall
@@ -338,8 +338,10 @@ class CompiledProblem:
                 pull = gb + nu_a[group]
                 entry_multipliers[id(blk)] = (np.where(at_cap, np.maximum(-pull, 0.0), 0.0),
                                               np.where(at_floor, np.maximum(pull, 0.0), 0.0), lo, hi)
-        write_psd_duals(self, x, lagrangian_gradient, row_multipliers)  # E >> 0, trace(E) <= r: the PSD ball's
-        write_inequality_duals(self, x, lagrangian_gradient, row_multipliers, entry_multipliers, budget_duals)
+        # E >> 0, trace(E) <= r: the PSD ball's multipliers (and its share of the diagonal's bounds')
+        trace_shares = write_psd_duals(self, x, lagrangian_gradient, row_multipliers)
+        write_inequality_duals(self, x, lagrangian_gradient, row_multipliers, entry_multipliers, budget_duals,
+                               trace_shares)
 
     def rows_of(self, piece):
         """The slice of M's rows that ``piece`` occupies (None if it has no rows)."""
@@ -372,7 +374,11 @@ class CompiledProblem:
         solver does; it is evaluated with the current Parameter values, with
         the same relative tolerance as the sets' membership tests (1e-9).
         """
-        messages = [] if self.lowered is None else list(self.lowered.violated_constant_rows)
+        messages = []
+        for message in ([] if self.lowered is None else self.lowered.violated_constant_rows):
+            message = message() if callable(message) else message  # a budget's total read from Parameters
+            if message is not None:
+                messages.append(message)
         for c in self.fixed_constraints:
             if isinstance(c, Equality):
                 lhs, rhs = np.asarray(c.lhs.value), np.asarray(c.rhs.value)
@@ -817,34 +823,71 @@ def write_norm_duals(compiled, x, lagrangian_gradient):
     g = lagrangian_gradient()  # (a callable: formed once per solve's end, shared with the other duals)
     shared = getattr(lowered, "shared_duals", set())
     for ineq, ball in lowered.norm_sets:
-        ineq.dual_value = None
-        derived = None
-        if id(ball) in shared:  # a box took the ball's implied bounds: the two share its multiplier
-            derived = _derived_box_sides(compiled, lowered, ball, x, g)
-            if derived is None:
-                continue
-        held = _held_by_one_block(compiled, ball, x, g)  # seen in the ball's own expression a * x + c
-        if held is None:
+        if isinstance(ball, Ellipsoid):  # quad_form(e, P) <= t: the multiplier of the form written
+            ineq.dual_value = _ellipsoid_multiplier(compiled, lowered, shared, ball, x, g)
             continue
-        point, grad = held
-        if derived is not None:
-            entries, pull = derived  # the box's multipliers on the ball's sides, above_d - below_d
-            if float(ball.radius) > 0:
-                mu = max(0.0, -float(point @ grad)) / float(ball.radius)
-                ineq.dual_value = max(0.0, mu + float(pull @ point[entries]) / float(ball.radius))
-            continue
-        if ineq.norm.kind == "abs":
-            bound = np.broadcast_to(np.asarray(ball.interval_bounds()[1], dtype=float), point.shape)
-            inner = np.maximum(0.0, -grad * point)
-            mu = np.where(bound > 0, inner / np.where(bound > 0, bound, 1.0), np.abs(grad))
-            ineq.dual_value = mu.reshape(ineq.shape)
-            continue
-        radius = float(ball.radius)
-        if radius > 0:
-            ineq.dual_value = max(0.0, -float(point @ grad)) / radius
-        else:
-            shaped = grad.reshape(ball.shape) if ineq.norm.kind == "nuc" else grad
-            ineq.dual_value = _dual_norm(ineq.norm.kind, shaped)
+        _write_norm_dual(compiled, lowered, shared, ineq, ball, x, g)
+        if getattr(ineq, "squared", False) and ineq.dual_value is not None:
+            # sum_squares(e) <= t held as ||e|| <= r = sqrt(t): KKT's lambda * 2 e = mu * e / r, so CVXPY's
+            # multiplier of the squared form is mu / (2 r) (none at r = 0, where no multiplier exists)
+            radius = float(ball.radius)
+            ineq.dual_value = ineq.dual_value / (2.0 * radius) if radius > 0 else None
+
+
+def _ellipsoid_multiplier(compiled, lowered, shared, ellipsoid, x, g):
+    """CVXPY's multiplier of ``quad_form(e, P) <= t`` held by ``ellipsoid`` (:meth:`Ellipsoid.multiplier`).
+
+    Where a box took the ellipsoid's implied bounds (``x >= 0`` next to it), the two blocks' KKT conditions
+    add up on the shared entries: ``g + 2 lambda P z + above_d - below_d = 0`` against CVXPY's ``g + 2 tau
+    P z = 0`` there, so ``tau = lambda + <above_d - below_d, z> / (2 t)`` (an implied side binds only where
+    the ellipsoid touches its bounding box, at which ``P z`` is along that side's axis). None where the
+    record is missing (a Parameter, a shifted ellipsoid).
+    """
+    derived = None
+    if id(ellipsoid) in shared:
+        derived = _derived_box_sides(compiled, lowered, ellipsoid, x, g)
+        if derived is None:
+            return None
+    held = _held_by_one_block(compiled, ellipsoid, x, g)
+    if held is None:
+        return None
+    multiplier = ellipsoid.multiplier(*held)
+    if derived is not None and multiplier is not None:
+        entries, pull = derived
+        multiplier = max(0.0, multiplier + float(pull @ held[0][entries]) / (2.0 * float(ellipsoid.bound)))
+    return multiplier
+
+
+def _write_norm_dual(compiled, lowered, shared, ineq, ball, x, g):
+    """``dual_value`` of one ``norm(e) <= t`` held by ``ball`` (see :func:`write_norm_duals`)."""
+    ineq.dual_value = None
+    derived = None
+    if id(ball) in shared:  # a box took the ball's implied bounds: the two share its multiplier
+        derived = _derived_box_sides(compiled, lowered, ball, x, g)
+        if derived is None:
+            return
+    held = _held_by_one_block(compiled, ball, x, g)  # seen in the ball's own expression a * x + c
+    if held is None:
+        return
+    point, grad = held
+    if derived is not None:
+        entries, pull = derived  # the box's multipliers on the ball's sides, above_d - below_d
+        if float(ball.radius) > 0:
+            mu = max(0.0, -float(point @ grad)) / float(ball.radius)
+            ineq.dual_value = max(0.0, mu + float(pull @ point[entries]) / float(ball.radius))
+        return
+    if ineq.norm.kind == "abs":
+        bound = np.broadcast_to(np.asarray(ball.interval_bounds()[1], dtype=float), point.shape)
+        inner = np.maximum(0.0, -grad * point)
+        mu = np.where(bound > 0, inner / np.where(bound > 0, bound, 1.0), np.abs(grad))
+        ineq.dual_value = mu.reshape(ineq.shape)
+        return
+    radius = float(ball.radius)
+    if radius > 0:
+        ineq.dual_value = max(0.0, -float(point @ grad)) / radius
+    else:
+        shaped = grad.reshape(ball.shape) if ineq.norm.kind == "nuc" else grad
+        ineq.dual_value = _dual_norm(ineq.norm.kind, shaped)
 
 
 def _derived_box_sides(compiled, lowered, ball, x, g):
@@ -856,7 +899,7 @@ def _derived_box_sides(compiled, lowered, ball, x, g):
         return None
     box, entries, lo_side, hi_side = info
     blocks = [blk for blk in compiled.blocks if blk.set is box]
-    if len(blocks) != 1 or type(ball) not in (L1Ball, L2Ball, LinfBall):
+    if len(blocks) != 1 or type(ball) not in (L1Ball, L2Ball, LinfBall, Ellipsoid):
         return None
     blk = blocks[0]
     above, below = _box_multipliers(box, np.asarray(x[blk.slice], dtype=float), np.asarray(g[blk.slice], dtype=float))
@@ -906,8 +949,9 @@ def write_psd_duals(compiled, x, lagrangian_gradient, row_multipliers):
     ``y_i + mu / a_i`` (a_i its coefficient of X_ii).
     """
     lowered = compiled.lowered
+    trace_shares = []  # (ball, mu) of the active PSD trace balls whose radius is the diagonal's bounds' sum
     if lowered is None or not (lowered.semidefinite or lowered.trace_bounds or getattr(lowered, "diagonal_duals", ())):
-        return
+        return trace_shares
     g = lagrangian_gradient()
     by_ball = {}
 
@@ -924,16 +968,17 @@ def write_psd_duals(compiled, x, lagrangian_gradient, row_multipliers):
                 E = 0.5 * (E + E.T)
                 radius, trace = float(ball.radius), float(np.trace(E))
                 active = trace >= radius - 1e-6 * max(1.0, radius)
+                if not active:
+                    mu = 0.0
+                elif trace > 0:
+                    mu = -float(np.vdot(G, E)) / trace
+                else:  # E = 0 (r = 0): the least mu that makes Z PSD
+                    mu = max(0.0, -float(np.linalg.eigvalsh(G)[0]))
+                by_ball[id(ball)] = (G + mu * np.eye(n), mu)
                 if active and getattr(ball, "implied_trace", False):
-                    pass  # the diagonal bounds' multipliers are part of Z: not this ball's alone
-                else:
-                    if not active:
-                        mu = 0.0
-                    elif trace > 0:
-                        mu = -float(np.vdot(G, E)) / trace
-                    else:  # E = 0 (r = 0): the least mu that makes Z PSD
-                        mu = max(0.0, -float(np.linalg.eigvalsh(G)[0]))
-                    by_ball[id(ball)] = (G + mu * np.eye(n), mu)
+                    # its radius is the sum of the diagonal's bounds, so its trace row is the sum of their
+                    # rows: mu is part of each diagonal bound's multiplier (write_inequality_duals adds it)
+                    trace_shares.append((ball, mu))
         return by_ball[id(ball)]
 
     def psd_ball_of(expr):
@@ -974,6 +1019,7 @@ def write_psd_duals(compiled, x, lagrangian_gradient, row_multipliers):
             continue
         value = row_multipliers()[rows] + found[1] / a
         constraint.dual_value = value.reshape(constraint.shape) if constraint.shape else float(value[0])
+    return trace_shares
 
 
 def _trace_row_scale(constraint, ball, signed=False):
@@ -1148,7 +1194,8 @@ def _box_multipliers(box, x, g):
     return above, below
 
 
-def write_inequality_duals(compiled, x, lagrangian_gradient, row_multipliers, entry_multipliers, budget_duals=None):
+def write_inequality_duals(compiled, x, lagrangian_gradient, row_multipliers, entry_multipliers, budget_duals=None,
+                           trace_shares=()):
     """``dual_value`` of each affine inequality ``lhs <= rhs`` (CVXPY's multiplier, >= 0, per entry).
 
     The compiler splits an inequality's entries (:mod:`fwmodel.compiler.lowering`):
@@ -1167,6 +1214,10 @@ def write_inequality_duals(compiled, x, lagrangian_gradient, row_multipliers, en
     multiplier of its own: the dual_value is then None, not a partial array.
     ``max(e) <= t`` and ``min(e) >= t`` get CVXPY's multiplier of the
     constraint as written (:meth:`~fwmodel.expressions.constraints.Inequality.dual_from_entries`).
+    ``trace_shares``: ``(ball, mu)`` of active PSD trace balls that close ``X >> 0`` with the sum of the
+    diagonal's bounds as radius (``diag(X) <= 1``): their trace row is the sum of those bounds' rows, so
+    ``mu`` adds to each diagonal entry's upper multiplier (unknown, hence None, where the radius is not the
+    sum of the bounds the blocks hold: some came from another set).
     """
     lowered = compiled.lowered
     if lowered is None:
@@ -1227,6 +1278,17 @@ def write_inequality_duals(compiled, x, lagrangian_gradient, row_multipliers, en
                             tighter=np.greater)
                 _merge_side(above, hi_held, cols, np.broadcast_to(up, cols.shape), np.broadcast_to(hi, cols.shape),
                             tighter=np.less)
+        for ball, mu in trace_shares:
+            var = ball.expr
+            if getattr(var, "id", None) not in bounds.offsets:
+                continue
+            n = var.shape[0]
+            diagonal = bounds.offsets[var.id] + np.arange(n) * (n + 1)
+            radius = float(ball.radius)
+            if abs(float(np.sum(hi_held[diagonal])) - radius) <= 1e-9 * max(1.0, abs(radius)):
+                above[diagonal] += mu
+            else:
+                above[diagonal] = np.nan
         point = []  # the variables' values in the bounds' layout, formed only if a bound no block holds binds
 
         def variable_point():

@@ -101,7 +101,7 @@ from ..errors import ModelError
 from ..expressions import Equality, Inequality, PSDConstraint, Variable, linearize
 from ..expressions.core import short_repr
 from ..sets.box import box_of_bounds
-from ..sets import Box, L1Ball, L2Ball, LinfBall, Simplex, TraceNormBall
+from ..sets import Box, Ellipsoid, L1Ball, L2Ball, LinfBall, Simplex, TraceNormBall
 from ..sets._common import MAX_DATA_MAGNITUDE
 from ..sets.base import ConvexSet, check_nonnegative
 from ..sets.boxed_l1 import BoxedL1Ball
@@ -210,7 +210,9 @@ class Lowered:
     #: (diag(X) == d, the PSD trace ball whose radius is sum(d), the rows' coefficients)
     diagonal_duals: list = field(default_factory=list)
     #: messages for entries of inequalities whose coefficients are all zero (rows on data alone) and whose
-    #: constant violates them: the problem is infeasible whatever the variables (entries that hold are dropped)
+    #: constant violates them, and for budgets whose total is negative: the problem is infeasible whatever
+    #: the variables (entries that hold are dropped). A budget whose total reads Parameters puts a callable
+    #: here, giving its message for the current values, or None while the total is >= 0
     violated_constant_rows: list = field(default_factory=list)
     #: [(inequality, entries)]: its entries without variables that hold (dropped; their multiplier is 0)
     constant_rows: list = field(default_factory=list)
@@ -293,7 +295,9 @@ class EntryBounds:
 
 
 def _lower_norm(ineq):
-    """The set for ``norm(e) <= t`` (see the module docstring, step 1)."""
+    """The set for ``norm(e) <= t`` (see the module docstring, step 1); ``fm.sum_squares(e) <= t`` and
+    ``fm.quad_form(e, P) <= t`` come as ``norm2(e) <= sqrt(t)`` and ``norm2(L' e) <= sqrt(t)`` (``P = L L'``;
+    see :func:`_ellipsoids_where_unbounded` for the ellipsoid)."""
     atom, bound = ineq.norm, ineq.bound
     arg = atom.args[0]
     data = bound if bound._has_params else bound.value
@@ -310,6 +314,30 @@ def _lower_norm(ineq):
         raise ModelError(f"{ineq._text}: the bound of a norm must be a scalar")
     cls = {"l1": L1Ball, "l2": L2Ball, "linf": LinfBall, "nuc": TraceNormBall}[atom.kind]
     return cls(arg, data)
+
+
+def _ellipsoids_where_unbounded(norm_sets, sets, variables, slots, offsets, n_v):
+    """Hold ``fm.quad_form(e, P) <= t`` (P positive definite) in ``fm.Ellipsoid(e, P, t)`` where no other set
+    holds e's variables (in place, in ``sets`` and ``norm_sets``).
+
+    Step 1 made it the ball ``norm2(L' e) <= sqrt(t)`` on an image of e, which bounds ``L' e``, not e: next
+    to a set that holds the variable (a portfolio's simplex) that was measured faster (58 iterations against
+    163, 0.47 s against 3.4 s at n = 300: the ellipsoid's LMO and projection are two n x n products each).
+    Where nothing else holds the variable, the ellipsoid, which bounds e itself, lets the model compile (it
+    was "not in any bounded set"), and bounds one-sided bounds' boxes (``x >= 0``).
+    """
+    for k, (ineq, ball) in enumerate(norm_sets):
+        found = getattr(ineq, "ellipsoid", None)
+        if found is None or not any(s is ball for s in sets):
+            continue
+        e, P, level = found
+        held = [var for var in variables if var.id in {v.id for v in e.variables()}
+                and any(h is not ball for h, _ in _holders(var, sets, slots, offsets, n_v))]
+        if held:
+            continue
+        ellipsoid = Ellipsoid(e, P, level if level._has_params else float(np.asarray(level.value).reshape(())))
+        sets[next(i for i, s in enumerate(sets) if s is ball)] = _on_the_variable(ellipsoid)
+        norm_sets[k] = (ineq, ellipsoid)
 
 
 def _simplex_groups(A, var_slots):
@@ -374,11 +402,28 @@ def _feasible_total(total, constraint, var, violated):
     holds for no x: the problem is infeasible on data alone (CVXPY's answer),
     not a bad set. The message goes to ``violated`` (the solve then ends
     "infeasible" naming the constraint) and the simplex gets the total 0 in
-    those groups, so that the model still compiles. A total from Parameters
-    is checked by the set at each solve.
+    those groups, so that the model still compiles. A total read from
+    Parameters gets the same treatment at each solve: the simplex reads it
+    clipped at 0, and ``violated`` gets a check that gives the message while
+    the Parameters' values make it negative (None otherwise).
     """
     if isinstance(total, ComputedData):
-        return total
+        def message():
+            value = total.value
+            if value is None or not np.size(value) or float(np.min(value)) >= 0:
+                return None
+            return (f"the constraint {getattr(constraint, '_text', short_repr(constraint))} does not hold for any "
+                    f"{var.name} >= 0 with the current values of "
+                    f"{', '.join(p.name for p in total.parameters())}: its total is {float(np.min(value)):.6g} < 0")
+
+        def clipped():
+            value = total.value
+            if value is None:
+                return None
+            return np.maximum(value, 0.0) if np.ndim(value) else max(float(value), 0.0)
+
+        violated.append(message)
+        return ComputedData(clipped, total.parameters(), total.label)
     arr = np.asarray(total, dtype=float)
     if arr.size and float(arr.min()) < 0:
         violated.append(f"the constraint {getattr(constraint, '_text', short_repr(constraint))} does not hold for "
@@ -681,6 +726,8 @@ def lower_constraints(objective_expr, constraints):
                 for eq, _, _, _ in rows:
                     shared_duals.add(id(eq))  # (the row and the bounds share the ball's multiplier: None)
 
+    _ellipsoids_where_unbounded(norm_sets, sets, variables, slots, offsets, n_v)
+
     # 2-3. one box per variable from the elementwise bounds, closed by the sets
     entry_sets = list(sets)
     derived_bounds = {}
@@ -977,7 +1024,7 @@ def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars, shared_
             own_lo[idx], own_hi[idx] = slo, shi
             if np.any(((own_lo > lo) | (own_hi < hi))[entries]):
                 shared_duals.add(id(s))
-                if (taken is not None and not dynamic and isinstance(s, (L1Ball, L2Ball, LinfBall))
+                if (taken is not None and not dynamic and isinstance(s, (L1Ball, L2Ball, LinfBall, Ellipsoid))
                         and s.expr is var and s_entries is None):
                     # the sides where the box's bound is this ball's (the tightest of the holders')
                     lo_side = ((own_lo > lo) & (own_lo >= implied_lo))[entries]

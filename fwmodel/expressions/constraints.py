@@ -92,6 +92,10 @@ class Inequality:
       the smaller side and data (a number, array or fm.Parameter expression)
       on the other: a norm ball (or a box for ``abs``). ``norm`` is the atom
       and ``bound`` the data.
+      ``fm.sum_squares(e) <= t`` is the ball ``fm.norm2(e) <= sqrt(t)``, and
+      ``fm.quad_form(e, P) <= t`` (P constant, PSD, ``P = L L'``) the ball
+      ``fm.norm2(L' e) <= sqrt(t)`` (``squared`` is True; ``dual_value`` is
+      then the ball's multiplier over ``2 sqrt(t)``, CVXPY's of the form written).
     * ``kind == "affine"``: both sides affine; ``expr = lhs - rhs <= 0``.
       Elementwise bounds become boxes, other rows get a bounded slack.
 
@@ -130,6 +134,16 @@ class Inequality:
         #: the ``fm.max(e)`` / ``fm.min(e)`` of ``max(e) <= t`` / ``t <= min(e)``, rewritten entrywise (else None)
         self.extremum = next((side for side in (lhs, rhs) if isinstance(side, EntryExtremumAtom)), None)
         lhs, rhs = _entrywise_sides(lhs, rhs, text)
+        #: ``fm.sum_squares(e) <= t`` (or ``fm.quad_form(e, P) <= t``) written as the ball ``norm2(...) <= sqrt(t)``:
+        #: its dual_value is the ball's multiplier over ``2 sqrt(t)`` (``compile.write_norm_duals``)
+        self.squared = False
+        #: ``(e, P)`` of ``fm.quad_form(e, P) <= t`` with P positive definite: held by ``fm.Ellipsoid(e, P, t)``
+        self.ellipsoid = None
+        squared = _squared_norm_bound(lhs, rhs, text)
+        if squared is not None:
+            self.ellipsoid = None if squared[2] is None else (squared[2][0], squared[2][1], rhs)
+            lhs, rhs = squared[:2]
+            self.squared = True
         if isinstance(rhs, NormAtom):
             raise ModelError(
                 f"{text}: a lower bound on {rhs.call} is not convex (the outside of a ball); "
@@ -171,8 +185,9 @@ class Inequality:
                 raise ModelError(
                     f"{text}: both sides of an inequality must be affine (or a norm bounded by data), but "
                     f"{short_repr(side)} is {side.curvature}. A smooth function bounded by a constant is not a "
-                    "set with a linear minimization oracle; write it with a norm (fm.norm(e, 2) <= r for "
-                    "fm.sum_squares(e) <= r ** 2) or move it into the objective as a penalty"
+                    "set with a linear minimization oracle (fm.sum_squares(e) <= t and fm.quad_form(e, P) <= t "
+                    "are: Euclidean balls, written alone on the smaller side); move it into the objective as a "
+                    "penalty"
                 )
         try:
             self.expr = add(lhs, rhs, sign=-1)
@@ -227,6 +242,79 @@ class Inequality:
             f"the constraint {self._text} has no truth value: '<=' between expressions builds an "
             "fm.Inequality for Problem(constraints=[...])"
         )
+
+
+class _SquareRoot:
+    """``sqrt(t)`` of data ``t`` with Parameters: the radius of ``fm.sum_squares(e) <= t``, re-read at each solve.
+
+    Duck-types the part of a Parameter expression that a set's data reads
+    (``value``, ``parameters()``, ``size``); a negative t gives NaN, which the
+    ball's radius check refuses naming the Parameters.
+    """
+
+    _has_vars = False
+    _has_params = True
+    is_leaf = True
+    shape, size = (), 1
+
+    def __init__(self, data):
+        self.data = data
+
+    @property
+    def value(self):
+        value = self.data.value
+        if value is None:
+            return None
+        value = float(np.asarray(value, dtype=float).reshape(()))
+        return np.sqrt(value) if value >= 0 else value  # (a negative value stays negative: refused by name)
+
+    def parameters(self):
+        return self.data.parameters()
+
+    def __repr__(self):
+        return f"sqrt({short_repr(self.data)})"
+
+
+def _squared_norm_bound(lhs, rhs, text):
+    """``(norm2(e), sqrt(t), None)`` for ``fm.sum_squares(e) <= t``, ``(norm2(L' e), sqrt(t), (e, P))`` for
+    ``fm.quad_form(e, P) <= t`` (``P = L L'`` constant, PSD; the last item None unless P is positive
+    definite): the same set, a Euclidean ball (CVXPY users write the ball squared). None for other sides."""
+    from .atoms import QuadFormExpression, SumSquaresExpression
+    from .core import Constant
+    from .nonsmooth import norm2
+
+    if not isinstance(lhs, (SumSquaresExpression, QuadFormExpression)) or not lhs.args[0].is_affine():
+        return None
+    if rhs._has_vars or rhs.size != 1:
+        return None  # (refused below, with the general message)
+    e = lhs.args[0]
+    ellipsoid = None
+    if isinstance(lhs, QuadFormExpression):
+        P = lhs.args[1]
+        if P._has_params:
+            raise ModelError(f"{text}: a quadratic form bounded by data is an ellipsoid, which fwmodel holds as "
+                             "the ball norm2(L' e) <= sqrt(t) with P = L L'; P must then be constant (not an "
+                             "fm.Parameter), or write fm.norm(L.T @ e, 2) <= r yourself")
+        P = P.value
+        P = P.toarray() if hasattr(P, "toarray") else np.asarray(P, dtype=float)
+        P = P.reshape(e.size, e.size)
+        w, Q = np.linalg.eigh(0.5 * (P + P.T))
+        keep = w > 1e-12 * max(float(w[-1]), 0.0)
+        if not np.any(keep):
+            return None  # P = 0: nothing to bound
+        if np.all(keep) and float(w[0]) > 1e-10 * float(w[-1]):
+            # positive definite: the compiler holds e in fm.Ellipsoid(e, P, t) (it bounds e itself)
+            ellipsoid = (e, P)
+        factor = np.sqrt(w[keep])[:, None] * Q[:, keep].T  # L' with P = L L'
+        e = Constant(factor) @ (e if e.ndim == 1 else e.flatten())
+    if rhs._has_params:
+        bound = _SquareRoot(rhs)
+    else:
+        t = float(np.asarray(rhs.value, dtype=float).reshape(()))
+        if t < 0:
+            raise ModelError(f"{text}: the bound is negative, so no point satisfies it")
+        bound = Constant(np.sqrt(t))
+    return norm2(e), bound, ellipsoid
 
 
 def _entrywise_sides(lhs, rhs, text):

@@ -5,6 +5,7 @@ from .base import ConvexSet
 from .birkhoff import BirkhoffPolytope
 from .box import Box, LinfBall
 from .check import check_lmo
+from .ellipsoid import Ellipsoid
 from .ksparse import KSparsePolytope
 from .l1 import L1Ball
 from .l2 import L2Ball
@@ -18,6 +19,7 @@ __all__ = [
     "TraceNormBall",
     "Box",
     "L2Ball",
+    "Ellipsoid",
     "LinfBall",
     "KSparsePolytope",
     "BirkhoffPolytope",

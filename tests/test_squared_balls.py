@@ -1,0 +1,208 @@
+"""``fm.sum_squares(e) <= t`` and ``fm.quad_form(e, P) <= t``: Euclidean balls written squared, as CVXPY users do.
+
+The compiler holds ``sum_squares(e) <= t`` as the ball ``norm2(e) <= sqrt(t)``
+and ``quad_form(e, P) <= t`` (P constant, PSD, ``P = L L'``) as ``norm2(L' e)
+<= sqrt(t)``; the constraint's ``dual_value`` is CVXPY's multiplier of the
+form written, the ball's over ``2 sqrt(t)``. Where nothing else holds e's
+variable and P is positive definite, ``fm.Ellipsoid(e, P, t)`` holds it
+instead (it bounds e itself). Checked against closed forms and CVXPY + Clarabel.
+"""
+import warnings
+
+import numpy as np
+import pytest
+
+import fwmodel as fm
+
+cp = pytest.importorskip("cvxpy")
+
+RNG = np.random.default_rng(0)
+N = 6
+A = RNG.standard_normal((8, N))
+B = RNG.standard_normal(8)
+C = RNG.standard_normal(N)
+
+
+def clarabel(prob):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prob.solve(solver=cp.CLARABEL)
+
+
+def test_a_linear_objective_on_the_squared_unit_ball_has_the_closed_form():
+    # min c'x over ||x||^2 <= t: x* = -sqrt(t) c / ||c||; KKT c + 2 lambda x* = 0 gives lambda = ||c|| / (2 sqrt(t))
+    x = fm.Variable(N)
+    t = fm.Parameter(value=1.0)
+    ball = fm.sum_squares(x) <= t
+    prob = fm.Problem(fm.Minimize(C @ x), [ball])
+    for value in (1.0, 4.0, 0.25):
+        t.value = value
+        prob.solve(tol=1e-9)
+        assert prob.status == fm.OPTIMAL
+        norm_c = np.linalg.norm(C)
+        np.testing.assert_allclose(x.value, -np.sqrt(value) * C / norm_c, atol=1e-6)
+        assert ball.dual_value == pytest.approx(norm_c / (2 * np.sqrt(value)), rel=1e-6)
+
+
+MODELS = {
+    "sum_squares(x - 1) <= 2": lambda m, x: (m.Minimize(m.sum_squares(A @ x - 3 * B)), [m.sum_squares(x - 1) <= 2]),
+    "norm(x, 2) ** 2 <= 0.5": lambda m, x: (m.Minimize(m.sum_squares(A @ x - 3 * B)), [m.norm(x, 2) ** 2 <= 0.5]),
+    "square(norm2(x)) <= 0.1 with x >= -0.05": lambda m, x: (
+        m.Minimize(m.sum_squares(A @ x - 3 * B)), [m.square(m.norm2(x)) <= 0.1, x >= -0.05]),
+    "sum_squares(X) <= 1 (Frobenius)": lambda m, x: (
+        m.Minimize(m.sum_squares(m.reshape(x, (2, 3), order="C") - 2.0)), [m.sum_squares(m.reshape(x, (2, 3), order="C")) <= 1]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_squared_balls_match_clarabel(name):
+    out = []
+    for m in (fm, cp):
+        x = m.Variable(N)
+        objective, constraints = MODELS[name](m, x)
+        prob = m.Problem(objective, constraints)
+        if m is fm:
+            prob.solve(tol=1e-8)
+            assert prob.status == fm.OPTIMAL
+        else:
+            clarabel(prob)
+        out.append((prob.value, float(np.ravel(constraints[0].dual_value)[0])))
+    (value, dual), (ref, dual_ref) = out
+    assert value == pytest.approx(ref, rel=1e-6)
+    assert dual_ref > 1e-2  # the ball binds
+    assert dual == pytest.approx(dual_ref, rel=1e-3)
+
+
+def test_a_portfolio_with_a_risk_bound_written_as_a_quadratic_form():
+    # CVXPY's portfolio example: max mu'w s.t. w'Sigma w <= risk, sum(w) == 1, w >= 0
+    rng = np.random.default_rng(3)
+    n = 20
+    F = rng.standard_normal((n, 3))
+    sigma = 0.01 * F @ F.T + np.diag(rng.uniform(0.01, 0.05, n))
+    mu = rng.uniform(0.0, 0.1, n)
+    out = []
+    for m in (fm, cp):
+        w = m.Variable(n)
+        risk = m.quad_form(w, sigma) <= 0.02
+        prob = m.Problem(m.Maximize(mu @ w), [risk, m.sum(w) == 1, w >= 0])
+        if m is fm:
+            prob.solve(tol=1e-7)
+            assert prob.status == fm.OPTIMAL
+            assert float(w.value @ sigma @ w.value) <= 0.02 * (1 + 1e-4)
+        else:
+            clarabel(prob)
+        out.append((prob.value, float(np.ravel(risk.dual_value)[0])))
+    (value, dual), (ref, dual_ref) = out
+    assert value == pytest.approx(ref, rel=1e-5)
+    assert dual == pytest.approx(dual_ref, rel=1e-3)
+
+
+def test_forms_that_stay_refused_say_why():
+    x = fm.Variable(N, name="x")
+    with pytest.raises(fm.ModelError, match=r"sum_squares\(x\) <= -1.*negative"):
+        fm.sum_squares(x) <= -1
+    P = fm.Parameter((N, N), psd=True, value=np.eye(N), name="P")
+    with pytest.raises(fm.ModelError, match="P must then be constant"):
+        fm.quad_form(x, P) <= 1
+    with pytest.raises(fm.ModelError, match="must be affine"):
+        fm.sum_squares(x) + fm.sum(x) <= 1  # not the ball's form: other terms on its side
+
+
+def _pd_matrix(n, seed, cond=100.0):
+    rng = np.random.default_rng(seed)
+    Q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    return Q @ np.diag(np.geomspace(1.0, cond, n)) @ Q.T
+
+
+def test_the_ellipsoids_oracle_bounds_and_projection_match_closed_forms_and_clarabel():
+    n, bound = 7, 2.5
+    P = _pd_matrix(n, 1)
+    inverse = np.linalg.inv(P)
+    x = fm.Variable(n)
+    ellipsoid = fm.Ellipsoid(x, P, bound)
+    rng = np.random.default_rng(2)
+    for _ in range(5):  # LMO: -sqrt(bound / d'P^-1 d) P^-1 d, on the boundary
+        d = rng.standard_normal(n)
+        expected = -np.sqrt(bound / (d @ inverse @ d)) * inverse @ d
+        np.testing.assert_allclose(ellipsoid.lmo(d), expected, rtol=1e-10, atol=1e-12)
+    lower, upper = ellipsoid.coordinate_bounds()
+    for i in range(n):  # the bounds are the LMO's extreme entries
+        e = np.zeros(n)
+        e[i] = 1.0
+        assert lower[i] == pytest.approx(ellipsoid.lmo(e)[i], rel=1e-10)
+        assert upper[i] == pytest.approx(ellipsoid.lmo(-e)[i], rel=1e-10)
+    inside = 0.05 * rng.standard_normal(n)
+    np.testing.assert_array_equal(ellipsoid.project_flat(inside), inside)  # a point inside stays
+    for _ in range(3):  # outside: KKT (on the boundary, y - z = nu P z with nu >= 0), and Clarabel's value
+        y = 3.0 * rng.standard_normal(n)
+        projected = ellipsoid.project_flat(y)
+        assert projected @ P @ projected == pytest.approx(bound, rel=1e-10)
+        Pz = P @ projected
+        nu = float((y - projected) @ Pz) / float(Pz @ Pz)
+        assert nu > 0
+        np.testing.assert_allclose(y - projected, nu * Pz, atol=1e-10 * np.linalg.norm(y))
+        z = cp.Variable(n)
+        reference = cp.Problem(cp.Minimize(cp.sum_squares(z - y)), [cp.quad_form(z, P) <= bound])
+        clarabel(reference)
+        assert float(np.sum((projected - y) ** 2)) == pytest.approx(reference.value, rel=1e-7)
+
+
+def test_an_ellipsoid_alone_bounds_its_variable_with_the_closed_form_optimum():
+    # min c'x over x'Px <= t (nothing else on x: it was "not in any bounded set"): the value is
+    # -sqrt(t c'P^-1 c), CVXPY's multiplier sqrt(c'P^-1 c) / (2 sqrt(t)); t a Parameter, warm starts
+    n = 6
+    P = _pd_matrix(n, 3)
+    q = float(C @ np.linalg.solve(P, C))
+    x = fm.Variable(n)
+    t = fm.Parameter(value=1.0)
+    risk = fm.quad_form(x, P) <= t
+    prob = fm.Problem(fm.Minimize(C @ x), [risk])
+    for value in (1.0, 9.0, 0.25):
+        t.value = value
+        prob.solve(tol=1e-9, warm_start=True)
+        assert prob.status == fm.OPTIMAL
+        assert prob.value == pytest.approx(-np.sqrt(value * q), rel=1e-7)
+        assert risk.dual_value == pytest.approx(np.sqrt(q) / (2 * np.sqrt(value)), rel=1e-5)
+
+
+ELLIPSOID_MODELS = {
+    "x >= 0": lambda m, x, P: [m.quad_form(x, P) <= 1, x >= 0],
+    "x <= 0.2": lambda m, x, P: [m.quad_form(x, P) <= 1, x <= 0.2],
+    "sum(x) == 0.5": lambda m, x, P: [m.quad_form(x, P) <= 1, m.sum(x) == 0.5],
+    "shifted": lambda m, x, P: [m.quad_form(x - 0.3, P) <= 2],
+}
+
+
+@pytest.mark.parametrize("name", sorted(ELLIPSOID_MODELS))
+def test_ellipsoids_next_to_bounds_and_rows_match_clarabel(name):
+    # one-sided bounds get their other side from the ellipsoid's box; its multiplier is then shared with
+    # the box's (x >= 0 binds where the ellipsoid would go negative) and recovered from both blocks
+    P = _pd_matrix(N, 4, cond=10.0)
+    out = []
+    for m in (fm, cp):
+        x = m.Variable(N)
+        constraints = ELLIPSOID_MODELS[name](m, x, P)
+        prob = m.Problem(m.Minimize(C @ x), constraints)
+        if m is fm:
+            prob.solve(tol=1e-8)
+            assert prob.status == fm.OPTIMAL
+        else:
+            clarabel(prob)
+        out.append((prob.value, [None if k.dual_value is None else np.ravel(k.dual_value) for k in constraints]))
+    (value, duals), (ref, duals_ref) = out
+    assert value == pytest.approx(ref, rel=1e-6)
+    for dual, dual_ref in zip(duals, duals_ref):
+        assert dual is not None
+        np.testing.assert_allclose(dual, dual_ref, rtol=1e-3, atol=1e-4)
+
+
+def test_ellipsoid_data_errors_name_the_problem():
+    x = fm.Variable(3, name="x")
+    with pytest.raises(fm.ModelError, match="positive definite"):
+        fm.Ellipsoid(x, np.diag([1.0, 1.0, 0.0]))
+    with pytest.raises(fm.ModelError, match=r"shape \(3, 3\)"):
+        fm.Ellipsoid(x, np.eye(2))
+    with pytest.raises(fm.ModelError, match="symmetric"):
+        fm.Ellipsoid(x, np.array([[1.0, 0.5, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]))
+    with pytest.raises(fm.ModelError, match="bound"):
+        fm.Ellipsoid(x, np.eye(3), -1.0)
