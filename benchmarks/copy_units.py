@@ -4,7 +4,8 @@
 
 Each model puts a set on ``s * E`` with radius (bounds, total) times s, for
 E an affine expression of x (first differences ``D @ x``, a random ``B @ x``,
-a nonnegative ``P @ x``, ``K @ X`` for X = x as a 3 x 4 matrix, x itself), next to a set on x and a least-squares
+a nonnegative ``P @ x``, ``K @ X`` for X = x as a 3 x 4 matrix, x itself; an
+ellipsoid's bound times s^2), next to a set on x and a least-squares
 objective ``||A x - b||^2``: for every s the same model ({x : ||D x||_1 <= 1}
 is {x : ||s D x||_1 <= s}), so the same answer and about the same
 iterations are expected at s = 1e-6, 1e-3, 1, 1e3, 1e6. The compiler holds
@@ -35,6 +36,7 @@ D = np.diff(np.eye(N), axis=0)  # first differences
 B = RNG.standard_normal((6, N)) / np.sqrt(N)
 P = RNG.uniform(0.0, 1.0, (5, N))
 K = RNG.standard_normal((5, 3))  # for a trace-norm ball of K @ reshape(x, (3, 4))
+Q = np.diag([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])  # for an ellipsoid of B @ x
 
 
 def models(s):
@@ -53,6 +55,8 @@ def models(s):
            lambda x: [cp.abs(B @ x) <= 0.1, cp.norm2(x) <= 1])
     yield ("norm_inf(s D x) <= 0.2 s + L2", lambda x: [fm.norm_inf(s * D @ x) <= 0.2 * s, fm.norm2(x) <= 1],
            lambda x: [cp.norm_inf(D @ x) <= 0.2, cp.norm2(x) <= 1])
+    yield ("Ellipsoid(s B x, Q, 0.09 s^2) + L2", lambda x: [fm.Ellipsoid(s * B @ x, Q, 0.09 * s * s), fm.L2Ball(x, 1.0)],
+           lambda x: [cp.quad_form(B @ x, Q) <= 0.09, cp.norm2(x) <= 1])
     yield ("Simplex(s P x, s) + box", lambda x: [fm.Simplex(s * P @ x, s), fm.Box(x, 0, 1)],
            lambda x: [P @ x >= 0, cp.sum(P @ x) == 1, x >= 0, x <= 1])
     yield ("TraceNormBall(s K X, s) + box",
@@ -68,7 +72,7 @@ def main():
     args = parser.parse_args()
     bad = 0
     runs = {}
-    print(f"{'':2} {'model':32} {'s':>6} {'status':9} {'iters':>6} {'rel diff':>9} {'time (s)':>8}")
+    print(f"{'':2} {'model':34} {'s':>6} {'status':9} {'iters':>6} {'rel diff':>9} {'time (s)':>8}")
     refs = {}
     for s in SCALES:
         for name, fm_cons, cp_cons in models(s):
@@ -89,12 +93,12 @@ def main():
             ok = prob.status == ref.status and (prob.status != "optimal" or diff <= 1e-4)
             bad += not ok
             runs.setdefault(name, {})[s] = prob.stats.iterations
-            print(f"{'  ' if ok else '!!'} {name:32} {s:6.0e} {prob.status:9} {prob.stats.iterations:6d} {diff:9.1e} "
+            print(f"{'  ' if ok else '!!'} {name:34} {s:6.0e} {prob.status:9} {prob.stats.iterations:6d} {diff:9.1e} "
                   f"{elapsed:8.2f}", flush=True)
-    print(f"\n{'model':32} {'s = 1':>6} {'fewest':>7} {'most':>6}  (iterations over s != 1)")
+    print(f"\n{'model':34} {'s = 1':>6} {'fewest':>7} {'most':>6}  (iterations over s != 1)")
     for name, by_s in runs.items():
         others = [its for s, its in by_s.items() if s != 1.0]
-        print(f"{name:32} {by_s[1.0]:6d} {min(others):7d} {max(others):6d}")
+        print(f"{name:34} {by_s[1.0]:6d} {min(others):7d} {max(others):6d}")
     print(f"\n{bad} marked")
 
 

@@ -40,6 +40,9 @@ MODELS = {
                             lambda x: [cp.abs(B @ x) <= 0.1, cp.norm2(x) <= 1]),
     "norm_inf of differences, L2": (lambda x, s: [fm.norm_inf(s * D @ x) <= 0.2 * s, fm.norm2(x) <= 1],
                                     lambda x: [cp.norm_inf(D @ x) <= 0.2, cp.norm2(x) <= 1]),
+    "ellipsoid of B x, L2 ball": (lambda x, s: [fm.Ellipsoid(s * B @ x, np.diag(np.arange(1.0, 7.0)), 0.09 * s * s),
+                                                fm.L2Ball(x, 1.0)],
+                                  lambda x: [cp.quad_form(B @ x, np.diag(np.arange(1.0, 7.0))) <= 0.09, cp.norm2(x) <= 1]),
 }
 _unit_iterations = {}
 
@@ -138,7 +141,7 @@ def test_in_units_is_the_set_divided():
     rng = np.random.default_rng(0)
     x = fm.Variable(5, name="x")
     for s in (fm.L1Ball(x, 2.0), fm.L2Ball(x, 2.0), fm.LinfBall(x, 2.0), fm.Box(x, -1.0, 3.0),
-              fm.Simplex(x, 2.0), fm.KSparsePolytope(x, 2, 2.0)):
+              fm.Simplex(x, 2.0), fm.KSparsePolytope(x, 2, 2.0), fm.Ellipsoid(x, np.diag([1.0, 2, 3, 4, 5]), 2.0)):
         scaled = in_units(s, 1e3)
         assert scaled.derived_from is s and scaled.units == 1e3
         for _ in range(20):

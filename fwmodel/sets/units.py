@@ -15,7 +15,8 @@ metric, penalty and stopping scales all mix the blocks' coordinates: with
 at s = 1).
 
 ``S / c`` is built as a set of S's own family (:func:`in_units`): an L1 ball
-of radius r / c, a box of bounds / c, a simplex of total / c (their LMOs,
+of radius r / c, a box of bounds / c, a simplex of total / c, an ellipsoid
+``z' P z' <= t / c^2`` (their LMOs,
 atoms, projections, groups and faces are the family's own, not a wrapper's
 dense vertices), with ``derived_from = S`` and the map back to S's
 expression, :meth:`InUnits.image_of` (``c z'``), so that ``prob.point_in(S)``
@@ -30,6 +31,7 @@ import numpy as np
 
 from .base import ConvexSet
 from .box import Box, LinfBall
+from .ellipsoid import Ellipsoid
 from .ksparse import KSparsePolytope
 from .l1 import L1Ball
 from .l2 import L2Ball
@@ -91,6 +93,8 @@ def _arguments(s, units):
         return (s.expr, data("total")), {"axis": s.axis, "equality": s.equality}
     if kind is KSparsePolytope:
         return (s.expr, s.k, data("radius")), {}
+    if kind is Ellipsoid:  # (u z)' P (u z) <= t: z' P z <= t / u^2
+        return (s.expr, s.P, _divided(s.data_source("bound"), units * units)), {}
     if kind is TraceNormBall and not s.psd:  # (a PSD ball's multipliers are read from the ball's own block)
         return (s.expr, data("radius")), {"lmo_tol": s.lmo_tol, "dense_threshold": s.dense_threshold,
                                           "symmetric": s.symmetric}
