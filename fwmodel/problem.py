@@ -472,7 +472,7 @@ class Problem:
         if violated:
             return self._end_infeasible_by_data(violated)
         warm = self._state if opts.pop("warm_start") and self._state is not None else None
-        if warm is not None:  # blocks whose set data changed (Parameters) restart
+        if warm is not None:  # blocks whose set data changed restart (all of them, cold, where far apart)
             warm = compiled.restart_changed_blocks(warm, self._versions)
         user_callback = opts.pop("callback")
         callback = None

@@ -73,6 +73,19 @@ from .lowering import lower_constraints, within_data_limit
 from .objective import BlockObjective, CopyMap
 
 
+#: a warm start whose set moved in size more than this (either way) starts cold (restart_changed_blocks)
+WARM_SCALE_APART = 10.0
+
+
+def _set_size(s):
+    """The set's diameter where it knows one (finite, >= 0), else None (a user's set without the hook)."""
+    try:
+        size = s.diameter()
+    except Exception:  # a user's diameter() that fails: no size to compare
+        return None
+    return float(size) if size is not None and np.isfinite(size) and size >= 0 else None
+
+
 @dataclass
 class BlockInfo:
     """One factor of the product space: ``x[offset:offset+size]`` in ``set``.
@@ -212,20 +225,35 @@ class CompiledProblem:
             self.operator._csr = None
 
     def data_versions(self):
-        """The data version of every block's set (see ``ConvexSet.data_version``)."""
-        return [blk.set.data_version for blk in self.blocks]
+        """``(data version, diameter)`` of every block's set (see ``ConvexSet.data_version``, ``diameter``)."""
+        return [(blk.set.data_version, _set_size(blk.set)) for blk in self.blocks]
 
     def restart_changed_blocks(self, state, versions):
-        """A copy of a warm-start ``state`` in which blocks whose set data changed restart.
+        """A copy of a warm-start ``state`` in which blocks whose set data changed restart, or None (start cold).
 
         ``versions`` are :meth:`data_versions` at the end of the solve that
         left ``state``. A changed block's x (which may lie outside its new
         set) is reset to the set's initial point and its active sets
         (vertices of the old set) are dropped; the engine rebuilds them.
+        Where a set's size moved more than ``WARM_SCALE_APART`` (10x) either
+        way (a radius from 1 to 1e-8 or 1e6), the multipliers and the penalty
+        carried over are in the old units: warm-started, such solves ran to
+        max_iter where a cold one takes 11-38 iterations, so the solve starts
+        cold (None).
         """
-        changed = [k for k, (blk, old) in enumerate(zip(self.blocks, versions)) if blk.set.data_version != old]
+        changed = [k for k, (blk, (old, _)) in enumerate(zip(self.blocks, versions))
+                   if blk.set.data_version != old]
         if not changed:
             return state
+        for k in changed:
+            before, now = versions[k][1], _set_size(self.blocks[k].set)
+            if before is None or now is None:
+                continue
+            if min(before, now) <= 0.0:
+                if max(before, now) > 0.0:
+                    return None
+            elif max(before / now, now / before) > WARM_SCALE_APART:
+                return None
         from ..engine.result import SolverState
 
         x = state.x.copy()
@@ -950,7 +978,11 @@ def write_psd_duals(compiled, x, lagrangian_gradient, row_multipliers):
     """
     lowered = compiled.lowered
     trace_shares = []  # (ball, mu) of the active PSD trace balls whose radius is the diagonal's bounds' sum
-    if lowered is None or not (lowered.semidefinite or lowered.trace_bounds or getattr(lowered, "diagonal_duals", ())):
+    implied = any(getattr(blk.set, "implied_trace", False) or getattr(getattr(blk.set, "derived_from", None),
+                                                                      "implied_trace", False)
+                  for blk in compiled.blocks)
+    if lowered is None or not (lowered.semidefinite or lowered.trace_bounds or implied
+                               or getattr(lowered, "diagonal_duals", ())):
         return trace_shares
     g = lagrangian_gradient()
     by_ball = {}
@@ -1011,6 +1043,12 @@ def write_psd_duals(compiled, x, lagrangian_gradient, row_multipliers):
                 constraint.dual_value = float(row_multipliers()[rows][0]) + found[1] / k
         else:
             constraint.dual_value = max(0.0, found[1]) / _trace_row_scale(constraint, ball)
+    for blk in compiled.blocks:  # a PSD=True variable closed by its diagonal's bounds (no E >> 0 written)
+        ball = blk.set
+        while ball is not None and not getattr(ball, "implied_trace", False):
+            ball = getattr(ball, "derived_from", None)
+        if ball is not None:
+            multipliers(ball)  # (records its share of the diagonal bounds' multipliers where it is active)
     for constraint, ball, a in getattr(lowered, "diagonal_duals", ()):  # diag(X) == d: the rows' y and mu
         constraint.dual_value = None
         found = multipliers(ball)
