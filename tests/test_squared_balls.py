@@ -339,3 +339,30 @@ def test_a_warm_start_after_the_bound_moves_a_thousandfold_starts_cold(form):
         positive = np.maximum(c, 0.0)  # closed form: the ball's point along the positive part of c
         expected = positive * min(1.0, radius / np.linalg.norm(positive))
         np.testing.assert_allclose(x.value, expected, atol=1e-3 * max(1.0, np.linalg.norm(expected)))
+
+
+@pytest.mark.parametrize("form", ["quad_form(x, P) <= t", "sum_squares(x) <= t", "norm(x, 2) <= t"])
+def test_the_bounds_dual_with_a_parameter_radius_next_to_a_floor(form):
+    # x >= 0 takes its other side from the ball or ellipsoid (a box): the two share the bound's multiplier,
+    # recovered at each solve's end; with t a Parameter it was None (the sides were recorded only for data)
+    rng = np.random.default_rng(1)
+    P = rng.standard_normal((5, 5))
+    P = P @ P.T + 0.5 * np.eye(5)
+    c = rng.standard_normal(5)
+    probs, params, bounds = [], [], []
+    for m in (fm, cp):
+        x, t = m.Variable(5), m.Parameter(value=1.0)
+        bound = {"quad_form(x, P) <= t": lambda: m.quad_form(x, P) <= t,
+                 "sum_squares(x) <= t": lambda: m.sum_squares(x) <= t,
+                 "norm(x, 2) <= t": lambda: m.norm(x, 2) <= t}[form]()
+        probs.append(m.Problem(m.Minimize(c @ x), [bound, x >= 0]))
+        params.append(t)
+        bounds.append(bound)
+    for value in (1.0, 4.0):
+        for t in params:
+            t.value = value
+        probs[0].solve(tol=1e-8)
+        clarabel(probs[1])
+        assert probs[0].value == pytest.approx(probs[1].value, rel=1e-6)
+        assert bounds[0].dual_value is not None
+        assert float(bounds[0].dual_value) == pytest.approx(float(np.ravel(bounds[1].dual_value)[0]), rel=1e-3)

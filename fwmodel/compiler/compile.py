@@ -930,6 +930,21 @@ def _derived_box_sides(compiled, lowered, ball, x, g):
     if len(blocks) != 1 or type(ball) not in (L1Ball, L2Ball, LinfBall, Ellipsoid):
         return None
     blk = blocks[0]
+    if lo_side is None:  # bounds read from Parameters: the sides where the box's bound is the ball's now
+        bounds = lowered.entry_bounds
+        var = ball.expr
+        if bounds is None or getattr(var, "id", None) not in bounds.offsets:
+            return None
+        off = bounds.offsets[var.id]
+        user_lo, user_hi = bounds.lo[off + entries], bounds.hi[off + entries]
+        ball_lo, ball_hi = (np.asarray(b, dtype=float)[entries] for b in ball.coordinate_bounds())
+        box_lo, box_hi = (np.broadcast_to(np.asarray(b, dtype=float), (entries.size,)) for b in box.coordinate_bounds())
+
+        def same(a, b):
+            return np.abs(a - b) <= 1e-12 * np.maximum(1.0, np.abs(b))
+
+        lo_side = (ball_lo > user_lo) & same(box_lo, ball_lo)
+        hi_side = (ball_hi < user_hi) & same(box_hi, ball_hi)
     above, below = _box_multipliers(box, np.asarray(x[blk.slice], dtype=float), np.asarray(g[blk.slice], dtype=float))
     return entries, np.where(hi_side, above, 0.0) - np.where(lo_side, below, 0.0)
 

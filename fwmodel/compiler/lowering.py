@@ -1065,8 +1065,11 @@ def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars, shared_
             own_lo[idx], own_hi[idx] = slo, shi
             if np.any(((own_lo > lo) | (own_hi < hi))[entries]):
                 shared_duals.add(id(s))
-                if (taken is not None and not dynamic and isinstance(s, (L1Ball, L2Ball, LinfBall, Ellipsoid))
+                if (taken is not None and isinstance(s, (L1Ball, L2Ball, LinfBall, Ellipsoid))
                         and s.expr is var and s_entries is None):
+                    if dynamic:  # Parameters move the bounds: the sides are found at each solve's end
+                        taken.append((s, entries, None, None))
+                        continue
                     # the sides where the box's bound is this ball's (the tightest of the holders')
                     lo_side = ((own_lo > lo) & (own_lo >= implied_lo))[entries]
                     hi_side = ((own_hi < hi) & (own_hi <= implied_hi))[entries]
