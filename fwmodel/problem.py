@@ -459,9 +459,10 @@ class Problem:
         check_parameter_domains(self._data_roots())
         compiled = self.compile()
         compiled.refresh_parameters()
-        if compiled.slack_units_stale():
+        if compiled.slack_units_stale() or compiled.copy_units_stale():
             # Parameters moved an inequality's coefficients far from the units its slack was compiled in
-            # (a slack in other units than its row's stalls the solve): compile again, and start cold
+            # (a slack in other units than its row's stalls the solve), or a set's expression's far from
+            # the units its block was compiled in (likewise): compile again, and start cold
             self._compiled, self._state = None, None
             compiled = self.compile()
             compiled.refresh_parameters()
@@ -471,7 +472,7 @@ class Problem:
         if violated:
             return self._end_infeasible_by_data(violated)
         warm = self._state if opts.pop("warm_start") and self._state is not None else None
-        if warm is not None:  # blocks whose set data changed (Parameters) restart
+        if warm is not None:  # blocks whose set data changed restart (all of them, cold, where far apart)
             warm = compiled.restart_changed_blocks(warm, self._versions)
         user_callback = opts.pop("callback")
         callback = None
@@ -488,6 +489,9 @@ class Problem:
         # while committing restarts the commit (it only reads the temporaries),
         # so var.value, prob.value, status, history and the warm-start state
         # always come from the same solve.
+        # ||M x - b|| / max(1, ||x||, ||b||) with x in the model's units (expression blocks held in their
+        # variables' units count as the expressions' values: CompiledProblem.feasibility_rel)
+        result["feasibility_rel"] = compiled.feasibility_rel(result.x, result.feasibility, result.feasibility_rel)
         sign = self.objective.sign
         values = compiled.variable_values(result.x)
         history = result.history.copy()

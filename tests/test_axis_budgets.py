@@ -329,6 +329,21 @@ def test_a_budget_total_a_parameter_makes_negative_is_infeasible_then_solves_aga
             assert abs(probs[0].value - probs[1].value) <= 1e-5 * max(1.0, abs(probs[1].value))
 
 
+def test_a_total_below_zero_by_rounding_is_zero_and_a_negative_group_is_named():
+    # -1e-12 is 0 written with rounding (CVXPY solves it: x = 0); a clearly negative group is named
+    x = fm.Variable(4)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - 1.0)), [x >= 0, fm.sum(x) <= -1e-12])
+    prob.solve()
+    assert prob.status == fm.OPTIMAL
+    np.testing.assert_allclose(x.value, 0.0, atol=1e-9)
+    X = fm.Variable((3, 4))
+    t = fm.Parameter(4, value=np.array([1.0, 1.0, -0.5, 1.0]), name="t")
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - 1.0)), [X >= 0, fm.sum(X, axis=0) <= t])
+    prob.solve()
+    assert prob.status == fm.INFEASIBLE
+    assert "in group 2" in prob.stats.message and "t" in prob.stats.message
+
+
 def test_moves_to_and_from_the_origin_take_the_models_whole_step():
     # A budget far from binding: the optimum is the target itself (closed form). A move to or from
     # the origin changes one coordinate, so its curvature counts the objective's once; counted twice

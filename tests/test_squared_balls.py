@@ -206,3 +206,163 @@ def test_ellipsoid_data_errors_name_the_problem():
         fm.Ellipsoid(x, np.array([[1.0, 0.5, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]))
     with pytest.raises(fm.ModelError, match="bound"):
         fm.Ellipsoid(x, np.eye(3), -1.0)
+
+
+@pytest.mark.parametrize("form", ["partly held: norm1(x[:2])", "two on overlapping slices", "a ball and a quad_form"])
+def test_quad_forms_next_to_sets_on_slices_hold_the_free_entries(form):
+    # other sets hold only part of x: the ellipsoid holds e itself (was "not in any bounded set")
+    P4 = np.array([[2, .5, 0, 0], [.5, 2, .5, 0], [0, .5, 2, .5], [0, 0, .5, 2]])
+    P3 = P4[:3, :3]
+    target = np.array([3.0, -2.0, 1.0, -1.0])
+    build = {"partly held: norm1(x[:2])": lambda m, x: [m.quad_form(x, P4) <= 1, m.norm1(x[:2]) <= 0.5],
+             "two on overlapping slices": lambda m, x: [m.quad_form(x[:3], P3) <= 1, m.quad_form(x[1:], P3) <= 2],
+             "a ball and a quad_form": lambda m, x: [m.sum_squares(x[:3]) <= 1, m.quad_form(x[1:], P3) <= 2]}[form]
+    out = []
+    for m in (fm, cp):
+        x = m.Variable(4)
+        constraints = build(m, x)
+        prob = m.Problem(m.Minimize(m.sum_squares(x - target)), constraints)
+        if m is fm:
+            prob.solve(tol=1e-8)
+            assert prob.status == fm.OPTIMAL
+        else:
+            clarabel(prob)
+        out.append((prob.value, [float(np.ravel(k.dual_value)[0]) for k in constraints]))
+    (value, duals), (ref, duals_ref) = out
+    assert value == pytest.approx(ref, rel=1e-6)
+    np.testing.assert_allclose(duals, duals_ref, rtol=1e-3, atol=1e-4)
+
+
+def test_the_projection_lands_on_the_boundary_at_any_scale():
+    # Newton on the secular equation from a point left of the root: a point 1e20 outside, P of condition 1e8
+    # (Newton on x'Px - bound from 0 grew 1.5x a step and stopped after 100 steps far outside)
+    n = 10
+    P = _pd_matrix(n, 5, cond=1e8)
+    rng = np.random.default_rng(6)
+    for bound, scale in ((1e-16, 1e20), (1e-16, 1e6), (1.0, 1e3), (1e8, 1e9)):
+        ellipsoid = fm.Ellipsoid(fm.Variable(n), P, bound)
+        z = ellipsoid.project_flat(scale * rng.standard_normal(n))
+        assert z @ P @ z == pytest.approx(bound, rel=1e-7)
+        assert ellipsoid.contains(z)
+    A = rng.standard_normal((15, n))
+    b = 1e3 * rng.standard_normal(15)
+    x = fm.Variable(n)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(A @ x - b)), [fm.quad_form(x, P) <= 1e-30])
+    prob.solve(projection=True)  # (it was "optimal" with x'Px 1e7 times the bound)
+    assert prob.status == fm.OPTIMAL
+    assert float(x.value @ P @ x.value) <= 1e-30 * (1 + 1e-6)
+
+
+def test_membership_is_tested_in_the_expressions_units():
+    # e'e = 3e-10 is 300 times the bound 1e-12: a constraint on data alone that does not hold
+    x = fm.Variable(3)
+    e = np.full(3, 1e-5)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - 1)), [fm.quad_form(e, np.eye(3)) <= 1e-12, fm.Box(x, -1, 1)])
+    prob.solve()
+    assert prob.status == fm.INFEASIBLE
+    assert not fm.Ellipsoid(fm.Variable(3), np.eye(3), 1e-12).contains(e)
+    assert fm.Ellipsoid(fm.Variable(3), np.eye(3), 1e-12).contains(e * 0.0577)  # e'e just below 1e-12
+
+
+def test_ellipsoid_inputs_that_are_not_real_matrices_and_tiny_directions():
+    y = fm.Variable(2)
+    with pytest.raises(fm.ModelError, match="complex"):
+        fm.Ellipsoid(y, np.array([[2, 1j], [-1j, 2]]))
+    with pytest.raises(fm.ModelError, match=r"Ellipsoid: P must be a matrix"):
+        fm.Ellipsoid(y, "ab")
+    with pytest.raises(fm.ModelError, match="above the limit"):
+        fm.Ellipsoid(y, 1e200 * np.eye(2))
+    np.testing.assert_allclose(fm.Ellipsoid(y, np.eye(2)).lmo(np.array([1e-170, 0.0])), [-1.0, 0.0])
+
+
+@pytest.mark.parametrize("form", ["norm1(x) <= t", "norm(x, 2) <= t", "sum_squares(x) <= t",
+                                  "quad_form(x, P) <= t", "quad_form(x, P) <= t with a box"])
+def test_a_bound_a_parameter_makes_negative_is_infeasible_then_solves_again(form):
+    # CVXPY: infeasible; this raised "L2Ball: radius must be nonnegative", a set the model never wrote
+    P = np.array([[2, .5, 0], [.5, 2, .5], [0, .5, 2]])
+    probs, params = [], []
+    for m in (fm, cp):
+        x, t = m.Variable(3), m.Parameter()
+        bound = {"norm1(x) <= t": lambda: m.norm1(x) <= t, "norm(x, 2) <= t": lambda: m.norm(x, 2) <= t,
+                 "sum_squares(x) <= t": lambda: m.sum_squares(x) <= t,
+                 "quad_form(x, P) <= t": lambda: m.quad_form(x, P) <= t,
+                 "quad_form(x, P) <= t with a box": lambda: m.quad_form(x, P) <= t}[form]()
+        constraints = [bound] + ([m.abs(x) <= 0.5] if form.endswith("box") else [])
+        probs.append(m.Problem(m.Minimize(m.sum_squares(x - 1)), constraints))
+        params.append(t)
+    for value, expected in ((1.0, "optimal"), (-1.0, "infeasible"), (0.5, "optimal")):
+        for t in params:
+            t.value = value
+        probs[0].solve(tol=1e-8, warm_start=True)
+        clarabel(probs[1])
+        assert probs[1].status == expected
+        assert probs[0].status == expected, probs[0].stats.message
+        if expected == "infeasible":
+            assert "holds for no point" in probs[0].stats.message and params[0].name in probs[0].stats.message
+        else:
+            assert probs[0].value == pytest.approx(probs[1].value, rel=1e-5)
+
+
+def test_squares_written_other_ways_are_balls_too():
+    # fm.square of a scalar and fm.sum(fm.square(e)) are sum_squares; a zero P is named, not "must be affine"
+    x = fm.Variable()
+    square = fm.square(x) <= 4
+    prob = fm.Problem(fm.Minimize(x), [square])
+    prob.solve(tol=1e-9)
+    assert prob.value == pytest.approx(-2.0, abs=1e-7)
+    assert square.dual_value == pytest.approx(0.25, rel=1e-6)  # 1 + 2 lambda x = 0 at x = -2
+    y = fm.Variable(3)
+    total = fm.sum(fm.square(y)) <= 1
+    prob = fm.Problem(fm.Minimize(fm.sum(y)), [total])
+    prob.solve(tol=1e-9)
+    assert prob.value == pytest.approx(-np.sqrt(3.0), rel=1e-7)
+    assert total.dual_value == pytest.approx(np.sqrt(3.0) / 2, rel=1e-6)
+    with pytest.raises(fm.ModelError, match="P is zero"):
+        fm.quad_form(y, np.zeros((3, 3))) <= 1
+
+
+@pytest.mark.parametrize("form", ["norm(x, 2) <= t", "sum_squares(x) <= t"])
+def test_a_warm_start_after_the_bound_moves_a_thousandfold_starts_cold(form):
+    # t: 1 -> 1e-8 -> 1e6 -> 1 with warm_start=True: the multipliers and penalty carried over were in the
+    # old units, and these solves ran to max_iter (10,000 iterations) where a cold solve takes 11-38
+    rng = np.random.default_rng(0)
+    c = 3.0 * rng.standard_normal(8)
+    x, t = fm.Variable(8), fm.Parameter(value=1.0)
+    bound = fm.norm(x, 2) <= t if form.startswith("norm") else fm.sum_squares(x) <= t
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - c)), [bound, x >= 0])
+    for value in (1.0, 1e-8, 1e6, 1.0):
+        t.value = value
+        prob.solve(warm_start=True)
+        assert prob.status == fm.OPTIMAL
+        assert prob.stats.iterations <= 100
+        radius = value if form.startswith("norm") else np.sqrt(value)
+        positive = np.maximum(c, 0.0)  # closed form: the ball's point along the positive part of c
+        expected = positive * min(1.0, radius / np.linalg.norm(positive))
+        np.testing.assert_allclose(x.value, expected, atol=1e-3 * max(1.0, np.linalg.norm(expected)))
+
+
+@pytest.mark.parametrize("form", ["quad_form(x, P) <= t", "sum_squares(x) <= t", "norm(x, 2) <= t"])
+def test_the_bounds_dual_with_a_parameter_radius_next_to_a_floor(form):
+    # x >= 0 takes its other side from the ball or ellipsoid (a box): the two share the bound's multiplier,
+    # recovered at each solve's end; with t a Parameter it was None (the sides were recorded only for data)
+    rng = np.random.default_rng(1)
+    P = rng.standard_normal((5, 5))
+    P = P @ P.T + 0.5 * np.eye(5)
+    c = rng.standard_normal(5)
+    probs, params, bounds = [], [], []
+    for m in (fm, cp):
+        x, t = m.Variable(5), m.Parameter(value=1.0)
+        bound = {"quad_form(x, P) <= t": lambda: m.quad_form(x, P) <= t,
+                 "sum_squares(x) <= t": lambda: m.sum_squares(x) <= t,
+                 "norm(x, 2) <= t": lambda: m.norm(x, 2) <= t}[form]()
+        probs.append(m.Problem(m.Minimize(c @ x), [bound, x >= 0]))
+        params.append(t)
+        bounds.append(bound)
+    for value in (1.0, 4.0):
+        for t in params:
+            t.value = value
+        probs[0].solve(tol=1e-8)
+        clarabel(probs[1])
+        assert probs[0].value == pytest.approx(probs[1].value, rel=1e-6)
+        assert bounds[0].dual_value is not None
+        assert float(bounds[0].dual_value) == pytest.approx(float(np.ravel(bounds[1].dual_value)[0]), rel=1e-3)

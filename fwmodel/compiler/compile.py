@@ -17,6 +17,12 @@ Compilation, step by step (paper Sec. 2.2, eq. opt_reformulation):
    (``x``, ``x[:, 2:5]``, ``x.T``), its block is a *copy* of those entries.
    When it constrains any other affine expression (``fm.L1Ball(D @ x)``), its
    block is a new point z tied to the expression by rows z - (D v) = 0.
+   Such a block is held in its variables' units: for an expression in units
+   far from theirs (``fm.L1Ball(1e3 * D @ x, 1e3)``), the block holds
+   ``z' = z / u`` in the set divided by u (``BlockInfo.units``, see
+   :func:`copy_units` and :mod:`fwmodel.sets.units`), with rows
+   ``u z' - (1e3 D v) = 0``: the same model, in the units the engine's steps
+   and scales read alike.
 3. **Copies.** A variable entry covered by several sets has one copy per set.
    Copies are tied to the *first* copy (a star, not a chain): the star's
    M'M has eigenvalues in [1, K] for K copies, while a chain's smallest
@@ -45,6 +51,7 @@ solve end with status "infeasible", naming it.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -60,9 +67,23 @@ from ..sets import Ellipsoid, L1Ball, L2Ball, LinfBall
 from ..sets.boxed_l1 import BoxedL1Ball
 from ..sets.symmetric import SymmetricPart
 from ..sets.trace_norm import TraceNormBall
+from ..sets.units import InUnits, has_units, in_units
 from .consistency import ConsistencyOperator, CopyRows, SparseRows
 from .lowering import lower_constraints, within_data_limit
 from .objective import BlockObjective, CopyMap
+
+
+#: a warm start whose set moved in size more than this (either way) starts cold (restart_changed_blocks)
+WARM_SCALE_APART = 10.0
+
+
+def _set_size(s):
+    """The set's diameter where it knows one (finite, >= 0), else None (a user's set without the hook)."""
+    try:
+        size = s.diameter()
+    except Exception:  # a user's diameter() that fails: no size to compare
+        return None
+    return float(size) if size is not None and np.isfinite(size) and size >= 0 else None
 
 
 @dataclass
@@ -82,6 +103,9 @@ class BlockInfo:
     variable: Variable = None
     entries: np.ndarray = None  # flat entries of the variable, for copies
     name: str = ""
+    #: an expression block's scale: it holds ``z / units`` (z the expression's value) in ``set``, the
+    #: user's set divided by ``units`` (:func:`_in_variable_units`); 1 for copies
+    units: float = 1.0
 
     @property
     def slice(self):
@@ -124,6 +148,9 @@ class CompiledProblem:
     lowered: object = None
     #: sets and equalities on expressions without variables (checked at each solve)
     fixed_constraints: list = field(default_factory=list)
+    #: (units, rms()) of the expression blocks whose coefficients have Parameters: the units their block
+    #: was compiled in and the root mean square row norm now (None while a Parameter has no value)
+    parametric_units: list = field(default_factory=list)
 
     @property
     def M(self):
@@ -161,6 +188,16 @@ class CompiledProblem:
                 return True
         return False
 
+    def copy_units_stale(self):
+        """Whether Parameters moved an expression's coefficients more than ``UNITS_APART`` from the units its
+        block was compiled in (:func:`copy_units`; 1 where the Parameters had no values at compile time):
+        the block then needs compiling again, in the expression's new units."""
+        for units, recompute in self.parametric_units:
+            rms = recompute()
+            if rms is not None and max(rms / units, units / rms) > UNITS_APART and copy_units(rms=rms) != units:
+                return True
+        return False
+
     def refresh_parameters(self):
         """Re-read Parameter values: bounds, the sets' data, constraint rows (M's pieces, b).
 
@@ -188,20 +225,35 @@ class CompiledProblem:
             self.operator._csr = None
 
     def data_versions(self):
-        """The data version of every block's set (see ``ConvexSet.data_version``)."""
-        return [blk.set.data_version for blk in self.blocks]
+        """``(data version, diameter)`` of every block's set (see ``ConvexSet.data_version``, ``diameter``)."""
+        return [(blk.set.data_version, _set_size(blk.set)) for blk in self.blocks]
 
     def restart_changed_blocks(self, state, versions):
-        """A copy of a warm-start ``state`` in which blocks whose set data changed restart.
+        """A copy of a warm-start ``state`` in which blocks whose set data changed restart, or None (start cold).
 
         ``versions`` are :meth:`data_versions` at the end of the solve that
         left ``state``. A changed block's x (which may lie outside its new
         set) is reset to the set's initial point and its active sets
         (vertices of the old set) are dropped; the engine rebuilds them.
+        Where a set's size moved more than ``WARM_SCALE_APART`` (10x) either
+        way (a radius from 1 to 1e-8 or 1e6), the multipliers and the penalty
+        carried over are in the old units: warm-started, such solves ran to
+        max_iter where a cold one takes 11-38 iterations, so the solve starts
+        cold (None).
         """
-        changed = [k for k, (blk, old) in enumerate(zip(self.blocks, versions)) if blk.set.data_version != old]
+        changed = [k for k, (blk, (old, _)) in enumerate(zip(self.blocks, versions))
+                   if blk.set.data_version != old]
         if not changed:
             return state
+        for k in changed:
+            before, now = versions[k][1], _set_size(self.blocks[k].set)
+            if before is None or now is None:
+                continue
+            if min(before, now) <= 0.0:
+                if max(before, now) > 0.0:
+                    return None
+            elif max(before / now, now / before) > WARM_SCALE_APART:
+                return None
         from ..engine.result import SolverState
 
         x = state.x.copy()
@@ -326,9 +378,22 @@ class CompiledProblem:
                 return slice(int(lo), int(hi))
         return None
 
+    def feasibility_rel(self, x, feasibility, engine_value):
+        """``||M x - b|| / max(1, ||x||, ||b||)`` with x in the model's units: an expression block held in
+        its variables' units (``BlockInfo.units``) counts as ``units * z'``, the expression's value
+        (``engine_value``, the engine's ratio with the block's own norm, where every block is in the model's)."""
+        scaled = [blk for blk in self.blocks if blk.units != 1.0]
+        if not scaled:
+            return engine_value
+        x_norm2 = float(np.dot(x, x)) + sum((blk.units ** 2 - 1.0) * float(np.dot(x[blk.slice], x[blk.slice]))
+                                             for blk in scaled)
+        return feasibility / max(1.0, math.sqrt(max(x_norm2, 0.0)), float(np.linalg.norm(self.b)))
+
     def empty_sets(self):
         """Messages for the sets that the current data leave empty (see ``ConvexSet.empty_reason``)."""
-        return [blk.set.empty_reason for blk in self.blocks if blk.set.empty_reason is not None]
+        # (a set held in its variables' units: the user's set's reason, in its units and words)
+        held = [blk.set.derived_from if isinstance(blk.set, InUnits) else blk.set for blk in self.blocks]
+        return [s.empty_reason for s in held if s.empty_reason is not None]
 
     def violated_fixed_constraints(self):
         """Messages for the fixed constraints that the current data violates (empty when all hold).
@@ -374,6 +439,83 @@ class CompiledProblem:
         for blk in self.blocks:
             lines.append(f"  {blk!r}")
         return "\n".join(lines)
+
+
+def _rms_row_norm(A):
+    """The root mean square of the norms of A's nonzero rows (None where every row is zero)."""
+    A = A.tocsr()
+    norms2 = np.asarray(A.multiply(A).sum(axis=1), dtype=float).ravel()
+    norms2 = norms2[norms2 > 0]
+    return math.sqrt(float(np.mean(norms2))) if norms2.size else None
+
+
+def copy_units(A=None, rms=None):
+    """The units of an expression ``A v + c0`` relative to its variables v, or 1 where they are close.
+
+    The root mean square of A's nonzero rows' norms (``rms`` where given; 1 where neither is known):
+    how large an entry of the expression is per unit of the variables it
+    reads (a selection of entries: 1; ``s * D @ x`` with D first
+    differences: ``s * sqrt(2)``). Rounded to a power of ten, and 1 unless it
+    is more than ``UNITS_APART`` (the stopping rule's "units far apart") from
+    1: an expression within a factor 10 of its variables keeps its units,
+    and ``s * D @ x`` for s a power of ten is held exactly as ``D @ x`` is.
+    """
+    if rms is None and A is not None:
+        rms = _rms_row_norm(A)
+    if rms is None or not np.isfinite(rms) or 1.0 / UNITS_APART <= rms <= UNITS_APART:
+        return 1.0
+    return 10.0 ** round(math.log10(rms))
+
+
+def _in_variable_units(cset, var_layout, n_v, parametric, A=None):
+    """``(set, units)`` for an expression block: ``cset`` divided by the expression's units (``copy_units``)
+    where they are far from its variables', so that the block's point is in its variables' units.
+
+    Why (measured in benchmarks/copy_units.py): the engine's projected-gradient
+    step moves the projected blocks with one step size, and its row norms,
+    penalty and stopping scales mix the blocks' coordinates; a block in units
+    1e3 times its variables' (``fm.L1Ball(1e3 * D @ x, 1e3)`` next to an L2
+    ball on x) ended max_iter where ``fm.L1Ball(D @ x, 1)`` took 80
+    iterations. Held as ``z' = z / 1e3`` in the L1 ball of radius 1, with
+    the rows ``1e3 z' - 1e3 D x = 0``, the engine sees the unit model. An
+    expression with Parameters keeps its units (its coefficients change with
+    their values), and so does a set whose family has no scaled form
+    (:func:`fwmodel.sets.units.in_units`).
+
+    An expression with Parameters is held in the units of their values at
+    compile time (1 while one has no value); ``parametric`` receives
+    ``(units, rms())`` so that a solve compiles again where the values moved
+    the expression's units more than ``UNITS_APART`` from those
+    (:meth:`CompiledProblem.copy_units_stale`). The rows are right in any
+    units: only the solve's speed depends on them.
+    """
+    expr = cset.expr
+    offsets = {v.id: var_layout[v.id][0] for v in expr.variables()}
+    params = expr.parameters()
+
+    seen = {}  # the Parameter values last read, and the rms they gave (a solve without changes reads it back)
+
+    def rms():
+        values = [p.value for p in params]
+        if any(v is None for v in values):
+            return None
+        if "values" in seen and all(np.array_equal(a, b) for a, b in zip(seen["values"], values)):
+            return seen["rms"]
+        seen["values"], seen["rms"] = [np.array(v, copy=True) for v in values], _rms_row_norm(
+            linearize(expr, offsets, n_v)[0])
+        return seen["rms"]
+
+    if params:
+        now = rms()
+        units = copy_units(rms=now)
+        if has_units(cset):  # (a family with a scaled form: its units can be kept up to date)
+            parametric.append((units, rms))
+    else:
+        units = copy_units(linearize(expr, offsets, n_v)[0] if A is None else A)
+    if units == 1.0:
+        return cset, 1.0
+    scaled = in_units(cset, units)
+    return (cset, 1.0) if scaled is None else (scaled, units)
 
 
 def _selection_entries(A, c, var_slot):
@@ -462,12 +604,13 @@ def compile_problem(objective_expr, sign, constraints):
 
     # 2. blocks: copies or expression blocks
     blocks, offset = [], 0
+    parametric_units = []  # (units, rms()) of expression blocks with Parameters (CompiledProblem.copy_units_stale)
     expression_rows = []  # (block, A, c, parametric)
     for k, cset in enumerate(sets):
         expr = cset.expr
         name = f"{type(cset).__name__}#{k}"
         size = cset.size
-        kind, var, entries = "expression", None, None
+        kind, var, entries, A = "expression", None, None, None
         if isinstance(expr, Variable):
             kind, var, entries = "copy", expr, None  # the whole variable, in order
         elif not expr.parameters() and len(expr.variables()) == 1:
@@ -480,8 +623,11 @@ def compile_problem(objective_expr, sign, constraints):
                 expression_rows.append((k, A, c))
         else:
             expression_rows.append((k, None, None))
+        units = 1.0
+        if kind == "expression":  # held in its variables' units where it is far from them (copy_units)
+            cset, units = _in_variable_units(cset, var_layout, n_v, parametric_units, A)
         blk = BlockInfo(index=k, offset=offset, size=size, set=cset, kind=kind, variable=var,
-                        entries=entries, name=name)
+                        entries=entries, name=name, units=units)
         blocks.append(blk)
         offset += size
         graph.add_node(("set", k), kind="set", set=cset, label=repr(cset))
@@ -590,7 +736,8 @@ def compile_problem(objective_expr, sign, constraints):
         A, c = linearize(blk.set.expr, all_offsets, n_v)
         within_data_limit(A, c, f"the expression of set {blk.name} ({blk.set.expr!r})")
         AW = (A @ weights()).tocsr()
-        eye = sp.csr_matrix((np.ones(blk.size), (np.arange(blk.size), blk.offset + np.arange(blk.size))),
+        # z = units * z' (the block holds z', see _in_variable_units): the rows units * z' - A W x = c
+        eye = sp.csr_matrix((np.full(blk.size, blk.units), (np.arange(blk.size), blk.offset + np.arange(blk.size))),
                             shape=(blk.size, n))
         return SparseRows(eye - AW, c, label=f"{blk.name} = {blk.set.expr!r}")
 
@@ -658,7 +805,7 @@ def compile_problem(objective_expr, sign, constraints):
     return CompiledProblem(blocks=blocks, n=n, variables=variables, var_layout=var_layout, graph=graph,
                            operator=operator, copy_map=copy_map, objective=objective,
                            equalities=equalities, parametric=parametric, equality_pieces=equality_pieces,
-                           lowered=lowered, fixed_constraints=fixed)
+                           lowered=lowered, fixed_constraints=fixed, parametric_units=parametric_units)
 
 
 def _dual_norm(kind, g):
@@ -783,6 +930,21 @@ def _derived_box_sides(compiled, lowered, ball, x, g):
     if len(blocks) != 1 or type(ball) not in (L1Ball, L2Ball, LinfBall, Ellipsoid):
         return None
     blk = blocks[0]
+    if lo_side is None:  # bounds read from Parameters: the sides where the box's bound is the ball's now
+        bounds = lowered.entry_bounds
+        var = ball.expr
+        if bounds is None or getattr(var, "id", None) not in bounds.offsets:
+            return None
+        off = bounds.offsets[var.id]
+        user_lo, user_hi = bounds.lo[off + entries], bounds.hi[off + entries]
+        ball_lo, ball_hi = (np.asarray(b, dtype=float)[entries] for b in ball.coordinate_bounds())
+        box_lo, box_hi = (np.broadcast_to(np.asarray(b, dtype=float), (entries.size,)) for b in box.coordinate_bounds())
+
+        def same(a, b):
+            return np.abs(a - b) <= 1e-12 * np.maximum(1.0, np.abs(b))
+
+        lo_side = (ball_lo > user_lo) & same(box_lo, ball_lo)
+        hi_side = (ball_hi < user_hi) & same(box_hi, ball_hi)
     above, below = _box_multipliers(box, np.asarray(x[blk.slice], dtype=float), np.asarray(g[blk.slice], dtype=float))
     return entries, np.where(hi_side, above, 0.0) - np.where(lo_side, below, 0.0)
 
@@ -831,7 +993,11 @@ def write_psd_duals(compiled, x, lagrangian_gradient, row_multipliers):
     """
     lowered = compiled.lowered
     trace_shares = []  # (ball, mu) of the active PSD trace balls whose radius is the diagonal's bounds' sum
-    if lowered is None or not (lowered.semidefinite or lowered.trace_bounds or getattr(lowered, "diagonal_duals", ())):
+    implied = any(getattr(blk.set, "implied_trace", False) or getattr(getattr(blk.set, "derived_from", None),
+                                                                      "implied_trace", False)
+                  for blk in compiled.blocks)
+    if lowered is None or not (lowered.semidefinite or lowered.trace_bounds or implied
+                               or getattr(lowered, "diagonal_duals", ())):
         return trace_shares
     g = lagrangian_gradient()
     by_ball = {}
@@ -892,6 +1058,12 @@ def write_psd_duals(compiled, x, lagrangian_gradient, row_multipliers):
                 constraint.dual_value = float(row_multipliers()[rows][0]) + found[1] / k
         else:
             constraint.dual_value = max(0.0, found[1]) / _trace_row_scale(constraint, ball)
+    for blk in compiled.blocks:  # a PSD=True variable closed by its diagonal's bounds (no E >> 0 written)
+        ball = blk.set
+        while ball is not None and not getattr(ball, "implied_trace", False):
+            ball = getattr(ball, "derived_from", None)
+        if ball is not None:
+            multipliers(ball)  # (records its share of the diagonal bounds' multipliers where it is active)
     for constraint, ball, a in getattr(lowered, "diagonal_duals", ()):  # diag(X) == d: the rows' y and mu
         constraint.dual_value = None
         found = multipliers(ball)

@@ -52,6 +52,7 @@ class BlockColumns:
         self._built = False  # the column slices are built on first use (not before the first iterate)
         self.cols = None
         self.col_norms2 = None
+        self.products = None  # per block d_k -> M_k d_k where M gives them (engine/row_metric.py's rows)
         self._constant_norms2 = None  # one ||M e_i||^2 per block, where it is the same for all its columns
         # (lo, hi, sign) where a block's columns of M are sign * I on rows lo:hi (a copy of
         # a variable tied to one other copy): M_k d_k is d_k itself, with no sparse
@@ -71,6 +72,9 @@ class BlockColumns:
             # sign * I columns: every norm of block k is sign^2 (no n-size array: at d = 4000
             # two tied copies would hold 256 MB of ones)
             self._constant_norms2 = [sign * sign for _, _, sign in self.signed]
+            return
+        if hasattr(M, "block_products") and self.m:  # rows kept as factors (L^{-1} A): no matrix formed
+            self.products, self.col_norms2 = M.block_products([blk.slice for blk in self.blocks])
             return
         if not sp.issparse(M) and hasattr(M, "csr"):  # a structured operator that can also give its matrix
             M = M.csr()
@@ -100,6 +104,8 @@ class BlockColumns:
             return out
         if not self._built:
             self._build()
+        if self.products is not None:
+            return self.products[k](d_k)
         if self.cols is not None:
             return csr_times(self.cols[k], d_k)  # cols[k] @ d_k without scipy's wrapper
         full = np.zeros(self.n)

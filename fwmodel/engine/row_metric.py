@@ -14,37 +14,147 @@ dual step y += eta W r) is the plain augmented Lagrangian of the rows
 ``L^{-1} A x = L^{-1} b``: the same feasible set, rows whose Gram matrix is
 the identity, multipliers of the model's rows ``L^{-T} y'``.
 
+The new rows are not formed: L^{-1} A is dense below the band (every row
+of a chain reaches all earlier ones), so the piece keeps A sparse and L as a
+band (:class:`OrthonormalRows`): M x is A x then a banded triangular solve
+(LAPACK ``dtbtrs``), M' r the transposed solve then A' r, both O(nnz(A) +
+rows x bandwidth); the column norms ||M e_j||^2 = a_j' (A A')^{-1} a_j that
+the steps read come from the entries of (A A')^{-1} within the band
+(Takahashi's equations). The rows are taken in the order of the narrowest
+band: as written, or reverse Cuthill-McKee's.
+
 A piece is orthonormalized where that is cheap and does not move the
 feasibility test's units much: a compiler piece of explicit sparse rows
 (``SparseRows``: an equality, an inequality with its slack, the tie of a set
 on an affine expression; never copy ties, whose Gram matrix is diagonal, nor
-marginalization rows, not measured), at most ``MAX_ROWS`` rows, L^{-1} A
-(dense on A's columns) at most ``MAX_FILL`` entries, A A' not diagonal (row
-scaling's case) and sparse (each row overlapping a few others, at most
-``MAX_GRAM_DENSITY`` of its entries nonzero: a chain, a stencil, a graph's
-incidence rows; a few dense rows, all overlapping, were measured mixed:
-benchmarks/RESULTS.md, "A row metric for chains of rows"), and the largest
-eigenvalue of the Gram matrix of its rows brought to unit norm at most
-``MAX_GRAM`` by Gershgorin's bound (||r|| <= sqrt(lambda_max) ||L^{-1} r||
-for those rows: the stopping rule, measuring the new rows, is at most that
-much looser than in the rows at unit norm). The choice and L^{-1} A do not
-depend on the factor each row was written times.
+marginalization rows, not measured), A A' not diagonal (row scaling's case)
+and sparse (each row overlapping a few others, at most ``MAX_GRAM_DENSITY``
+of its entries nonzero: a chain, a stencil, a graph's incidence rows; a few
+dense rows, all overlapping, were measured mixed: benchmarks/RESULTS.md, "A
+row metric for chains of rows"; A A' is not formed where that takes more
+than ``MAX_GRAM_WORK`` products), the largest eigenvalue of the Gram matrix
+of its rows brought to unit norm at most ``MAX_GRAM`` by Gershgorin's bound
+(||r|| <= sqrt(lambda_max) ||L^{-1} r|| for those rows: the stopping rule,
+measuring the new rows, is at most that much looser than in the rows at
+unit norm), and the factor's band at most ``MAX_BAND_FILL`` times A's
+entries and rows (a chain of differences: 2 entries of L per row against
+A's 3 and the row, 0.5; the 2-D differences of an image, whose band is
+twice the image's width after reordering, 15 at 30 x 30, are left out: there
+the metric cost iterations as often as it saved them on small images and
+ended at max_iter at 30 x 30 where the plain rows take 6,726 iterations,
+benchmarks/RESULTS.md, "The row metric kept as a band"). The choice and the
+rows do not depend on the factor each row was written times.
 """
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
+from scipy.linalg import lapack
+from scipy.sparse.csgraph import reverse_cuthill_mckee
 
-MAX_ROWS = 500
-MAX_FILL = 250_000
+from .._kernels import csr_times
+from ..compiler.consistency import ConsistencyOperator, SparseRows
+
 MAX_GRAM = 10.0
 MAX_GRAM_DENSITY = 0.5
+#: the Gram matrix A A' is formed only where it costs at most this many products (sum over A's columns of
+#: their entries squared): a piece of many dense rows is left as it is without forming it
+MAX_GRAM_WORK = 10_000_000
+#: the band of the factor L (rows times bandwidth + 1) at most this many times A's entries (and rows): a
+#: product with the new rows costs one pass over A and a banded triangular solve, both O(nnz)
+MAX_BAND_FILL = 2.0
+
+
+class OrthonormalRows:
+    """Rows ``L^{-1} A x = L^{-1} b`` (L L' = A A', banded) with A kept sparse: a piece of the solve's M.
+
+    ``A`` holds the model's rows in the band's order (``order[i]``: the model row of row i).
+    ``L`` is stored as LAPACK's lower band (``band[d, j] = L[j + d, j]``); a product costs one pass
+    over A and one banded triangular solve (``dtbtrs``), O(nnz(A) + rows x bandwidth).
+    """
+
+    def __init__(self, A, b, band, order, label=""):
+        self.A = sp.csr_matrix(A)
+        self.AT = self.A.T.tocsr()
+        self.band = np.asarray(band, dtype=float, order="F")
+        self.order = order
+        self.rows = self.A.shape[0]
+        self.label = label
+        self.b = self.solve(np.asarray(b, dtype=float).ravel().copy())
+        self.used = np.unique(self.A.indices)
+        self.column_norms2 = _column_norms2(self.A, self.band)[self.used]  # ||L^{-1} A e_j||^2 on used
+
+    def solve(self, v, transpose=False):
+        """L^{-1} v (L^{-T} v with ``transpose``), in place where v is a float64 array."""
+        x, info = lapack.dtbtrs(self.band, v, uplo="L", trans="T" if transpose else "N", overwrite_b=1)
+        if info != 0:  # pragma: no cover (the factor's diagonal was checked when it was made)
+            raise np.linalg.LinAlgError(f"the row metric's factor of {self.label!r} is singular")
+        return x
+
+    def times_factor_transpose(self, y):
+        """L' y (a warm start's multipliers, see RowMetric.to_solve_rows)."""
+        out = self.band[0] * y
+        for d in range(1, self.band.shape[0]):
+            out[:-d] += self.band[d, :-d] * y[d:]
+        return out
+
+    def matvec(self, x, out):
+        out[:] = self.solve(csr_times(self.A, x))
+
+    def rmatvec(self, r, out):
+        out += csr_times(self.AT, self.solve(np.array(r, dtype=float), transpose=True))
+
+    def diagonal_gain(self, d):
+        return float(np.dot(self.column_norms2, d[self.used] ** 2))
+
+    def add_column_norms2(self, bounds, out):
+        blocks = np.searchsorted(bounds, self.used, side="right") - 1
+        out += np.bincount(blocks, weights=self.column_norms2, minlength=out.size)[:out.size]
+
+    def csr(self, n):
+        """L^{-1} A as a CSR matrix (dense on A's columns: for inspection and tests, not used by the solve)."""
+        TA = self.solve(np.asfortranarray(self.A[:, self.used].toarray()))
+        rows, cols = np.nonzero(TA)
+        return sp.csr_matrix((TA[rows, cols], (rows, self.used[cols])), shape=(self.rows, n))
+
+
+class MetricOperator(ConsistencyOperator):
+    """M with some pieces :class:`OrthonormalRows`: also gives each block's columns as a product."""
+
+    def block_products(self, slices):
+        """(per block ``d_k -> M_k d_k``, ||M e_j||^2 for every column) without L^{-1} A formed.
+
+        M_k d_k is A's block columns times d_k (a CSR slice, as for the other pieces), then L^{-1} on
+        each orthonormalized piece's rows.
+        """
+        raw = sp.vstack([p.A if isinstance(p, OrthonormalRows) else p.csr(self.n) for p in self.pieces],
+                        format="csc")
+        norms2, solved = np.zeros(self.n), []
+        for p, lo, hi in zip(self.pieces, self.offsets[:-1], self.offsets[1:]):
+            if isinstance(p, OrthonormalRows):
+                solved.append((int(lo), int(hi), p))
+                norms2[p.used] += p.column_norms2
+            else:
+                rows = p.csr(self.n)
+                norms2 += np.asarray(rows.multiply(rows).sum(axis=0), dtype=float).ravel()
+        cols = [raw[:, sl].tocsr() for sl in slices]
+
+        def product(k):
+            Ak = cols[k]
+
+            def times(d_k):
+                v = csr_times(Ak, d_k)
+                for lo, hi, p in solved:
+                    v[lo:hi] = p.solve(v[lo:hi])
+                return v
+            return times
+        return [product(k) for k in range(len(slices))], norms2
 
 
 class RowMetric:
     """The rows of the chosen pieces replaced by L^{-1} A; maps multipliers between the two sets of rows."""
 
     def __init__(self, transforms, M_before, b_before, M_after, b_after):
-        self.transforms = transforms  # (lo, hi, L, T = L^{-1})
+        self.transforms = transforms  # (lo, hi, OrthonormalRows)
         self.M_before, self.b_before = M_before, b_before
         self.M_after, self.b_after = M_after, b_after
 
@@ -54,37 +164,36 @@ class RowMetric:
         pieces = getattr(M, "pieces", None)
         if not pieces or not hasattr(M, "with_piece_factors"):
             return None
-        from ..compiler.consistency import ConsistencyOperator, SparseRows
         new, transforms = [], []
         for p, lo in zip(pieces, M.offsets[:-1]):
-            made = _orthonormal(p) if isinstance(p, SparseRows) and 1 < p.rows <= MAX_ROWS else None
+            made = orthonormal_rows(p) if isinstance(p, SparseRows) and p.rows > 1 else None
             if made is None:
                 new.append(p)
                 continue
-            A, L, T = made
-            new.append(SparseRows(A, T @ p.b, label=p.label))
-            transforms.append((int(lo), int(lo) + p.rows, L, T))
+            new.append(made)
+            transforms.append((int(lo), int(lo) + p.rows, made))
         if not transforms:
             return None
-        Mn = ConsistencyOperator(new, M.n)
+        Mn = MetricOperator(new, M.n)
         bn = np.asarray(Mn.b, dtype=float).reshape(-1)
         return RowMetric(transforms, M, np.asarray(M.b, dtype=float).reshape(-1), Mn, bn), Mn
 
     def to_model_rows(self, v):
-        """Multipliers of the solve's rows -> those of the rows before (T' v on each orthonormalized piece)."""
+        """Multipliers of the solve's rows -> those of the rows before (L^{-T} v on each orthonormalized piece,
+        back in the model's order of rows)."""
         out = np.array(v, dtype=float, copy=True)
-        for lo, hi, _, T in self.transforms:
-            out[lo:hi] = T.T @ v[lo:hi]
+        for lo, hi, p in self.transforms:
+            out[lo + p.order] = p.solve(np.array(v[lo:hi], dtype=float), transpose=True)
         return out
 
     def to_solve_rows(self, y):
         """Multipliers of the rows before -> the solve's rows (L' y on each piece): a warm start's y."""
-        for lo, hi, L, _ in self.transforms:
-            y[lo:hi] = L.T @ y[lo:hi]
+        for lo, hi, p in self.transforms:
+            y[lo:hi] = p.times_factor_transpose(y[lo:hi][p.order])
         return y
 
     def unscale(self, result):
-        """y and the rows' multipliers in the rows before: y + lam r = T' (y' + lam r') on the pieces."""
+        """y and the rows' multipliers in the rows before: y + lam r = L^{-T} (y' + lam r') on the pieces."""
         r_before = self.M_before.matvec(result.x) - self.b_before
         r_after = self.M_after.matvec(result.x) - self.b_after
         multipliers = self.to_model_rows(result.y + result.lam * r_after)
@@ -94,31 +203,113 @@ class RowMetric:
         return result
 
 
-def _orthonormal(p):
-    """(L^{-1} A as CSR, L, L^{-1}) for the piece's rows A, or None where it does not qualify."""
+def _bandwidth(G, order):
+    """The largest |i - j| over the nonzeros of G with rows and columns taken in ``order``."""
+    where = np.empty_like(order)
+    where[order] = np.arange(order.size)
+    C = G.tocoo()
+    return int(np.max(np.abs(where[C.row] - where[C.col]))) if C.nnz else 0
+
+
+def orthonormal_rows(p):
+    """The piece's rows as :class:`OrthonormalRows`, or None where they do not qualify (the module's notes)."""
     A = p.A
-    used = np.unique(A.indices)
-    if p.rows * used.size > MAX_FILL:
+    m = p.rows
+    counts = np.bincount(A.indices, minlength=A.shape[1]).astype(float)
+    if float(np.dot(counts, counts)) > MAX_GRAM_WORK:
         return None
-    G = (A @ p.AT).toarray()
-    diag = np.diag(G).copy()
-    if np.any(diag <= 0) or not np.any(G - np.diag(diag)):
+    G = (A @ p.AT).tocsr()
+    G.eliminate_zeros()
+    diag = G.diagonal()
+    if np.any(diag <= 0) or G.nnz == m:  # a zero row, or A A' diagonal (row scaling's case)
         return None
-    if np.count_nonzero(G) > MAX_GRAM_DENSITY * p.rows * p.rows:  # rows that all overlap: not a chain
+    if G.nnz > MAX_GRAM_DENSITY * m * m:  # rows that all overlap: not a chain
         return None
     # Gershgorin's bound on the largest eigenvalue of the Gram matrix of the rows at unit norm (the same
     # whatever each row was written times; L^{-1} A is too)
+    C = G.tocoo()
     scale = 1.0 / np.sqrt(diag)
-    if np.max((np.abs(G) * scale[:, None] * scale[None, :]).sum(axis=1)) > MAX_GRAM:
+    if np.max(np.bincount(C.row, weights=np.abs(C.data) * scale[C.row] * scale[C.col], minlength=m)) > MAX_GRAM:
         return None
+    # the rows in the order of the narrowest band: as written, or reverse Cuthill-McKee's
+    order = np.arange(m)
+    kd = _bandwidth(G, order)
+    if kd > 1:
+        rcm = np.asarray(reverse_cuthill_mckee(G, symmetric_mode=True), dtype=np.intp)
+        kd_rcm = _bandwidth(G, rcm)
+        if kd_rcm < kd:
+            order, kd = rcm, kd_rcm
+    if m * (kd + 1) > MAX_BAND_FILL * (A.nnz + m):
+        return None
+    Gp = G[order][:, order].tocoo()
+    lower = Gp.row >= Gp.col
+    band = np.zeros((kd + 1, m))
+    band[Gp.row[lower] - Gp.col[lower], Gp.col[lower]] = Gp.data[lower]
     try:
-        L = np.linalg.cholesky(G)
+        band = sla.cholesky_banded(band, lower=True, check_finite=False)
     except np.linalg.LinAlgError:  # dependent rows: left as they are
         return None
-    d = np.abs(np.diag(L))
+    d = np.abs(band[0])
     if d.min() <= 1e-6 * d.max():
         return None
-    T = sla.solve_triangular(L, np.eye(p.rows), lower=True)
-    TA = T @ A[:, used].toarray()
-    rows, cols = np.nonzero(TA)
-    return sp.csr_matrix((TA[rows, cols], (rows, used[cols])), shape=A.shape), L, T
+    return OrthonormalRows(A[order], p.b[order], band, order, label=p.label)
+
+
+def _band_inverse(band):
+    """The entries of Z = (L L')^{-1} within L's band: ``zb[d, j] = Z[j + d, j]`` (Takahashi's equations).
+
+    From L' Z = L^{-1} (lower triangular, diagonal 1 / L_ii): for j >= i,
+    Z_ij = (delta_ij / L_ii - sum_{k > i} L_ki Z_kj) / L_ii, from the last row up; the entries read lie in
+    the band: the window Z[i+1:i+kd+1, i+1:i+kd+1] of the row before. O(rows x bandwidth^2).
+    """
+    kd1, m = band.shape
+    kd = kd1 - 1
+    zb = np.zeros((kd1, m))
+    if kd == 0:
+        zb[0] = 1.0 / (band[0] * band[0])
+        return zb
+    diag, below = band[0].tolist(), band[1:].T  # below[i, d - 1] = L[i + d, i]
+    if kd == 1:  # a chain: Z_{i,i+1} = -L_{i+1,i} Z_{i+1,i+1} / L_ii, one scalar recurrence
+        sub = band[1].tolist()
+        zdiag, zoff = [0.0] * m, [0.0] * m
+        z_next = 1.0 / (diag[m - 1] * diag[m - 1])
+        zdiag[m - 1] = z_next
+        for i in range(m - 2, -1, -1):
+            lii, l = diag[i], sub[i]
+            off = -l * z_next / lii
+            z_next = (1.0 / lii - l * off) / lii
+            zoff[i], zdiag[i] = off, z_next
+        zb[0], zb[1] = zdiag, zoff
+        return zb
+    window, spare = np.zeros((kd, kd)), np.zeros((kd, kd))  # Z[i+1:i+kd+1, i+1:i+kd+1], then row i's
+    zb[0, m - 1] = window[0, 0] = 1.0 / (diag[m - 1] * diag[m - 1])
+    for i in range(m - 2, -1, -1):
+        w = min(kd, m - 1 - i)
+        lii, l = diag[i], below[i, :w]
+        row = np.dot(l, window[:w, :w])
+        row *= -1.0 / lii
+        zii = (1.0 / lii - np.dot(l, row)) / lii
+        zb[0, i] = zii
+        zb[1:w + 1, i] = row
+        spare[0, 0] = zii
+        spare[0, 1:w + 1 if w < kd else kd] = row[:kd - 1]
+        spare[1:w + 1 if w < kd else kd, 0] = row[:kd - 1]
+        spare[1:, 1:] = window[:kd - 1, :kd - 1]
+        window, spare = spare, window
+    return zb
+
+
+def _column_norms2(A, band):
+    """||L^{-1} A e_j||^2 = a_j' (A A')^{-1} a_j for every column: entries of (A A')^{-1} on pairs of rows
+    that share a column only, all within the band (:func:`_band_inverse`)."""
+    zb = _band_inverse(band)
+    Ac = sp.csc_matrix(A)
+    counts = np.diff(Ac.indptr)
+    col_of = np.repeat(np.arange(Ac.shape[1]), counts)
+    first = np.repeat(np.arange(Ac.nnz), counts[col_of])  # entry e paired with each entry of its column
+    start = Ac.indptr[col_of[first]]
+    group = np.repeat(np.cumsum(counts[col_of]) - counts[col_of], counts[col_of])
+    second = start + np.arange(first.size) - group
+    ri, rk = Ac.indices[first], Ac.indices[second]
+    z = zb[np.abs(ri - rk), np.minimum(ri, rk)]
+    return np.bincount(col_of[first], weights=Ac.data[first] * Ac.data[second] * z, minlength=Ac.shape[1])

@@ -279,10 +279,15 @@ def _squared_norm_bound(lhs, rhs, text):
     """``(norm2(e), sqrt(t), None)`` for ``fm.sum_squares(e) <= t``, ``(norm2(L' e), sqrt(t), (e, P))`` for
     ``fm.quad_form(e, P) <= t`` (``P = L L'`` constant, PSD; the last item None unless P is positive
     definite): the same set, a Euclidean ball (CVXPY users write the ball squared). None for other sides."""
-    from .atoms import QuadFormExpression, SumSquaresExpression
+    from .affine import SumExpression
+    from .atoms import QuadFormExpression, SquareExpression, SumSquaresExpression
     from .core import Constant
     from .nonsmooth import norm2
 
+    if isinstance(lhs, SumExpression) and lhs.size == 1 and isinstance(lhs.args[0], SquareExpression):
+        lhs = SumSquaresExpression(lhs.args[0].args[0])  # fm.sum(fm.square(e)): all of e's squares
+    elif isinstance(lhs, SquareExpression) and lhs.size == 1:
+        lhs = SumSquaresExpression(lhs.args[0])  # the square of a scalar
     if not isinstance(lhs, (SumSquaresExpression, QuadFormExpression)) or not lhs.args[0].is_affine():
         return None
     if rhs._has_vars or rhs.size != 1:
@@ -301,7 +306,8 @@ def _squared_norm_bound(lhs, rhs, text):
         w, Q = np.linalg.eigh(0.5 * (P + P.T))
         keep = w > 1e-12 * max(float(w[-1]), 0.0)
         if not np.any(keep):
-            return None  # P = 0: nothing to bound
+            raise ModelError(f"{text}: P is zero, so the constraint does not involve {short_repr(e)} (it holds for "
+                             "every point when the bound is >= 0); leave it out")
         if np.all(keep) and float(w[0]) > 1e-10 * float(w[-1]):
             # positive definite: the compiler holds e in fm.Ellipsoid(e, P, t) (it bounds e itself)
             ellipsoid = (e, P)

@@ -6,7 +6,7 @@ import itertools
 import numpy as np
 
 from ..errors import ModelError
-from ._common import as_direction, as_flat_direction, as_point
+from ._common import as_direction, as_flat_direction, as_point, check_number_array, describe_value
 from .atoms import DenseAtom
 from .base import ConvexSet, nonnegative_data
 
@@ -38,13 +38,16 @@ class Ellipsoid(ConvexSet):
         if hasattr(P, "_has_params") and getattr(P, "_has_params", False):
             raise ModelError("Ellipsoid: P must be constant (a NumPy array or a sparse matrix), not an fm.Parameter: "
                              "its Cholesky factor is formed once")
-        P = P.toarray() if hasattr(P, "toarray") else np.asarray(getattr(P, "value", P), dtype=float)
+        P = P.toarray() if hasattr(P, "toarray") else getattr(P, "value", P)
         n = self.size
+        if np.ndim(P) != 2:
+            raise ModelError(f"Ellipsoid: P must be a matrix of shape ({n}, {n}) to match the expression of shape "
+                             f"{tuple(self.shape)}, got {describe_value(P)}")
+        # real, finite, within the data limit (a complex Hermitian P is refused, not cast to its real part)
+        P = check_number_array("Ellipsoid", "P", P, np.shape(P))
         if P.shape != (n, n):
             raise ModelError(f"Ellipsoid: P must have shape ({n}, {n}) to match the expression of shape "
                              f"{tuple(self.shape)}, got {P.shape}")
-        if not np.all(np.isfinite(P)):
-            raise ModelError("Ellipsoid: P has NaN or infinite entries")
         if not np.allclose(P, P.T, rtol=1e-10, atol=1e-12 * max(1.0, float(np.abs(P).max()))):
             raise ModelError("Ellipsoid: P must be symmetric")
         P = 0.5 * (P + P.T)
@@ -64,15 +67,13 @@ class Ellipsoid(ConvexSet):
 
     def lmo_atom(self, flat_direction):
         d = as_flat_direction(self, flat_direction)
+        if not np.any(d):
+            return DenseAtom(np.zeros(self.size), key=("ellipsoid-center",))
+        # the vertex does not change with the direction's length: scale it to max |d_i| = 1, so that
+        # d' P^{-1} d neither underflows (a direction of 1e-170) nor overflows
+        d = d / float(np.max(np.abs(d)))
         w = self._solve(d)
-        q = float(d @ w)  # d' P^{-1} d >= 0
-        if not q > 0.0 or not np.isfinite(q):
-            if q == 0.0 or not np.any(d):
-                return DenseAtom(np.zeros(self.size), key=("ellipsoid-center",))
-            scale = float(np.max(np.abs(d)))  # overflow: rescale the direction (the vertex does not change)
-            d = d / scale
-            w = self._solve(d)
-            q = float(d @ w)
+        q = float(d @ w)  # d' P^{-1} d > 0
         return DenseAtom(-np.sqrt(self.bound / q) * w, key=("ellipsoid", next(_keys)))
 
     def lmo(self, direction):
@@ -82,35 +83,53 @@ class Ellipsoid(ConvexSet):
     has_cheap_projection = True
 
     def project_flat(self, flat_point):
-        """Euclidean projection: ``(I + nu P)^{-1} y`` with ``nu >= 0`` the root of ``phi(nu) = x' P x - bound``.
+        """Euclidean projection: ``(I + nu P)^{-1} y`` with ``nu >= 0`` where ``x' P x = bound``.
 
-        In P's eigenbasis ``phi(nu) = sum_i l_i yh_i^2 / (1 + nu l_i)^2 - bound`` is convex and decreasing, so
-        Newton's method from ``nu = 0`` rises monotonically to the root (two products with Q, O(n) per step).
+        In P's eigenbasis ``q(nu) = x' P x = sum_i l_i yh_i^2 / (1 + nu l_i)^2``. Newton's method runs on
+        ``g(nu) = 1 / sqrt(q(nu)) - 1 / sqrt(bound)`` (the secular equation of trust-region subproblems,
+        Moré and Sorensen 1983): g is increasing and concave, exactly linear for one eigenvalue, so Newton
+        from a point left of the root rises monotonically to it in a few steps at any scale. It starts at
+        ``nu = (sqrt(q(0) / bound) - 1) / l_max``, which lies left of the root. A point Newton leaves
+        outside by rounding is scaled onto the boundary (the answer is always in the set).
         """
         y = np.array(flat_point, dtype=float).ravel()
         Q, lam = self._eigenvectors, self._eigenvalues
         yh = Q.T @ y
         weighted = lam * yh * yh
-        if float(weighted.sum()) <= self.bound:
+        total = float(weighted.sum())
+        if total <= self.bound:
             return y
         if not self.bound > 0:
             return np.zeros_like(y)
-        nu = 0.0
+        target = 1.0 / np.sqrt(self.bound)
+        nu = max(0.0, (np.sqrt(total / self.bound) - 1.0) / float(lam[-1]))
         for _ in range(100):
             shrink = 1.0 / (1.0 + nu * lam)
-            phi = float(np.sum(weighted * shrink ** 2)) - self.bound
-            slope = -2.0 * float(np.sum(weighted * lam * shrink ** 3))
-            if phi <= 1e-14 * self.bound or slope == 0.0:
+            q = float(np.sum(weighted * shrink ** 2))
+            if abs(q - self.bound) <= 1e-13 * self.bound:
                 break
-            nu -= phi / slope
-        return Q @ (yh / (1.0 + nu * lam))
+            q_slope = -2.0 * float(np.sum(weighted * lam * shrink ** 3))
+            g, g_slope = 1.0 / np.sqrt(q) - target, -0.5 * q ** -1.5 * q_slope
+            if not g_slope > 0:
+                break
+            step = -g / g_slope
+            if abs(step) <= 1e-15 * max(nu, 1e-300):
+                break
+            nu += step
+        x = Q @ (yh / (1.0 + nu * lam))
+        q = float(x @ self.P @ x)
+        if q > self.bound:  # (rounding) the nearest point of the set along the same ray
+            x *= np.sqrt(self.bound / q)
+        return x
 
     def contains(self, point, tol=1e-9):
         e = as_point(self, point)
         if e is None:
             return False
         e = e.ravel()
-        return bool(float(e @ self.P @ e) <= self.bound + tol * max(1.0, self.bound))
+        # in the units of e (as an L2 ball's test): sqrt(e' P e) <= sqrt(bound), relative tolerance tol
+        radius = np.sqrt(self.bound)
+        return bool(np.sqrt(max(float(e @ self.P @ e), 0.0)) <= radius + tol * max(1.0, radius))
 
     def diameter(self):
         return 2.0 * float(np.sqrt(self.bound / self._eigenvalues[0]))
