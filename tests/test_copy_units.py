@@ -164,3 +164,51 @@ def test_a_parameter_scale_in_the_expression_recompiles_in_its_new_units():
         assert prob.compile().blocks[0].units == units
         assert prob.status == "optimal"
         assert abs(prob.value - ref) <= 1e-4 * abs(ref)
+
+
+def _review_data():
+    n = 12
+    rng = np.random.default_rng(4)
+    A, b = rng.standard_normal((30, n)), rng.standard_normal(30)
+    return n, A, b, np.diff(np.eye(n), axis=0), rng.standard_normal((6, n)) / np.sqrt(n)
+
+
+@pytest.mark.parametrize("name", ["loose L1 ball on 1e-3 D x", "box on 1e-3 E x", "one row of weight 1e3"])
+def test_a_block_stays_in_its_units_where_the_sets_size_disagrees(name):
+    # held in x's units by the coefficients alone, these ran to max_iter (the first was optimal in 805
+    # iterations in its own units, the last in 187): the set's size must agree with the coefficients
+    n, A, b, D, E = _review_data()
+    weights = np.r_[1e3, np.ones(n - 2)]
+    out = []
+    for m in (fm, cp):
+        x = m.Variable(n)
+        held = {"loose L1 ball on 1e-3 D x": lambda: (fm.L1Ball(1e-3 * D @ x, 0.1) if m is fm
+                                                      else cp.norm1(1e-3 * D @ x) <= 0.1),
+                "box on 1e-3 E x": lambda: (fm.Box(1e-3 * E @ x, -1, 1) if m is fm else cp.abs(1e-3 * E @ x) <= 1),
+                "one row of weight 1e3": lambda: (fm.L1Ball(fm.multiply(weights, D @ x), 1.0) if m is fm
+                                                  else cp.norm1(cp.multiply(weights, D @ x)) <= 1)}[name]()
+        ball = fm.L2Ball(x, 1.0) if m is fm else cp.norm2(x) <= 1
+        prob = m.Problem(m.Minimize(m.sum_squares(A @ x - b)), [held, ball])
+        if m is fm:
+            prob.solve()
+            assert prob.status == fm.OPTIMAL
+            assert [blk.units for blk in prob.compile().blocks] == [1.0] * len(prob.compile().blocks)
+        else:
+            prob.solve(solver=cp.CLARABEL)
+        out.append(prob.value)
+    assert out[0] == pytest.approx(out[1], rel=1e-4)
+
+
+@pytest.mark.parametrize("form", ["norm1", "sum_squares"])
+def test_a_parameter_bound_on_a_scaled_expression(form):
+    # the bound is computed data (clipped at 0 for a negative value, the square root of sum_squares'):
+    # dividing it by the block's units raised TypeError
+    n, A, b, D, _ = _review_data()
+    out = []
+    for m in (fm, cp):
+        x, t = m.Variable(n), m.Parameter(nonneg=True, value=1e3 if form == "norm1" else 1e6)
+        bound = m.norm1(1e3 * D @ x) <= t if form == "norm1" else m.sum_squares(1e3 * D @ x) <= t
+        prob = m.Problem(m.Minimize(m.sum_squares(A @ x - b)), [bound, m.norm2(x) <= 1])
+        prob.solve() if m is fm else prob.solve(solver=cp.CLARABEL)
+        out.append(prob.value)
+    assert out[0] == pytest.approx(out[1], rel=1e-4)

@@ -192,9 +192,9 @@ class CompiledProblem:
         """Whether Parameters moved an expression's coefficients more than ``UNITS_APART`` from the units its
         block was compiled in (:func:`copy_units`; 1 where the Parameters had no values at compile time):
         the block then needs compiling again, in the expression's new units."""
-        for units, recompute in self.parametric_units:
+        for units, recompute, cset in self.parametric_units:
             rms = recompute()
-            if rms is not None and max(rms / units, units / rms) > UNITS_APART and copy_units(rms=rms) != units:
+            if rms is not None and block_units(cset, copy_units(rms=rms)) != units:
                 return True
         return False
 
@@ -467,6 +467,37 @@ def copy_units(A=None, rms=None):
     return 10.0 ** round(math.log10(rms))
 
 
+def _set_extent(cset):
+    """The largest magnitude an entry of ``cset``'s points can take (from its coordinate bounds), or None
+    where unknown (a datum without a value yet, a user's set without bounds)."""
+    try:
+        lower, upper = cset.coordinate_bounds()
+        extent = max(float(np.max(np.abs(lower))), float(np.max(np.abs(upper))))
+    except Exception:  # (a Parameter without a value, a user's set whose LMO cannot be asked)
+        return None
+    return extent if np.isfinite(extent) and extent > 0 else None
+
+
+def block_units(cset, coefficient_units):
+    """The units an expression block is held in: the expression's coefficients' (:func:`copy_units`) where
+    the set's own size agrees that its points are in other units than the variables, else 1.
+
+    Both must be more than ``UNITS_APART`` from 1 on the same side; the block then takes the
+    coefficients' units (the set's size only confirms: ``fm.L2Ball(s * B @ x, 0.3 * s)`` is held in s).
+    The coefficients alone were not enough (a read-only review): a loose set on ``1e-3 * D @ x``
+    (``fm.L1Ball(1e-3 * D @ x, 0.1)``, an L1 ball of radius 100 in x's units) held in x's units ran to
+    max_iter where it had been optimal in 805 iterations, and one row of weight 1e3 among ten of 1 pulled
+    the whole block to 1e3 (max_iter, was optimal in 187). ``fm.L1Ball(s * D @ x, s)``, whose set and
+    coefficients both say s, is still held in x's units.
+    """
+    if coefficient_units == 1.0:
+        return 1.0
+    size_units = copy_units(rms=_set_extent(cset))
+    if size_units == 1.0 or (size_units > 1.0) != (coefficient_units > 1.0):
+        return 1.0
+    return coefficient_units
+
+
 def _in_variable_units(cset, var_layout, n_v, parametric, A=None):
     """``(set, units)`` for an expression block: ``cset`` divided by the expression's units (``copy_units``)
     where they are far from its variables', so that the block's point is in its variables' units.
@@ -507,11 +538,11 @@ def _in_variable_units(cset, var_layout, n_v, parametric, A=None):
 
     if params:
         now = rms()
-        units = copy_units(rms=now)
+        units = block_units(cset, copy_units(rms=now))
         if has_units(cset):  # (a family with a scaled form: its units can be kept up to date)
-            parametric.append((units, rms))
+            parametric.append((units, rms, cset))
     else:
-        units = copy_units(linearize(expr, offsets, n_v)[0] if A is None else A)
+        units = block_units(cset, copy_units(linearize(expr, offsets, n_v)[0] if A is None else A))
     if units == 1.0:
         return cset, 1.0
     scaled = in_units(cset, units)

@@ -130,6 +130,16 @@ class ComputedData:
     def parameters(self):
         return list(self._parameters)
 
+    def __truediv__(self, divisor):
+        """The datum divided by a number (a set held in other units, :mod:`fwmodel.sets.units`)."""
+        def divided():
+            value = self.value
+            if value is None:
+                return None
+            return np.asarray(value, dtype=float) / divisor if np.ndim(value) else float(value) / divisor
+
+        return ComputedData(divided, self._parameters, f"{self.label} / {divisor:g}")
+
     def __repr__(self):
         return self.label
 
