@@ -320,3 +320,37 @@ def test_block_products_next_to_a_piece_left_alone():
     np.testing.assert_allclose(products[0](d[:cut]), dense[:, :cut] @ d[:cut], atol=1e-12)
     np.testing.assert_allclose(products[1](d[cut:]), dense[:, cut:] @ d[cut:], atol=1e-12)
     np.testing.assert_allclose(Mn.matvec(d), dense @ d, atol=1e-12)
+
+
+def test_a_penalty_cycle_closes_in(monkeypatch):
+    """The TV denoiser at n = 600 with 6 pieces, data seed 6 (``benchmarks/tv_scale.py``'s ``tv_1d``): the
+    drift rule (lam x4) and the balance rule (lam / 2) took turns, lam cycled between 1e3 and 4e4 and the
+    solve ran to max_iter (10,000); each reversal now halves the moves in log scale: optimal."""
+    rng = np.random.default_rng(6)
+    n = 600
+    truth = np.repeat(rng.uniform(0, 1, 6), -(-n // 6))[:n]
+    y = truth + 0.1 * rng.standard_normal(n)
+    D = sp.diags([-np.ones(n - 1), np.ones(n - 1)], [0, 1], shape=(n - 1, n), format="csr")
+    prob, _ = _tv_solve_and_check(monkeypatch, y, D, 0.8 * np.abs(D @ truth).sum(), True)
+    assert prob.stats.iterations <= 3000
+
+
+def test_reversals_of_the_penalty_shrink_its_moves():
+    """Pending moves that alternate in direction: x4, / 2, x4, / 2 ... give lam moves of x4, / 1.41, x1.41,
+    / 1.19 ... (halved in log scale at each reversal); moves in one direction keep their size."""
+    from fwmodel.engine.schedules import AdaptiveMultiplier
+
+    schedule = AdaptiveMultiplier(1.0)
+    ratios = []
+    for factor in (4.0, 0.5, 4.0, 0.5, 4.0):
+        before = schedule.lam
+        schedule._pending_lam = factor * before
+        schedule.penalty(before)
+        ratios.append(schedule.lam / before)
+    np.testing.assert_allclose(ratios, [4.0, 0.5 ** 0.5, 4.0 ** 0.25, 0.5 ** 0.125, 4.0 ** 0.0625])
+    schedule = AdaptiveMultiplier(1.0)
+    for _ in range(3):  # one direction: full size
+        before = schedule.lam
+        schedule._pending_lam = 4.0 * before
+        schedule.penalty(before)
+        assert abs(schedule.lam - 4.0 * before) <= 1e-12 * schedule.lam

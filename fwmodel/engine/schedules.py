@@ -189,6 +189,8 @@ class AdaptiveMultiplier:
         self._lam_lowered = False  # the balance rule lowered lam at the end of the last window
         self.lam0 = lam
         self.lam = lam
+        self._last_direction = None  # +1 / -1: the last move of lam by a rule (_damp_reversal)
+        self._move_scale = 1.0  # the rules' moves in log scale, halved at each reversal
         self.max_growth = max_growth
         self.current = theta * lam
         self._steps = 0
@@ -315,9 +317,29 @@ class AdaptiveMultiplier:
     def penalty(self, lam):
         if self._pending_lam is not None:
             lam, self._pending_lam = self._pending_lam, None
+            lam = self._damp_reversal(lam)
             self._lam_lowered = lam < self.lam
             self.lam = lam
             self.current = self.theta * lam
+        return lam
+
+    def _damp_reversal(self, lam):
+        """Halve the rules' moves of lam (in log scale) each time lam turns back the way it came.
+
+        The drift rule (x ``drift_factor``) and the balance rule (/ 2) can take
+        turns: on a 1-D total-variation model with the row metric (600 entries,
+        6 pieces, seed 6) lam cycled between 1e3 and 4e4 and the solve ran to
+        max_iter. Each reversal of direction halves the moves' size in log
+        scale (x4 -> x2 -> x1.41 ..., /2 -> /1.41 ...), so a cycle closes in on
+        a lam between its ends, as bisection does; moves in one direction keep
+        their size (benchmarks/RESULTS.md, "Penalty moves that reverse").
+        """
+        direction = 1 if lam > self.lam else -1
+        if self._last_direction is not None and direction != self._last_direction:
+            self._move_scale *= 0.5
+        self._last_direction = direction
+        if self._move_scale < 1.0:
+            lam = self.lam * (lam / self.lam) ** self._move_scale
         return lam
 
 
