@@ -171,6 +171,7 @@ def check_07(r):
     assert r["statuses"] == ["optimal"] * len(r["models"])
     assert r["sets"]["portfolio"] == ["CappedSimplex"]
     assert r["sets"]["nearest PSD"] == ["TraceNormBall"]
+    assert sorted(r["sets"]["risk-bounded portfolio"]) == ["L2Ball", "Simplex"]  # quad_form <= risk: a ball on L'w
     assert r["same_compiled"] is True
     assert r["refused"] == ["non-convex", "norm objective", "unbounded"]
     for l1, point in zip(r["path_l1"], [0.5, 1.0, 2.0, 3.0]):
