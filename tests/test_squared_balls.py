@@ -366,3 +366,26 @@ def test_the_bounds_dual_with_a_parameter_radius_next_to_a_floor(form):
         assert probs[0].value == pytest.approx(probs[1].value, rel=1e-6)
         assert bounds[0].dual_value is not None
         assert float(bounds[0].dual_value) == pytest.approx(float(np.ravel(bounds[1].dual_value)[0]), rel=1e-3)
+
+
+def test_markowitz_with_a_risk_bound_against_clarabel():
+    # the risk bound is a ball on L'w tied to the simplex's copy by rows; the default penalty (0.26) held
+    # those rows too weakly (543 iterations): the schedule doubles lam when feasibility lags the FW gap
+    rng = np.random.default_rng(20)
+    n = 20
+    F = rng.standard_normal((n, 5))
+    sigma = 0.01 * F @ F.T + np.diag(rng.uniform(0.01, 0.05, n))
+    mu = rng.uniform(0.0, 0.1, n)
+    out = []
+    for m in (fm, cp):
+        w = m.Variable(n)
+        risk = m.quad_form(w, sigma) <= 0.005
+        prob = m.Problem(m.Maximize(mu @ w), [risk, m.sum(w) == 1, w >= 0])
+        if m is fm:
+            prob.solve()
+            assert prob.status == fm.OPTIMAL
+            assert prob.stats.iterations <= 400
+        else:
+            clarabel(prob)
+        out.append(prob.value)
+    assert out[0] == pytest.approx(out[1], rel=1e-4)
