@@ -73,18 +73,21 @@ def test_squared_balls_match_clarabel(name):
     assert dual == pytest.approx(dual_ref, rel=1e-3)
 
 
-def test_a_portfolio_with_a_risk_bound_written_as_a_quadratic_form():
-    # CVXPY's portfolio example: max mu'w s.t. w'Sigma w <= risk, sum(w) == 1, w >= 0
-    rng = np.random.default_rng(3)
-    n = 20
-    F = rng.standard_normal((n, 3))
+def _markowitz(m, seed, factors, level, n=20):
+    """CVXPY's portfolio example in module m: max mu'w s.t. w'Sigma w <= level, sum(w) == 1, w >= 0."""
+    rng = np.random.default_rng(seed)
+    F = rng.standard_normal((n, factors))
     sigma = 0.01 * F @ F.T + np.diag(rng.uniform(0.01, 0.05, n))
     mu = rng.uniform(0.0, 0.1, n)
+    w = m.Variable(n)
+    risk = m.quad_form(w, sigma) <= level
+    return m.Problem(m.Maximize(mu @ w), [risk, m.sum(w) == 1, w >= 0]), w, sigma, risk
+
+
+def test_a_portfolio_with_a_risk_bound_written_as_a_quadratic_form():
     out = []
     for m in (fm, cp):
-        w = m.Variable(n)
-        risk = m.quad_form(w, sigma) <= 0.02
-        prob = m.Problem(m.Maximize(mu @ w), [risk, m.sum(w) == 1, w >= 0])
+        prob, w, sigma, risk = _markowitz(m, seed=3, factors=3, level=0.02)
         if m is fm:
             prob.solve(tol=1e-7)
             assert prob.status == fm.OPTIMAL
@@ -371,16 +374,9 @@ def test_the_bounds_dual_with_a_parameter_radius_next_to_a_floor(form):
 def test_markowitz_with_a_risk_bound_against_clarabel():
     # the risk bound is a ball on L'w tied to the simplex's copy by rows; the default penalty (0.26) held
     # those rows too weakly (543 iterations): the schedule doubles lam when feasibility lags the FW gap
-    rng = np.random.default_rng(20)
-    n = 20
-    F = rng.standard_normal((n, 5))
-    sigma = 0.01 * F @ F.T + np.diag(rng.uniform(0.01, 0.05, n))
-    mu = rng.uniform(0.0, 0.1, n)
     out = []
     for m in (fm, cp):
-        w = m.Variable(n)
-        risk = m.quad_form(w, sigma) <= 0.005
-        prob = m.Problem(m.Maximize(mu @ w), [risk, m.sum(w) == 1, w >= 0])
+        prob = _markowitz(m, seed=20, factors=5, level=0.005)[0]
         if m is fm:
             prob.solve()
             assert prob.status == fm.OPTIMAL
