@@ -368,13 +368,13 @@ def _ellipsoids_where_unbounded(norm_sets, sets, variables, slots, offsets, n_v)
         found = getattr(ineq, "ellipsoid", None)
         if found is None or not any(s is ball for s in sets):
             continue
-        e, P, level = found
+        e, P, level, eigen = found
         if all(_held_whole(var, [s for s in sets if s is not ball], slots, offsets, n_v)
                for var in variables if var.id in {v.id for v in e.variables()}):
             continue
         # (a negative Parameter value: the ball's check in the violated list names it; the set reads 0)
         ellipsoid = Ellipsoid(e, P, _clipped_bound(level, ineq, None) if level._has_params
-                              else float(np.asarray(level.value).reshape(())))
+                              else float(np.asarray(level.value).reshape(())), _eigendecomposition=eigen)
         sets[next(i for i, s in enumerate(sets) if s is ball)] = _on_the_variable(ellipsoid)
         norm_sets[k] = (ineq, ellipsoid)
 

@@ -141,7 +141,7 @@ class Inequality:
         self.ellipsoid = None
         squared = _squared_norm_bound(lhs, rhs, text)
         if squared is not None:
-            self.ellipsoid = None if squared[2] is None else (squared[2][0], squared[2][1], rhs)
+            self.ellipsoid = None if squared[2] is None else (squared[2][0], squared[2][1], rhs, squared[2][2])
             lhs, rhs = squared[:2]
             self.squared = True
         if isinstance(rhs, NormAtom):
@@ -310,7 +310,7 @@ def _squared_norm_bound(lhs, rhs, text):
                              "every point when the bound is >= 0); leave it out")
         if np.all(keep) and float(w[0]) > 1e-10 * float(w[-1]):
             # positive definite: the compiler holds e in fm.Ellipsoid(e, P, t) (it bounds e itself)
-            ellipsoid = (e, P)
+            ellipsoid = (e, P, (w, Q))  # (its eigendecomposition, formed once: the ellipsoid reads it)
         factor = np.sqrt(w[keep])[:, None] * Q[:, keep].T  # L' with P = L L'
         e = Constant(factor) @ (e if e.ndim == 1 else e.flatten())
     if rhs._has_params:

@@ -32,12 +32,14 @@ class Ellipsoid(ConvexSet):
 
     is_polytope = False
 
-    def __init__(self, expr, P, bound=1.0):
+    def __init__(self, expr, P, bound=1.0, *, _eigendecomposition=None):
+        """``_eigendecomposition``: ``(eigenvalues, eigenvectors)`` of the symmetric part of P where the caller
+        has formed it (the compiler, for ``fm.quad_form(e, P) <= t``), so that it is not formed twice."""
         super().__init__(expr)
         self._store_data("bound", bound, nonnegative_data("bound", "Ellipsoid"))
         if hasattr(P, "_has_params") and getattr(P, "_has_params", False):
             raise ModelError("Ellipsoid: P must be constant (a NumPy array or a sparse matrix), not an fm.Parameter: "
-                             "its Cholesky factor is formed once")
+                             "its eigendecomposition is formed once")
         P = P.toarray() if hasattr(P, "toarray") else getattr(P, "value", P)
         n = self.size
         if np.ndim(P) != 2:
@@ -51,7 +53,8 @@ class Ellipsoid(ConvexSet):
         if not np.allclose(P, P.T, rtol=1e-10, atol=1e-12 * max(1.0, float(np.abs(P).max()))):
             raise ModelError("Ellipsoid: P must be symmetric")
         P = 0.5 * (P + P.T)
-        eigenvalues, eigenvectors = np.linalg.eigh(P)
+        eigenvalues, eigenvectors = (np.linalg.eigh(P) if _eigendecomposition is None
+                                     else map(np.asarray, _eigendecomposition))
         if not float(eigenvalues[0]) > 1e-10 * max(float(eigenvalues[-1]), 0.0):
             raise ModelError(f"Ellipsoid: P must be positive definite (its eigenvalues range from "
                              f"{float(eigenvalues[0]):.3g} to {float(eigenvalues[-1]):.3g}): a singular P makes the "

@@ -94,7 +94,8 @@ def _arguments(s, units):
     if kind is KSparsePolytope:
         return (s.expr, s.k, data("radius")), {}
     if kind is Ellipsoid:  # (u z)' P (u z) <= t: z' P z <= t / u^2
-        return (s.expr, s.P, _divided(s.data_source("bound"), units * units)), {}
+        return (s.expr, s.P, _divided(s.data_source("bound"), units * units)), {
+            "_eigendecomposition": (s._eigenvalues, s._eigenvectors)}  # (the same P: not factored again)
     if kind is TraceNormBall and not s.psd:  # (a PSD ball's multipliers are read from the ball's own block)
         return (s.expr, data("radius")), {"lmo_tol": s.lmo_tol, "dense_threshold": s.dense_threshold,
                                           "symmetric": s.symmetric}
