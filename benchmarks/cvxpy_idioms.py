@@ -131,6 +131,20 @@ def idioms():
         m.Minimize(m.sum(m.pos(x - x0))), [m.abs(x) <= 1]))(V(m, n))
     yield "maximum(x, 0) <= 0.5", lambda m: (lambda x: (
         m.Minimize(m.sum_squares(x - x0)), [m.maximum(x, 0) <= 0.5, m.abs(x) <= 1]))(V(m, n))
+    yield "pos(x - x0) <= 0.3, neg(x) <= 0.8", lambda m: (lambda x: (
+        m.Minimize(m.sum_squares(A @ x - 3 * b)), [m.pos(x - x0) <= 0.3, m.neg(x) <= 0.8]))(V(m, n))
+    yield "maximum(x, y, 0.1) <= 0.6, two variables in balls", lambda m: (lambda x, y: (
+        m.Minimize(m.sum_squares(x - 2 * x0) + m.sum_squares(y - c)),
+        [m.maximum(x, y, 0.1) <= 0.6, m.norm(x, 2) <= 3, m.norm(y, 2) <= 3]))(V(m, n), V(m, n))
+    yield "minimum(x, w) >= -0.3 with a ball", lambda m: (lambda x: (
+        m.Minimize(m.sum_squares(x + 2 * x0)), [m.minimum(x, w) >= -0.3, m.norm(x, 2) <= 3]))(V(m, n))
+    yield "maximum(X, v) <= T broadcast (5, 6), (6,), (5, 1)", lambda m: (lambda X, v: (
+        m.Minimize(m.sum_squares(X - Y6.T) + m.sum_squares(v - Y6[:, 0])),
+        [m.maximum(X, v) <= np.linspace(0.2, 1.0, 5)[:, None], m.norm(X, "fro") <= 5, m.norm(v, 2) <= 3]))(
+        V(m, (5, 6)), V(m, 6))
+    yield "pos(A @ x - b) <= s, s a Variable (hinge bound)", lambda m: (lambda x, s: (
+        m.Minimize(m.sum_squares(x - x0) + 2 * m.sum(s)), [m.pos(A @ x - b) <= s, m.norm_inf(x) <= 1, s <= 10]))(
+        V(m, n), V(m, m_rows))
     yield "sum_squares(x) <= 1 (a ball written squared)", lambda m: (lambda x: (
         m.Minimize(c @ x), [m.sum_squares(x) <= 1]))(V(m, n))
     yield "norm(x, 2) <= t with t a Variable", lambda m: (lambda x, t: (

@@ -308,8 +308,6 @@ def test_refused_cvxpy_atoms_say_why(name):
 
 
 @pytest.mark.parametrize("name, advice", [
-    ("pos", "e <= t"),
-    ("maximum", "a <= t and b <= t"),
     ("sigma_max", "spectral-norm ball"),
     ("sqrt", "fm.norm(e, 2) <= t"),
     ("log", "fm.smooth"),

@@ -588,6 +588,8 @@ def lower_constraints(objective_expr, constraints):
             norm_sets.append((ineq, ball))
             sets.append(_on_the_variable(ball))
     affine = [q for q in inequalities if q.kind == "affine"]
+    # the data pieces of maximum(x, 0) <= t (the 0, t data): no rows, true or false on data at each solve
+    violated_constant_rows.extend(q.violated_data for q in affine if q.data_pieces)
 
     variables = _all_variables(objective_expr, sets, equalities, affine + semidefinite)
     offsets, off = {}, 0

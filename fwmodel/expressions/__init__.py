@@ -14,7 +14,7 @@ from .cvxpy_functions import (bmat, conv, convolve, cumsum, diag, diff, kron, me
                               upper_tri, vdot, vec)
 from .core import Constant, Expression, Leaf, Parameter, Variable, as_expression
 from .evaluate import SmoothFunction
-from .nonsmooth import abs, max, min, norm, norm1, norm2, norm_inf, normNuc, pnorm
+from .nonsmooth import abs, max, maximum, min, minimum, neg, norm, norm1, norm2, norm_inf, normNuc, pnorm, pos
 from .unsupported import *  # noqa: F401,F403 - CVXPY atoms refused with a ModelError
 from .unsupported import __all__ as _refused_atoms
 from .sympy_atom import smooth
@@ -67,6 +67,10 @@ __all__ = [
     "pnorm",
     "max",
     "min",
+    "maximum",
+    "minimum",
+    "pos",
+    "neg",
     "Equality",
     "Inequality",
     "PSDConstraint",

@@ -112,7 +112,13 @@ class Inequality:
     what the user wrote, ``expr`` is the rewritten difference). Their
     ``shape`` and ``dual_value`` are CVXPY's, of the constraint as written:
     ``()`` and one multiplier (the sum of the entries') for ``max(e) <= t``,
-    one per slice with ``axis``.
+    one per slice with ``axis``. Likewise ``fm.maximum(a, b) <= t`` (also
+    ``fm.pos``, ``fm.neg``) and ``t <= fm.minimum(a, b)`` are every argument
+    ``<= t`` (``>= t``): ``expr`` stacks the pieces along a new first axis,
+    ``shape`` is the broadcast shape of the atom and t, and ``dual_value``
+    the sum of the pieces' multipliers per entry, as CVXPY's. An argument
+    without variables next to a data t (the 0 of ``pos``) is no row: it is
+    checked on the data at each solve (``data_pieces``).
 
     Anything else (a norm above something, a norm compared with a variable,
     a smooth convex function bounded by a constant) is refused with a
@@ -120,7 +126,7 @@ class Inequality:
     """
 
     def __init__(self, lhs, rhs, op="<="):
-        from .nonsmooth import NormAtom, find_norm_atom
+        from .nonsmooth import NormAtom, bound_text, find_norm_atom
 
         lhs, rhs = as_expression(lhs), as_expression(rhs)
         self.lhs, self.rhs, self.op = lhs, rhs, op
@@ -129,10 +135,18 @@ class Inequality:
         text = (f"{short_repr(lhs)} {op} {short_repr(rhs)}" if op in ("<=", "<")
                 else f"{short_repr(rhs)} {op} {short_repr(lhs)}")
         self._text = text
-        from .nonsmooth import EntryExtremumAtom
+        from .nonsmooth import EntryExtremumAtom, PiecewiseAtom
 
         #: the ``fm.max(e)`` / ``fm.min(e)`` of ``max(e) <= t`` / ``t <= min(e)``, rewritten entrywise (else None)
         self.extremum = next((side for side in (lhs, rhs) if isinstance(side, EntryExtremumAtom)), None)
+        #: the ``fm.maximum(a, b)`` / ``fm.minimum(a, b)`` of ``maximum(a, b) <= t`` / ``t <= minimum(a, b)``,
+        #: rewritten as its pieces stacked along ``expr``'s first axis (else None)
+        self.piecewise = next((side for side in (lhs, rhs) if isinstance(side, PiecewiseAtom)), None)
+        #: ``(argument, piece - t)`` (``t - piece`` for minimum) of the pieces without variables next to a data t
+        #: (the 0 of ``pos(x) <= t``): true or false on data alone, so checked at each solve (:meth:`violated_data`)
+        self.data_pieces = []
+        if self.piecewise is not None:
+            lhs, rhs, self.data_pieces = _piecewise_sides(lhs, rhs, text)
         lhs, rhs = _entrywise_sides(lhs, rhs, text)
         #: ``fm.sum_squares(e) <= t`` (or ``fm.quad_form(e, P) <= t``) written as the ball ``norm2(...) <= sqrt(t)``:
         #: its dual_value is the ball's multiplier over ``2 sqrt(t)`` (``compile.write_norm_duals``)
@@ -154,7 +168,7 @@ class Inequality:
             # lower bound on the norm itself, but not in the form that makes a set either
             inner = find_norm_atom(rhs)
             raise ModelError(
-                f"{text}: {inner.call} can only be compared directly with data, as in {inner.call} <= t "
+                f"{text}: {inner.call} can only be compared directly with data, as in {bound_text(inner)} "
                 f"(a set, {inner.set_name}); move the other terms into t"
             )
         if isinstance(lhs, NormAtom):
@@ -177,7 +191,7 @@ class Inequality:
         inner = find_norm_atom(lhs)
         if inner is not None:
             raise ModelError(
-                f"{text}: {inner.call} can only be compared directly with data, as in {inner.call} <= t "
+                f"{text}: {inner.call} can only be compared directly with data, as in {bound_text(inner)} "
                 f"(a set, {inner.set_name}); move the other terms into t"
             )
         for side in (lhs, rhs):
@@ -199,9 +213,12 @@ class Inequality:
 
     @property
     def shape(self):
-        """The constraint's shape as CVXPY gives it: ``()`` for ``fm.max(x) <= t``, the sides' broadcast shape else."""
+        """The constraint's shape as CVXPY gives it: ``()`` for ``fm.max(x) <= t``, the sides' broadcast shape else
+        (for ``fm.maximum(a, b) <= t``, that of ``maximum(a, b)`` and t: ``expr`` stacks the pieces on it)."""
         if self.kind == "norm":
             return self.norm.shape
+        if self.piecewise is not None:
+            return self.expr.shape[1:]
         return self.extremum.shape if self.extremum is not None else self.expr.shape
 
     def dual_from_entries(self, per_entry):
@@ -213,12 +230,43 @@ class Inequality:
         subgradient is a convex combination of the entries', so the KKT
         term ``lambda * d max(e)`` is ``sum_i lambda_i * d e_i`` with
         ``lambda = sum_i lambda_i``. A scalar for a scalar constraint.
+
+        For ``fm.maximum(a, b) <= t`` (``t <= fm.minimum(a, b)``), rewritten
+        as every piece ``<= t``, the same argument gives each entry the sum
+        of its pieces' multipliers. A piece without variables
+        (``data_pieces``) that holds strictly has multiplier 0 and adds
+        nothing (where it holds with equality, the split between it and the
+        others is not unique, in CVXPY too).
         """
         per_entry = np.asarray(per_entry, dtype=float)
         atom = self.extremum
         if atom is not None:
             per_entry = np.sum(per_entry.reshape(atom.args[0].shape), axis=atom.axes).reshape(self.shape)
+        if self.piecewise is not None:
+            per_entry = np.sum(per_entry.reshape(self.expr.shape), axis=0)
         return float(per_entry.reshape(())) if self.shape == () else per_entry.reshape(self.shape)
+
+    def violated_data(self):
+        """A message where a piece without variables (``data_pieces``) fails for the current data, else None.
+
+        Such a piece holds or not whatever the solver does: CVXPY drops a
+        true one and calls the problem infeasible for a false one, so the
+        compiler asks at each solve (a Parameter t may change between them),
+        with the tolerance of the other rows without variables (1e-9).
+        """
+        for argument, check in self.data_pieces:
+            value = check.value
+            if value is None:
+                name = next(p.name for p in check.parameters() if p.value is None)
+                raise ModelError(f"parameter {name} has no value: set {name}.value before solving")
+            value = np.asarray(value, dtype=float).ravel()
+            bad = np.flatnonzero(value > 1e-9 * np.maximum(1.0, np.abs(value)))
+            if bad.size:
+                where = "" if check.shape == () else f" at entry {int(bad[0])}"
+                side = "above" if self.piecewise.kind == "maximum" else "below"
+                return (f"the constraint {self._text} does not hold for the current data: its argument "
+                        f"{short_repr(argument)} (no variables) is {value[bad[0]]:.6g} {side} the bound{where}")
+        return None
 
     def variables(self):
         """The distinct variables of both sides, in order of first appearance."""
@@ -321,6 +369,45 @@ def _squared_norm_bound(lhs, rhs, text):
             raise ModelError(f"{text}: the bound is negative, so no point satisfies it")
         bound = Constant(np.sqrt(t))
     return norm2(e), bound, ellipsoid
+
+
+def _piecewise_sides(lhs, rhs, text):
+    """``(pieces, t, data)`` for ``maximum(a, b) <= t``, ``(t, pieces, data)`` for ``t <= minimum(a, b)``.
+
+    ``pieces`` stacks the arguments, broadcast with t to the constraint's
+    shape S, along a new first axis (shape ``(k,) + S``; t broadcasts along
+    it), so that one Inequality keeps one affine ``expr``: every piece
+    ``<= t`` (``>= t``) entrywise, exactly the maximum's (minimum's) bound.
+    Next to a data t, a piece without variables (the 0 of ``pos``) is true
+    or false on data alone: it leaves the stack for ``data``, ``(argument,
+    piece - t)`` (``t - piece``), checked at each solve
+    (:meth:`Inequality.violated_data`). ``maximum(...) >= t`` and
+    ``minimum(...) <= t`` (some piece beyond t) are unions of half-spaces,
+    not convex sets: refused.
+    """
+    from .affine import concatenate, reshape
+    from .nonsmooth import EntryExtremumAtom, PiecewiseAtom
+
+    for atom, wrong in ((lhs, "minimum"), (rhs, "maximum")):
+        if isinstance(atom, PiecewiseAtom) and atom.kind == wrong:
+            word = "at most" if wrong == "minimum" else "at least"
+            good = "maximum(a, b) <= t" if wrong == "maximum" else "minimum(a, b) >= t"
+            raise ModelError(f"{text}: says that some argument of {atom.call} is {word} the bound (entrywise), a "
+                             f"union of half-spaces that is not convex; only {good} (every argument bounded) is a "
+                             "constraint")
+    if all(isinstance(side, (PiecewiseAtom, EntryExtremumAtom)) for side in (lhs, rhs)):
+        raise ModelError(f"{text}: compare {short_repr(lhs)} and {short_repr(rhs)} with data or an affine "
+                         "expression, not with each other (write e <= t and t <= f with a variable t)")
+    upper = isinstance(lhs, PiecewiseAtom)
+    atom, bound = (lhs, rhs) if upper else (rhs, lhs)
+    pieces, shape = atom.pieces(bound, text)
+    fixed = [not (p._has_vars or bound._has_vars) for p in pieces]
+    if all(fixed):
+        raise ModelError(f"{text}: the inequality has no variables (a comparison of data is not a constraint)")
+    stacked = concatenate([reshape(p, (1,) + shape) for p, f in zip(pieces, fixed) if not f], axis=0)
+    data = [(a, add(p, bound, sign=-1) if upper else add(bound, p, sign=-1))
+            for a, p, f in zip(atom.args, pieces, fixed) if f]
+    return (stacked, bound, data) if upper else (bound, stacked, data)
 
 
 def _entrywise_sides(lhs, rhs, text):

@@ -17,8 +17,18 @@ usually express is a set with a cheap linear minimization oracle. So
 ``fm.sum(fm.abs(e))`` is ``norm1(e)``, ``fm.max(fm.abs(e))`` is
 ``norm_inf(e)``, ``fm.pnorm(e, p)`` the entrywise p-norm. ``fm.max(e) <= t``
 and ``fm.min(e) >= t`` are entrywise bounds (``e <= t``, ``e >= t``: a side
-of a box). In an objective, each of these atoms raises
-:class:`~fwmodel.errors.ModelError` naming the set to use.
+of a box), and so are CVXPY's piecewise atoms, one bound per argument (t
+data or affine; NumPy broadcasting)::
+
+    fm.maximum(a, b, ...) <= t  ->  a <= t, b <= t, ...
+    fm.pos(e) <= t              ->  e <= t, 0 <= t      (pos(e) = maximum(e, 0))
+    fm.neg(e) <= t              ->  -e <= t, 0 <= t     (neg(e) = maximum(-e, 0))
+    fm.minimum(a, b, ...) >= t  ->  a >= t, b >= t, ...
+
+(an argument without variables next to a data t, the 0 of ``pos``, is
+checked on the data at each solve: "infeasible" where it fails, as in
+CVXPY). In an objective, each of these atoms raises
+:class:`~fwmodel.errors.ModelError` naming the set or bound to use.
 """
 from __future__ import annotations
 
@@ -104,6 +114,11 @@ def find_norm_atom(expr):
         if isinstance(node, NormAtom):
             return node
     return None
+
+
+def bound_text(atom):
+    """How ``atom`` is bounded as a constraint: ``call <= t``, or ``call >= t`` for the concave ``min``."""
+    return f"{atom.call} >= t" if atom.kind in ("min", "minimum") else f"{atom.call} <= t"
 
 
 def refuse_in_objective(expr):
@@ -318,3 +333,94 @@ def min(expr, axis=None, keepdims=False):  # noqa: A001 - mirrors numpy.min / cv
 
 def _axis_text(axis):
     return [] if axis is None else [f"axis={axis!r}"]
+
+
+class PiecewiseAtom(NormAtom):
+    """``maximum(a, b, ...)`` or ``minimum(a, b, ...)`` of affine pieces (NumPy broadcasting): bounds, not terms.
+
+    The maximum's epigraph is the intersection of its pieces' (``maximum(a,
+    b) <= t`` is exactly ``a <= t`` and ``b <= t``, entrywise), and likewise
+    ``minimum(a, b) >= t`` is every piece ``>= t``: an affine system, which
+    :class:`~fwmodel.expressions.constraints.Inequality` builds from
+    :meth:`pieces`. The other sides (``maximum(...) >= t``: some piece
+    reaches t) are unions of half-spaces, not convex, refused. Not smooth
+    (a kink where two pieces meet): refused in objectives, as the norms are.
+    """
+
+    def __init__(self, args, kind, call, advice):
+        args = [as_expression(a) for a in args]
+        if len(args) < 2:
+            raise ModelError(f"{call}: {kind} takes at least two arguments (CVXPY's too); for the "
+                             f"{'largest' if kind == 'maximum' else 'smallest'} entry of one expression write "
+                             f"fm.{kind[:3]}(e)")
+        # maximum(maximum(a, b), c) is maximum(a, b, c): its pieces are the inner one's and c
+        args = [p for a in args for p in (a.args if isinstance(a, PiecewiseAtom) and a.kind == kind else [a])]
+        for a in args:
+            if not a.is_affine():
+                raise ModelError(f"{call}: each argument must be affine, but {short_repr(a)} is {a.curvature}; "
+                                 f"only {kind} of affine pieces bounded by t is a set of entrywise bounds")
+        try:
+            shape = np.broadcast_shapes(*(a.shape for a in args))
+        except ValueError:
+            raise ModelError(f"{call}: the arguments' shapes {', '.join(str(a.shape) for a in args)} do not "
+                             "broadcast") from None
+        Expression.__init__(self, args, shape)
+        self.kind, self.call, self.advice = kind, call, advice
+        self.set_name = "fm.Box"
+
+    def _curvature_rule(self, curvatures):
+        return CONVEX if self.kind == "maximum" else CONCAVE
+
+    def _forward(self, vals):
+        pick = np.maximum if self.kind == "maximum" else np.minimum
+        out = np.asarray(vals[0], dtype=float)
+        for v in vals[1:]:
+            out = pick(out, np.asarray(v, dtype=float))
+        return np.broadcast_to(out, self._shape).copy()
+
+    def __pow__(self, power):
+        return Expression.__pow__(self, power)
+
+    def pieces(self, bound, text):
+        """The pieces broadcast to their common shape with ``bound``, and that shape (``maximum <= bound`` is
+        every piece ``<= bound`` there, entrywise; ``minimum >= bound`` every piece ``>= bound``)."""
+        try:
+            shape = np.broadcast_shapes(bound.shape, self.shape)
+        except ValueError:
+            raise ModelError(f"{text}: the bound of shape {bound.shape} does not broadcast to the shape "
+                             f"{self.shape} of {self.call}") from None
+        return [a if a.shape == shape else a + np.zeros(shape) for a in self.args], shape
+
+
+def maximum(*args):
+    """CVXPY's ``maximum(a, b, ...)`` (entrywise, broadcast): ``maximum(a, b) <= t`` is ``a <= t`` and
+    ``b <= t``; refused in objectives (not smooth)."""
+    call = f"maximum({', '.join(short_repr(as_expression(a), 60) for a in args)})"
+    return PiecewiseAtom(args, "maximum", call, f"as a constraint write {call} <= t (each argument <= t, "
+                                                "entrywise); fm.log_sum_exp is a smooth surrogate.")
+
+
+def minimum(*args):
+    """CVXPY's ``minimum(a, b, ...)`` (entrywise, broadcast): ``minimum(a, b) >= t`` is ``a >= t`` and
+    ``b >= t``; refused in objectives (not smooth)."""
+    call = f"minimum({', '.join(short_repr(as_expression(a), 60) for a in args)})"
+    return PiecewiseAtom(args, "minimum", call, f"as a constraint write {call} >= t (each argument >= t, "
+                                                "entrywise).")
+
+
+def pos(expr):
+    """CVXPY's ``pos(e) = maximum(e, 0)``: ``pos(e) <= t`` is ``e <= t`` and ``0 <= t``; refused in objectives."""
+    expr = as_expression(expr)
+    call = _call("pos", expr)
+    return PiecewiseAtom([expr, 0.0], "maximum", call, f"as a constraint write {call} <= t ({short_repr(expr)} <= t "
+                                                       "and 0 <= t, entrywise); as a penalty, fm.logistic(k * e) / k "
+                                                       "is a smooth surrogate.")
+
+
+def neg(expr):
+    """CVXPY's ``neg(e) = maximum(-e, 0)``: ``neg(e) <= t`` is ``-e <= t`` and ``0 <= t``; refused in objectives."""
+    expr = as_expression(expr)
+    call = _call("neg", expr)
+    return PiecewiseAtom([-expr, 0.0], "maximum", call, f"as a constraint write {call} <= t ({short_repr(expr)} >= "
+                                                        "-t and 0 <= t, entrywise); as a penalty, fm.logistic(-k * e) "
+                                                        "/ k is a smooth surrogate.")

@@ -3,14 +3,19 @@
 A model ported from CVXPY (``import fwmodel as cp``) may call atoms that have
 no place in FW-AL: the method needs an objective whose gradient is Lipschitz
 on the sets (Gidel et al. 2018, Assumption on f; Frank-Wolfe steps use the
-gradient) and sets with a linear minimization oracle. A kink (``pos``,
-``maximum``) or a gradient unbounded at the boundary of the sets Frank-Wolfe
+gradient) and sets with a linear minimization oracle. A kink (``ptp``,
+``sum_largest``) or a gradient unbounded at the boundary of the sets Frank-Wolfe
 visits (``log``, ``sqrt``, ``entr``: Frank-Wolfe's vertices sit on that
 boundary) breaks the first; an atom bounded by a constraint needs a set with
 an LMO, which some have (``tv``: an L1 ball on differences) and others do
 not (``lambda_max``). Calling one of these names raises at once, naming the
 atom, the reason, and the alternative where there is one, instead of
 Python's ``AttributeError``.
+
+(``pos``, ``neg``, ``maximum`` and ``minimum`` have a kink too, but bounded
+on their convex side they are sets of entrywise bounds, so they live in
+:mod:`fwmodel.expressions.nonsmooth` with the norms: constraints, refused
+in objectives.)
 """
 from __future__ import annotations
 
@@ -32,13 +37,6 @@ SMOOTH_ON_SETS = ("if the constraint sets keep the argument away from that bound
 
 #: name -> (why FW-AL cannot take it, what to write instead)
 REFUSED = {
-    "pos": (KINK, "in a constraint, pos(e) <= t (t >= 0) is e <= t: write that; as a penalty, "
-                  "fm.logistic(k * e) / k is a smooth surrogate"),
-    "neg": (KINK, "in a constraint, neg(e) <= t (t >= 0) is e >= -t: write that; as a penalty, "
-                  "fm.logistic(-k * e) / k is a smooth surrogate"),
-    "maximum": (KINK, "in a constraint, maximum(a, b) <= t is a <= t and b <= t: write both; "
-                      "fm.log_sum_exp is a smooth surrogate"),
-    "minimum": (KINK, "in a constraint, minimum(a, b) >= t is a >= t and b >= t: write both"),
     "sum_largest": (KINK + "; " + NO_SET, "bound each entry with e <= t (fm.max(e) <= t) instead, if that is "
                                           "the model"),
     "sum_smallest": (KINK + "; " + NO_SET, "bound each entry with e >= t (fm.min(e) >= t) instead, if that is "
