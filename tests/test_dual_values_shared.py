@@ -112,6 +112,12 @@ IMPLIED_SIDES = {  # a ball next to one-sided bounds on some entries: the box's 
     "l2, x[:2] <= 0.3": (lambda m, x: [m.norm(x, 2) <= 1, x[:2] <= 0.3], C5),
     "l2, x[4:] >= -0.3": (lambda m, x: [m.norm(x, 2) <= 1, x[4:] >= -0.3], -C5),
     "linf, x[:2] <= 0.3": (lambda m, x: [m.norm_inf(x) <= 1, x[:2] <= 0.3], C5),
+    # a ball on a slice (its own entries are x's 0..2 or 4, 1): the box holds entries of x the ball does not
+    "l2 on x[:3], x >= 0, x <= 2": (lambda m, x: [m.norm(x[:3], 2) <= 0.5, x >= 0, x <= 2], C5),
+    "l1 on x[1:4], x[:2] <= 0.3": (lambda m, x: [m.norm1(x[1:4]) <= 1, x[:2] <= 0.3, x >= -2, x <= 2], -C5),
+    "linf on x[[4, 1]], x >= -0.2": (lambda m, x: [m.norm_inf(x[[4, 1]]) <= 1, x >= -0.2, x <= 5], C5),
+    "l2 on x[2:], x[3:] >= -0.3": (lambda m, x: [m.norm(x[2:], 2) <= 1, x[3:] >= -0.3, x[:2] >= -3,
+                                                 x[:2] <= 3], C5),
 }
 
 
@@ -129,3 +135,21 @@ def test_a_ball_next_to_one_sided_bounds_has_cvxpys_dual_value(name):
     assert prob.status == "optimal" and prob.value == pytest.approx(reference.value, rel=1e-5)
     assert cons[0].dual_value is not None
     assert cons[0].dual_value == pytest.approx(float(ref[0].dual_value), rel=1e-3, abs=1e-5)
+
+
+def test_a_ball_on_a_slice_with_a_parameter_radius_next_to_a_floor_has_cvxpys_dual_value():
+    """``norm(x[:3], 2) <= t`` (t an fm.Parameter) with ``x >= 0``: the box takes the ball's upper sides on
+    x[:3] (read at each solve), and the ball's multiplier comes back from the two blocks at every value of t
+    (it was None for a ball on a slice)."""
+    t = fm.Parameter(nonneg=True, value=0.5)
+    x, z = fm.Variable(5), cp.Variable(5)
+    con = fm.norm(x[:3], 2) <= t
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - C5)), [con, x >= 0, x <= 2])
+    for radius in (0.5, 0.02, 2.5):
+        t.value = radius
+        prob.solve(tol=1e-8, feas_tol=1e-8, max_iter=100000)
+        ref = cp.norm(z[:3], 2) <= radius
+        reference = cp.Problem(cp.Minimize(cp.sum_squares(z - C5)), [ref, z >= 0, z <= 2])
+        reference.solve(solver=cp.CLARABEL)
+        assert prob.status == "optimal" and prob.value == pytest.approx(reference.value, rel=1e-5)
+        assert con.dual_value == pytest.approx(float(ref.dual_value), rel=1e-3, abs=1e-5)

@@ -865,16 +865,18 @@ def write_norm_duals(compiled, x, lagrangian_gradient):
     another set (a capped simplex) has no multiplier of its own: None (a boxed L1
     ball's comes from its KKT conditions: :func:`_write_boxed_l1_duals`).
 
-    A ball (L1, L2, Linf, radius t > 0, on the variable itself) whose implied
-    bounds ``|x_j| <= t`` closed a one-sided bound's box (``norm1(x) <= t``
-    with ``x[:2] <= 0.3``: the box is ``[-t, 0.3]``) shares those sides with
+    A ball (L1, L2, Linf, radius t > 0, on the variable itself or on a
+    selection of its entries such as ``x[:3]``) whose implied bounds
+    ``|x_j| <= t`` closed a one-sided bound's box (``norm1(x) <= t`` with
+    ``x[:2] <= 0.3``: the box is ``[-t, 0.3]``) shares those sides with
     the box. Adding the two blocks' KKT conditions on the entries both hold,
     ``g + mu s + above - below = 0``, where CVXPY's has ``g + tau s' +
     above_user - below_user = 0`` (no derived sides): so ``tau s' = mu s +
     above_d - below_d`` with the box's multipliers on the ball's sides only,
     and with ``<s', z> = ||z|| = t`` for an active ball, ``tau = mu + <above_d
-    - below_d, z> / t`` (z the ball's point). Otherwise (a Parameter in the
-    radius or the bounds, a ball on a slice or an image): None.
+    - below_d, z> / t`` (z the ball's point; with Parameters in the radius
+    or the bounds, the sides are found at the solve's end). A ball on an
+    image (``A @ x``) whose bounds a box took: None.
     """
     lowered = compiled.lowered
     if lowered is None or not lowered.norm_sets:
@@ -950,25 +952,27 @@ def _write_norm_dual(compiled, lowered, shared, ineq, ball, x, g):
 
 
 def _derived_box_sides(compiled, lowered, ball, x, g):
-    """``(entries, above_d - below_d)``: the multipliers of the box sides that ``ball`` implied, at the
-    box's entries (flat in the variable), from the box's block; None where the compiler did not record
-    them or no block holds that box itself (a symmetric variant, a merged set)."""
+    """``(positions, above_d - below_d)``: the multipliers of the box sides that ``ball`` implied, from the
+    box's block, at the ball's own entries (``positions``, flat in the ball's expression: the variable, or
+    the selection of its entries the ball holds); None where the compiler did not record them or no block
+    holds that box itself (a symmetric variant, a merged set)."""
     info = getattr(lowered, "derived_bounds", {}).get(id(ball))
     if info is None:
         return None
-    box, entries, lo_side, hi_side = info
+    box, var, entries, position, lo_side, hi_side = info
     blocks = [blk for blk in compiled.blocks if blk.set is box]
     if len(blocks) != 1 or type(ball) not in (L1Ball, L2Ball, LinfBall, Ellipsoid):
         return None
     blk = blocks[0]
+    inside = position >= 0  # the box's entries that the ball holds (all, for a ball on the variable itself)
     if lo_side is None:  # bounds read from Parameters: the sides where the box's bound is the ball's now
         bounds = lowered.entry_bounds
-        var = ball.expr
-        if bounds is None or getattr(var, "id", None) not in bounds.offsets:
+        if bounds is None or var.id not in bounds.offsets:
             return None
         off = bounds.offsets[var.id]
         user_lo, user_hi = bounds.lo[off + entries], bounds.hi[off + entries]
-        ball_lo, ball_hi = (np.asarray(b, dtype=float)[entries] for b in ball.coordinate_bounds())
+        ball_lo, ball_hi = (np.where(inside, np.broadcast_to(np.asarray(b, dtype=float), (ball.size,))[position],
+                                     fill) for b, fill in zip(ball.coordinate_bounds(), (-np.inf, np.inf)))
         box_lo, box_hi = (np.broadcast_to(np.asarray(b, dtype=float), (entries.size,)) for b in box.coordinate_bounds())
 
         def same(a, b):
@@ -977,7 +981,8 @@ def _derived_box_sides(compiled, lowered, ball, x, g):
         lo_side = (ball_lo > user_lo) & same(box_lo, ball_lo)
         hi_side = (ball_hi < user_hi) & same(box_hi, ball_hi)
     above, below = _box_multipliers(box, np.asarray(x[blk.slice], dtype=float), np.asarray(g[blk.slice], dtype=float))
-    return entries, np.where(hi_side, above, 0.0) - np.where(lo_side, below, 0.0)
+    pull = np.where(hi_side & inside, above, 0.0) - np.where(lo_side & inside, below, 0.0)
+    return position[inside], pull[inside]
 
 
 def _held_by_one_block(compiled, source, x, g):

@@ -215,7 +215,8 @@ class Lowered:
     #: ball from ``trace(E) == r``, which write_psd_duals combines with the row; a box tightened by a ball's
     #: implied bounds): no ``dual_value`` of their own
     shared_duals: set = field(default_factory=set)
-    #: id(ball) -> (box, flat entries of the variable the box holds, lower sides, upper sides taken from the ball)
+    #: id(ball) -> (box, variable, flat entries of the variable the box holds, the ball's own entry of each
+    #: (-1: not in the ball), lower sides, upper sides taken from the ball (None, None with Parameters))
     derived_bounds: dict = field(default_factory=dict)
     #: (diag(X) == d, the PSD trace ball whose radius is sum(d), the rows' coefficients)
     diagonal_duals: list = field(default_factory=list)
@@ -789,8 +790,8 @@ def lower_constraints(objective_expr, constraints):
         box = _bound_box(var, bounds, entry_sets, slots, offsets, n_v, param_bound_vars, shared_duals, taken)
         if box is not None:
             sets.append(_symmetric(box))
-            for s, entries, lo_side, hi_side in taken:  # (a ball's multiplier is recovered with the box's)
-                derived_bounds[id(s)] = (box, entries, lo_side, hi_side)
+            for s, entries, position, lo_side, hi_side in taken:  # (a ball's multiplier: with the box's)
+                derived_bounds[id(s)] = (box, var, entries, position, lo_side, hi_side)
 
     # 5. general rows: a slack in a box bounded by the LMOs
     slack_of = {}
@@ -1030,11 +1031,12 @@ def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars, shared_
     """The box of var's elementwise bounds, closed by the sets (steps 2-3), or None.
 
     Where a set's implied bound is tighter than an entry's own, the box takes it, and that set's multiplier
-    is then shared with the box: the set's id goes into ``shared_duals``. A norm ball on the variable itself
-    whose implied bounds the box takes (no Parameter) is listed in ``taken`` as ``(ball, entries, lower
-    sides, upper sides)``: the box's entries (flat in the variable) and the sides where its bound is the
-    ball's, from which ``write_norm_duals`` gives the ball its multiplier back; other sets' ``dual_value``
-    is None."""
+    is then shared with the box: the set's id goes into ``shared_duals``. A norm ball on the variable itself,
+    or on a selection of its entries, whose implied bounds the box takes is listed in ``taken`` as
+    ``(ball, entries, positions, lower sides, upper sides)``: the box's entries (flat in the variable), the
+    ball's own entry of each (-1 where the ball does not hold it) and the sides where the box's bound is the
+    ball's (None with Parameters: found at each solve's end), from which ``write_norm_duals`` gives the
+    ball its multiplier back; other sets' ``dual_value`` is None."""
     off, size = slots[var]
     lo, hi = bounds.lo[off:off + size], bounds.hi[off:off + size]
     bounded = np.isfinite(lo) | np.isfinite(hi)
@@ -1077,15 +1079,19 @@ def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars, shared_
             own_lo[idx], own_hi[idx] = slo, shi
             if np.any(((own_lo > lo) | (own_hi < hi))[entries]):
                 shared_duals.add(id(s))
-                if (taken is not None and isinstance(s, (L1Ball, L2Ball, LinfBall, Ellipsoid))
-                        and s.expr is var and s_entries is None):
+                if taken is not None and isinstance(s, (L1Ball, L2Ball, LinfBall, Ellipsoid)):
+                    # the ball's own entry of each box entry (-1: not in the ball), for a ball on var
+                    # itself or on a selection of its entries (x[:3], x[[4, 1]])
+                    position = np.full(var.size, -1)
+                    position[idx] = np.arange(idx.size)
+                    position = position[entries]
                     if dynamic:  # Parameters move the bounds: the sides are found at each solve's end
-                        taken.append((s, entries, None, None))
+                        taken.append((s, entries, position, None, None))
                         continue
                     # the sides where the box's bound is this ball's (the tightest of the holders')
                     lo_side = ((own_lo > lo) & (own_lo >= implied_lo))[entries]
                     hi_side = ((own_hi < hi) & (own_hi <= implied_hi))[entries]
-                    taken.append((s, entries, lo_side, hi_side))
+                    taken.append((s, entries, position, lo_side, hi_side))
 
     def current():
         lo_now, hi_now = bounds.lo[off:off + size], bounds.hi[off:off + size]
