@@ -286,3 +286,38 @@ def test_repr_names_a_non_default_backend():
     auto = fm.BirkhoffPolytope(X, backend="auto")
     expected = "BirkhoffPolytope(X)" if auto.backend == "scipy" else "BirkhoffPolytope(X, backend='numba')"
     assert repr(auto) == expected
+
+
+@pytest.mark.parametrize("backend", ["scipy", "numba"])
+@pytest.mark.parametrize("n", [6, 30])
+def test_warm_assignment_exact_at_every_scale_after_a_warm_call(backend, n):
+    """After a call on a cost matrix of size 1 (potentials of size 1 kept), directions of size 1e-17 to
+    1e17 get a minimizing permutation up to the rounding of their own size (n eps max|D|), as
+    SciPy's cold solver. Before, the SciPy backend subtracted the size-1 potentials from a 1e-17
+    direction: 2e-17 where the minimum is 0 (the false infeasibility certificate of
+    test_lmo_soundness.py), an error of 3.5 times the direction's size."""
+    rng = np.random.default_rng(7 + n)
+    C = rng.integers(0, 3, (n, n)).astype(float)
+    two = np.zeros((n, n))
+    two[0, 0] = two[1, 1] = 1.0  # the reproducer's residual direction: minimum 0
+    for shape in (two, rng.standard_normal((n, n)), rng.integers(0, 3, (n, n)).astype(float)):
+        for exponent in range(-17, 18, 2):
+            solver = assignment_solver(backend, n)
+            solver(C)  # warm: potentials of size 1
+            D = shape * 10.0 ** exponent
+            got = permutation_cost(D, solver(D))
+            assert abs(got - optimal_value(D)) <= 4 * n * np.finfo(float).eps * np.abs(D).max(), exponent
+            D2 = shape * 10.0 ** -exponent  # and back: from potentials of another scale
+            got = permutation_cost(D2, solver(D2))
+            assert abs(got - optimal_value(D2)) <= 4 * n * np.finfo(float).eps * np.abs(D2).max(), exponent
+
+
+def test_solve_lmo_exact_on_a_tiny_direction_after_a_warm_call():
+    """The reproducer as the solve calls it (``BirkhoffPolytope.lmo_for_solve``)."""
+    C = np.array([[1, 2, 2, 2, 2, 0], [0, 2, 1, 2, 0, 1], [2, 1, 2, 1, 0, 1], [1, 1, 2, 2, 1, 2],
+                  [1, 1, 0, 1, 0, 1], [2, 2, 1, 2, 2, 0]], float)
+    d = np.zeros((6, 6))
+    d[0, 0] = d[1, 1] = 1e-17
+    lmo = fm.BirkhoffPolytope(fm.Variable((6, 6))).lmo_for_solve()
+    lmo(C.ravel())
+    assert lmo(d.ravel()).dot(d.ravel()) == optimal_value(d) == 0.0

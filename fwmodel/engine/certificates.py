@@ -11,12 +11,28 @@ one LMO call per block and direction. A positive bound above the
 feasibility target (feas_tol times the feasibility scale, in the rows'
 units: stopping.RowUnits) proves that no point of the sets meets the rows
 to that tolerance.
+
+The proof is only as good as the LMOs: one that misses its minimizer
+overstates the bound. Two facts bound what a true certificate can say, and
+a bound that breaks them is refused (:meth:`InfeasibilityCheck.sound`):
+
+- the iterate x_t is a point of the sets (a convex combination of LMO
+  vertices), so min_{x in X} ||Mx - b|| <= ||M x_t - b||: a bound above the
+  iterate's own residual (beyond rounding) proves an LMO wrong, not the
+  model infeasible. Measured: a warm-started assignment LMO on a residual
+  direction of size 1e-17 returned a permutation 2e-17 above the minimum,
+  and the bound, divided by ||w|| = 3e-17, read 0.707 at a feasible point
+  whose residual was 3e-17;
+- a residual at the rounding of the rows' arithmetic
+  (``RESIDUAL_ROUNDING`` times the feasibility scale) is a feasible point
+  up to rounding: nothing is left to prove there, whatever the LMOs say.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .stopping import TERMS_ROUNDING
+from ..errors import ModelError
+from .stopping import GAP_ROUNDING, TERMS_ROUNDING
 from .vector_ops import dot, norm
 
 
@@ -56,6 +72,15 @@ def infeasibility_bound(blocks, Mop, b, candidates, margin=None):
                         for total, terms, w_norm in _separations(blocks, Mop, b, candidates)])
 
 
+#: the rounding of a residual r = M x - b computed at a point of the sets, relative to the feasibility
+#: scale S (stopping.StoppingRule: the largest of ||b||, ||M x_ref||, ||M s_ref|| and the points' sizes in
+#: the rows' units). Each entry of fl(Mx - b) is within gamma_p (|M| |x| + |b|)_i of Mx - b (Higham,
+#: Accuracy and Stability of Numerical Algorithms, Thm. 3.5; gamma_p ~ p eps for a row of p terms), and
+#: the iterate, updated by convex combinations, leaves the sets by roundings of its own size: a few
+#: thousand eps times S covers rows of thousands of terms. An allowance, not a proof (|M| |x| can exceed S
+#: where the rows cancel): it decides only where a certificate is refused, never where one is given.
+RESIDUAL_ROUNDING = 1e-12
+
 #: at a point that meets (1)-(3), a bound above this fraction of the magnitudes of its terms still
 #: proves the sets apart from the rows: the trusted LMOs are exact to their tolerance (a trace-norm
 #: ball's Lanczos: 1e-6 of the top singular value), rounding is far below it
@@ -80,7 +105,21 @@ class InfeasibilityCheck:
         # feasibility scale is: no check at "optimal" (see :meth:`at_optimal`)
         self.check_at_optimal = bool(Mop.shape[0]) and bool(every) and not copies_only
 
-    def at_optimal(self, r, y):
+    @staticmethod
+    def sound(bound, r_norm, scale):
+        """``bound`` where it can be a lower bound on min_{x in X} ||Mx - b|| seen from the iterate, else 0.
+
+        ``r_norm``: the iterate's ||M x_t - b||; ``scale``: the feasibility scale. The iterate is a point
+        of the sets, so a true bound is at most ``r_norm`` (up to ``RESIDUAL_ROUNDING * scale``): above
+        that, an LMO missed its minimizer and the bound proves nothing. A bound within that rounding
+        proves nothing either (the module docstring).
+        """
+        rounding = RESIDUAL_ROUNDING * scale
+        if bound > r_norm + rounding or not bound > rounding:
+            return 0.0
+        return bound
+
+    def at_optimal(self, r, y, scale=0.0):
         """The "infeasible" message for a point that meets the stopping tests while the LMOs prove that
         no point of the sets meets M x = b (a bound above ``PROOF_MARGIN`` of its terms), else None.
 
@@ -88,22 +127,31 @@ class InfeasibilityCheck:
         1e-6 next to the rows tying two copies of its variable) have the small ones held to the large
         ones' size, and an infeasible model whose residual is small in those units met (3). One more
         certificate, at the point where the solve would stop, keeps such a model from "optimal".
+        The iterate met (3) here, so the bound is held to its residual (:meth:`sound`, ``scale`` the
+        feasibility scale): the certificate may only say that the rows' own units are too small
+        for (3), never contradict the point that met it; and a residual at rounding level (a
+        feasible point up to rounding, whose residual is no direction at all) is not tried.
         """
         if not self.check_at_optimal:
             return None
+        r_norm = float(norm(r))
+        if not r_norm > RESIDUAL_ROUNDING * scale:
+            return None
         bound = infeasibility_bound(self.blocks, self.Mop, self.b, (r, y), margin=PROOF_MARGIN)
+        bound = self.sound(bound, r_norm, scale)
         if bound > 0:
             return (f"no point of the sets satisfies the consistency constraints: "
                     f"||Mx - b|| >= {bound:.3g} everywhere (certified by the LMOs; the iterate met "
                     f"feas_tol, the rows are in units far smaller than the feasibility scale)")
         return None
 
-    def message(self, t, feas, target, r, y, proof_target=None):
+    def message(self, t, feas, target, r, y, proof_target=None, scale=0.0):
         """The "infeasible" status message when the sets are certified not to meet M x = b at iteration t, else None.
 
         ``target``: the ||Mx - b|| below which the iterate needs no check; ``proof_target`` (default
         ``target``): the lower bound on ||Mx - b|| over the sets that proves no point meets the
-        feasibility test (stopping.StoppingRule.proof_target).
+        feasibility test (stopping.StoppingRule.proof_target); ``feas``: the iterate's ||Mx - b||,
+        which a true bound cannot exceed (:meth:`sound`, ``scale`` the feasibility scale).
         """
         proof_target = target if proof_target is None else proof_target
         due = self.Mop.shape[0] and self.every and t % self.every == 0 and t > 0 and feas > target
@@ -113,8 +161,53 @@ class InfeasibilityCheck:
         self.feas_at_check = feas if self.feas_at_check is None else min(self.feas_at_check, feas)
         if not stalled:
             return None
-        bound = infeasibility_bound(self.blocks, self.Mop, self.b, (r, y))
+        bound = self.sound(infeasibility_bound(self.blocks, self.Mop, self.b, (r, y)), feas, scale)
         if bound > proof_target:
             return (f"no point of the sets satisfies the consistency constraints: "
                     f"||Mx - b|| >= {bound:.3g} everywhere (certified by the LMOs)")
         return None
+
+
+#: a block's FW gap <g, x - s> below -LMO_MISS times the magnitudes of its terms
+#: (sum_i |g_i x_i| + sum_i |g_i s_i|, which bound the rounding of both inner products and of the
+#: iterate's drift out of the set) proves that s does not minimize <g, .>: far beyond rounding
+#: (gamma_n ~ n eps of those magnitudes) and far below the gap of a maximizer (about the terms' size)
+LMO_MISS = 1e-6
+
+
+def refuse_missed_lmo(blocks, block_gaps, x, block_gradient, objective_scale):
+    """Stop the solve with a ModelError where a block's LMO returned no minimizer, else return None.
+
+    x_k is a point of X_k (a convex combination of its LMO's vertices), so
+    an exact LMO gives a FW gap <g_k, x_k - s_k> >= 0 up to rounding
+    (paper Alg. 1: the gap is a max over X_k). One far below zero comes
+    only from an LMO that does not minimize: a sign error (a maximizer),
+    which otherwise stopped "optimal" at 5.0 for an optimum of 0, the FW
+    gap at -10. Blocks whose LMO may miss by design (a trace-norm ball's
+    Lanczos, ``Block.lmo_check``) are left to :func:`stopping.certifies`.
+
+    ``block_gaps``: the measured gaps (None: not measured); ``block_gradient(k)``:
+    block k's slice of the gradient of L(., y) at x. Only a gap below
+    ``-GAP_ROUNDING * objective_scale`` (:func:`stopping.certifies`'s test,
+    which the driver runs anyway) is looked at again: the block's LMO is
+    called once more and the gap re-measured against ``LMO_MISS`` times
+    the magnitudes of its terms.
+    """
+    for k, gap in enumerate(block_gaps):
+        blk = blocks[k]
+        if gap is None or not gap < -GAP_ROUNDING * objective_scale or blk.lmo_check is not None:
+            continue
+        g = np.asarray(block_gradient(k), dtype=float)
+        x_k = x[blk.slice]
+        atom = blk.trusted_lmo(g)
+        s = np.asarray(atom.to_dense(), dtype=float).ravel()
+        gap = dot(x_k, g) - atom.dot(g)
+        terms = float(np.abs(g).dot(np.abs(x_k)) + np.abs(g).dot(np.abs(s)))
+        if gap < -LMO_MISS * terms:
+            raise ModelError(
+                f"the LMO of {blk.name or f'block {k}'} returned no minimizer: its vertex s gives "
+                f"<g, x - s> = {gap:.6g} < 0 for the gradient g at a point x of the set (an exact LMO "
+                f"minimizes <g, s> over the set, so this is >= 0 up to rounding, {LMO_MISS * terms:.3g} here); "
+                "an LMO that maximizes (a sign error) does this. Test the set with fm.check_lmo(the_set)"
+            )
+    return None

@@ -53,7 +53,7 @@ from scipy.linalg import blas
 
 from .block_search import (LARGE_BLOCK, BlockColumns, BlockLagrangianGradient, gauss_seidel_sweep, jacobi_step,
                            signed_block_gradient)
-from .certificates import InfeasibilityCheck
+from .certificates import InfeasibilityCheck, refuse_missed_lmo
 from .finish import INTERRUPT_MESSAGE, MAX_FINISH_ATTEMPTS, finish
 from .inface import InFaceStep, inface_blocks
 from .lagrangian import AugmentedLagrangian, Block, IterationState, Iterate, _Operator  # noqa: F401 (re-exported)
@@ -334,6 +334,9 @@ def minimize_fwal(
             proposals, gap, gap_known, block_gaps = _propose(steps, blocks, it.x, grad, ctx,
                                                              defer=sweep == "gauss-seidel")
             certified = certifies(gap_known, lowest_gap(block_gaps), stopping.objective_scale)
+            if not certified:  # a gap below zero beyond rounding: an LMO that does not minimize is an error
+                refuse_missed_lmo(blocks, block_gaps, it.x, lambda k: _own_block_gradient(grad, blocks, k),
+                                  stopping.objective_scale)
             # ---- measurements, bookkeeping and stopping
             feas = float(norm(it.r)) if r_norm is None else r_norm
             x_norm = float(norm(it.x))
@@ -509,7 +512,7 @@ def _stop_reason(t, gap, gap_known, feas, feas_rel, gap_f, dual_residual, elapse
     if not np.isfinite(gap):
         return "diverged", "the Frank-Wolfe gap is not finite"
     if gap_known and stopping.met(gap, feas, gap_f, dual_residual):
-        infeasible = certificate.at_optimal(it.r, it.y)
+        infeasible = certificate.at_optimal(it.r, it.y, stopping.feasibility_scale)
         if infeasible is not None:
             return "infeasible", infeasible
         return "optimal", "FW gap and feasibility below tolerance"
@@ -519,7 +522,8 @@ def _stop_reason(t, gap, gap_known, feas, feas_rel, gap_f, dual_residual, elapse
         return "max_iter", f"reached max_iter={max_iter}"
     if time_limit is not None and elapsed > time_limit:
         return "time_limit", f"reached time_limit={time_limit} s"
-    infeasible = certificate.message(t, feas, feas_target, it.r, it.y, proof_target=stopping.proof_target())
+    infeasible = certificate.message(t, feas, feas_target, it.r, it.y, proof_target=stopping.proof_target(),
+                                     scale=stopping.feasibility_scale)
     if infeasible is not None:
         return "infeasible", infeasible
     return None, ""

@@ -385,8 +385,9 @@ def solve_warm(cost, v, x, y, free, d, pred, columns, warm, spread_limit,
     """Assign every row of ``cost`` (n x n, finite) to a column at least total cost; x[i] = column of row i.
 
     ``v``: column potentials, the previous call's when ``warm`` (replaced by
-    the column minima when they are not finite or their spread exceeds
-    ``spread_limit`` times the spread of ``cost``, where their rounding would
+    the column minima when they are not finite, or their spread exceeds
+    ``spread_limit`` times the spread of ``cost``, or their size
+    ``spread_limit`` times the size of ``cost``, where their rounding would
     show), updated to this call's optimal ones. Each free row is routed by
     the sparse search over the columns within ``tau`` of its least reduced
     cost (``tau = inf``: no sparse search), and by the dense LAPJV search
@@ -408,7 +409,11 @@ def solve_warm(cost, v, x, y, free, d, pred, columns, warm, spread_limit,
         for j in range(n):
             v_low = min(v_low, v[j])
             v_high = max(v_high, v[j])
-        if not (v_high - v_low <= spread_limit * (highest - lowest)):
+        # the spread, and the size: potentials spread little but far from 0 (made on a gradient of size
+        # 1e17) would bury a direction of size 1e-17 in the rounding of cost - v
+        size = max(abs(lowest), abs(highest))
+        if not (v_high - v_low <= spread_limit * (highest - lowest)
+                and max(abs(v_low), abs(v_high)) <= spread_limit * size):
             _column_minima(cost, v)
             n_free, lowest, highest, not_finite = _greedy_tight(cost, v, x, y, free, row_min)
     stats[0] = n_free  # free rows after the greedy pass

@@ -11,6 +11,9 @@ directions and reports, in plain words, every property it finds violated:
 - **optimality**: ``<d, lmo(d)> <= <d, x>`` for sampled points ``x`` of the
   set, taken as convex combinations of LMO outputs for other random
   directions (a wrong sign is recognized and named as such);
+- **fresh outputs**: a call leaves the array the previous call returned
+  unchanged (an LMO that returns one reused buffer changes the vertices a
+  solve keeps);
 - **reproducibility**: the same direction gives the same value
   ``<d, lmo(d)>`` (the vertex itself may differ when there are ties), also
   after ``reset()``;
@@ -156,6 +159,12 @@ def check_lmo(set_or_class, trials=20, *, shape=None, args=(), kwargs=None, seed
     name = set_or_class.__name__ if isinstance(set_or_class, type) else repr(set_or_class)
     report = LMOReport(name)
     inst = _instantiate(set_or_class, shape, args, kwargs, report)
+    if isinstance(inst, ConvexSet) and "expr" not in vars(inst):
+        report.set = inst
+        report.problem("init", f"{type(inst).__name__}.__init__ never called super().__init__(expr): the set has "
+                               "no constrained expression, so a Problem cannot use it (call "
+                               "super().__init__(expr) first in __init__)")
+        inst = None
     if inst is not None:
         report.set = inst
         report.title = f"{inst!r}, shape {tuple(inst.shape)}" if hasattr(inst, "shape") else repr(inst)
@@ -174,12 +183,26 @@ class _Caller:
         self.shape = tuple(inst.shape)
         self.size = int(np.prod(self.shape, dtype=np.int64))
         self.calls = 0
+        self._last = None  # (the array lmo returned at the previous call, a copy of it then)
+
+    def _check_kept(self):
+        """The previous call's output unchanged by this call: an LMO that returns one reused buffer
+        (or a view of state it updates) changes the vertices a solve keeps in its active sets."""
+        if self._last is None:
+            return
+        returned, copy = self._last
+        if not np.array_equal(returned, copy, equal_nan=True):
+            self.report.problem("buffer", "lmo changed an array it had returned at the previous call (it "
+                                          "returns the same buffer each time, or a view of state it updates): "
+                                          "the engine keeps the vertices it is given, so lmo must return a new "
+                                          "array at every call (return buf.copy())")
 
     def __call__(self, d, what="a random direction"):
         self.calls += 1
         given = d.copy()
         try:
             out = self.inst.lmo(given)
+            self._check_kept()
         except NotImplementedError as exc:
             self.report.problem("missing", f"lmo is not implemented ({exc})")
             return None
@@ -210,7 +233,10 @@ class _Caller:
         if not np.all(np.isfinite(s)):
             self.report.problem("finite", f"lmo returned NaN or infinite entries (for {what})")
             return None
-        return s
+        if isinstance(out, np.ndarray):
+            self._last = (out, out.copy())
+        # the checks keep the outputs: a copy of their own (a reused buffer would make them all one point)
+        return s.copy()
 
 
 def _run_checks(inst, trials, rng, tol, report):
