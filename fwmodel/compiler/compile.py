@@ -285,7 +285,9 @@ class CompiledProblem:
         multipliers of their own, so the weights are the distances to the
         nearest bound, ``min(x - l, u - x)``; where every entry is at a bound,
         ``nu a`` is the middle of the interval the KKT signs allow
-        (``>= -g_i`` at a floor, ``<= -g_i`` at a cap).
+        (``>= -g_i`` at a floor, ``<= -g_i`` at a cap). Budgets on selections
+        (``fm.sum(X[0]) == 1``, a loop over rows) that became one simplex get
+        the multipliers of their own groups (``Lowered.slice_budgets``).
 
         An L1 ball and a box merged into one set (:class:`BoxedL1Ball`) have
         no rows either: the multipliers of ``norm1(x) <= r`` and of the
@@ -343,20 +345,32 @@ class CompiledProblem:
         budgets = [(eq, simplex, a, group, None) for eq in (self.lowered.absorbed_equalities if self.lowered else ())
                    for simplex, a, group in [self.lowered.absorbed[id(eq)]]]
         budgets += list(getattr(self.lowered, "budget_rows", ()))  # sum(x) <= t that became a simplex
+        # budgets on selections (fm.sum(X[0]) == 1, fm.sum(x[:3]) <= t): [(constraint, rows, groups)] per simplex
+        budgets += [(members, simplex, a, group, None)
+                    for simplex, a, group, members in getattr(self.lowered, "slice_budgets", ())]
         if budgets:
             grad = lagrangian_gradient()
             by_set = {}
             for blk in self.blocks:
                 for s in (blk.set,) + tuple(getattr(blk.set, "merged_from", ())):
                     by_set[id(s)] = blk
+            sliced = {}  # id(equality) -> (equality, its multipliers, NaN where no simplex gave one)
             for constraint, simplex, a, group, row in budgets:
                 blk = by_set.get(id(simplex))
                 if blk is None or (blk.set is not simplex and not hasattr(blk.set, "entry_bounds")):
                     continue  # (a symmetric variant: its shared entries break the per-entry conditions)
-                xb, gb = x[blk.slice], grad[blk.slice]  # the block is the whole variable, C order
+                xb, gb = x[blk.slice], grad[blk.slice]  # the block: the simplex's entries, in its order
                 nu_a, lo, hi, at_floor, at_cap = _simplex_budget(blk.set, simplex, xb, gb, group)
                 nu = nu_a / a
-                if isinstance(constraint, Equality):
+                if isinstance(constraint, list):  # [(constraint, rows, groups)]: each its groups' multipliers
+                    for member, rows, labels in constraint:
+                        if isinstance(member, Equality):
+                            values = sliced.setdefault(id(member), (member, np.full(member.size, np.nan)))[1]
+                            values[rows] = nu[labels]
+                        else:
+                            budget_duals.setdefault(id(member), []).extend(
+                                (member, int(r), float(v)) for r, v in zip(rows, nu[labels]))
+                elif isinstance(constraint, Equality):
                     constraint.dual_value = nu.reshape(constraint.shape) if constraint.shape else float(nu[0])
                 else:  # rows of an inequality (multipliers >= 0): with the others in write_inequality_duals
                     # (one row sum(x) <= t, or the rows of fm.sum(X, axis) <= t, one per label of ``group``)
@@ -366,6 +380,9 @@ class CompiledProblem:
                 pull = gb + nu_a[group]
                 entry_multipliers[id(blk)] = (np.where(at_cap, np.maximum(-pull, 0.0), 0.0),
                                               np.where(at_floor, np.maximum(pull, 0.0), 0.0), lo, hi)
+            for eq, values in sliced.values():
+                eq.dual_value = (None if np.isnan(values).any()
+                                 else values.reshape(eq.shape) if eq.shape else float(values[0]))
         # E >> 0, trace(E) <= r: the PSD ball's multipliers (and its share of the diagonal's bounds')
         trace_shares = write_psd_duals(self, x, lagrangian_gradient, row_multipliers)
         write_inequality_duals(self, x, lagrangian_gradient, row_multipliers, entry_multipliers, budget_duals,
