@@ -512,8 +512,8 @@ def _budget_simplex(ineq, rows, A, slots, fixed_zero_lower, offsets, n_v, violat
     from the simplex block's KKT conditions (``write_duals``).
     """
     found = _simplex_groups(A[rows], slots)
-    if found is None:
-        return None
+    if found is None or (ineq.parameters() and _coefficients_read_parameters(ineq.expr)):
+        return None  # (coefficients that read a Parameter: the simplex would keep today's; a row follows them)
     var, a, group_of_entry, axis = found
     if axis is None or a <= 0 or var.size <= 1 or not fixed_zero_lower(var):
         return None
@@ -855,7 +855,8 @@ def lower_constraints(objective_expr, constraints):
         if not getattr(eq, "role", None):
             A, c = linearize(eq.expr, offsets, n_v)
             found = _simplex_groups(A, slots)
-        if found is not None and found[0].size > 1 and fixed_zero_lower(found[0]):
+        if (found is not None and found[0].size > 1 and fixed_zero_lower(found[0])
+                and not (eq.parameters() and _coefficients_read_parameters(eq.expr))):
             var, a, group_of_entry, axis = found
             if axis is None:
                 total = _data_from(lambda eq=eq, a=a: _common_total(eq, linearize(eq.expr, offsets, n_v)[1], a),
@@ -897,7 +898,8 @@ def lower_constraints(objective_expr, constraints):
         for r in rows:
             row = A[r]
             found = _whole_var_with_equal_coefficients(row, slots)
-            if found is not None and found[1] > 0 and found[0].size > 1 and fixed_zero_lower(found[0]):
+            if (found is not None and found[1] > 0 and found[0].size > 1 and fixed_zero_lower(found[0])
+                    and not (ineq.parameters() and _coefficients_read_parameters(ineq.expr))):
                 var, a = found
                 total = _data_from(lambda ineq=ineq, r=r, a=a: -float(linearize(ineq.expr, offsets, n_v)[1][r]) / a,
                                    ineq.parameters(), f"bound of {ineq._text}")
