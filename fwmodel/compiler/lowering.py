@@ -114,6 +114,7 @@ from ..sets._common import MAX_DATA_MAGNITUDE
 from ..sets.base import ConvexSet, check_nonnegative
 from ..sets.boxed_l1 import BoxedL1Ball
 from ..sets.capped_simplex import CappedSimplex
+from ..sets.symmetric import SymmetricPart
 
 
 class ComputedData:
@@ -1309,7 +1310,9 @@ def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars, shared_
             own_lo[idx], own_hi[idx] = slo, shi
             if np.any(((own_lo > lo) | (own_hi < hi))[entries]):
                 shared_duals.add(id(s))
-                if taken is not None and isinstance(s, (L1Ball, L2Ball, LinfBall, Ellipsoid)):
+                # (a ball on a symmetric variable is held as its symmetric variant: the ball inside)
+                ball = s.inner if isinstance(s, SymmetricPart) else s
+                if taken is not None and isinstance(ball, (L1Ball, L2Ball, LinfBall, Ellipsoid)):
                     # the ball's own entry of each box entry (-1: not in the ball), for a ball on var
                     # itself or on a selection of its entries (x[:3], x[[4, 1]])
                     position = np.full(var.size, -1)
