@@ -104,6 +104,18 @@ def idioms():
         m.Minimize(m.sum_squares(X - Y6)), [X >= 0, m.sum(X, axis=1) <= 1]))(V(m, (6, 5)))
     yield "Birkhoff by constraints: X >= 0, rows == 1, columns == 1", lambda m: (lambda X: (
         m.Minimize(m.sum_squares(X - M)), [X >= 0, m.sum(X, axis=1) == 1, m.sum(X, axis=0) == 1]))(V(m, (4, 4)))
+    yield "X >= 0, sum(X[0]) == 1, sum(X[1]) == 1 (per-row budgets)", lambda m: (lambda X: (
+        m.Minimize(m.sum_squares(X - 0.3)), [X >= 0, m.sum(X[0]) == 1, m.sum(X[1]) == 1]))(V(m, (2, 3)))
+    yield "X >= 0, [sum(X[i]) <= t_i for i] (a loop over rows)", lambda m: (lambda X: (
+        m.Minimize(m.sum_squares(X - Y6)), [X >= 0] + [m.sum(X[i]) <= 0.5 + 0.25 * i for i in range(6)]))(V(m, (6, 5)))
+    yield "X >= 0, [sum(X[:, j]) == 1 for j] (a loop over columns)", lambda m: (lambda X: (
+        m.Minimize(m.sum_squares(X - Y6)), [X >= 0] + [m.sum(X[:, j]) == 1 for j in range(5)]))(V(m, (6, 5)))
+    yield "X >= 0, sum(X[0]) == 1, sum(X[1:], axis=1) == 1", lambda m: (lambda X: (
+        m.Minimize(m.sum_squares(X - Y6)), [X >= 0, m.sum(X[0]) == 1, m.sum(X[1:], axis=1) == 1]))(V(m, (6, 5)))
+    yield "x >= 0, sum(x[:3]) == 1, x[3:] <= 1", lambda m: (lambda x: (
+        m.Minimize(m.sum_squares(x - x0)), [x >= 0, m.sum(x[:3]) == 1, x[3:] <= 1]))(V(m, n))
+    yield "x >= 0, sum(x[:3]) == 1, sum(x[3:]) <= 2 (slices cover x)", lambda m: (lambda x: (
+        m.Minimize(m.sum_squares(x - x0)), [x >= 0, m.sum(x[:3]) == 1, m.sum(x[3:]) <= 2]))(V(m, n))
     yield "X >= 0, sum(X) == 1 (one simplex over a matrix)", lambda m: (lambda X: (
         m.Minimize(m.sum_squares(X - Y6)), [X >= 0, m.sum(X) == 1]))(V(m, (6, 5)))
     yield "norm(A @ x - b, 2) <= t with a box", lambda m: (lambda x: (

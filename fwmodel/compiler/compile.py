@@ -285,7 +285,9 @@ class CompiledProblem:
         multipliers of their own, so the weights are the distances to the
         nearest bound, ``min(x - l, u - x)``; where every entry is at a bound,
         ``nu a`` is the middle of the interval the KKT signs allow
-        (``>= -g_i`` at a floor, ``<= -g_i`` at a cap).
+        (``>= -g_i`` at a floor, ``<= -g_i`` at a cap). Budgets on selections
+        (``fm.sum(X[0]) == 1``, a loop over rows) that became one simplex get
+        the multipliers of their own groups (``Lowered.slice_budgets``).
 
         An L1 ball and a box merged into one set (:class:`BoxedL1Ball`) have
         no rows either: the multipliers of ``norm1(x) <= r`` and of the
@@ -298,6 +300,25 @@ class CompiledProblem:
         boxed L1 ball or simplex, budget rows that became a simplex;
         ``max(e) <= t`` reduced to CVXPY's one multiplier), and ``E >> 0``
         with its trace bound by :func:`write_psd_duals`.
+
+        On a ``symmetric=True`` (or ``PSD=True``) variable X only the sum
+        ``d_ij + d_ji`` of a constraint's multipliers on a pair of entries is
+        determined: X[i, j] and X[j, i] are one unknown, so the stationarity
+        condition reads the pair's sum (for a bound held on both entries,
+        ``G_ij + G_ji + d_ij + d_ji = 0`` with the signed multiplier d), and
+        a pair's two entries are at their bound together. fwmodel returns the
+        symmetric split, ``d_ij = d_ji``, which is what CVXPY returns when its
+        solver's answer is symmetric (an interior point method's is; where it
+        is not, compare the pair sums). A block whose set keeps X symmetric
+        (the symmetric variants: no ``X[i, j] == X[j, i]`` rows) reads its
+        multipliers from the symmetrized gradient ``sym(G) = (G + G') / 2``
+        of L (:func:`_gradient_seen_by`: the raw G's antisymmetric part is
+        not a multiplier, ``<T, X>`` with T not symmetric); where symmetry
+        rows hold X, the rows' multipliers chose a split, and each pair's sum
+        is split equally wherever the constraint is symmetric on the pair
+        (the same bound on both entries: :func:`_split_pairs`,
+        :func:`_split_transposed`). Where the bounds of a pair differ only the
+        tighter binds, and it takes the pair's multiplier (as CVXPY).
 
         ``multipliers``: the rows' ``y + lam (M x - b)`` when the engine gives
         it (it does where it rescaled groups of rows: one lam then served rows
@@ -339,24 +360,38 @@ class CompiledProblem:
                 continue
             value = row_multipliers()[rows]
             if value.size == eq.size:
+                # (on symmetric variables held with symmetry rows, X + Y == C: each pair's sum split equally)
+                value = _split_transposed(value, eq.expr, self.__dict__.setdefault("_transpose_pairs", {}))
                 eq.dual_value = value.reshape(eq.shape) if eq.shape else float(value[0])
         budgets = [(eq, simplex, a, group, None) for eq in (self.lowered.absorbed_equalities if self.lowered else ())
                    for simplex, a, group in [self.lowered.absorbed[id(eq)]]]
         budgets += list(getattr(self.lowered, "budget_rows", ()))  # sum(x) <= t that became a simplex
+        # budgets on selections (fm.sum(X[0]) == 1, fm.sum(x[:3]) <= t): [(constraint, rows, groups)] per simplex
+        budgets += [(members, simplex, a, group, None)
+                    for simplex, a, group, members in getattr(self.lowered, "slice_budgets", ())]
         if budgets:
             grad = lagrangian_gradient()
             by_set = {}
             for blk in self.blocks:
                 for s in (blk.set,) + tuple(getattr(blk.set, "merged_from", ())):
                     by_set[id(s)] = blk
+            sliced = {}  # id(equality) -> (equality, its multipliers, NaN where no simplex gave one)
             for constraint, simplex, a, group, row in budgets:
                 blk = by_set.get(id(simplex))
                 if blk is None or (blk.set is not simplex and not hasattr(blk.set, "entry_bounds")):
                     continue  # (a symmetric variant: its shared entries break the per-entry conditions)
-                xb, gb = x[blk.slice], grad[blk.slice]  # the block is the whole variable, C order
+                xb, gb = x[blk.slice], grad[blk.slice]  # the block: the simplex's entries, in its order
                 nu_a, lo, hi, at_floor, at_cap = _simplex_budget(blk.set, simplex, xb, gb, group)
                 nu = nu_a / a
-                if isinstance(constraint, Equality):
+                if isinstance(constraint, list):  # [(constraint, rows, groups)]: each its groups' multipliers
+                    for member, rows, labels in constraint:
+                        if isinstance(member, Equality):
+                            values = sliced.setdefault(id(member), (member, np.full(member.size, np.nan)))[1]
+                            values[rows] = nu[labels]
+                        else:
+                            budget_duals.setdefault(id(member), []).extend(
+                                (member, int(r), float(v)) for r, v in zip(rows, nu[labels]))
+                elif isinstance(constraint, Equality):
                     constraint.dual_value = nu.reshape(constraint.shape) if constraint.shape else float(nu[0])
                 else:  # rows of an inequality (multipliers >= 0): with the others in write_inequality_duals
                     # (one row sum(x) <= t, or the rows of fm.sum(X, axis) <= t, one per label of ``group``)
@@ -366,6 +401,9 @@ class CompiledProblem:
                 pull = gb + nu_a[group]
                 entry_multipliers[id(blk)] = (np.where(at_cap, np.maximum(-pull, 0.0), 0.0),
                                               np.where(at_floor, np.maximum(pull, 0.0), 0.0), lo, hi)
+            for eq, values in sliced.values():
+                eq.dual_value = (None if np.isnan(values).any()
+                                 else values.reshape(eq.shape) if eq.shape else float(values[0]))
         # E >> 0, trace(E) <= r: the PSD ball's multipliers (and its share of the diagonal's bounds')
         trace_shares = write_psd_duals(self, x, lagrangian_gradient, row_multipliers)
         write_inequality_duals(self, x, lagrangian_gradient, row_multipliers, entry_multipliers, budget_duals,
@@ -926,8 +964,11 @@ def _write_norm_dual(compiled, lowered, shared, ineq, ball, x, g):
     """``dual_value`` of one ``norm(e) <= t`` held by ``ball`` (see :func:`write_norm_duals`)."""
     ineq.dual_value = None
     derived = None
-    if id(ball) in shared:  # a box took the ball's implied bounds: the two share its multiplier
-        derived = _derived_box_sides(compiled, lowered, ball, x, g)
+    # the ball as the compiler recorded it: itself, or its symmetric variant (a symmetric variable's)
+    key = next((id(s) for s in [ball] + [blk.set for blk in compiled.blocks if getattr(blk.set, "derived_from", None)
+                                         is ball] if id(s) in shared), None)
+    if key is not None:  # a box took the ball's implied bounds: the two share its multiplier
+        derived = _derived_box_sides(compiled, lowered, ball, x, g, key)
         if derived is None:
             return
     held = _held_by_one_block(compiled, ball, x, g)  # seen in the ball's own expression a * x + c
@@ -944,6 +985,9 @@ def _write_norm_dual(compiled, lowered, shared, ineq, ball, x, g):
         bound = np.broadcast_to(np.asarray(ball.interval_bounds()[1], dtype=float), point.shape)
         inner = np.maximum(0.0, -grad * point)
         mu = np.where(bound > 0, inner / np.where(bound > 0, bound, 1.0), np.abs(grad))
+        # on a symmetric variable held with symmetry rows (a Parameter's bound, X - C): the rows'
+        # multipliers chose the pairs' split; CVXPY's is equal (a symmetric variant's gradient gave it already)
+        mu = _split_transposed(mu, ball.expr, compiled.__dict__.setdefault("_transpose_pairs", {}), bound.ravel())
         ineq.dual_value = mu.reshape(ineq.shape)
         return
     radius = float(ball.radius)
@@ -954,16 +998,18 @@ def _write_norm_dual(compiled, lowered, shared, ineq, ball, x, g):
         ineq.dual_value = _dual_norm(ineq.norm.kind, shaped)
 
 
-def _derived_box_sides(compiled, lowered, ball, x, g):
+def _derived_box_sides(compiled, lowered, ball, x, g, key=None):
     """``(positions, above_d - below_d)``: the multipliers of the box sides that ``ball`` implied, from the
     box's block, at the ball's own entries (``positions``, flat in the ball's expression: the variable, or
     the selection of its entries the ball holds); None where the compiler did not record them or no block
-    holds that box itself (a symmetric variant, a merged set)."""
-    info = getattr(lowered, "derived_bounds", {}).get(id(ball))
+    holds that box (itself or its symmetric variant, whose multipliers read the symmetrized gradient:
+    :func:`_gradient_seen_by`), a merged set. ``key``: the id the compiler recorded the ball under (its
+    symmetric variant's), ``id(ball)`` by default."""
+    info = getattr(lowered, "derived_bounds", {}).get(id(ball) if key is None else key)
     if info is None:
         return None
     box, var, entries, position, lo_side, hi_side = info
-    blocks = [blk for blk in compiled.blocks if blk.set is box]
+    blocks = [blk for blk in compiled.blocks if blk.set is box or _bounds_box(blk.set) is box]
     if len(blocks) != 1 or type(ball) not in (L1Ball, L2Ball, LinfBall, Ellipsoid):
         return None
     blk = blocks[0]
@@ -983,7 +1029,8 @@ def _derived_box_sides(compiled, lowered, ball, x, g):
 
         lo_side = (ball_lo > user_lo) & same(box_lo, ball_lo)
         hi_side = (ball_hi < user_hi) & same(box_hi, ball_hi)
-    above, below = _box_multipliers(box, np.asarray(x[blk.slice], dtype=float), np.asarray(g[blk.slice], dtype=float))
+    above, below = _box_multipliers(box, np.asarray(x[blk.slice], dtype=float),
+                                    _gradient_seen_by(blk.set, np.asarray(g[blk.slice], dtype=float)))
     pull = np.where(hi_side & inside, above, 0.0) - np.where(lo_side & inside, below, 0.0)
     return position[inside], pull[inside]
 
@@ -1001,7 +1048,8 @@ def _held_by_one_block(compiled, source, x, g):
     if len(held) != 1:
         return None
     blk, rewrites = held[0]
-    point, grad = np.asarray(x[blk.slice], dtype=float), np.asarray(g[blk.slice], dtype=float)
+    point = np.asarray(x[blk.slice], dtype=float)
+    grad = _gradient_seen_by(blk.set, np.asarray(g[blk.slice], dtype=float))
     for s in rewrites:
         if hasattr(s, "gradient_in_image"):
             point, grad = s.image_of(point), s.gradient_in_image(grad)
@@ -1271,6 +1319,102 @@ def _bounds_box(held):
     return inner if type(inner) is Box and inner.__dict__.get("_bounds_origin") is not None else None
 
 
+def _gradient_seen_by(held, g):
+    """The block gradient ``g`` of L as the block's set sees it: ``sym(G)`` for a set that keeps its matrix
+    symmetric (a symmetric variant, ``fm.Variable(..., symmetric=True)``), else ``g`` itself.
+
+    Such a block moves ``X[i, j]`` and ``X[j, i]`` together (its LMO reads ``sym(D)``, Section 2's linear
+    subproblem over the symmetric matrices), and nothing fixes the antisymmetric part of its gradient (no
+    symmetry rows: an objective ``<T, X>`` with T not symmetric, the consistency rows' multipliers between two
+    symmetric copies). Its KKT conditions hold per pair: for a bound held on both entries,
+    ``G_ij + G_ji + d_ij + d_ji = 0`` (``d`` the bound's signed multiplier), so only ``d_ij + d_ji`` is
+    determined, and ``sym(G)`` gives the symmetric split ``d_ij = d_ji = -sym(G)_ij`` (per entry: the set is
+    transpose-invariant). A set without this (held with symmetry rows ``X[i, j] == X[j, i]``) satisfies the
+    per-entry conditions with the rows' multipliers in g: :func:`_split_pairs` then makes the split symmetric.
+    """
+    if not getattr(held, "keeps_symmetric", False):
+        return g
+    shape = tuple(held.shape)
+    if len(shape) != 2 or shape[0] != shape[1] or g.size != shape[0] * shape[1]:
+        return g
+    G = g.reshape(shape)
+    return (0.5 * (G + G.T)).ravel()
+
+
+def _split_pairs(multipliers, bounds, n):
+    """Entry multipliers of one bound side on an n x n symmetric variable, each pair's sum split equally.
+
+    On a symmetric variable only ``d_ij + d_ji`` of an entrywise bound's multipliers is determined (the
+    stationarity condition reads the pair's sum); where the pair has the same bound (``bounds``, NaN where
+    no block holds it), the two entries are at it together, so the equal split ``(d_ij + d_ji) / 2`` is a
+    multiplier too: CVXPY's when its solver's answer is symmetric (an interior point method's is, for a
+    constraint repeated on X[i, j] and X[j, i]). Where the bounds differ only the tighter one can bind, and
+    it keeps the pair's multiplier. ``multipliers`` and ``bounds`` are flat in C order; a new array.
+    """
+    D, B = np.asarray(multipliers, dtype=float).reshape(n, n), np.asarray(bounds, dtype=float).reshape(n, n)
+    with np.errstate(invalid="ignore"):  # (inf - inf: a side no block bounds; NaN: no block holds the entry)
+        same = (B == B.T) | (np.abs(B - B.T) <= 1e-12 * np.maximum(1.0, np.abs(B)))
+    return np.where(same, 0.5 * (D + D.T), D).ravel()
+
+
+def _transpose_pairs(expr, cache=None):
+    """n when the n x n expression ``e`` has ``e(X^T) = e(X)^T`` at every symmetric variable X transposed (the
+    others unchanged: ``X - C`` with C symmetric, ``X + Y``, ``X - t`` for a scalar t), else None.
+
+    Such an ``e`` is symmetric on the feasible points, so in its constraint's term ``<D, e(x)>`` of L only
+    the pairs' sums ``D_ij + D_ji`` act (the stationarity on the symmetric variables reads ``A' D`` on the
+    symmetric subspace, which by ``A[rows^T] = A[:, cols^T]`` is ``A' sym(D)``), and the entries of a pair are
+    equal (at their bound together): the equal split of a pair's multiplier is one too. ``cache``: a dict
+    keeping the answer for an expression without Parameters (its coefficients then never change).
+    """
+    shape = tuple(expr.shape)
+    if len(shape) != 2 or shape[0] != shape[1] or shape[0] < 2:
+        return None
+    key = id(expr)
+    if cache is not None and key in cache:
+        return cache[key]
+    variables = expr.variables()
+    answer = None
+    if any(v.symmetric for v in variables):
+        offsets, cols, off = {}, [], 0
+        for v in variables:
+            offsets[v.id] = off
+            idx = np.arange(v.size)
+            if v.symmetric and len(v.shape) == 2 and v.shape[0] == v.shape[1]:
+                idx = idx.reshape(v.shape).T.ravel()
+            cols.append(off + idx)
+            off += v.size
+        A, c = linearize(expr, offsets, off)
+        A, n = A.tocsr(), shape[0]
+        rows = np.arange(n * n).reshape(n, n).T.ravel()
+        c = np.broadcast_to(np.asarray(c, dtype=float).ravel(), (n * n,))
+        scale = max(1.0, float(abs(A).max()) if A.nnz else 0.0, float(np.max(np.abs(c), initial=0.0)))
+        gap = abs(A[rows] - A[:, np.concatenate(cols)])
+        if (float(gap.max()) if gap.nnz else 0.0) <= 1e-12 * scale and np.all(np.abs(c[rows] - c) <= 1e-12 * scale):
+            answer = n
+    if cache is not None and not expr.parameters():
+        cache[key] = answer
+    return answer
+
+
+def _split_transposed(values, expr, cache=None, bounds=None):
+    """``values`` (per entry of the n x n expression ``expr``, flat) with each pair's sum split equally, where
+    ``expr`` is transpose-equivariant on its symmetric variables (:func:`_transpose_pairs`) and the pair has
+    the same bound (``bounds``, flat, where given); else ``values`` as they are. On a symmetric variable only
+    the pairs' sums are determined: the equal split is CVXPY's when its solver's answer is symmetric."""
+    values = np.asarray(values, dtype=float)
+    shape = tuple(expr.shape)
+    if len(shape) != 2 or shape[0] != shape[1] or values.size != shape[0] * shape[1]:
+        return values
+    n = shape[0]
+    V = values.reshape(n, n)
+    if np.array_equal(V, V.T) or _transpose_pairs(expr, cache) is None:  # (symmetric already: nothing to split)
+        return values
+    if bounds is None:
+        return (0.5 * (V + V.T)).reshape(values.shape)
+    return _split_pairs(values.ravel(), bounds, n).reshape(values.shape)
+
+
 def _box_multipliers(box, x, g):
     """``(above, below)``: the multipliers of a box's upper and lower bounds at x (g: its gradient of L).
 
@@ -1344,15 +1488,15 @@ def write_inequality_duals(compiled, x, lagrangian_gradient, row_multipliers, en
         # layouts that no Parameter changes, formed at the first solve: which entries a block holds, and
         # each bound row's entry and coefficient (its bound too, where it has no Parameter)
         layouts = bounds.__dict__.setdefault("_dual_layouts", {})
+        per_entry = False  # a block whose set does not keep its matrix symmetric gave multipliers
         for blk in compiled.blocks:
             held = blk.set
             if id(blk) in entry_multipliers:  # a boxed L1 ball, a simplex (from their KKT conditions)
                 up, down, lo, hi = entry_multipliers[id(blk)]
             elif _bounds_box(held) is not None:
-                grad = np.asarray(lagrangian_gradient()[blk.slice], dtype=float)
-                if held is not _bounds_box(held):  # a symmetric box: the steps move X[i, j] and X[j, i] together,
-                    n = held.shape[0]  # so the two bounds share the symmetric part of the gradient equally
-                    grad = (0.5 * (grad.reshape(n, n) + grad.reshape(n, n).T)).ravel()
+                # (a symmetric box: the steps move X[i, j] and X[j, i] together, so the two bounds share the
+                # symmetric part of the gradient equally)
+                grad = _gradient_seen_by(held, np.asarray(lagrangian_gradient()[blk.slice], dtype=float))
                 up, down = _box_multipliers(_bounds_box(held), np.asarray(x[blk.slice], dtype=float), grad)
                 lo, hi = _bounds_box(held).coordinate_bounds()
             else:
@@ -1362,6 +1506,7 @@ def write_inequality_duals(compiled, x, lagrangian_gradient, row_multipliers, en
                 plain = A.nnz == held.size and np.all(np.diff(A.indptr) == 1) and np.all(A.data == 1.0)
                 layouts[id(held)] = A.indices if plain else None
             cols = layouts[id(held)]
+            per_entry |= not getattr(held, "keeps_symmetric", False)  # (its multipliers: a split of the solve's)
             if cols is not None:
                 # an entry held by several blocks (two simplices on X: rows and columns; a simplex and a box
                 # under rows): the tightest bound is the entry's, and the blocks that hold that same bound
@@ -1381,6 +1526,11 @@ def write_inequality_duals(compiled, x, lagrangian_gradient, row_multipliers, en
                 above[diagonal] += mu
             else:
                 above[diagonal] = np.nan
+        for var in bounds.variables if per_entry else ():  # a symmetric variable: each pair's sum split equally
+            if var.symmetric and len(var.shape) == 2 and var.shape[0] == var.shape[1]:
+                at = slice(bounds.offsets[var.id], bounds.offsets[var.id] + var.size)
+                above[at] = _split_pairs(above[at], hi_held[at], var.shape[0])
+                below[at] = _split_pairs(below[at], lo_held[at], var.shape[0])
         point = []  # the variables' values in the bounds' layout, formed only if a bound no block holds binds
 
         def variable_point():
@@ -1413,7 +1563,14 @@ def write_inequality_duals(compiled, x, lagrangian_gradient, row_multipliers, en
                     layouts[key] = layout
             _write_bound_rows(layout, rows, values, known, (lo_held, hi_held), (below, above),
                               (taken_lo, taken_hi), variable_point)
+    cache = compiled.__dict__.setdefault("_transpose_pairs", {})
+    with_slack = {id(ineq) for ineq, _ in slack_of.values()}
     for ineq, values, known in entries.values():
+        if known.all() and id(ineq) in with_slack:
+            # rows with a slack on symmetric variables (X + Y <= 1): their multipliers' split of a pair is
+            # the solve's; each pair's sum split equally where the constraint is symmetric (the bound rows'
+            # are, from the blocks' entry multipliers above)
+            values = _split_transposed(values, ineq.expr, cache)
         ineq.dual_value = ineq.dual_from_entries(values.reshape(ineq.expr.shape)) if known.all() else None
 
 

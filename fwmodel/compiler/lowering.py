@@ -43,7 +43,15 @@ lays out blocks, rewrites such a model into sets and equalities:
    summing disjoint groups that cover X, the groups of an ``axis``) it is
    the batched ``Simplex(X, t, axis=1)`` (``equality=False``: each row the
    convex hull of a simplex and the origin), with one total per group where
-   ``t`` is a vector (:func:`_budget_totals`). Floors above 0 (``x >= 0.05``,
+   ``t`` is a vector (:func:`_budget_totals`). Budgets on selections of the
+   entries (``fm.sum(X[0]) == 1``, ``fm.sum(x[:3]) <= t``,
+   ``fm.sum(X[1:], axis=1)``, a loop over rows or columns) are gathered into
+   families of disjoint groups per variable: a family whose groups are an
+   axis's gives that axis's simplex (the same sets, so the same
+   iterations), another a simplex per group size on the selected entries
+   where no other set or bound bounds them (:func:`_slice_budgets`); a row
+   that bounds an entry but stays a row is named, with the reason, where
+   the entry is refused (:func:`_bound_box`). Floors above 0 (``x >= 0.05``,
    ``x[0] >= 0.2`` next to ``x >= 0``) stay in the bound box (2-3), which
    the simplex closes. The budget's multiplier is recovered after the solve
    from the simplex block's KKT conditions. For a ``PSD=True``
@@ -110,6 +118,7 @@ from ..sets._common import MAX_DATA_MAGNITUDE
 from ..sets.base import ConvexSet, check_nonnegative
 from ..sets.boxed_l1 import BoxedL1Ball
 from ..sets.capped_simplex import CappedSimplex
+from ..sets.symmetric import SymmetricPart
 
 
 class ComputedData:
@@ -211,6 +220,11 @@ class Lowered:
     norm_sets: list = field(default_factory=list)
     #: [(inequality, simplex, a, groups, row)]: rows ``a * sum(x) <= t`` that became ``Simplex(x, equality=False)``
     budget_rows: list = field(default_factory=list)
+    #: [(simplex, a, groups, members)]: budgets on selections of a variable's entries (``fm.sum(X[0]) == 1``,
+    #: ``fm.sum(x[:3]) <= t``) that became a simplex (:func:`_slice_budgets`): ``a`` the coefficient of each of
+    #: its groups, ``groups`` the group of each entry of its block, ``members`` [(constraint, the constraint's
+    #: flat rows, their groups)]
+    slice_budgets: list = field(default_factory=list)
     #: the semidefinite constraints ``E >> 0`` (their dual values: the PSD trace ball that holds E)
     semidefinite: list = field(default_factory=list)
     #: [(constraint, the PSD trace ball it made)] for ``trace(E) <= r`` and ``trace(E) == r`` (their dual values)
@@ -505,8 +519,8 @@ def _budget_simplex(ineq, rows, A, slots, fixed_zero_lower, offsets, n_v, violat
     from the simplex block's KKT conditions (``write_duals``).
     """
     found = _simplex_groups(A[rows], slots)
-    if found is None:
-        return None
+    if found is None or (ineq.parameters() and _coefficients_read_parameters(ineq.expr)):
+        return None  # (coefficients that read a Parameter: the simplex would keep today's; a row follows them)
     var, a, group_of_entry, axis = found
     if axis is None or a <= 0 or var.size <= 1 or not fixed_zero_lower(var):
         return None
@@ -537,6 +551,191 @@ def _budget_totals(constraint, rows, a, group_of_entry, var, axis, offsets, n_v)
         return _data_from(totals, params, f"totals of {short_repr(constraint)}")
     return _data_from(lambda: _common_total(constraint, linearize(constraint.expr, offsets, n_v)[1].ravel()[picked],
                                             a), params, f"total of {short_repr(constraint)}")
+
+
+def _coefficients_read_parameters(expr):
+    """Whether a Parameter multiplies a variable in ``expr`` (``p * fm.sum(x)``, ``fm.sum(x) / p``).
+
+    Its coefficients then change with the Parameter's value, which a compiled simplex, whose groups'
+    coefficients are fixed, cannot follow: such a budget stays a row. A Parameter that is only added
+    (``fm.sum(x) == t``) or stacked next to the variables changes the totals, which the simplex re-reads.
+    """
+    from ..expressions.affine import AddExpression, ConcatenateExpression
+
+    return any(node._has_vars and not isinstance(node, (AddExpression, ConcatenateExpression))
+               and any(arg._has_params and not arg._has_vars for arg in node.args)
+               for node in expr._postorder())
+
+
+def _slice_budget_groups(A, slots, fixed_zero_lower, skip, equality):
+    """``(var, groups, a)`` when every row of A is ``a_r * fm.sum`` of entries of one variable, else None.
+
+    That is: each row has two or more entries, all of one variable, with one coefficient ``a_r`` (nonzero;
+    ``> 0`` for the rows of an inequality, ``a_r * sum <= t``), no entry is in two rows, and the variable
+    has more than one entry, is fixed ``>= 0`` (``fixed_zero_lower``) and not in ``skip`` (PSD variables,
+    whose trace rows are balls). ``groups``: the sorted flat entries of each row, ``a`` the coefficients.
+    The rows of ``fm.sum(X[0])``, ``fm.sum(x[:3])``, ``fm.sum(X[1:], axis=1)``, ``fm.sum(X[:, j])`` or
+    ``fm.sum(x[[4, 1]])`` are such rows.
+    """
+    A = A.tocsr()
+    counts = np.diff(A.indptr)
+    if A.shape[0] == 0 or np.any(counts < 2):
+        return None
+    cols, data = A.indices, A.data
+    first = data[A.indptr[:-1]]
+    if np.any(data != np.repeat(first, counts)) or np.any(first == 0) or (not equality and np.any(first < 0)):
+        return None
+    for var, (off, size) in slots.items():
+        if cols.min() < off or cols.max() >= off + size:
+            continue
+        if size <= 1 or var.id in skip or not fixed_zero_lower(var):
+            return None
+        local = cols - off
+        if np.bincount(local, minlength=size).max() > 1:  # groups that overlap: not one product of simplices
+            return None
+        groups = [np.sort(local[lo:hi]) for lo, hi in zip(A.indptr[:-1], A.indptr[1:])]
+        return var, groups, first.astype(float)
+    return None
+
+
+def _slice_totals(picked, offsets, n_v, common=True):
+    """The total ``-c_r / a`` of each group ``(constraint, row r, a)`` of ``picked``, in that order.
+
+    One number when all are equal and read no Parameter; with Parameters, one number read at each solve
+    when all the constraints read the same scalar Parameters and the totals are equal now (``common``: a
+    row loop ``[fm.sum(X[i]) == t for i in ...]`` is then the set of ``fm.sum(X, axis=1) == t``), else one
+    per group (``t[i]`` of a vector Parameter).
+    """
+    constraints = _unique(c for c, _, _ in picked)
+
+    def totals():
+        consts = {id(c): np.asarray(linearize(c.expr, offsets, n_v)[1], dtype=float).ravel() for c in constraints}
+        out = np.array([-consts[id(c)][r] / a for c, r, a in picked])
+        return out if out.size > 1 else float(out[0])
+
+    def equal(values):
+        values = np.atleast_1d(values)
+        return np.ptp(values) <= 1e-12 * max(1.0, float(np.abs(values).max()))
+
+    params = _unique(p for c in constraints for p in c.parameters())
+    label = f"totals of {short_repr(constraints[0])}" + (f" and {len(constraints) - 1} more" if len(constraints) > 1
+                                                          else "")
+    now = totals()
+    if not params:
+        return float(np.atleast_1d(now)[0]) if equal(now) else now
+    ids = {id(p) for p in params}
+    if common and equal(now) and all(p.size == 1 for p in params) and all(
+            {id(p) for p in c.parameters()} == ids for c in constraints):
+        def one():
+            values = np.atleast_1d(totals())
+            if not equal(values):
+                raise ModelError(f"{short_repr(constraints[0])}: the groups' totals differ ({values.min():g} to "
+                                 f"{values.max():g}) where the model was compiled with one total for all groups "
+                                 "(the budgets read the same scalar Parameters, whose values made the totals "
+                                 "equal); write the totals as a vector Parameter, t[i] in the i-th budget")
+            return float(values[0])
+
+        return ComputedData(one, params, label)
+    return ComputedData(totals, params, label)
+
+
+def _slice_budgets(equalities, general, sets, bounds, slots, offsets, n_v, fixed_zero_lower, skip, shared_duals,
+                   violated):
+    """Budgets on selections of a variable's entries become simplices (item 4, per slice).
+
+    ``x >= 0`` (fixed floors ``>= 0``) with ``fm.sum(X[0]) == 1``, ``fm.sum(x[:3]) <= t``,
+    ``fm.sum(X[1:], axis=1) == 1`` or a loop ``[fm.sum(X[:, j]) == 1 for j in ...]``: the rows (equalities,
+    or the general rows of inequalities, :func:`_slice_budget_groups`) are gathered per variable and
+    kind (``==`` or ``<=``) into families of disjoint groups, the constraints in order, each into the first
+    family whose groups it does not meet (a row budget and a column budget: two families, as
+    ``fm.sum(X, axis=1) == 1`` next to ``fm.sum(X, axis=0) == 1`` gives two simplices). A family whose
+    groups are the groups of an ``axis`` of the variable is ``Simplex(X, t, axis)``, the set of the axis
+    form (so the same iterations); another becomes one simplex per group size on the selected entries,
+    ``Simplex(x[entries].reshape(G, k), t, axis=1)`` (one copy of those entries, no rows), where it bounds
+    an entry that no set and no elementwise bound bounds above (else its rows stay rows, as before: a sector
+    cap ``fm.sum(w[:3]) <= 0.5`` next to ``fm.sum(w) == 1`` is a slack row). Totals: :func:`_slice_totals`,
+    negative ones infeasible (:func:`_feasible_total`).
+
+    Returns ``(records, equalities, general)``: records ``(simplex, a, groups, members)`` for the dual
+    values (see ``Lowered.slice_budgets``) and the equalities and general rows that stay rows.
+    """
+    def on_one_budget_variable(constraint):  # (cheap: before linearizing or slicing the rows)
+        found = _unique(constraint.variables())
+        return (len(found) == 1 and found[0].size > 1 and found[0].id not in skip and fixed_zero_lower(found[0])
+                and not (constraint.parameters() and _coefficients_read_parameters(constraint.expr)))
+
+    candidates = []  # (constraint, equality?, its rows, var, groups, coefficients)
+    for eq in equalities:
+        if getattr(eq, "role", None) or id(eq) in shared_duals or not on_one_budget_variable(eq):
+            continue
+        found = _slice_budget_groups(linearize(eq.expr, offsets, n_v)[0], slots, fixed_zero_lower, skip, True)
+        if found is not None:
+            candidates.append((eq, True, np.arange(eq.size)) + found)
+    for ineq, rows, A, _ in general:
+        if not on_one_budget_variable(ineq):
+            continue
+        found = _slice_budget_groups(A[rows], slots, fixed_zero_lower, skip, False)
+        if found is not None:
+            candidates.append((ineq, False, rows) + found)
+    if not candidates:
+        return [], equalities, general
+
+    families = []  # [var, equality?, entries covered, [(constraint, rows, groups, a)]]
+    for constraint, equality, rows, var, groups, a in candidates:
+        entries = np.concatenate(groups)
+        family = next((f for f in families if f[0] is var and f[1] == equality and not f[2][entries].any()), None)
+        if family is None:
+            family = [var, equality, np.zeros(var.size, dtype=bool), []]
+            families.append(family)
+        family[2][entries] = True
+        family[3].append((constraint, rows, groups, a))
+
+    records, used = [], set()
+    for var, equality, covered, members in families:
+        # every group of the family: (entries, constraint, its row, coefficient)
+        groups = [(g, c, int(r), float(a_r)) for c, rows, gs, a in members for g, r, a_r in zip(gs, rows, a)]
+        axis = False
+        if covered.all() and len(groups) > 1 and var.ndim > 1:
+            label = np.empty(var.size, dtype=np.intp)
+            for k, (g, _, _, _) in enumerate(groups):
+                label[g] = k
+            axis = _simplex_axis(var.shape, label.reshape(var.shape), len(groups))
+        if axis is not False:  # the groups of fm.sum(X, axis): that simplex
+            grouped = Simplex(var, 1.0, axis=axis)._grouped(np.arange(var.size))
+            layouts = [(var, axis, label[grouped[:, 0]], grouped)]
+        else:
+            off, size = slots[var]
+            above = np.isfinite(bounds.hi[off:off + size]) | np.isfinite(
+                _implied(var, _holders(var, sets, slots, offsets, n_v))[1])
+            if np.all(above[covered]):  # other sets and bounds bound every entry: the rows stay rows
+                continue
+            flat = var.reshape(-1) if var.ndim != 1 else var
+            layouts = []
+            for k in sorted({g.size for g, _, _, _ in groups}):  # one simplex per group size
+                order = np.array([i for i, (g, _, _, _) in enumerate(groups) if g.size == k])
+                grouped = np.stack([groups[i][0] for i in order])
+                expr = flat[grouped.ravel()] if order.size == 1 else flat[grouped.ravel()].reshape((order.size, k))
+                # (the block is the selection: its entries in the order of grouped's rows)
+                layouts.append((expr, None if order.size == 1 else 1, order,
+                                np.arange(grouped.size).reshape(grouped.shape)))
+        for constraint in _unique(c for _, c, _, _ in groups):  # negative totals: infeasible, named
+            own = [(c, r, a_r) for _, c, r, a_r in groups if c is constraint]
+            _feasible_total(_slice_totals(own, offsets, n_v, common=False), constraint, var, violated)
+        for expr, simplex_axis, order, grouped in layouts:
+            picked = [groups[i][1:] for i in order]
+            total = _feasible_total(_slice_totals(picked, offsets, n_v), picked[0][0], var, [])  # (clipped at 0)
+            simplex = Simplex(expr, total, axis=simplex_axis, equality=equality)
+            sets.append(simplex)
+            block_group = np.empty(grouped.size, dtype=np.intp)
+            block_group[grouped.ravel()] = np.repeat(np.arange(order.size), grouped.shape[1])
+            out = []
+            for constraint in _unique(c for c, _, _ in picked):
+                labels = np.array([s for s, (c, _, _) in enumerate(picked) if c is constraint])
+                out.append((constraint, np.array([picked[s][1] for s in labels]), labels))
+            records.append((simplex, np.array([a_r for _, _, a_r in picked]), block_group, out))
+        used.update(id(c) for c, _, _, _ in members)
+    return (records, [eq for eq in equalities if id(eq) not in used],
+            [g for g in general if id(g[0]) not in used])
 
 
 def _whole_var_with_equal_coefficients(A, var_slots):
@@ -667,7 +866,8 @@ def lower_constraints(objective_expr, constraints):
         if not getattr(eq, "role", None):
             A, c = linearize(eq.expr, offsets, n_v)
             found = _simplex_groups(A, slots)
-        if found is not None and found[0].size > 1 and fixed_zero_lower(found[0]):
+        if (found is not None and found[0].size > 1 and fixed_zero_lower(found[0])
+                and not (eq.parameters() and _coefficients_read_parameters(eq.expr))):
             var, a, group_of_entry, axis = found
             if axis is None:
                 total = _data_from(lambda eq=eq, a=a: _common_total(eq, linearize(eq.expr, offsets, n_v)[1], a),
@@ -709,7 +909,8 @@ def lower_constraints(objective_expr, constraints):
         for r in rows:
             row = A[r]
             found = _whole_var_with_equal_coefficients(row, slots)
-            if found is not None and found[1] > 0 and found[0].size > 1 and fixed_zero_lower(found[0]):
+            if (found is not None and found[1] > 0 and found[0].size > 1 and fixed_zero_lower(found[0])
+                    and not (ineq.parameters() and _coefficients_read_parameters(ineq.expr))):
                 var, a = found
                 total = _data_from(lambda ineq=ineq, r=r, a=a: -float(linearize(ineq.expr, offsets, n_v)[1][r]) / a,
                                    ineq.parameters(), f"bound of {ineq._text}")
@@ -744,11 +945,17 @@ def lower_constraints(objective_expr, constraints):
                              f"trace bound on the same matrix, fm.trace({short_repr(q.expr, 60)}) <= r (a PSD trace "
                              f"ball, fm.TraceNormBall(..., r, psd=True))")
 
+    # 4c. budgets on selections of a variable's entries (fm.sum(X[0]) == 1, fm.sum(x[:3]) <= t, a loop over
+    #     rows or columns): simplices, as their axis forms are
+    slice_budgets, equalities, general = _slice_budgets(
+        equalities, general, sets, bounds, slots, offsets, n_v, fixed_zero_lower, psd_ids,
+        shared_duals, violated_constant_rows)
+
     # 6a. symmetric variables: symmetric variants of the sets that hold them whole. A simplex
     #     that replaced the user's equality keeps its symmetry rows: its equality's dual is
     #     recovered from the block's gradient per group (Compiled.write_duals), which the
     #     symmetric variant's shared entries would break.
-    absorbing = {id(simplex) for simplex, _, _ in absorbed.values()}
+    absorbing = {id(simplex) for simplex, _, _ in absorbed.values()} | {id(b[0]) for b in slice_budgets}
     sets = [s if id(s) in absorbing else _symmetric(s) for s in sets]
 
     diagonal_duals = []  # (diag(X) == d, the PSD trace ball it closed, the rows' coefficients)
@@ -797,7 +1004,8 @@ def lower_constraints(objective_expr, constraints):
     derived_bounds = {}
     for var in variables:
         taken = []
-        box = _bound_box(var, bounds, entry_sets, slots, offsets, n_v, param_bound_vars, shared_duals, taken)
+        box = _bound_box(var, bounds, entry_sets, slots, offsets, n_v, param_bound_vars, shared_duals, taken,
+                         rows=lambda: _row_pieces(equalities, general, offsets, n_v))
         if box is not None:
             sets.append(_symmetric(box))
             for s, entries, position, lo_side, hi_side in taken:  # (a ball's multiplier: with the box's)
@@ -848,7 +1056,7 @@ def lower_constraints(objective_expr, constraints):
                    entry_bounds=bounds,
                    absorbed_equalities=absorbed_equalities, norm_sets=norm_sets, shared_duals=shared_duals,
                    derived_bounds=derived_bounds, diagonal_duals=diagonal_duals,
-                   semidefinite=semidefinite, budget_rows=budget_rows,
+                   semidefinite=semidefinite, budget_rows=budget_rows, slice_budgets=slice_budgets,
                    trace_bounds=[(q, ball) for q, ball in trace_bounds if q.expr.size == 1],
                    violated_constant_rows=violated_constant_rows, constant_rows=constant_rows, hinges=hinges)
 
@@ -1037,7 +1245,7 @@ def _implied(var, holders):
     return lo, hi
 
 
-def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars, shared_duals=None, taken=None):
+def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars, shared_duals=None, taken=None, rows=None):
     """The box of var's elementwise bounds, closed by the sets (steps 2-3), or None.
 
     Where a set's implied bound is tighter than an entry's own, the box takes it, and that set's multiplier
@@ -1046,7 +1254,12 @@ def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars, shared_
     ``(ball, entries, positions, lower sides, upper sides)``: the box's entries (flat in the variable), the
     ball's own entry of each (-1 where the ball does not hold it) and the sides where the box's bound is the
     ball's (None with Parameters: found at each solve's end), from which ``write_norm_duals`` gives the
-    ball its multiplier back; other sets' ``dual_value`` is None."""
+    ball its multiplier back; other sets' ``dual_value`` is None.
+
+    An entry bounded on one side only that no set bounds on the other is refused. Where ``rows()`` (the
+    constraints that stay rows, ``[(constraint, A, c, equality?)]``) bound it (a weighted budget
+    ``w @ x[:3] == 1``, a budget next to floors that read a Parameter), the message names that constraint,
+    the bound it implies and why it stays a row, rather than calling the entry unbounded."""
     off, size = slots[var]
     lo, hi = bounds.lo[off:off + size], bounds.hi[off:off + size]
     bounded = np.isfinite(lo) | np.isfinite(hi)
@@ -1059,7 +1272,25 @@ def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars, shared_
     if open_side.any():
         j = int(np.flatnonzero(open_side)[0])
         side = "above" if np.isfinite(lo[j]) else "below"
-        where = var.name if var.size == 1 else f"{var.name} (flat entry {j} and {int(open_side.sum()) - 1} more)"
+        more = int(open_side.sum()) - 1
+        where = var.name if var.size == 1 else f"{var.name} (flat entry {j}{f' and {more} more' if more else ''})"
+        pieces = rows() if rows is not None else []
+        if pieces:  # rows may bound it (a weighted budget, floors below 0): name the row and why it stays one
+            (piece, row), found_lo, found_hi = _first_row_bounds(bounds, sets, slots, offsets, n_v, pieces)
+            k, r = piece[off + j, int(side == "above")], row[off + j, int(side == "above")]
+            if k >= 0:
+                constraint, A = pieces[k][0], pieces[k][1]
+                limit = (found_hi if side == "above" else found_lo)[off + j]
+                raise ModelError(
+                    f"{where} has a bound on one side only and no set holds it: the constraint "
+                    f"{getattr(constraint, '_text', short_repr(constraint))} bounds it {side} (to "
+                    f"{'at most' if side == 'above' else 'at least'} {limit:.6g}), but FW-AL needs every variable "
+                    f"in a bounded set, and that constraint stays a row because "
+                    f"{_why_a_row(constraint, A, r, var, off, size, bounds, param_bound_vars)}. Add a bound "
+                    f"({'<=' if side == 'above' else '>='} {limit:.6g} holds at flat entry {j}), or "
+                    f"put {var.name} in a bounded set: fm.Box({var.name}, lo, hi), fm.Simplex({var.name}[...]), or "
+                    f"fm.sum({var.name}[...]) == t (or <= t) with {var.name} >= 0"
+                )
         raise ModelError(
             f"a one-sided bound leaves {where} unbounded {side}: FW-AL needs every variable in a bounded set. "
             f"Add the other bound ({var.name} {'<=' if side == 'above' else '>='} ..., or "
@@ -1089,7 +1320,9 @@ def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars, shared_
             own_lo[idx], own_hi[idx] = slo, shi
             if np.any(((own_lo > lo) | (own_hi < hi))[entries]):
                 shared_duals.add(id(s))
-                if taken is not None and isinstance(s, (L1Ball, L2Ball, LinfBall, Ellipsoid)):
+                # (a ball on a symmetric variable is held as its symmetric variant: the ball inside)
+                ball = s.inner if isinstance(s, SymmetricPart) else s
+                if taken is not None and isinstance(ball, (L1Ball, L2Ball, LinfBall, Ellipsoid)):
                     # the ball's own entry of each box entry (-1: not in the ball), for a ball on var
                     # itself or on a selection of its entries (x[:3], x[[4, 1]])
                     position = np.full(var.size, -1)
@@ -1118,6 +1351,89 @@ def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars, shared_
     lower = _data_from(lambda: current()[0].reshape(shape), params, f"lower bound of {var.name}")
     upper = _data_from(lambda: current()[1].reshape(shape), params, f"upper bound of {var.name}")
     return box_of_bounds(expr, lower, upper, var.name)
+
+
+def _row_pieces(equalities, general, offsets, n_v):
+    """The constraints that stay rows, ``[(constraint, A, c, equality?)]`` (rows ``A v + c == 0`` or ``<= 0``)."""
+    pieces = []
+    for eq in equalities:
+        A, c = linearize(eq.expr, offsets, n_v)
+        pieces.append((eq, A, c, True))
+    pieces += [(ineq, A[rows], np.asarray(c).ravel()[rows], False) for ineq, rows, A, c in general]
+    return pieces
+
+
+def _first_row_bounds(bounds, sets, slots, offsets, n_v, pieces):
+    """Which rows bound which entries: ``(lower, upper)``, per entry of v the ``(piece, row)`` whose interval
+    propagation first gave it a finite bound on that side (-1: none), with ``(lo, hi)`` the bounds found.
+
+    ``pieces``: [(constraint, A, c, equality?)] with rows ``A v + c <= 0`` (``== 0``). Starting from the
+    elementwise bounds and the sets' implied bounds, each row bounds each of its entries by the others'
+    bounds (``a_j v_j <= -c - sum_{k != j} a_k v_k``), repeated while new finite bounds appear. Sound (a
+    bound found holds on the feasible set), so an entry bounded here is bounded; used only for the message
+    of :func:`_bound_box` (an entry that rows bound, but no set).
+    """
+    lo, hi = bounds.lo.copy(), bounds.hi.copy()
+    for var, (off, size) in slots.items():
+        ilo, ihi = _implied(var, _holders(var, sets, slots, offsets, n_v))
+        lo[off:off + size] = np.maximum(lo[off:off + size], ilo)
+        hi[off:off + size] = np.minimum(hi[off:off + size], ihi)
+    source = (np.full((n_v, 2), -1), np.full((n_v, 2), -1))  # (piece, row) of the lower, the upper bound
+    for _ in range(50):
+        found = False
+        for k, (_, A, c, equality) in enumerate(pieces):
+            A = A.tocsr()
+            row = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
+            for sign in ((1.0, -1.0) if equality else (1.0,)):
+                a, j, cc = sign * A.data, A.indices, sign * np.asarray(c, dtype=float).ravel()
+                with np.errstate(invalid="ignore"):
+                    low = np.where(a > 0, a * lo[j], a * hi[j])  # each term's least value (-inf: none)
+                infinite = ~np.isfinite(low)
+                finite_sum = np.bincount(row, weights=np.where(infinite, 0.0, low), minlength=A.shape[0])
+                count = np.bincount(row, weights=infinite, minlength=A.shape[0])
+                others = count[row] - infinite  # the other terms without a least value
+                rest = finite_sum[row] - np.where(infinite, 0.0, low)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    bound = np.where(others == 0, (-cc[row] - rest) / a, np.nan)
+                for side, target, mask in ((1, hi, a > 0), (0, lo, a < 0)):
+                    new = mask & np.isfinite(bound) & ~np.isfinite(target[j])
+                    if new.any():
+                        idx = np.flatnonzero(new)
+                        idx = idx[np.unique(j[idx], return_index=True)[1]]
+                        target[j[idx]] = bound[idx]
+                        source[0][j[idx], side] = k
+                        source[1][j[idx], side] = row[idx]
+                        found = True
+        if not found:
+            break
+    return source, lo, hi
+
+
+def _why_a_row(constraint, A, r, var, off, size, bounds, param_bound_vars):
+    """Why the row ``r`` of ``constraint`` (``A``) on entries of ``var`` did not become a simplex: the first
+    of the conditions of item 4 that it misses (see :func:`_slice_budget_groups`)."""
+    row = A.tocsr()[r]
+    others = sorted({v for v in constraint.variables() if v.id != var.id}, key=lambda v: v.name)
+    outside = (row.indices < off) | (row.indices >= off + size)
+    if others and outside.any():
+        return f"it involves {', '.join(v.name for v in others)} too"
+    if not np.all(row.data == row.data[0]):
+        return (f"its coefficients on {var.name} are not all equal ({float(row.data.min()):g} to "
+                f"{float(row.data.max()):g}), as a budget's are")
+    floors = bounds.lo[off:off + size]
+    if var.id in param_bound_vars:
+        return f"the bounds of {var.name} read Parameters"
+    if not np.all(floors >= 0):
+        return (f"not every entry of {var.name} has a fixed floor >= 0 ({var.name} >= 0, nonneg=True), which a "
+                "budget needs to be a simplex")
+    if _coefficients_read_parameters(constraint.expr):
+        return "its coefficients read a Parameter"
+    if isinstance(constraint, Inequality) and row.data[0] < 0:
+        return "it bounds a sum from below"
+    if var.PSD:
+        return f"{var.name} is PSD (its trace rows are trace balls)"
+    return ("it is not a budget fm.sum(...) == t or <= t on entries of one variable that no other budget "
+            "of the same kind already holds")
 
 
 def _dynamic_parameters(var, bounds, holders):
