@@ -157,6 +157,18 @@ def idioms():
     yield "pos(A @ x - b) <= s, s a Variable (hinge bound)", lambda m: (lambda x, s: (
         m.Minimize(m.sum_squares(x - x0) + 2 * m.sum(s)), [m.pos(A @ x - b) <= s, m.norm_inf(x) <= 1, s <= 10]))(
         V(m, n), V(m, m_rows))
+    yield "sum(pos(A @ x - b)) <= t (hinge budget), box", lambda m: (lambda x: (
+        m.Minimize(m.sum_squares(x - 2 * x0)), [m.sum(m.pos(A @ x - b)) <= 1.0, m.abs(x) <= 1]))(V(m, n))
+    yield "sum(neg(A @ x - b)) <= t (shortfall), ball", lambda m: (lambda x: (
+        m.Minimize(m.sum_squares(x - 2 * x0)), [m.sum(m.neg(A @ x - b)) <= 0.5, m.norm(x, 2) <= 3]))(V(m, n))
+    yield "sum(maximum(A @ x - b, 0.2)) <= t, box", lambda m: (lambda x: (
+        m.Minimize(m.sum_squares(x - 2 * x0)), [m.sum(m.maximum(A @ x - b, 0.2)) <= 2.0, m.abs(x) <= 1]))(V(m, n))
+    yield "sum(pos(X - Y), axis=1) <= t, box", lambda m: (lambda X: (
+        m.Minimize(m.sum_squares(X - 2 * Y6)), [m.sum(m.pos(X - Y6), axis=1) <= 0.5, m.abs(X) <= 3]))(V(m, (6, 5)))
+    yield "2 * pos(x - x0) + 0.1 <= 0.7 (scaled)", lambda m: (lambda x: (
+        m.Minimize(m.sum_squares(A @ x - 3 * b)), [2 * m.pos(x - x0) + 0.1 <= 0.7, m.abs(x) <= 2]))(V(m, n))
+    yield "-minimum(x, w) / 2 <= 0.2 (scaled concave)", lambda m: (lambda x: (
+        m.Minimize(m.sum_squares(x + 2 * x0)), [-m.minimum(x, w) / 2 <= 0.2, m.norm(x, 2) <= 3]))(V(m, n))
     yield "sum_squares(x) <= 1 (a ball written squared)", lambda m: (lambda x: (
         m.Minimize(c @ x), [m.sum_squares(x) <= 1]))(V(m, n))
     yield "norm(x, 2) <= t with t a Variable", lambda m: (lambda x, t: (

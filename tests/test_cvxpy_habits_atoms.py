@@ -401,10 +401,11 @@ def test_user_sets_are_not_constraints_with_duals(data):
     assert not hasattr(ball, "dual_value")
 
 
-@pytest.mark.parametrize("write", [lambda x: -fm.max(x) >= -0.5, lambda x: -fm.norm1(x) >= -2])
+@pytest.mark.parametrize("write", [lambda x: -fm.norm1(x) >= -2])
 def test_a_negated_atom_on_the_larger_side_is_not_called_a_lower_bound(write):
-    """``-max(x) >= -0.5`` is an upper bound on max(x) written with a sign: refused (not in the form that
-    makes a set) with the form to write, not with "a lower bound ... is not convex", which was wrong."""
+    """``-norm1(x) >= -2`` is an upper bound on norm1(x) written with a sign: refused (not in the form that
+    makes a set) with the form to write, not with "a lower bound ... is not convex", which was wrong.
+    (``-max(x) >= -0.5`` is divided through: ``max(x) <= 0.5``, tests/test_hinge_budgets.py.)"""
     x = fm.Variable(4)
     with pytest.raises(fm.ModelError, match="can only be compared directly with data"):
         write(x)

@@ -203,7 +203,7 @@ def test_satisfied_data_piece_adds_no_row():
     (lambda x: fm.maximum(x), "at least two arguments"),
     (lambda x: fm.maximum(fm.square(x), 1), "must be affine"),
     (lambda x: fm.maximum(1.0, 2.0) <= 3.0, "no variables"),
-    (lambda x: 1 <= 2 * fm.minimum(x, 0), r"minimum\(x, 0\) >= t"),
+    (lambda x: 1 <= fm.Parameter(value=2.0) * fm.minimum(x, 0), r"minimum\(x, 0\) >= t"),
 ])
 def test_refused_forms_say_why(write, words):
     x = fm.Variable(4, name="x")

@@ -408,6 +408,9 @@ class CompiledProblem:
         trace_shares = write_psd_duals(self, x, lagrangian_gradient, row_multipliers)
         write_inequality_duals(self, x, lagrangian_gradient, row_multipliers, entry_multipliers, budget_duals,
                                trace_shares)
+        for ineq in getattr(self.lowered, "hinges", ()):  # fm.sum(fm.pos(e)) <= t: its budget's multiplier
+            dual = ineq.hinge.budget.dual_value
+            ineq.dual_value = None if dual is None else dual / ineq.scale
 
     def rows_of(self, piece):
         """The slice of M's rows that ``piece`` occupies (None if it has no rows)."""

@@ -73,7 +73,11 @@ lays out blocks, rewrites such a model into sets and equalities:
    these lower bounds is taken, over partial copies a disjoint cover). So
    ``s`` lives in ``Box(s, 0, u)`` with ``u_i = max(0, -c_i - min a_i' v)``.
    After a solve the slack rows' multipliers are the inequality's
-   ``dual_value``.
+   ``dual_value``. A hinge budget ``fm.sum(fm.pos(e)) <= t``
+   (:class:`~fwmodel.expressions.constraints.HingeBudget`) arrives as its
+   internal constraints: a hidden ``s >= 0`` whose ``fm.sum(s) <= t`` is the
+   ``Simplex(s, t, equality=False)`` of item 4, and rows ``e - s <= 0`` that
+   get slacks here; its ``dual_value`` is the budget's multiplier.
 6. **Symmetric variables.** Every set holding a whole ``symmetric=True`` (or
    ``PSD=True``) variable is replaced by its ``symmetric_variant()`` (an LMO
    along ``sym(D)`` whose vertices are symmetric: the symmetric paths of
@@ -241,6 +245,8 @@ class Lowered:
     violated_constant_rows: list = field(default_factory=list)
     #: [(inequality, entries)]: its entries without variables that hold (dropped; their multiplier is 0)
     constant_rows: list = field(default_factory=list)
+    #: the hinge budgets ``fm.sum(fm.pos(e)) <= t`` (their dual values: their internal budget's)
+    hinges: list = field(default_factory=list)
 
     def prepare(self):
         if self.entry_bounds is not None and self.entry_bounds.dynamic():
@@ -751,12 +757,16 @@ def lower_constraints(objective_expr, constraints):
     first (the boxes are closed by them), the symmetric variants before the
     boxes, and the slacks last (their bounds use every other set).
     """
-    sets, equalities, inequalities, semidefinite = [], [], [], []
+    sets, equalities, inequalities, semidefinite, hinges = [], [], [], [], []
     for i, c in enumerate(constraints):
         if isinstance(c, ConvexSet):
             sets.append(c)
         elif isinstance(c, Equality):
             equalities.append(c)
+        elif isinstance(c, Inequality) and c.kind == "hinge":
+            # fm.sum(fm.pos(e)) <= t: an auxiliary s >= 0 in its budget (a simplex, 4) and rows e - s <= 0 (5)
+            hinges.append(c)
+            inequalities.extend(c.hinge.constraints)
         elif isinstance(c, Inequality):
             inequalities.append(c)
         elif isinstance(c, PSDConstraint):
@@ -1048,7 +1058,7 @@ def lower_constraints(objective_expr, constraints):
                    derived_bounds=derived_bounds, diagonal_duals=diagonal_duals,
                    semidefinite=semidefinite, budget_rows=budget_rows, slice_budgets=slice_budgets,
                    trace_bounds=[(q, ball) for q, ball in trace_bounds if q.expr.size == 1],
-                   violated_constant_rows=violated_constant_rows, constant_rows=constant_rows)
+                   violated_constant_rows=violated_constant_rows, constant_rows=constant_rows, hinges=hinges)
 
 
 # ---------------------------------------------------------------------- helpers

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ModelError
-from .affine import add
-from .core import as_expression, short_repr
+from .affine import add, multiply, negate
+from .core import Constant, as_expression, short_repr
 
 
 class Equality:
@@ -120,13 +120,23 @@ class Inequality:
     without variables next to a data t (the 0 of ``pos``) is no row: it is
     checked on the data at each solve (``data_pieces``).
 
+    A nonzero number times one of these atoms, with affine terms beside it
+    (``2 * fm.pos(x) + d <= t``, ``-fm.minimum(a, b) <= t``), is divided
+    through (``pos(x) <= (t - d) / 2``, ``minimum(a, b) >= -t``); ``scale``
+    is ``|alpha|`` and ``dual_value`` the rewritten constraint's multiplier
+    over it, CVXPY's of the form written. ``kind == "hinge"``:
+    ``fm.sum(fm.pos(e)) <= t`` (also ``neg``, ``maximum(e, c)``, ``sum(minimum(e,
+    c)) >= t``, ``axis``, scaled) with t data, lowered through the internal
+    constraints of ``hinge`` (:class:`HingeBudget`); ``dual_value`` is its
+    budget's multiplier (over ``scale``).
+
     Anything else (a norm above something, a norm compared with a variable,
     a smooth convex function bounded by a constant) is refused with a
     ModelError that says what can be written instead.
     """
 
     def __init__(self, lhs, rhs, op="<="):
-        from .nonsmooth import NormAtom, bound_text, find_norm_atom
+        from .nonsmooth import NormAtom, find_norm_atom
 
         lhs, rhs = as_expression(lhs), as_expression(rhs)
         self.lhs, self.rhs, self.op = lhs, rhs, op
@@ -136,6 +146,23 @@ class Inequality:
                 else f"{short_repr(rhs)} {op} {short_repr(lhs)}")
         self._text = text
         from .nonsmooth import EntryExtremumAtom, PiecewiseAtom
+
+        #: ``|alpha|`` of a scaled bound ``alpha * maximum(a, b) + d <= t`` rewritten ``maximum(a, b) <= (t - d) /
+        #: alpha`` (1 else): CVXPY's multiplier of the constraint as written is the rewritten one's over it
+        self.scale = 1.0
+        #: the parts of a hinge budget ``fm.sum(fm.pos(e)) <= t`` (:class:`HingeBudget`), else None
+        self.hinge = None
+        scaled = _scaled_sides(lhs, rhs, text)
+        if scaled is not None:
+            lhs, rhs, self.scale = scaled
+        if _is_hinge(lhs) or _is_hinge(rhs):
+            self.hinge = HingeBudget(lhs, rhs, text)
+            self.kind = "hinge"
+            self.expr = None
+            self.data_pieces = []
+            self.extremum = self.piecewise = None
+            self.squared, self.ellipsoid = False, None
+            return
 
         #: the ``fm.max(e)`` / ``fm.min(e)`` of ``max(e) <= t`` / ``t <= min(e)``, rewritten entrywise (else None)
         self.extremum = next((side for side in (lhs, rhs) if isinstance(side, EntryExtremumAtom)), None)
@@ -166,11 +193,7 @@ class Inequality:
         if find_norm_atom(rhs) is not None and not isinstance(lhs, NormAtom):
             # a norm inside an expression on the larger side (-norm1(x) >= -2 is -2 <= -norm1(x)): not a
             # lower bound on the norm itself, but not in the form that makes a set either
-            inner = find_norm_atom(rhs)
-            raise ModelError(
-                f"{text}: {inner.call} can only be compared directly with data, as in {bound_text(inner)} "
-                f"(a set, {inner.set_name}); move the other terms into t"
-            )
+            raise ModelError(_misplaced_atom(text, find_norm_atom(rhs)))
         if isinstance(lhs, NormAtom):
             if rhs._has_vars:
                 raise ModelError(
@@ -190,10 +213,7 @@ class Inequality:
             return
         inner = find_norm_atom(lhs)
         if inner is not None:
-            raise ModelError(
-                f"{text}: {inner.call} can only be compared directly with data, as in {bound_text(inner)} "
-                f"(a set, {inner.set_name}); move the other terms into t"
-            )
+            raise ModelError(_misplaced_atom(text, inner))
         for side in (lhs, rhs):
             if not side.is_affine():
                 raise ModelError(
@@ -215,6 +235,8 @@ class Inequality:
     def shape(self):
         """The constraint's shape as CVXPY gives it: ``()`` for ``fm.max(x) <= t``, the sides' broadcast shape else
         (for ``fm.maximum(a, b) <= t``, that of ``maximum(a, b)`` and t: ``expr`` stacks the pieces on it)."""
+        if self.kind == "hinge":
+            return self.hinge.shape
         if self.kind == "norm":
             return self.norm.shape
         if self.piecewise is not None:
@@ -244,6 +266,8 @@ class Inequality:
             per_entry = np.sum(per_entry.reshape(atom.args[0].shape), axis=atom.axes).reshape(self.shape)
         if self.piecewise is not None:
             per_entry = np.sum(per_entry.reshape(self.expr.shape), axis=0)
+        if self.scale != 1.0:  # alpha * maximum(a, b) + d <= t: the multiplier of maximum(a, b) <= (t - d) / alpha
+            per_entry = per_entry / self.scale
         return float(per_entry.reshape(())) if self.shape == () else per_entry.reshape(self.shape)
 
     def violated_data(self):
@@ -270,6 +294,8 @@ class Inequality:
 
     def variables(self):
         """The distinct variables of both sides, in order of first appearance."""
+        if self.kind == "hinge":
+            return self.hinge.atom.variables()
         return self.norm.variables() if self.kind == "norm" else self.expr.variables()
 
     def parameters(self):
@@ -369,6 +395,203 @@ def _squared_norm_bound(lhs, rhs, text):
             raise ModelError(f"{text}: the bound is negative, so no point satisfies it")
         bound = Constant(np.sqrt(t))
     return norm2(e), bound, ellipsoid
+
+
+def _misplaced_atom(text, inner):
+    """The message for a norm or piecewise atom inside a side in a form that is no set."""
+    from .nonsmooth import EntryExtremumAtom, PiecewiseAtom, bound_text
+
+    if isinstance(inner, (PiecewiseAtom, EntryExtremumAtom)):
+        return (f"{text}: {inner.call} can be bounded as {bound_text(inner)} (t data or affine), also times a "
+                "nonzero number with affine terms beside it (2 * pos(e) + d <= t is pos(e) <= (t - d) / 2) and, for "
+                "CVXPY's piecewise atoms, summed (fm.sum(fm.pos(e)) <= t, t data); not multiplied by a Parameter, "
+                "by a vector or by an expression, nor added to another such atom")
+    return (f"{text}: {inner.call} can only be compared directly with data, as in {bound_text(inner)} "
+            f"(a set, {inner.set_name}); move the other terms into t")
+
+
+def _is_hinge(side):
+    """True for ``fm.sum(P)`` (over every axis or some) of a :class:`~fwmodel.expressions.nonsmooth.PiecewiseAtom`
+    P: ``fm.sum(fm.pos(e))``, ``fm.sum(fm.maximum(e, c))``, a hinge budget's side (:class:`HingeBudget`)."""
+    from .affine import SumExpression
+    from .nonsmooth import PiecewiseAtom
+
+    return isinstance(side, SumExpression) and isinstance(side.args[0], PiecewiseAtom)
+
+
+def _affine_in_atom(side):
+    """``(alpha, core, d)`` with ``side == alpha * core + d``, or None.
+
+    ``core`` is a piecewise atom (``maximum``, ``minimum``, ``pos``, ``neg``),
+    an entry extremum (``max``, ``min``) or a hinge sum (:func:`_is_hinge`);
+    ``alpha`` a nonzero number (products and quotients by numbers, negations,
+    ``fm.sum(alpha * pos(e))``); ``d`` the other terms of a sum, affine (None
+    for none). Any other use of the atom (a Parameter factor, two atoms):
+    None, and the constraint is refused as before.
+    """
+    from .affine import AddExpression, DivideExpression, MultiplyExpression, NegExpression, SumExpression
+    from .nonsmooth import EntryExtremumAtom, PiecewiseAtom, find_norm_atom
+
+    if isinstance(side, (PiecewiseAtom, EntryExtremumAtom)) or _is_hinge(side):
+        return 1.0, side, None
+    if isinstance(side, SumExpression):  # sum(alpha * pos(e)) is alpha * sum(pos(e))
+        inner = _affine_in_atom(side.args[0])
+        if inner is None or inner[2] is not None or not isinstance(inner[1], PiecewiseAtom):
+            return None
+        return inner[0], SumExpression(inner[1], side.axes, side.keepdims), None
+    if isinstance(side, NegExpression):
+        inner = _affine_in_atom(side.args[0])
+        return None if inner is None else (-inner[0], inner[1], None if inner[2] is None else negate(inner[2]))
+    if isinstance(side, MultiplyExpression):
+        holds = [find_norm_atom(a) is not None for a in side.args]
+        if holds.count(True) != 1 or (isinstance(side, DivideExpression) and holds[1]):
+            return None
+        k = side.args[holds.index(False)]
+        if k._has_vars or k._has_params or k.size != 1:
+            return None  # (a Parameter's sign could change between solves; a vector scales entries unevenly)
+        factor = float(np.asarray(k.value, dtype=float).reshape(()))
+        if isinstance(side, DivideExpression):
+            factor = 1.0 / factor if factor != 0 else np.inf
+        inner = _affine_in_atom(side.args[holds.index(True)])
+        if inner is None or factor == 0 or not np.isfinite(factor):
+            return None
+        alpha, core, d = inner
+        return factor * alpha, core, None if d is None else multiply(factor, d)
+    if isinstance(side, AddExpression):
+        holding = [i for i, a in enumerate(side.args) if find_norm_atom(a) is not None]
+        if len(holding) != 1:
+            return None
+        i = holding[0]
+        inner = _affine_in_atom(side.args[i])
+        if inner is None:
+            return None
+        alpha, core, d = inner
+        rest = Constant(0.0)
+        for j, (a, sign) in enumerate(zip(side.args, side.signs)):
+            if j != i:
+                rest = add(rest, a, sign=sign)
+        sign = side.signs[i]
+        return sign * alpha, core, rest if d is None else add(rest, d, sign=sign)
+    return None
+
+
+def _scaled_sides(lhs, rhs, text):
+    """``(lhs, rhs, |alpha|)`` of ``alpha * P + d <= t`` (or ``t <= alpha * P + d``) divided through by alpha,
+    P a piecewise atom, an extremum or a hinge sum: ``P <= (t - d) / alpha`` for ``alpha > 0``, ``(t - d) /
+    alpha <= P`` for ``alpha < 0`` (the same set, exactly). None when neither side is such a form (or P is
+    already alone). The rewritten constraint is then checked as written (a convex P on the smaller side, a
+    concave one on the larger). CVXPY's multiplier of the constraint as written is the rewritten one's over
+    ``|alpha|`` (its KKT term ``lambda * alpha * dP`` is the rewritten ``lambda' * dP``)."""
+    from .nonsmooth import EntryExtremumAtom, PiecewiseAtom, find_norm_atom
+
+    for upper, side, other in ((True, lhs, rhs), (False, rhs, lhs)):
+        if isinstance(side, (PiecewiseAtom, EntryExtremumAtom)) or _is_hinge(side):
+            return None  # (alone: as written)
+        if not isinstance(find_norm_atom(side), (PiecewiseAtom, EntryExtremumAtom)):
+            continue
+        if find_norm_atom(other) is not None:
+            return None
+        found = _affine_in_atom(side)
+        if found is None:
+            return None
+        alpha, core, d = found
+        bound = other if d is None else add(other, d, sign=-1)
+        if alpha != 1.0:
+            bound = multiply(1.0 / alpha, bound)
+        return (core, bound, abs(alpha)) if (alpha > 0) == upper else (bound, core, abs(alpha))
+    return None
+
+
+class HingeBudget:
+    """``fm.sum(fm.pos(e)) <= t``: the hinge (shortfall) budget, lowered with an auxiliary variable.
+
+    ``fm.sum(fm.maximum(p_1, ..., p_k, c)) <= t`` (pieces ``p_j`` affine, ``c``
+    their one argument without variables: the 0 of ``pos(e)`` and ``neg(e)``)
+    is exactly ``{exists s >= 0: p_j - c <= s for every j, sum(s) <= t -
+    sum(c)}``: at a point of the set, ``s = maximum(p, c) - c`` is feasible,
+    and any feasible s is at least that (CVXPY's own reduction of ``pos``).
+    The auxiliary ``s`` (``aux``, nonneg, hidden from ``prob.variables()``)
+    with its total is a simplex with an inequality total (the compiler's
+    ``Simplex(s, t, equality=False)``, the convex hull of a simplex and the
+    origin: a bounded set whose LMO is a vertex), and the rows ``p_j - c - s
+    <= 0`` are general inequalities (their slacks bounded by the LMOs).
+    ``axis`` (``fm.sum(fm.pos(E), axis=1) <= t``) gives one budget per slice:
+    a batched simplex. ``fm.sum(fm.minimum(p, c)) >= t`` is the same with the
+    pieces and t negated. t is data (a number, an array of the sum's shape, an
+    fm.Parameter); a negative t holds for no point ("infeasible", as in CVXPY).
+
+    ``constraints`` are the internal inequalities the compiler lowers in the
+    constraint's place; ``budget`` (``sum(s) <= t - sum(c)``) has the
+    multiplier of the constraint as written (the rows' multipliers at the
+    optimum are each at most it, equal where ``s_i > 0``: the KKT conditions
+    in s), which CVXPY reports too.
+    """
+
+    def __init__(self, lhs, rhs, text):
+        from .affine import sum as fm_sum
+        from .core import Variable
+
+        upper = _is_hinge(lhs)
+        total, bound = (lhs, rhs) if upper else (rhs, lhs)
+        atom = total.args[0]
+        if _is_hinge(bound):
+            raise ModelError(f"{text}: compare {short_repr(lhs)} and {short_repr(rhs)} with data, not with each "
+                             "other")
+        if (atom.kind == "maximum") != upper:
+            good = "fm.sum(fm.maximum(...)) <= t" if atom.kind == "maximum" else "fm.sum(fm.minimum(...)) >= t"
+            raise ModelError(f"{text}: bounds {short_repr(total)} from the wrong side, a set that is not convex; "
+                             f"only {good} is a constraint")
+        if bound._has_vars:
+            raise ModelError(f"{text}: the bound of {short_repr(total)} must be data (a number, an array or an "
+                             "fm.Parameter), not an expression of variables: it is the total of a simplex that "
+                             "the compiler builds; make it an fm.Parameter to vary it between solves")
+        try:
+            shape = np.broadcast_shapes(bound.shape, total.shape)
+        except ValueError:
+            shape = None
+        if shape != total.shape:
+            raise ModelError(f"{text}: the bound of shape {bound.shape} does not broadcast to the shape "
+                             f"{total.shape} of {short_repr(total)}")
+        if not isinstance(total.axes, tuple) or (total.keepdims and total.ndim != atom.ndim):
+            raise ModelError(f"{text}: this sum's axes are not supported")  # (not reached: SumExpression's own)
+        pieces = [a if a.shape == atom.shape else a + np.zeros(atom.shape) for a in atom.args]
+        if atom.kind == "minimum":  # sum(minimum(p, c)) >= t is sum(maximum(-p, -c)) <= -t
+            pieces, bound = [negate(p) for p in pieces], negate(bound)
+        variable = [p for p in pieces if p._has_vars]
+        data = [p for p in pieces if not p._has_vars]
+        if not variable:
+            raise ModelError(f"{text}: the inequality has no variables (a comparison of data is not a constraint)")
+        if not data:
+            raise ModelError(f"{text}: fwmodel bounds a sum of {atom.kind}s that has an argument without variables "
+                             f"(the 0 of pos(e) and neg(e), the c of {atom.kind}(e, c)): its excess over that "
+                             f"argument is nonnegative, a simplex's variable. Here every argument of {atom.call} "
+                             "has variables; bound each piece's entries instead (maximum(a, b) <= u with a "
+                             "variable u, and fm.sum(u) <= t)")
+        data_count = len(data)
+        if len(data) > 1:
+            if any(p._has_params for p in data):
+                raise ModelError(f"{text}: {atom.call} has several arguments without variables, with Parameters: "
+                                 "write their elementwise maximum as one argument")
+            data = [Constant(np.maximum.reduce([np.asarray(p.value, dtype=float) for p in data]))]
+        c = data[0]
+        zero = not c._has_params and not np.any(np.asarray(c.value, dtype=float))
+        self.atom, self.total, self.shape = atom, total, shape
+        #: the excess of the maximum over c, entrywise (CVXPY's variable of ``pos``), hidden from the user
+        # its name says what it is (a budget's messages name it): pos(e), maximum(e, c) - c, c - minimum(e, c)
+        given = [a for a in atom.args if not a._has_vars]
+        given = short_repr(given[0] if data_count == 1 else (c if atom.kind == "maximum" else negate(c)), 40)
+        if atom.kind == "maximum":
+            name = atom.call if zero else f"{atom.call} - {given}"
+        else:
+            name = f"{given} - {atom.call}"
+        self.aux = Variable(atom.shape, nonneg=True, name=name)
+        self.aux.is_slack = True
+        self.rows = [Inequality(p if zero else add(p, c, sign=-1), self.aux) for p in variable]
+        budget_total = bound if zero else add(bound, fm_sum(c, axis=total.axes, keepdims=total.keepdims), sign=-1)
+        self.budget = Inequality(fm_sum(self.aux, axis=total.axes, keepdims=total.keepdims), budget_total)
+        self.constraints = self.rows + [self.budget]
+        for q in self.constraints:
+            q._text = text  # (messages about the rows and the budget name the constraint as written)
 
 
 def _piecewise_sides(lhs, rhs, text):

@@ -27,7 +27,19 @@ data or affine; NumPy broadcasting)::
 
 (an argument without variables next to a data t, the 0 of ``pos``, is
 checked on the data at each solve: "infeasible" where it fails, as in
-CVXPY). In an objective, each of these atoms raises
+CVXPY). Scaled, and summed (t data; one argument c without variables)::
+
+    alpha * P + d <= t          ->  P <= (t - d) / alpha     (alpha > 0 a number, P convex above;
+                                    (t - d) / alpha <= P for alpha < 0 and P concave; d affine)
+    fm.sum(fm.pos(e)) <= t      ->  s >= 0, e - s <= 0, sum(s) <= t   (s hidden: a simplex with "<=")
+    fm.sum(fm.maximum(e, c)) <= t  ->  s >= 0, e - c - s <= 0, sum(s) <= t - sum(c)
+    fm.sum(fm.neg(e)) <= t      ->  s >= 0, -e - s <= 0, sum(s) <= t
+    fm.sum(fm.minimum(e, c)) >= t  ->  the maximum's with e, c, t negated
+
+(``axis=`` gives one budget per slice; see
+:class:`~fwmodel.expressions.constraints.HingeBudget`; ``dual_value`` is
+CVXPY's multiplier of the constraint as written, over ``|alpha|`` when
+scaled). In an objective, each of these atoms raises
 :class:`~fwmodel.errors.ModelError` naming the set or bound to use.
 """
 from __future__ import annotations
@@ -396,8 +408,9 @@ def maximum(*args):
     """CVXPY's ``maximum(a, b, ...)`` (entrywise, broadcast): ``maximum(a, b) <= t`` is ``a <= t`` and
     ``b <= t``; refused in objectives (not smooth)."""
     call = f"maximum({', '.join(short_repr(as_expression(a), 60) for a in args)})"
-    return PiecewiseAtom(args, "maximum", call, f"as a constraint write {call} <= t (each argument <= t, "
-                                                "entrywise); fm.log_sum_exp is a smooth surrogate.")
+    return PiecewiseAtom(args, "maximum", call, f"as a constraint write {call} <= t (each argument <= t, entrywise), "
+                                                f"or bound its sum, fm.sum({call}) <= t (t data); fm.log_sum_exp is "
+                                                "a smooth surrogate.")
 
 
 def minimum(*args):
@@ -405,22 +418,30 @@ def minimum(*args):
     ``b >= t``; refused in objectives (not smooth)."""
     call = f"minimum({', '.join(short_repr(as_expression(a), 60) for a in args)})"
     return PiecewiseAtom(args, "minimum", call, f"as a constraint write {call} >= t (each argument >= t, "
-                                                "entrywise).")
+                                                f"entrywise), or bound its sum, fm.sum({call}) >= t (t data).")
 
 
 def pos(expr):
-    """CVXPY's ``pos(e) = maximum(e, 0)``: ``pos(e) <= t`` is ``e <= t`` and ``0 <= t``; refused in objectives."""
+    """CVXPY's ``pos(e) = maximum(e, 0)``: ``pos(e) <= t`` is ``e <= t`` and ``0 <= t``; refused in objectives.
+
+    ``fm.sum(fm.pos(e)) <= t`` (t data) is the hinge budget
+    (:class:`~fwmodel.expressions.constraints.HingeBudget`)."""
     expr = as_expression(expr)
     call = _call("pos", expr)
     return PiecewiseAtom([expr, 0.0], "maximum", call, f"as a constraint write {call} <= t ({short_repr(expr)} <= t "
-                                                       "and 0 <= t, entrywise); as a penalty, fm.logistic(k * e) / k "
+                                                       f"and 0 <= t, entrywise), or bound its sum, fm.sum({call}) <= t "
+                                                       "(t data, a hinge budget); as a penalty, fm.logistic(k * e) / k "
                                                        "is a smooth surrogate.")
 
 
 def neg(expr):
-    """CVXPY's ``neg(e) = maximum(-e, 0)``: ``neg(e) <= t`` is ``-e <= t`` and ``0 <= t``; refused in objectives."""
+    """CVXPY's ``neg(e) = maximum(-e, 0)``: ``neg(e) <= t`` is ``-e <= t`` and ``0 <= t``; refused in objectives.
+
+    ``fm.sum(fm.neg(e)) <= t`` (t data) is a shortfall budget
+    (:class:`~fwmodel.expressions.constraints.HingeBudget`)."""
     expr = as_expression(expr)
     call = _call("neg", expr)
     return PiecewiseAtom([-expr, 0.0], "maximum", call, f"as a constraint write {call} <= t ({short_repr(expr)} >= "
-                                                        "-t and 0 <= t, entrywise); as a penalty, fm.logistic(-k * e) "
-                                                        "/ k is a smooth surrogate.")
+                                                        f"-t and 0 <= t, entrywise), or bound its sum, fm.sum({call}) "
+                                                        "<= t (t data); as a penalty, fm.logistic(-k * e) / k is a "
+                                                        "smooth surrogate.")
