@@ -49,8 +49,9 @@ def fingerprint(prob):
 
 
 def verbose_rows_hash(text):
-    """A hash of the verbose table's iteration rows, with the time column left out."""
-    rows = [re.sub(r"\d+\.\d\d(?=\s+fw/)", "T", line) for line in text.splitlines() if line[:7].strip().isdigit()]
+    """A hash of the verbose table's iteration rows, with the time column left out (its padding too: a time
+    of 10 s or more is one character wider)."""
+    rows = [re.sub(r"\s+\d+\.\d\d(?=\s+fw/)", " T", line) for line in text.splitlines() if line[:7].strip().isdigit()]
     return hashlib.sha1("".join(rows).encode()).hexdigest()[:10]
 
 
