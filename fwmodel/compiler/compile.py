@@ -272,7 +272,9 @@ class CompiledProblem:
         way (a radius from 1 to 1e-8 or 1e6), the multipliers and the penalty
         carried over are in the old units: warm-started, such solves ran to
         max_iter where a cold one takes 11-38 iterations, so the solve starts
-        cold (None).
+        cold (None). Where any Parameter's value moved (``data_versions``),
+        the copy is marked ``data_changed``: the engine carries its duals to
+        the new data's units or restarts them (``warm_start.in_new_units``).
         """
         changed = [k for k, (blk, (old, _)) in enumerate(zip(self.blocks, versions))
                    if blk.set.data_version != old]
