@@ -108,6 +108,27 @@ def test_a_steady_dual_drift_raises_lam(m):
     assert sched._y_ref.size <= AdaptiveMultiplier.drift_sample
 
 
+@pytest.mark.parametrize("shrink, raised", [(0.7, True), (0.05, False)])
+def test_a_coherent_drift_too_slow_for_the_target_raises_lam(shrink, raised):
+    """The residual keeps its direction (coherence 1) and shrinks by ``shrink`` per window, far above
+    its target (1e-9). At 0.7 it halves across the 5 windows (0.17 of the first), so the old test
+    (not halved) never fired, yet at that pace it would take 50 more windows: the pace test
+    (feas * (feas / first) > target) raises lam x 4 at the end of window 6. At 0.05 the same pace
+    reaches the target within 5 more windows: lam is kept."""
+    direction = np.array([0.6, 0.8])
+    sched = AdaptiveMultiplier(lam=1.0)
+    y = np.zeros(2)
+    lams = []
+    for t in range(6 * sched.window):
+        r = direction * shrink ** (t // sched.window)
+        eta = sched.step(t, feas=float(np.linalg.norm(r)), lam=sched.lam, gap=1e9, y=y, r=r, feas_target=1e-9)
+        y += eta * r
+        sched.penalty(sched.lam)
+        if (t + 1) % sched.window == 0:
+            lams.append(sched.lam)
+    assert lams == [1.0] * 5 + [4.0 if raised else 1.0]
+
+
 def test_drift_path_counts_each_steps_own_residual():
     """y's path length sums eta_t ||r_t|| with each step's own ||r_t||, also at the window's last
     step, where the rule compares the window's best feasibility (not this step's)."""

@@ -385,3 +385,24 @@ def test_markowitz_with_a_risk_bound_against_clarabel():
             clarabel(prob)
         out.append(prob.value)
     assert out[0] == pytest.approx(out[1], rel=1e-4)
+
+
+def test_a_portfolio_started_at_its_own_vertex_gets_a_penalty_of_the_sets_size():
+    """n = 100, data seed 0: the start is already the simplex vertex the linear objective picks, so the
+    first FW direction is zero. Its penalty came from a Gaussian direction, unrelated to the sets' size
+    (lam 0.0069, 100x below what the rows need), and the drift rule raised lam only every 400
+    iterations while feasibility fell by 0.7 per window: 1,715 iterations. Now the direction goes to
+    the vertices of a random direction (lam 0.24) and the drift rule also fires on a pace too slow
+    for the target (241). Value and risk multiplier against Clarabel."""
+    out = []
+    for m in (fm, cp):
+        prob, w, sigma, risk = _markowitz(m, seed=0, factors=3, level=0.005, n=100)
+        if m is fm:
+            prob.solve()
+            assert prob.status == fm.OPTIMAL and prob.stats.iterations < 600
+        else:
+            clarabel(prob)
+        out.append((prob.value, float(np.ravel(risk.dual_value)[0])))
+    (value, dual), (ref, dual_ref) = out
+    assert value == pytest.approx(ref, rel=1e-4)
+    assert dual == pytest.approx(dual_ref, rel=1e-2)

@@ -128,8 +128,15 @@ class AdaptiveMultiplier:
     FW's own pace x zigzags between vertices, r turns from step to step and
     the coherence is small. When ``drift_windows`` (5) windows in a row are
     coherent (>= ``drift_coherence``, 0.97), none grew (an overshoot is
-    coherent too) and feasibility did not halve across them and is above its
-    target, lam is multiplied by ``drift_factor`` (4). Beyond
+    coherent too) and feasibility, above its target, did not halve across
+    them or fell at a pace that would not reach the target in as many
+    windows again (``feas * (feas / first) > target``), lam is multiplied by
+    ``drift_factor`` (4). The pace test: a portfolio with a risk bound whose
+    default lam was 100x too small had feasibility falling by 0.7 per window
+    for 600 iterations, coherent all along, and lam rose x4 only every 400
+    (1,715 iterations; 466 with the pace test, 169 at lam = 1; models
+    0-1599 of benchmarks/trust_fuzz.py: see benchmarks/RESULTS.md, "The
+    drift rule's pace test"). Beyond
     ``drift_sample`` rows the rule watches every k-th entry of y and r (no
     second copy of a y with one entry per matrix entry). Measured
     (benchmarks/RESULTS.md, "Randomized cross-check", "A drift rule"): three
@@ -302,8 +309,12 @@ class AdaptiveMultiplier:
             self._drift_feas = [feas]
             return
         self._drift_feas = (self._drift_feas + [feas])[-(self.drift_windows + 1):]
+        first = self._drift_feas[0]
+        # too slow: not halved across the windows, or falling at a pace (feas / first per drift_windows
+        # windows) that would not reach the target in as many windows again
+        slow = feas > 0.5 * first or (first > 0 and feas_target > 0 and feas * (feas / first) > feas_target)
         if (len(self._drift_feas) > self.drift_windows and feas > feas_target
-                and feas > 0.5 * self._drift_feas[0] and self.lam < self.max_growth * self.lam0):
+                and slow and self.lam < self.max_growth * self.lam0):
             self._pending_lam = self.drift_factor * self.lam
             self._drift_feas = [feas]
 
@@ -511,7 +522,13 @@ def default_penalty(objective, blocks, Mop, x, g, rng, fallback=1.0, vertex=None
     ``fallback``: the engine passes objective scale / feasibility scale^2 of
     its stopping rule (:mod:`fwmodel.engine.stopping`), in the same units.
     A direction in M's null space with nonzero entries on M's columns gets
-    the floors' lam, not ``fallback``.
+    the floors' lam, not ``fallback``. Where the first FW direction is zero
+    (the start already minimizes f's linearization over the sets: a linear
+    objective started at its own vertex), d goes toward the vertices of a
+    random direction, a move of the sets' own size. A Gaussian d, taken
+    before, had no relation to the sets' size: on a portfolio with a risk
+    bound its lam was 0.0069 against 0.24 from a vertex (1,715 iterations
+    against 570; benchmarks/RESULTS.md, "The drift rule's pace test").
 
     A nearly linear objective (``c_f`` below ``NEARLY_LINEAR`` times the
     slope ``|<grad f, d>|``, e.g. ``c' x + 1e-8 ||x||^2``) is treated as a
@@ -543,7 +560,15 @@ def default_penalty(objective, blocks, Mop, x, g, rng, fallback=1.0, vertex=None
             np.negative(x[sl], out=d[sl])
             blk.lmo(g[sl]).add_to(d[sl], 1.0)
     if not np.any(d):
-        d, Md = rng.standard_normal(n), None
+        # the start already minimizes f's linearization over the sets (a linear objective started at its
+        # own vertex): toward the vertices of a random direction instead, a move of the sets' own size
+        d, Md, slope = np.empty(n), None, None
+        for blk in blocks:
+            sl = blk.slice
+            np.negative(x[sl], out=d[sl])
+            blk.lmo(rng.standard_normal(blk.size)).add_to(d[sl], 1.0)
+    if not np.any(d):  # every set a single point
+        d = rng.standard_normal(n)
     if Md is None:
         Md = Mop.matvec(d)
     c_f = None
