@@ -161,7 +161,6 @@ def initial_point(blocks, n, m, warm_state, step, proj_blocks, face_blocks):
     return x, y, active, faces
 
 
-
 #: a warm start whose units moved more than this (either way) since its state was saved restarts its
 #: duals (y = 0, the cold penalty and dual step) from the warm point: benchmarks/warm_parameters.py
 #: (benchmarks/RESULTS.md, "Warm starts after a Parameter change")
