@@ -434,7 +434,10 @@ class Problem:
         (:meth:`fwmodel.compiler.compile.CompiledProblem.write_duals`);
         None where the compiler shared a multiplier between sets.
         With ``warm_start=True``, the blocks whose set data changed through
-        an fm.Parameter restart from their set's initial point.
+        an fm.Parameter restart from their set's initial point, and after any
+        Parameter change the multipliers and the penalty are carried to the
+        new data's units, or restart where those moved more than 10x
+        (:func:`fwmodel.engine.warm_start.in_new_units`).
 
         A Parameter value outside an atom's domain (``quad_over_lin``'s
         y > 0, a divisor that must be nonzero) raises a ModelError naming the

@@ -61,7 +61,7 @@ import scipy.sparse as sp
 from ..engine.stopping import UNITS_APART
 from ..errors import ModelError
 from ..expressions import Equality, SmoothFunction, Variable, linearize
-from ..sets.base import ConvexSet
+from ..sets.base import ConvexSet, distinct_parameters
 from ..sets.box import Box
 from ..sets import Ellipsoid, L1Ball, L2Ball, LinfBall
 from ..sets.boxed_l1 import BoxedL1Ball
@@ -75,6 +75,33 @@ from .objective import BlockObjective, CopyMap
 
 #: a warm start whose set moved in size more than this (either way) starts cold (restart_changed_blocks)
 WARM_SCALE_APART = 10.0
+
+
+class _DataVersions(list):
+    """:meth:`CompiledProblem.data_versions`: one ``(version, diameter)`` per block, and the Parameters' values."""
+
+    parameter_values = None
+
+
+class _Holder:
+    """Parameters given as a list, where :func:`distinct_parameters` asks for ``parameters()``."""
+
+    def __init__(self, params):
+        self._params = params
+
+    def parameters(self):
+        return self._params
+
+
+def _parameters_moved(parameter_values):
+    """Whether any Parameter's value differs from the one recorded (``data_versions``); True where none was."""
+    if parameter_values is None:
+        return True
+    for p, old in parameter_values:
+        now = p.value
+        if (old is None) != (now is None) or (now is not None and not np.array_equal(old, np.asarray(now, dtype=float))):
+            return True
+    return False
 
 
 def _set_size(s):
@@ -225,8 +252,14 @@ class CompiledProblem:
             self.operator._csr = None
 
     def data_versions(self):
-        """``(data version, diameter)`` of every block's set (see ``ConvexSet.data_version``, ``diameter``)."""
-        return [(blk.set.data_version, _set_size(blk.set)) for blk in self.blocks]
+        """``(data version, diameter)`` of every block's set (see ``ConvexSet.data_version``, ``diameter``),
+        and, as its ``parameter_values``, a copy of every Parameter's value (objective, sets, rows)."""
+        versions = _DataVersions((blk.set.data_version, _set_size(blk.set)) for blk in self.blocks)
+        holders = [self.objective.smooth.expr] + [blk.set.expr for blk in self.blocks] + [blk.set for blk in self.blocks]
+        holders += [eq.expr for eq in self.equalities] + [_Holder(params) for _, _, params in self.parametric]
+        versions.parameter_values = [(p, None if p.value is None else np.array(p.value, dtype=float))
+                                     for p in distinct_parameters(holders)]
+        return versions
 
     def restart_changed_blocks(self, state, versions):
         """A copy of a warm-start ``state`` in which blocks whose set data changed restart, or None (start cold).
@@ -239,11 +272,14 @@ class CompiledProblem:
         way (a radius from 1 to 1e-8 or 1e6), the multipliers and the penalty
         carried over are in the old units: warm-started, such solves ran to
         max_iter where a cold one takes 11-38 iterations, so the solve starts
-        cold (None).
+        cold (None). Where any Parameter's value moved (``data_versions``),
+        the copy is marked ``data_changed``: the engine carries its duals to
+        the new data's units or restarts them (``warm_start.in_new_units``).
         """
         changed = [k for k, (blk, (old, _)) in enumerate(zip(self.blocks, versions))
                    if blk.set.data_version != old]
-        if not changed:
+        moved = _parameters_moved(getattr(versions, "parameter_values", None))
+        if not changed and not moved:
             return state
         for k in changed:
             before, now = versions[k][1], _set_size(self.blocks[k].set)
@@ -264,8 +300,12 @@ class CompiledProblem:
             blk.set.initial_atom().add_to(x[blk.slice], 1.0)
             active.pop(k, None)
             active.pop(("face", k), None)
-        return SolverState(x, state.y, active, state.lam, state.eta, state.lipschitz,
-                           row_norms=getattr(state, "row_norms", None))
+        restarted = SolverState(x, state.y, active, state.lam, state.eta, state.lipschitz,
+                                row_norms=getattr(state, "row_norms", None))
+        # the units of its duals: the engine carries them to the data's units now (warm_start.in_new_units)
+        restarted.reference_scales = getattr(state, "reference_scales", None)
+        restarted.data_changed = True
+        return restarted
 
     def write_duals(self, x, y, lam, multipliers=None):
         """Set ``dual_value`` of the user's equality and inequality constraints.

@@ -71,7 +71,7 @@ from .stopping import (LmoCheck, StoppingRule, certifies, lowest_gap, objective_
 from .pages import with_plain_pages
 from .threads import with_blas_threads
 from .vector_ops import dot, norm
-from .warm_start import initial_point
+from .warm_start import data_changed, in_new_units, initial_point
 
 
 @with_plain_pages
@@ -260,11 +260,27 @@ def minimize_fwal(
     if M is not M_original:
         lagrangian = AugmentedLagrangian(objective, blocks, Mop, b, buffers)
     x_ref = g_ref = measured = None  # (not kept by the loop)
-    if lam is None:
-        lam = warm_state.lam if warm_state is not None else default_penalty(
+    # the units of this solve's duals (kept in its warm-start state): the objective scale and the cold
+    # start's penalty; a warm start after a data change carries its duals to them from the last solve's,
+    # or restarts them where those were far apart (warm_start.in_new_units)
+    lam_0 = None
+    if lam is None and (cold or data_changed(warm_state)):
+        lam_0 = default_penalty(
             objective, blocks, Mop, x, g, rng,
             fallback=_fallback_penalty(stopping.objective_scale, stopping.feasibility_scale),
-            vertex=(setup["s_ref"], setup["Ms_ref"], Mx_ref), slope=stopping.objective_scale)
+            vertex=(setup["s_ref"], setup["Ms_ref"], Mx_ref), slope=stopping.objective_scale) if cold \
+            else _cold_penalty(objective, blocks, Mop, b, n, rng, stopping)
+    reference_scales = (stopping.objective_scale, lam_0)
+    if warm_state is not None:
+        if lam_0 is None:  # the same data (or lam given): the last solve's units
+            reference_scales = getattr(warm_state, "reference_scales", None)
+        warm_state, y_factor = in_new_units(warm_state, reference_scales or (None, None))
+        if y_factor == 0.0:
+            y.fill(0.0)
+        elif y_factor != 1.0:
+            y *= y_factor
+    if lam is None:
+        lam = warm_state.lam if warm_state is not None and warm_state.lam is not None else lam_0
     spare = setup or {}  # the setup's vertex arrays, free now (reused below: _spare_arrays)
     setup = Mx_ref = None
     if y is None:  # y = 0, made after the setup
@@ -421,6 +437,7 @@ def minimize_fwal(
             if row_factors is not None:
                 result = row_factors.unscale(result)
             result.state.row_norms = row_norms
+            result.state.reference_scales = reference_scales
             return result
         except KeyboardInterrupt:
             if attempt == MAX_FINISH_ATTEMPTS - 1:
@@ -713,6 +730,20 @@ def _block_curvature(objective, it):
         return curvature_block(it.x, block.slice, d_k) if has(block.slice) else None
 
     return curvature, hessian
+
+
+def _cold_penalty(objective, blocks, Mop, b, n, rng, stopping):
+    """The default penalty a cold start takes (:func:`default_penalty` at the cold starting point, the
+    reference x_ref): for a warm start whose duals restart (``warm_start.in_new_units``)."""
+    x_ref = reference_point(blocks, n)
+    _, g_ref = objective.value_and_grad(x_ref)
+    _, s_ref = objective_gap(blocks, x_ref, g_ref, with_vertex=True)
+    Ms_ref = Mx_ref = None
+    if Mop.shape[0]:
+        Ms_ref, Mx_ref = Mop.matvec(s_ref), Mop.matvec(x_ref)
+    return default_penalty(objective, blocks, Mop, x_ref, g_ref, rng,
+                           fallback=_fallback_penalty(stopping.objective_scale, stopping.feasibility_scale),
+                           vertex=(s_ref, Ms_ref, Mx_ref), slope=stopping.objective_scale)
 
 
 def _fallback_penalty(objective_scale, feasibility_scale):

@@ -75,6 +75,9 @@ class SolverState:
         # each row's norm when y was taken (stopping.row_norm_equilibration): a warm start carries y to rows
         # a Parameter has rescaled since (y times the old norm over the new, its multiplier per unit row)
         self.row_norms = row_norms
+        # (objective scale, the cold start's penalty lam_0), both measured at the cold starting point of the
+        # solve that left this state: the units its y, lam and eta are in (warm_start.in_new_units)
+        self.reference_scales = None
 
 
 class FWALResult(dict):

@@ -159,3 +159,66 @@ def initial_point(blocks, n, m, warm_state, step, proj_blocks, face_blocks):
                 atom.add_to(x[blk.slice], 1.0)
         faces[k] = aset
     return x, y, active, faces
+
+
+#: a warm start whose units moved more than this (either way) since its state was saved restarts its
+#: duals (y = 0, the cold penalty and dual step) from the warm point: benchmarks/warm_parameters.py
+#: (benchmarks/RESULTS.md, "Warm starts after a Parameter change")
+DUALS_APART = 10.0
+
+
+def data_changed(state):
+    """Whether the data moved since ``state`` was saved (a Parameter's value: ``restart_changed_blocks``)."""
+    return state is not None and bool(getattr(state, "data_changed", False))
+
+
+def in_new_units(state, scales):
+    """The warm state's duals carried to the units of the data now, or restarted: ``(state, y_factor)``.
+
+    What a warm start carries and what it depends on: the point and its
+    active sets are points of the sets (``CompiledProblem.restart_changed_blocks``
+    restarts the blocks whose sets changed); the multipliers y have the units
+    of f / ||Mx - b||, the penalty lam and the dual step eta those of
+    f / ||Mx - b||^2 (:mod:`fwmodel.engine.schedules`), and the backtracking
+    Lipschitz estimate those of L's curvature. ``scales`` = (S_f, lam_0) of
+    the data now: the stopping rule's objective scale (f's FW gap at the cold
+    starting point, :mod:`fwmodel.engine.stopping`) and the penalty a cold
+    start takes (``default_penalty``: f's curvature, or slope, along the
+    first FW direction over ||M d||^2); the state keeps those of the solve
+    that left it (``reference_scales``). y's units are sqrt(lam_0 S_f).
+
+    Where the data did not change (``data_changed``), the state is used as it
+    is. Where both scales moved by at most ``DUALS_APART``, y is multiplied by
+    sqrt((S_f'/S_f) (lam_0'/lam_0)) and lam and eta by lam_0'/lam_0 (exact
+    for an objective rescaled as a whole), and the Lipschitz estimate is
+    measured again at the warm point. Farther apart, the old multipliers and
+    penalty are a guess in other units (a weight 1e4 -> 1e-4 on a
+    least-squares term ran the warm start to max_iter, 10,000 iterations,
+    where a cold solve takes 56): the duals restart as a cold solve's
+    (``y_factor`` 0; ``lam`` and ``eta`` None: the engine's cold defaults),
+    from the warm point.
+    """
+    if not data_changed(state):
+        return state, 1.0
+    from .result import SolverState
+
+    old = getattr(state, "reference_scales", None)
+    ratios = [_ratio(new, was) for new, was in zip(scales, old)] if old is not None else [None]
+    if all(r is not None and max(r, 1.0 / r) <= DUALS_APART for r in ratios):
+        s_ratio, lam_ratio = ratios
+        y_factor = float(np.sqrt(s_ratio * lam_ratio))
+        lam = state.lam * lam_ratio if state.lam is not None else None
+        eta = state.eta * lam_ratio if state.eta else state.eta
+    else:
+        y_factor, lam, eta = 0.0, None, None
+    carried = SolverState(state.x, state.y, state.active_sets, lam, eta, None,
+                          row_norms=getattr(state, "row_norms", None))
+    carried.reference_scales = old
+    return carried, y_factor
+
+
+def _ratio(new, old):
+    """new / old for two positive finite scales, else None (a scale unknown: 0 or None)."""
+    if new is not None and old is not None and new > 0 and old > 0 and np.isfinite(new) and np.isfinite(old):
+        return new / old
+    return None
