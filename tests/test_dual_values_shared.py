@@ -153,3 +153,45 @@ def test_a_ball_on_a_slice_with_a_parameter_radius_next_to_a_floor_has_cvxpys_du
         reference.solve(solver=cp.CLARABEL)
         assert prob.status == "optimal" and prob.value == pytest.approx(reference.value, rel=1e-5)
         assert con.dual_value == pytest.approx(float(ref.dual_value), rel=1e-3, abs=1e-5)
+
+
+C_ABS = np.array([3.0, -3.0, 0.5, 1.0, -0.2])
+ABS_NEXT_TO_BOUNDS = {  # abs(x) <= t whose other side a bound box took: the box holds the abs bound there
+    "abs(x) <= 2, x <= 1.6": lambda m, x: [m.abs(x) <= 2, x <= 1.6],
+    "abs(x) <= 2, maximum(x - 1, 0.5) <= 0.6": lambda m, x: [m.abs(x) <= 2, m.maximum(x - 1, 0.5) <= 0.6],
+    "abs(x[:3]) <= 2, -2.5 <= x <= 1.6": lambda m, x: [m.abs(x[:3]) <= 2, x >= -2.5, x <= 1.6],
+    "abs(x) <= t (a vector), x >= -0.1": lambda m, x: [m.abs(x) <= np.array([2, 2, 1, 1, 1.0]), x >= -0.1],
+}
+
+
+@pytest.mark.parametrize("name", list(ABS_NEXT_TO_BOUNDS))
+def test_abs_bounds_next_to_a_box_that_took_a_side_have_cvxpys_dual_value(name):
+    """``abs(x) <= 2`` with ``x <= 1.6``: the bound box takes the abs bound's lower side -2, and x[1] = -2
+    binds there, so the box and the abs box share its multiplier (unique: 2, Clarabel's); dual_value was None.
+    Per entry it is the abs block's own multiplier plus the box's on the sides it took from abs."""
+    build = ABS_NEXT_TO_BOUNDS[name]
+    x, z = fm.Variable(5), cp.Variable(5)
+    cons, ref = build(fm, x), build(cp, z)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - C_ABS)), cons)
+    prob.solve(tol=1e-8, feas_tol=1e-8, max_iter=100000)
+    reference = cp.Problem(cp.Minimize(cp.sum_squares(z - C_ABS)), ref)
+    reference.solve(solver=cp.CLARABEL)
+    assert prob.status == "optimal" and prob.value == pytest.approx(reference.value, rel=1e-6)
+    assert cons[0].dual_value is not None
+    np.testing.assert_allclose(cons[0].dual_value, ref[0].dual_value, atol=1e-3)
+
+
+def test_abs_bound_with_a_parameter_next_to_a_box_that_took_a_side_has_cvxpys_dual_value():
+    """The same with t an fm.Parameter: the sides the box takes are read at each solve's end."""
+    t = fm.Parameter(nonneg=True, value=2.0)
+    x = fm.Variable(5)
+    con = fm.abs(x) <= t
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - C_ABS)), [con, x <= 1.6])
+    for value in (2.0, 0.5, 3.5):
+        t.value = value
+        prob.solve(tol=1e-8, feas_tol=1e-8, max_iter=100000)
+        z = cp.Variable(5)
+        ref = cp.abs(z) <= value
+        cp.Problem(cp.Minimize(cp.sum_squares(z - C_ABS)), [ref, z <= 1.6]).solve(solver=cp.CLARABEL)
+        assert prob.status == "optimal" and con.dual_value is not None
+        np.testing.assert_allclose(con.dual_value, ref.dual_value, atol=1e-3)

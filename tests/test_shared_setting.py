@@ -55,8 +55,19 @@ def _ctrl_c_at_event(k, module_files):
     return hook, count
 
 
+@pytest.fixture
+def python_sigint_handler():
+    """Python's own SIGINT handler for the test, as in an interactive session: a process started in the
+    background by a non-interactive shell inherits SIGINT ignored, and Python then leaves it ignored."""
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 @pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="signals need the main thread")
-def test_a_ctrl_c_anywhere_in_a_held_call_leaves_the_counts_and_the_settings_consistent():
+def test_a_ctrl_c_anywhere_in_a_held_call_leaves_the_counts_and_the_settings_consistent(python_sigint_handler):
     """Ctrl-C arrives at every profile event, one per trial, of two settings held around a call that holds them
     again (a nested solve); afterwards both settings are what they were and no block is counted (the earlier
     page switch changed its count and the setting in two statements: a Ctrl-C between them left it off by one)."""
@@ -113,7 +124,7 @@ def _interrupt_every_event(trial, settings, knobs, module_file):
 
 @pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="signals need the main thread")
 @pytest.mark.parametrize("where", ["enter", "exit"])
-def test_a_handler_raising_while_sigint_is_swapped_leaves_python_s_handler(monkeypatch, where):
+def test_a_handler_raising_while_sigint_is_swapped_leaves_python_s_handler(monkeypatch, where, python_sigint_handler):
     """Another signal's handler that raises as the Ctrl-C deferral swaps its SIGINT handler in (after the swap)
     or out (``signal.signal`` runs pending handlers before it swaps) must not leave the deferral installed: it
     would swallow every later Ctrl-C of the process (seen under load after tests/test_interrupts.py)."""

@@ -1015,6 +1015,16 @@ def _write_norm_dual(compiled, lowered, shared, ineq, ball, x, g):
     if held is None:
         return
     point, grad = held
+    if derived is not None and ineq.norm.kind == "abs":
+        # abs(x) <= t: per entry, the abs box's own multiplier plus the bound box's on the sides it took from
+        # it (above_d at x_j = t, below_d at x_j = -t: |above_d - below_d|, one of the two is 0)
+        entries, pull = derived
+        bound = np.broadcast_to(np.asarray(ball.interval_bounds()[1], dtype=float), point.shape)
+        inner = np.maximum(0.0, -grad * point)
+        mu = np.where(bound > 0, inner / np.where(bound > 0, bound, 1.0), np.abs(grad))
+        mu[entries] += np.abs(pull)
+        ineq.dual_value = mu.reshape(ineq.shape)
+        return
     if derived is not None:
         entries, pull = derived  # the box's multipliers on the ball's sides, above_d - below_d
         if float(ball.radius) > 0:
@@ -1050,7 +1060,7 @@ def _derived_box_sides(compiled, lowered, ball, x, g, key=None):
         return None
     box, var, entries, position, lo_side, hi_side = info
     blocks = [blk for blk in compiled.blocks if blk.set is box or _bounds_box(blk.set) is box]
-    if len(blocks) != 1 or type(ball) not in (L1Ball, L2Ball, LinfBall, Ellipsoid):
+    if len(blocks) != 1 or type(ball) not in (L1Ball, L2Ball, LinfBall, Ellipsoid, Box):
         return None
     blk = blocks[0]
     inside = position >= 0  # the box's entries that the ball holds (all, for a ball on the variable itself)
