@@ -17,8 +17,7 @@ import fwmodel as fm
 
 cp = pytest.importorskip("cvxpy")
 
-TIGHT = dict(tol=1e-8, feas_tol=1e-8, max_iter=50000)
-OBJ_RTOL, X_ATOL, DUAL_RTOL, DUAL_ATOL = 2e-4, 2e-4, 2e-3, 2e-4
+from _against_clarabel import DUAL_ATOL, DUAL_RTOL, OBJ_RTOL, TIGHT, X_ATOL, assert_same_answer  # noqa: E402, I001
 
 rng = np.random.default_rng(23)
 M, N = 10, 5
@@ -30,35 +29,6 @@ CV = 0.5 * rng.standard_normal(M)
 X0M = rng.uniform(-2.0, 2.0, (3, 4))
 DM = 0.3 * rng.standard_normal((3, 4))
 BP = np.abs(B) + 0.5
-
-
-def solve_both(build):
-    """``build(m)`` -> (problem, variables, constraints) for m in (fm, cp): both solved, and their answers."""
-    answers = []
-    for m in (fm, cp):
-        prob, variables, constraints = build(m)
-        if m is fm:
-            prob.solve(**TIGHT)
-            assert prob.status == fm.OPTIMAL, prob.stats.message
-        else:
-            prob.solve(solver=cp.CLARABEL)
-            assert prob.status == cp.OPTIMAL
-        answers.append((prob.value, [v.value for v in variables], [k.dual_value for k in constraints],
-                        [k.shape for k in constraints]))
-    return answers
-
-
-def assert_same_answer(build):
-    (value, xs, duals, shapes), (ref, ref_xs, ref_duals, ref_shapes) = solve_both(build)
-    assert abs(value - ref) <= OBJ_RTOL * max(1.0, abs(ref)), (value, ref)
-    for x, ref_x in zip(xs, ref_xs):
-        np.testing.assert_allclose(x, ref_x, atol=X_ATOL)
-    assert shapes == ref_shapes
-    for dual, ref_dual in zip(duals, ref_duals):
-        assert dual is not None
-        assert np.shape(dual) == np.shape(ref_dual)
-        np.testing.assert_allclose(dual, ref_dual, rtol=DUAL_RTOL, atol=DUAL_ATOL)
-    return ref_duals
 
 
 HINGES = {
