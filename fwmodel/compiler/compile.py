@@ -811,6 +811,10 @@ def compile_problem(objective_expr, sign, constraints):
                             "such a set gets its own block, tied to the variables by equality rows, and does not "
                             f"bound {var.name}. Only a set on {var.name}, a selection of its entries, or an "
                             f"elementwise map a * {var.name} + c (a != 0, constants) holds {var.name}.")
+                    if any(s.expr.parameters() for s in through):  # norm1(p * x) <= r: p may be 0
+                        note += (" A Parameter factor (p * " + var.name + ") may be 0 at a solve, so it never "
+                                 "holds " + var.name + ": for a ball, write the radius over it instead, "
+                                 "fm.norm1(" + var.name + ") <= r / p.")
                     joint = [s for s in through if len(s.expr.variables()) > 1]
                     if joint:  # a set on a stack of variables (CVXPY's norm1(hstack([x, y])) <= t)
                         names = [v.name for v in joint[0].expr.variables()]
