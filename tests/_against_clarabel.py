@@ -37,3 +37,14 @@ def assert_same_answer(build):
         assert np.shape(dual) == np.shape(ref_dual)
         np.testing.assert_allclose(dual, ref_dual, rtol=DUAL_RTOL, atol=DUAL_ATOL)
     return ref_duals
+
+
+def resolve_both(models, value):
+    """``models``: {fm: (problem, x, parameter, constraint), cp: (...)}. Set the parameter to ``value``, solve
+    both, and return each side's ``(status, value, x.value, constraint.dual_value)``, fwmodel's first."""
+    answers = []
+    for m, (prob, x, parameter, constraint) in models.items():
+        parameter.value = value
+        prob.solve(**TIGHT) if m is fm else prob.solve(solver=cp.CLARABEL)
+        answers.append((prob.status, prob.value, x.value, constraint.dual_value))
+    return answers

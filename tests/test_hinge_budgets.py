@@ -17,7 +17,7 @@ import fwmodel as fm
 
 cp = pytest.importorskip("cvxpy")
 
-from _against_clarabel import DUAL_ATOL, DUAL_RTOL, OBJ_RTOL, TIGHT, X_ATOL, assert_same_answer  # noqa: E402, I001
+from _against_clarabel import DUAL_ATOL, DUAL_RTOL, OBJ_RTOL, TIGHT, X_ATOL, assert_same_answer, resolve_both  # noqa: E402, I001
 
 rng = np.random.default_rng(23)
 M, N = 10, 5
@@ -133,12 +133,7 @@ def test_parameter_budget_resolved_over_values():
         models[m] = (m.Problem(m.Minimize(m.sum_squares(x - X0)), [k, m.abs(x) <= 3]), x, t, k)
     compiled = None
     for value in (2.0, 0.5, 0.0, -1.0, 3.0):
-        answers = []
-        for m, (prob, x, t, k) in models.items():
-            t.value = value
-            prob.solve(**TIGHT) if m is fm else prob.solve(solver=cp.CLARABEL)
-            answers.append((prob.status, prob.value, x.value, k.dual_value))
-        (status, f, x, dual), (ref_status, ref_f, ref_x, ref_dual) = answers
+        (status, f, x, dual), (ref_status, ref_f, ref_x, ref_dual) = resolve_both(models, value)
         assert status == ref_status
         compiled = compiled or models[fm][0].compile()
         if value < 0:

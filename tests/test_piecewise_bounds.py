@@ -15,7 +15,7 @@ import fwmodel as fm
 
 cp = pytest.importorskip("cvxpy")
 
-from _against_clarabel import DUAL_ATOL, DUAL_RTOL, OBJ_RTOL, TIGHT, X_ATOL, assert_same_answer  # noqa: E402, I001
+from _against_clarabel import DUAL_ATOL, DUAL_RTOL, OBJ_RTOL, TIGHT, X_ATOL, assert_same_answer, resolve_both  # noqa: E402, I001
 
 rng = np.random.default_rng(11)
 N = 6
@@ -94,12 +94,7 @@ def test_parameter_bound_rechecked_at_each_solve():
         k = m.pos(x) <= t
         models[m] = (m.Problem(m.Minimize(m.sum_squares(x - C)), [k, m.abs(x) <= 2]), x, t, k)
     for value in (0.5, 0.1, -0.2, 0.8):
-        answers = []
-        for m, (prob, x, t, k) in models.items():
-            t.value = value
-            prob.solve(**TIGHT) if m is fm else prob.solve(solver=cp.CLARABEL)
-            answers.append((prob.status, prob.value, x.value, k.dual_value))
-        (status, f, x, dual), (ref_status, ref_f, ref_x, ref_dual) = answers
+        (status, f, x, dual), (ref_status, ref_f, ref_x, ref_dual) = resolve_both(models, value)
         assert status == ref_status
         if value < 0:
             assert status == "infeasible" and f == np.inf and x is None and dual is None
@@ -119,12 +114,7 @@ def test_parameter_argument_rechecked_at_each_solve():
         k = m.maximum(x, p) <= 0.5
         models[m] = (m.Problem(m.Minimize(m.sum_squares(x - C)), [k, m.abs(x) <= 2]), x, p, k)
     for value in (np.zeros(N), np.eye(N)[2], -np.ones(N)):
-        answers = []
-        for m, (prob, x, p, k) in models.items():
-            p.value = value
-            prob.solve(**TIGHT) if m is fm else prob.solve(solver=cp.CLARABEL)
-            answers.append((prob.status, prob.value, x.value, k.dual_value))
-        (status, f, x, dual), (ref_status, ref_f, ref_x, ref_dual) = answers
+        (status, f, x, dual), (ref_status, ref_f, ref_x, ref_dual) = resolve_both(models, value)
         assert status == ref_status
         if status == "infeasible":
             assert "entry 2" in models[fm][0].stats.message

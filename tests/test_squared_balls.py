@@ -84,18 +84,26 @@ def _markowitz(m, seed, factors, level, n=20):
     return m.Problem(m.Maximize(mu @ w), [risk, m.sum(w) == 1, w >= 0]), w, sigma, risk
 
 
-def test_a_portfolio_with_a_risk_bound_written_as_a_quadratic_form():
-    out = []
+def _markowitz_both(fm_options, **data):
+    """The portfolio of :func:`_markowitz` solved by fwmodel (``fm_options``) and Clarabel: each side's
+    ``(value, risk multiplier)``, and fwmodel's ``(problem, w, sigma)``."""
+    out, mine = [], None
     for m in (fm, cp):
-        prob, w, sigma, risk = _markowitz(m, seed=3, factors=3, level=0.02)
+        prob, w, sigma, risk = _markowitz(m, **data)
         if m is fm:
-            prob.solve(tol=1e-7)
-            assert prob.status == fm.OPTIMAL
-            assert float(w.value @ sigma @ w.value) <= 0.02 * (1 + 1e-4)
+            prob.solve(**fm_options)
+            mine = (prob, w, sigma)
         else:
             clarabel(prob)
         out.append((prob.value, float(np.ravel(risk.dual_value)[0])))
-    (value, dual), (ref, dual_ref) = out
+    return out, mine
+
+
+def test_a_portfolio_with_a_risk_bound_written_as_a_quadratic_form():
+    ((value, dual), (ref, dual_ref)), (prob, w, sigma) = _markowitz_both(dict(tol=1e-7), seed=3, factors=3,
+                                                                         level=0.02)
+    assert prob.status == fm.OPTIMAL
+    assert float(w.value @ sigma @ w.value) <= 0.02 * (1 + 1e-4)
     assert value == pytest.approx(ref, rel=1e-5)
     assert dual == pytest.approx(dual_ref, rel=1e-3)
 
@@ -394,15 +402,7 @@ def test_a_portfolio_started_at_its_own_vertex_gets_a_penalty_of_the_sets_size()
     iterations while feasibility fell by 0.7 per window: 1,715 iterations. Now the direction goes to
     the vertices of a random direction (lam 0.24) and the drift rule also fires on a pace too slow
     for the target (241). Value and risk multiplier against Clarabel."""
-    out = []
-    for m in (fm, cp):
-        prob, w, sigma, risk = _markowitz(m, seed=0, factors=3, level=0.005, n=100)
-        if m is fm:
-            prob.solve()
-            assert prob.status == fm.OPTIMAL and prob.stats.iterations < 600
-        else:
-            clarabel(prob)
-        out.append((prob.value, float(np.ravel(risk.dual_value)[0])))
-    (value, dual), (ref, dual_ref) = out
+    ((value, dual), (ref, dual_ref)), (prob, _, _) = _markowitz_both({}, seed=0, factors=3, level=0.005, n=100)
+    assert prob.status == fm.OPTIMAL and prob.stats.iterations < 600
     assert value == pytest.approx(ref, rel=1e-4)
     assert dual == pytest.approx(dual_ref, rel=1e-2)
