@@ -2,6 +2,11 @@
 
 Compilation, step by step (paper Sec. 2.2, eq. opt_reformulation):
 
+00. **Presolve.** A PSD variable whose constraints fix diagonal entries at 0
+   (``X >> 0`` with ``fm.diag(X) <= d``, ``d_i = 0``, or ``X[i, i] == 0``) is
+   replaced by ``P Y P'``, Y PSD on the other indices: its feasible set has
+   no interior, which FW-AL's rows would reach only in the limit
+   (:mod:`fwmodel.compiler.presolve`).
 0. **Lowering.** Constraints as CVXPY writes them become sets and
    equalities first (:mod:`fwmodel.compiler.lowering`): ``norm1(e) <= t`` an
    L1 ball, elementwise bounds one box per variable (one-sided bounds closed
