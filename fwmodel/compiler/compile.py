@@ -811,10 +811,11 @@ def compile_problem(objective_expr, sign, constraints):
                             "such a set gets its own block, tied to the variables by equality rows, and does not "
                             f"bound {var.name}. Only a set on {var.name}, a selection of its entries, or an "
                             f"elementwise map a * {var.name} + c (a != 0, constants) holds {var.name}.")
-                    if any(s.expr.parameters() for s in through):  # norm1(p * x) <= r: p may be 0
-                        note += (" A Parameter factor (p * " + var.name + ") may be 0 at a solve, so it never "
-                                 "holds " + var.name + ": for a ball, write the radius over it instead, "
-                                 "fm.norm1(" + var.name + ") <= r / p.")
+                    if any(s.expr.parameters() for s in through):  # fm.L1Ball(p * x, r): p may be 0
+                        note += (" A set on a Parameter multiple (p * " + var.name + ") does not hold "
+                                 + var.name + " (p may be 0 at a solve): write it as a norm bound, "
+                                 "fm.norm1(p * " + var.name + ") <= r, which the compiler holds as fm.norm1("
+                                 + var.name + ") <= r / |p|.")
                     joint = [s for s in through if len(s.expr.variables()) > 1]
                     if joint:  # a set on a stack of variables (CVXPY's norm1(hstack([x, y])) <= t)
                         names = [v.name for v in joint[0].expr.variables()]
@@ -973,10 +974,17 @@ def write_norm_duals(compiled, x, lagrangian_gradient):
             ineq.dual_value = _ellipsoid_multiplier(compiled, lowered, shared, ball, x, g)
             continue
         _write_norm_dual(compiled, lowered, shared, ineq, ball, x, g)
+        radius = None
+        factor = getattr(ineq, "parameter_factor", None)
+        if factor is not None and ineq.dual_value is not None:
+            # norm(p * e) <= t held as ||e|| <= t / |p|: lambda (|p| ||e|| - t) = mu (||e|| - t / |p|) gives
+            # CVXPY's lambda = mu / |p| (mu |p| for e / p; 0 while p == 0, where the constraint is dropped)
+            ineq.dual_value = ineq.dual_value * _factor_scale(ineq)
+            radius = max(float(np.asarray(ineq.bound.value, dtype=float).reshape(())), 0.0) if ineq.squared else None
         if getattr(ineq, "squared", False) and ineq.dual_value is not None:
             # sum_squares(e) <= t held as ||e|| <= r = sqrt(t): KKT's lambda * 2 e = mu * e / r, so CVXPY's
             # multiplier of the squared form is mu / (2 r) (none at r = 0, where no multiplier exists)
-            radius = float(ball.radius)
+            radius = float(ball.radius) if radius is None else radius
             ineq.dual_value = ineq.dual_value / (2.0 * radius) if radius > 0 else None
 
 
@@ -1299,12 +1307,19 @@ def _write_boxed_l1_duals(boxed, x, g, lowered):
     from_norms = {id(s): ineq for ineq, s in getattr(lowered, "norm_sets", ())}  # the sets of norm(e) <= t
     ball_ineq, box_ineq = from_norms.get(id(boxed.ball)), from_norms.get(id(boxed.box))
     if ball_ineq is not None:
-        ball_ineq.dual_value = mu
+        ball_ineq.dual_value = mu * _factor_scale(ball_ineq)
     if box_ineq is not None:
-        per_entry = above + below
+        per_entry = (above + below) * _factor_scale(box_ineq)
         box_ineq.dual_value = (per_entry.reshape(tuple(boxed.shape)) if box_ineq.norm.kind == "abs"
                                else float(per_entry.sum()))  # norm_inf(x) <= c: one multiplier
     return above, below
+
+
+def _factor_scale(ineq):
+    """1, or for ``norm(p * e) <= t`` held as ``norm(e) <= t / |p|``, the number that turns that ball's
+    multiplier into CVXPY's of the constraint as written (``ParameterFactor.dual_scale``: ``1 / |p|``)."""
+    factor = getattr(ineq, "parameter_factor", None)
+    return 1.0 if factor is None else factor.dual_scale()
 
 
 def _simplex_budget(held, simplex, xb, gb, group):
