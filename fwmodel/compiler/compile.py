@@ -307,7 +307,7 @@ class CompiledProblem:
         restarted.data_changed = True
         return restarted
 
-    def write_duals(self, x, y, lam, multipliers=None):
+    def write_duals(self, x, y, lam, multipliers=None, slack_tolerance=None):
         """Set ``dual_value`` of the user's equality and inequality constraints.
 
         The multiplier of a row of M x = b is ``y + lam (M x - b)`` (the
@@ -363,6 +363,11 @@ class CompiledProblem:
         ``multipliers``: the rows' ``y + lam (M x - b)`` when the engine gives
         it (it does where it rescaled groups of rows: one lam then served rows
         in other units than the model's).
+
+        ``slack_tolerance``: the solve's feasibility tolerance as a distance (``feas_tol *
+        feasibility_scale``): an inequality row whose slack is clearly interior gets multiplier 0
+        (complementary slackness; see :func:`write_inequality_duals`). None: the rows' multipliers as
+        they are.
         """
         formed = {}  # formed once, when first needed: the rows' multipliers and the Lagrangian's gradient
         if multipliers is not None:
@@ -447,7 +452,7 @@ class CompiledProblem:
         # E >> 0, trace(E) <= r: the PSD ball's multipliers (and its share of the diagonal's bounds')
         trace_shares = write_psd_duals(self, x, lagrangian_gradient, row_multipliers)
         write_inequality_duals(self, x, lagrangian_gradient, row_multipliers, entry_multipliers, budget_duals,
-                               trace_shares)
+                               trace_shares, slack_tolerance)
         for ineq in getattr(self.lowered, "hinges", ()):  # fm.sum(fm.pos(e)) <= t: its budget's multiplier
             dual = ineq.hinge.budget.dual_value
             ineq.dual_value = None if dual is None else dual / ineq.scale
@@ -1499,8 +1504,35 @@ def _box_multipliers(box, x, g):
     return above, below
 
 
+#: an inequality row whose slack, as a distance to its hyperplane, exceeds this many times the solve's
+#: feasibility tolerance (``feas_tol * feasibility_scale``) is inactive: its multiplier is reported as 0
+INTERIOR_SLACK = 100.0
+
+
+def _interior_slacks(compiled, eq_id, x, tolerance):
+    """Which rows of the slack equality ``eq_id`` have their slack clearly inside its box (None: not known).
+
+    The slack of ``a_i' v + c_i <= 0`` is held in the variables' units (``lowering._slack_units``): its
+    value is the distance from v to the row's hyperplane, the measure of the solve's feasibility tolerance
+    (its rows are equilibrated to unit norm). A row farther than ``INTERIOR_SLACK`` times that tolerance
+    is inactive, and complementary slackness (``lambda_i s_i = 0``) gives it multiplier 0: the row's
+    ``y + lam (M x - b)`` is then tolerance-level noise, which the inequality's own units multiply (a
+    row written times 1e-6 showed a multiplier of 1e2 where CVXPY + Clarabel give 3e-4).
+    """
+    slacks = compiled.__dict__.setdefault("_slack_slices", {})
+    if eq_id not in slacks:
+        eq = next((q for q in compiled.equalities if id(q) == eq_id), None)
+        slack = getattr(eq, "slack_variable", None)
+        found = [blk for blk in compiled.blocks if blk.kind == "copy" and blk.variable is slack]
+        slacks[eq_id] = found[0].slice if len(found) == 1 and found[0].entries is None else None
+    at = slacks[eq_id]
+    if at is None:
+        return None
+    return np.asarray(x[at], dtype=float) > INTERIOR_SLACK * tolerance
+
+
 def write_inequality_duals(compiled, x, lagrangian_gradient, row_multipliers, entry_multipliers, budget_duals=None,
-                           trace_shares=()):
+                           trace_shares=(), slack_tolerance=None):
     """``dual_value`` of each affine inequality ``lhs <= rhs`` (CVXPY's multiplier, >= 0, per entry).
 
     The compiler splits an inequality's entries (:mod:`fwmodel.compiler.lowering`):
@@ -1523,6 +1555,8 @@ def write_inequality_duals(compiled, x, lagrangian_gradient, row_multipliers, en
     diagonal's bounds as radius (``diag(X) <= 1``): their trace row is the sum of those bounds' rows, so
     ``mu`` adds to each diagonal entry's upper multiplier (unknown, hence None, where the radius is not the
     sum of the bounds the blocks hold: some came from another set).
+    ``slack_tolerance`` (the solve's feasibility tolerance as a distance): a general row whose slack is
+    clearly interior gets 0 (:func:`_interior_slacks`), not its row's tolerance-level multiplier.
     """
     lowered = compiled.lowered
     if lowered is None:
@@ -1548,7 +1582,9 @@ def write_inequality_duals(compiled, x, lagrangian_gradient, row_multipliers, en
         span = compiled.rows_of(piece)
         _, values, known = entry(ineq)
         if span is not None and span.stop - span.start == rows.size:
-            values[rows] = row_multipliers()[span]
+            found = row_multipliers()[span]
+            interior = None if slack_tolerance is None else _interior_slacks(compiled, eq_id, x, slack_tolerance)
+            values[rows] = found if interior is None else np.where(interior, 0.0, found)
             known[rows] = True
     if bounds is not None and bounds.rows:
         n_v = bounds.n_v

@@ -1188,6 +1188,7 @@ def lower_constraints(objective_expr, constraints):
         picked = flat if rows.size == ineq.expr.size else flat[rows]
         eq = Equality(picked + (slack if np.all(units == 1.0) else units * slack), 0.0)
         eq.written_as = ineq._text  # what error messages about these rows name
+        eq.slack_variable = slack  # (its value: the rows' distances to their hyperplanes, for the duals)
         equalities.append(eq)
         slack_of[id(eq)] = (ineq, rows)
 
