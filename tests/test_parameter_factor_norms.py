@@ -15,7 +15,8 @@ cp = pytest.importorskip("cvxpy")
 
 import warnings  # noqa: E402
 
-from _against_clarabel import DUAL_ATOL, DUAL_RTOL, OBJ_RTOL, X_ATOL, assert_same_answer, resolve_both  # noqa: E402, I001
+from _against_clarabel import (DUAL_ATOL, DUAL_RTOL, OBJ_RTOL, X_ATOL, assert_same_answer,  # noqa: E402, I001
+                              resolve_both, solve_both)
 
 # CVXPY warns that norm1(p * x) is not DPP (it re-canonicalizes at each solve): irrelevant here
 pytestmark = pytest.mark.filterwarnings("ignore:You are solving a parameterized problem that is not DPP")
@@ -124,3 +125,69 @@ def test_a_negative_radius_is_infeasible_and_a_set_on_a_parameter_multiple_is_st
     with pytest.raises(fm.ModelError, match=r"fm\.norm1\(p \* x\) <= r, which the compiler holds as "
                                             r"fm\.norm1\(x\) <= r / \|p\|"):
         fm.Problem(fm.Minimize(fm.sum_squares(x - C)), [fm.L1Ball(p * x, 1.0)]).solve()
+
+
+@pytest.mark.parametrize("write", [
+    lambda m, p, x: m.normNuc(p * x) <= 1.5,
+    lambda m, p, x: m.sum_squares(p * x) <= 0.5,  # the ball norm2(p * x) <= sqrt(0.5), its dual the squared form's
+    lambda m, p, x: m.norm(x / p, "fro") <= 0.5,
+], ids=["nuc", "sum_squares", "fro"])
+def test_matrix_and_squared_forms_match_clarabel(write):
+    """normNuc(p * X), sum_squares(p * X) and norm(X / p, "fro") bounded by data: CVXPY's value, point and dual
+    (CVXPY gives sum_squares' dual the shape (1,): compared as numbers)."""
+    B = np.random.default_rng(1).standard_normal((4, 3))
+
+    def build(m):
+        X, p = m.Variable((4, 3)), m.Parameter(value=-2.0)
+        constraint = write(m, p, X)
+        return m.Problem(m.Minimize(m.sum_squares(X - B)), [constraint]), [X], [constraint]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        (value, xs, duals, _), (ref, ref_xs, ref_duals, _) = solve_both(build)
+    assert abs(value - ref) <= OBJ_RTOL * max(1.0, abs(ref))
+    np.testing.assert_allclose(xs[0], ref_xs[0], atol=X_ATOL)
+    assert np.size(duals[0]) == 1 and float(np.ravel(ref_duals[0])[0]) > 1e-2  # the ball binds
+    np.testing.assert_allclose(np.ravel(duals[0]), np.ravel(ref_duals[0]), rtol=DUAL_RTOL, atol=DUAL_ATOL)
+
+
+@pytest.mark.parametrize("others,atom,bound", [
+    (lambda m, x: [x >= 0, m.sum(x) == 1], "norm2", 1.5),  # a simplex the compiler recognizes
+    (lambda m, x: [m.norm2(x) <= 0.5], "norm_inf", 0.6),  # another ball
+    (lambda m, x: [x >= -0.1, x <= 0.3], "norm_inf", 0.6),  # entry bounds
+], ids=["simplex", "ball", "bounds"])
+def test_a_zero_factor_drops_the_constraint_where_other_sets_hold_x(others, atom, bound):
+    """At p = 0 the ball binds nothing where a simplex, another ball or entry bounds hold x: value, point and
+    multipliers (0 for the dropped constraint) as Clarabel's, before and after (p = 3, 0, -2.5)."""
+    models = {}
+    for m in (fm, cp):
+        x, p = m.Variable(N, name="x"), m.Parameter(value=3.0, name="p")
+        constraint = getattr(m, atom)(p * x) <= bound
+        prob = m.Problem(m.Minimize(m.sum_squares(x - C)), [constraint] + others(m, x))
+        models[m] = (prob, x, p, constraint)
+    for value in (3.0, 0.0, -2.5):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            (status, f, x, dual), (ref_status, ref_f, ref_x, ref_dual) = resolve_both(models, value)
+        assert status == ref_status == "optimal"
+        assert abs(f - ref_f) <= OBJ_RTOL * max(1.0, abs(ref_f)), (value, f, ref_f)
+        np.testing.assert_allclose(x, ref_x, atol=X_ATOL)
+        np.testing.assert_allclose(dual, ref_dual, rtol=DUAL_RTOL, atol=DUAL_ATOL)
+        assert (dual == 0.0) if value == 0.0 else (dual > 1e-2), (value, dual)
+
+
+def test_a_negative_entrywise_bound_is_infeasible():
+    """abs(p * x) <= t with a Parameter t that goes negative in one entry: "infeasible", as Clarabel says."""
+    x, p, t = fm.Variable(N), fm.Parameter(value=2.0), fm.Parameter(N, value=np.full(N, 0.5))
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - C)), [fm.abs(p * x) <= t])
+    prob.solve()
+    assert prob.status == "optimal"
+    t.value = np.r_[0.5, -0.1, np.full(N - 2, 0.5)]
+    prob.solve()
+    X, P, T = cp.Variable(N), cp.Parameter(value=2.0), cp.Parameter(N, value=t.value)
+    ref = cp.Problem(cp.Minimize(cp.sum_squares(X - C)), [cp.abs(P * X) <= T])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref.solve(solver=cp.CLARABEL)
+    assert prob.status == ref.status == "infeasible"
+    assert "abs(" in prob.stats.message and "-0.1 < 0" in prob.stats.message

@@ -418,8 +418,8 @@ class ParameterFactor:
             data = np.asarray(bound.value, dtype=float)
             if np.any(data < 0):
                 raise ModelError(f"{ineq._text}: the bound is negative, so no point satisfies it")
-        elif atom.kind != "abs":
-            _clipped_bound(bound, ineq, violated)  # (only its check: a negative t ends the solve "infeasible")
+        elif violated is not None:  # a negative t at a solve: "infeasible", naming the constraint
+            violated.append(self._negative_bound)
         if atom.kind != "abs" and bound.size != 1:
             raise ModelError(f"{ineq._text}: the bound of a norm must be a scalar")
         params = _unique(list(bound.parameters()) + list(self.factor.parameters()))
@@ -428,8 +428,10 @@ class ParameterFactor:
             t, q = bound.value, self._factor_value()
             if t is None or q is None:
                 return None
-            t = np.maximum(np.asarray(t, dtype=float), 0.0)
-            if q == 0.0:
+            t = np.asarray(t, dtype=float)
+            if np.any(t < 0):  # no point (the check in violated ends the solve "infeasible"): the set reads 0
+                t = np.zeros_like(t)
+            elif q == 0.0:
                 if self.divides:
                     raise ModelError(f"{ineq._text}: division by zero: the divisor {short_repr(self.factor)} is 0 "
                                      f"at this solve ({self._names()})")
@@ -446,9 +448,30 @@ class ParameterFactor:
         cls = {"l1": L1Ball, "l2": L2Ball, "linf": LinfBall, "nuc": TraceNormBall}[atom.kind]
         return cls(self.expr, data)
 
-    def hold_others(self, sets, bounds, slots, offsets, n_v):
-        """Record the sets (other than this ball) and the entry bounds that may hold e's variables."""
-        self.others = (sets, bounds, slots, offsets, n_v)
+    def _negative_bound(self):
+        """A message while the bound t is negative (no point satisfies the constraint, whatever p), else None."""
+        value = self.ineq.bound.value
+        if value is None or np.all(np.asarray(value, dtype=float) >= 0):
+            return None
+        names = ", ".join(p.name for p in self.ineq.bound.parameters())
+        return (f"the constraint {self.ineq._text} holds for no point with the current values of {names}: its "
+                f"bound is {float(np.min(value)):.6g} < 0")
+
+    def hold_others(self, ball, sets, bound_boxes, bounds, slots, offsets, n_v):
+        """Record the sets that may hold e's variables without this ball, and the entry bounds.
+
+        Left out: the ball itself (its preimage on the variable, its symmetric variant) and the boxes of the
+        entry bounds, which may have taken their missing sides from the ball (``bounds`` gives the entry
+        bounds the user wrote); of an L1 ball merged with a box (:class:`BoxedL1Ball`), the box."""
+        mine = {id(ball), id(self.own)}
+        others = []
+        for s in sets:
+            if isinstance(s, BoxedL1Ball) and id(s.ball) in mine:
+                s = s.box
+            if id(s) in mine or id(getattr(s, "derived_from", None)) in mine or id(s) in bound_boxes:
+                continue
+            others.append(s)
+        self.others = (others, bounds, slots, offsets, n_v)
 
     def _loose_radius(self, t):
         """A radius that the other sets keep ``e`` strictly inside (p == 0: the constraint binds nothing).
@@ -469,8 +492,7 @@ class ParameterFactor:
                 m = np.zeros(n_v)
                 for var in self.expr.variables():
                     off, size = slots[var]
-                    others = [s for s in sets if s is not self.own]
-                    lo, hi = _implied(var, _holders(var, others, slots, offsets, n_v))
+                    lo, hi = _implied(var, _holders(var, sets, slots, offsets, n_v))
                     lo = np.maximum(lo, bounds.lo[off:off + size])
                     hi = np.minimum(hi, bounds.hi[off:off + size])
                     reach = np.maximum(np.abs(lo), np.abs(hi))
@@ -982,9 +1004,6 @@ def lower_constraints(objective_expr, constraints):
         if multi.size:
             general.append((ineq, multi, A, c))
     bounds.recompute()
-    for ineq, _ball in norm_sets:  # norm(p * e) <= t: what else holds e, should p be 0 at a solve
-        if getattr(ineq, "parameter_factor", None) is not None:
-            ineq.parameter_factor.hold_others(list(sets), bounds, slots, offsets, n_v)
     param_bound_vars = {var.id for var in variables if var.bounds is not None and
                         any(b is not None and hasattr(b, "_has_params") and b._has_params for b in var.bounds)}
     for ineq, rows in bounds.rows:
@@ -1149,12 +1168,14 @@ def lower_constraints(objective_expr, constraints):
     # 2-3. one box per variable from the elementwise bounds, closed by the sets
     entry_sets = list(sets)
     derived_bounds = {}
+    bound_boxes = set()  # ids of the boxes of the variables' entry bounds (and their symmetric variants)
     for var in variables:
         taken = []
         box = _bound_box(var, bounds, entry_sets, slots, offsets, n_v, param_bound_vars, shared_duals, taken,
                          rows=lambda: _row_pieces(equalities, general, offsets, n_v))
         if box is not None:
             sets.append(_symmetric(box))
+            bound_boxes.update((id(box), id(sets[-1])))
             for s, entries, position, lo_side, hi_side in taken:  # (a ball's multiplier: with the box's)
                 derived_bounds[id(s)] = (box, var, entries, position, lo_side, hi_side)
 
@@ -1200,6 +1221,9 @@ def lower_constraints(objective_expr, constraints):
                 equalities.append(Equality(var[iu], var.T[iu]))
     # 7. a simplex and a box on the same variable: one capped simplex; an L1 ball and a box: one boxed L1 ball
     sets = _boxed_l1_balls(_capped_simplices(sets, equalities), equalities)
+    for ineq, ball in norm_sets:  # norm(p * e) <= t: what else holds e, should p be 0 at a solve
+        if getattr(ineq, "parameter_factor", None) is not None:
+            ineq.parameter_factor.hold_others(ball, sets, bound_boxes, bounds, slots, offsets, n_v)
     return Lowered(sets=sets, equalities=equalities, absorbed=absorbed, slack_of=slack_of, slack_units=slack_units,
                    entry_bounds=bounds,
                    absorbed_equalities=absorbed_equalities, norm_sets=norm_sets, shared_duals=shared_duals,
