@@ -20,7 +20,11 @@ lays out blocks, rewrites such a model into sets and equalities:
    ``norm_inf(e)``). ``t`` is data: a number, an array (``abs``) or an
    ``fm.Parameter`` expression, re-read at each solve. Each such inequality
    gets its multiplier from its ball's block after a solve
-   (:func:`~fwmodel.compiler.compile.write_norm_duals`). ``max(e) <= t`` and
+   (:func:`~fwmodel.compiler.compile.write_norm_duals`). A scalar Parameter
+   factor of the argument moves to the radius: ``norm1(p * x) <= t`` (also
+   ``x * p``, ``x / p``) is ``norm1(x) <= t / |p|``, re-read at each solve,
+   its multiplier the ball's over ``|p|``; ``p == 0`` drops it (see
+   :class:`ParameterFactor`). ``max(e) <= t`` and
    ``min(e) >= t`` are already affine (``e <= t``, ``e >= t``) when built.
 2. **Elementwise bounds merge into one box per variable.** Every row of
    ``lhs - rhs <= 0`` with a single variable entry, ``a * x_j + c <= 0``, is
