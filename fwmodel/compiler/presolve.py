@@ -33,9 +33,18 @@ Which models it takes (else the general path, unchanged):
 - every other constraint on X is an affine equality or inequality (no
   ``fm.max``/``fm.maximum`` rewriting), ``X >> 0`` itself, or
   ``fm.TraceNormBall(X, r, psd=True)``; a constraint on X with Parameters
-  keeps its Parameters, provided none of its entries on the dropped rows and
-  columns has Parameters (a Parameter bound on a diagonal entry is left to
-  the general path: its structure could change with the value);
+  keeps its Parameters, provided no Parameter multiplies an entry of the
+  dropped rows and columns (``p * X[0, 0]``). Parameters only in a
+  constraint's constant (``fm.trace(X) <= t``, ``fm.sum(X) == p``,
+  ``X[0, :] <= q``, ``X[0, 0] >= p``) are data: the coefficients on the
+  variables, so which entries have variables after the substitution, do not
+  depend on them. The entries left without variables (``0 <= q_j``, ``0 >=
+  p``) are checked on the current Parameter values at each solve, as every
+  constraint without variables: a violated one ends the solve "infeasible"
+  without iterating, and the next re-solve with values that satisfy it is
+  solved as usual. Which diagonal entries are fixed is read only from
+  constraints without Parameters (a Parameter bound ``X[0, 0] <= p`` alone
+  leaves the model to the general path: its value could free the entry);
 - at least one diagonal entry is kept (X = 0 takes the general path).
 
 Dual values: a constraint's entries on kept entries of X get the reduced
@@ -54,8 +63,10 @@ import copy
 import numpy as np
 import scipy.sparse as sp
 
+from ..errors import ModelError
 from ..expressions import Equality, Inequality, PSDConstraint, Variable, linearize
-from ..expressions.affine import reshape
+from ..expressions.affine import AddExpression, reshape
+from ..expressions.core import Constant
 from ..sets import TraceNormBall
 from ..sets.base import ConvexSet
 
@@ -82,6 +93,59 @@ def _substitute(expr, mapping, memo):
             out._order_cache = None
     memo[key] = out
     return out
+
+
+def _parameters_in_coefficients(expr):
+    """True when a Parameter may multiply a variable in ``expr``: some node with variables, other than a sum,
+    reads an argument of Parameters (``p * X``, ``A_p @ x``), or holds Parameters outside its arguments.
+
+    Where it is False, the coefficients on the variables are data and the Parameters are only in the
+    constant (``trace(X) - t``, ``fm.sum(X) - p``): the rows that have variables are the same for every
+    Parameter value.
+    """
+    stack, seen = [expr], set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen or node.is_leaf or not node._has_vars:
+            continue
+        seen.add(id(node))
+        data_params = any(not a._has_vars and a._has_params for a in node.args)
+        if data_params and not isinstance(node, AddExpression):
+            return True
+        if node._has_params and not any(a._has_params for a in node.args):
+            return True
+        stack.extend(node.args)
+    return False
+
+
+def _data_rows(expr, rows):
+    """The flat entries ``rows`` of ``expr`` that have no variables (zero coefficients), as an expression of
+    its Parameters alone: ``expr`` with every variable 0 (Parameters are re-read at each solve)."""
+    zeros = {v.id: Constant(np.zeros(v.shape)) for v in expr.variables()}
+    data = _substitute(expr, zeros, {})
+    flat = data if data.ndim == 1 else data.reshape(-1)
+    return flat[rows]
+
+
+class _NonPositiveData(ConvexSet):
+    """The entries without variables of a presolved inequality with Parameters in its constant: ``data <= 0``
+    for the current Parameter values, checked at each solve (``CompiledProblem.violated_fixed_constraints``)
+    with the 1e-9 relative tolerance of the other rows without variables; a violated one makes the solve end
+    "infeasible", as CVXPY reports a false row without variables."""
+
+    def __init__(self, expr, text):
+        super().__init__(expr)
+        self.text = text
+
+    def lmo(self, direction):  # never called: the expression has no variables, so the set makes no block
+        raise ModelError(f"{self.text}: entries without variables have no LMO")
+
+    def contains(self, point, tol=1e-9):
+        value = np.asarray(point, dtype=float).ravel()
+        return bool(np.all(value <= tol * np.maximum(1.0, np.abs(value))))
+
+    def __repr__(self):
+        return self.text
 
 
 def _touches(c, var):
@@ -138,9 +202,10 @@ class _EqualityPart(Equality):
     data at each solve, as every constraint without variables)."""
 
     def __init__(self, original, reduced, rows, constant=None):
+        # constant: the entries ``rows`` when they have no variables (numbers, or an expression of Parameters)
         flat = reduced.expr if reduced.expr.ndim == 1 else reduced.expr.reshape(-1)
         # without variables: the entries' constants (the expression would still name Y, with zero coefficients)
-        super().__init__(flat[rows] if constant is None else constant[rows], 0.0)
+        super().__init__(flat[rows] if constant is None else constant, 0.0)
         self.original, self.rows = original, rows
         self.written_as = getattr(original, "written_as", None) or repr(original)
 
@@ -175,10 +240,57 @@ def _split_equality(original, reduced):
         off += v.size
     A, c = linearize(reduced.expr, offsets, off)
     nnz = np.diff(A.tocsr().indptr)
-    if np.all(nnz > 0) or reduced.parameters():  # (Parameters on dropped entries: no presolve, see above)
+    if np.all(nnz > 0) or _parameters_in_coefficients(reduced.expr):  # (none on dropped entries: see above)
         return reduced
+    without = np.flatnonzero(nnz == 0)
+    # the entries without variables: numbers, or (Parameters in the constant) an expression re-read at each solve
+    data = _data_rows(reduced.expr, without) if reduced.parameters() else np.asarray(c, dtype=float)[without]
     return _SplitEquality(original, _EqualityPart(original, reduced, np.flatnonzero(nnz > 0)) if nnz.any() else None,
-                          _EqualityPart(original, reduced, np.flatnonzero(nnz == 0), np.asarray(c, dtype=float)))
+                          _EqualityPart(original, reduced, without, data))
+
+
+class _SplitInequality:
+    """A presolved inequality with Parameters in its constant whose entries on dropped rows and columns have no
+    variables left: the entries with variables (an inequality) and those without (:class:`_NonPositiveData`).
+    Without Parameters the lowering checks such entries itself (its rows without variables)."""
+
+    def __init__(self, original, rows, with_variables, without):
+        self.original, self.rows, self.with_variables, self.without = original, rows, with_variables, without
+
+    @property
+    def dual_value(self):
+        full = np.zeros(self.original.expr.size)
+        if self.with_variables is not None:
+            lam = self.with_variables.dual_value
+            if lam is None:
+                return None
+            full[self.rows] = np.ravel(lam)
+        shape = self.original.expr.shape
+        return full.reshape(shape) if shape else float(full[0])
+
+
+def _split_inequality(original, reduced):
+    """``reduced`` itself unless it has Parameters (in its constant only) and entries without variables: then a
+    :class:`_SplitInequality` (the lowering refuses rows without variables that read Parameters)."""
+    if not reduced.parameters() or _parameters_in_coefficients(reduced.expr):
+        return reduced
+    variables = reduced.expr.variables()
+    offsets = {v.id: o for v, o in zip(variables, np.cumsum([0] + [v.size for v in variables]))}
+    A = linearize(reduced.expr, offsets, sum(v.size for v in variables))[0].tocsr()
+    nnz = np.diff(A.indptr)
+    if np.all(nnz > 0):
+        return reduced
+    rows, without = np.flatnonzero(nnz > 0), np.flatnonzero(nnz == 0)
+    text = original._text
+    part = None
+    if rows.size:
+        flat = reduced.expr if reduced.expr.ndim == 1 else reduced.expr.reshape(-1)
+        part = Inequality(flat[rows], 0.0, "<=")
+        part._text = f"{text} (its entries {rows.tolist()} with variables)"
+    data = _NonPositiveData(_data_rows(reduced.expr, without),
+                            f"{text} (its entries {without.tolist()} on the zero rows and columns of a PSD matrix, "
+                            "without variables)")
+    return _SplitInequality(original, rows, part, data)
 
 
 class PsdZeroReduction:
@@ -241,6 +353,8 @@ def presolve_psd_zeros(objective_expr, constraints):
         touching = [c for c in constraints if _touches(c, var)]
         if not all(_accepted(c, var) for c in touching):
             continue
+        if any(p.value is None for c in touching for p in c.parameters()):
+            continue  # (the general path names the Parameter without a value)
         zero = _zero_diagonal(var, touching)
         n = var.shape[0]
         kept = np.setdiff1d(np.arange(n), zero)
@@ -266,7 +380,7 @@ def presolve_psd_zeros(objective_expr, constraints):
             new_constraints.append(c)
             continue
         reduced = _rebuilt(c, mapping, memo, embedded)
-        if isinstance(reduced, _SplitEquality):
+        if isinstance(reduced, (_SplitEquality, _SplitInequality)):
             new_constraints += [part for part in (reduced.with_variables, reduced.without) if part is not None]
         else:
             new_constraints.append(reduced)
@@ -293,13 +407,16 @@ def _accepted(c, var):
 
 
 def _dropped_entries_fixed(var, touching, kept, image):
-    """False when a constraint with Parameters reads them on an entry of the dropped rows and columns."""
+    """False when a Parameter multiplies an entry of the dropped rows and columns in some constraint.
+
+    Parameters only in a constraint's constant are fine: its rows without variables after the substitution
+    are checked on the data at each solve (:func:`_split_equality`, :func:`_split_inequality`)."""
     n = var.shape[0]
     dropped = np.ones((n, n), dtype=bool)
     dropped[np.ix_(kept, kept)] = False
     dropped = np.flatnonzero(dropped.ravel())
     for c in touching:
-        if isinstance(c, (Equality, Inequality)) and c.parameters():
+        if isinstance(c, (Equality, Inequality)) and c.parameters() and _parameters_in_coefficients(c.expr):
             variables = c.expr.variables()
             offsets, off = {}, 0
             for v in variables:
@@ -334,4 +451,4 @@ def _rebuilt(c, mapping, memo, embedded):
     if np.any(np.diff(linearize(out.expr, offsets, sum(v.size for v in variables))[0].tocsr().indptr) == 0):
         names = ", ".join(x.name for x, _, _ in embedded)
         out._text = f"{c._text} (entries on the rows and columns of {names} that its zero diagonal entries make 0)"
-    return out
+    return _split_inequality(c, out)
