@@ -189,3 +189,95 @@ def test_tiny_nonzero_bound_takes_the_general_path():
     assert prob.status == fm.OPTIMAL
     assert abs(prob.value - ref) <= 1e-3 * abs(ref)
     np.testing.assert_allclose(X.value, ref_X.value, atol=2e-3)
+
+
+def test_parameter_in_the_constant_is_presolved():
+    """``fm.trace(X) <= t`` with t a Parameter (only in the constant): presolved, "optimal" and Clarabel's value,
+    point and multiplier at each t (it ended "max_iter" at 10,000 iterations, 1.5e-3 off, without the presolve)."""
+    n, C = 4, _symmetric(4, 0)
+    d = np.array([0.0, 1.0, 1.0, 1.0])
+    models = {}
+    for m in (fm, cp):
+        t = m.Parameter(nonneg=True)
+        X = m.Variable((n, n), symmetric=True)
+        budget = m.trace(X) <= t
+        models[m] = (m.Problem(m.Minimize(m.sum_squares(X - C)), [X >> 0, m.diag(X) <= d, budget]), X, t, budget)
+    for value in (1.5, 0.7, 2.5):
+        answers = []
+        for m, (prob, X, t, budget) in models.items():
+            t.value = value
+            prob.solve(**TIGHT) if m is fm else _clarabel(prob)
+            answers.append((prob.status, prob.value, X.value, budget.dual_value))
+        (status, val, x, lam), (_, ref, ref_x, ref_lam) = answers
+        assert models[fm][0].compile().presolve is not None
+        assert status == fm.OPTIMAL
+        assert abs(val - ref) <= 1e-5 * abs(ref)
+        np.testing.assert_allclose(x, ref_x, atol=1e-4)
+        np.testing.assert_allclose(lam, ref_lam, rtol=1e-3, atol=1e-5)
+
+
+def _data_rows_model(m, n, C, d):
+    X = m.Variable((n, n), symmetric=True)
+    q, p, s = m.Parameter(n), m.Parameter(), m.Parameter()
+    rows = X[0, :] + X[1, :] <= q  # entry 0 reads X[0, 0] + X[1, 0]: no variables on the face, 0 <= q_0
+    floor = X[0, 0] >= p  # no variables on the face: 0 >= p
+    fix = X[0, 1] + X[2, 3] == s  # X[2, 3] == s on the face
+    prob = m.Problem(m.Minimize(m.sum_squares(X - C)), [X >> 0, m.diag(X) <= d, rows, floor, fix])
+    return prob, X, (q, p, s), rows, fix
+
+
+@pytest.mark.parametrize("warm", [False, True])
+def test_parameter_entries_without_variables_resolve(warm):
+    """Parameters in constants of entries that the face leaves without variables: checked at each solve, so
+    re-solves go "infeasible" (without iterating) and back to "optimal" as Clarabel's do."""
+    n, C = 4, _symmetric(4, 9)
+    d = np.array([0.0, 1.0, 1.0, 1.0])
+    models = {m: _data_rows_model(m, n, C, d) for m in (fm, cp)}
+    sequence = [  # (q, p, s): feasible, q_0 < 0, p > 0, feasible again with other values
+        (np.array([0.5, 0.4, 0.3, 1.0]), 0.0, 0.1),
+        (np.array([-0.5, 0.4, 0.3, 1.0]), 0.0, 0.1),
+        (np.array([0.5, 0.4, 0.3, 1.0]), 0.2, 0.1),
+        (np.array([0.0, 0.3, -0.1, 1.0]), -1.0, 0.2),
+    ]
+    for q_value, p_value, s_value in sequence:
+        answers = []
+        for m, (prob, X, params, rows, fix) in models.items():
+            for param, value in zip(params, (q_value, p_value, s_value)):
+                param.value = value
+            prob.solve(warm_start=warm, **TIGHT) if m is fm else _clarabel(prob)
+            answers.append((prob.status, prob.value, X.value, rows.dual_value, fix.dual_value))
+        (status, val, x, lam, eta), (ref_status, ref, ref_x, ref_lam, ref_eta) = answers
+        assert models[fm][0].compile().presolve is not None
+        if ref_status == cp.INFEASIBLE:
+            assert status == fm.INFEASIBLE and models[fm][0].stats.iterations == 0
+            continue
+        assert status == fm.OPTIMAL
+        assert abs(val - ref) <= 1e-5 * abs(ref)
+        np.testing.assert_allclose(x, ref_x, atol=5e-4)  # (Clarabel's X[0, 3] is 1.3e-4 on this face: its tolerance)
+        # Multipliers: Clarabel's on this model (no interior) are 0.6 % off on rows' entry 1; those of the model
+        # written by hand on the face (Y = X[1:, 1:], an interior; CVXPY + Clarabel) are the reference
+        face_lam, face_eta = _face_multipliers(C, q_value, s_value)
+        np.testing.assert_allclose(lam[1:], face_lam, atol=1e-4)
+        assert lam[0] == 0.0  # entry 0 has no variables on the face
+        np.testing.assert_allclose(eta, face_eta, rtol=1e-4)
+
+
+def _face_multipliers(C, q, s):
+    Y = cp.Variable((3, 3), symmetric=True)
+    rows, fix = Y[0, :] <= q[1:], Y[1, 2] == s
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(Y - C[1:, 1:])), [Y >> 0, cp.diag(Y) <= 1, rows, fix])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    return rows.dual_value, fix.dual_value
+
+
+def test_parameter_multiplying_a_dropped_entry_takes_the_general_path():
+    """``p * X[0, 0]``: a Parameter coefficient on a dropped entry leaves the model to the general path."""
+    n = 4
+    p = fm.Parameter(value=0.5)
+    X = fm.Variable((n, n), symmetric=True)
+    d = np.array([0.0, 1.0, 1.0, 1.0])
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - _symmetric(n, 8))),
+                      [X >> 0, fm.diag(X) <= d, p * X[0, 0] + X[1, 1] <= 0.5])
+    assert prob.compile().presolve is None
