@@ -281,3 +281,39 @@ def test_parameter_multiplying_a_dropped_entry_takes_the_general_path():
     prob = fm.Problem(fm.Minimize(fm.sum_squares(X - _symmetric(n, 8))),
                       [X >> 0, fm.diag(X) <= d, p * X[0, 0] + X[1, 1] <= 0.5])
     assert prob.compile().presolve is None
+
+
+@pytest.mark.parametrize("extra", ["frobenius", "max_of_a_row", "maximum_of_entries"])
+def test_norm_and_rewritten_bounds_on_x_are_presolved(extra):
+    """A norm bound and the entrywise rewritings of ``fm.max``/``fm.maximum`` on X: the substitution
+    ``X = P Y P'`` inside them is exact, so the model is presolved ("optimal" in tens of iterations; the general
+    path crawls as before the presolve) and matches Clarabel, multipliers included (0 for the maximum's, whose
+    pieces are inactive: X[0, 1] = 0 and X[2, 3] = -0.03)."""
+    n, C = 4, _symmetric(4, 0)
+    answers = []
+    for m in (fm, cp):
+        X = m.Variable((n, n), symmetric=True)
+        c = {"frobenius": lambda: m.norm(X, "fro") <= 1.2,
+             "max_of_a_row": lambda: m.max(X[1]) <= 0.3,
+             "maximum_of_entries": lambda: m.maximum(X[0, 1], X[2, 3]) <= 0.1}[extra]()
+        prob = m.Problem(m.Minimize(m.sum_squares(X - C)), [X >> 0, X[0, 0] <= 0, m.diag(X) <= 1, c])
+        prob.solve(**TIGHT) if m is fm else _clarabel(prob)
+        if m is fm:
+            assert prob.compile().presolve is not None
+        answers.append((prob.status, prob.value, X.value, c.dual_value))
+    (status, val, x, lam), (_, ref, ref_x, ref_lam) = answers
+    assert status == fm.OPTIMAL
+    assert abs(val - ref) <= 1e-5 * abs(ref)
+    np.testing.assert_allclose(x, ref_x, atol=5e-4)
+    np.testing.assert_allclose(lam, ref_lam, rtol=1e-3, atol=1e-4)
+
+
+def test_norm_bound_with_a_parameter_takes_the_general_path():
+    """A norm bound with a Parameter on X is left to the general path (its rows without variables could
+    read the Parameter, which the lowering does not check at each solve)."""
+    n = 4
+    r = fm.Parameter(nonneg=True, value=1.2)
+    X = fm.Variable((n, n), symmetric=True)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - _symmetric(n, 0))),
+                      [X >> 0, X[0, 0] <= 0, fm.diag(X) <= 1, fm.norm(X, "fro") <= r])
+    assert prob.compile().presolve is None

@@ -30,9 +30,15 @@ Which models it takes (else the general path, unchanged):
   reads ``a X_ii + c <= 0`` with ``a > 0``, ``-c / a <= 0``, or an equality
   without Parameters ``a X_ii + c == 0`` with ``-c / a <= 0`` (a negative
   bound: infeasible, found as above);
-- every other constraint on X is an affine equality or inequality (no
-  ``fm.max``/``fm.maximum`` rewriting), ``X >> 0`` itself, or
-  ``fm.TraceNormBall(X, r, psd=True)``; a constraint on X with Parameters
+- every other constraint on X is an affine equality or inequality, ``X >>
+  0`` itself, ``fm.TraceNormBall(X, r, psd=True)``, or, without Parameters,
+  a norm bound (``fm.norm(X, "fro") <= r``) or an inequality the compiler
+  rewrites entrywise (``fm.max(X[1]) <= t``, ``fm.maximum(a, b) <= t``):
+  those are expressions of X too, and the substitution inside them is exact,
+  the lowering then rewrites the reduced constraint as it would the user's
+  (its ``dual_value`` has the user's shape). With Parameters they take the
+  general path: their entries left without variables would read the
+  Parameters, which the lowering checks only for affine rows; a constraint on X with Parameters
   keeps its Parameters, provided no Parameter multiplies an entry of the
   dropped rows and columns (``p * X[0, 0]``). Parameters only in a
   constraint's constant (``fm.trace(X) <= t``, ``fm.sum(X) == p``,
@@ -400,7 +406,10 @@ def _accepted(c, var):
     if isinstance(c, Equality):
         return True
     if isinstance(c, Inequality):
-        return _plain_affine(c)
+        # a norm bound or an entrywise rewriting (fm.max(X[1]) <= t): an expression of X like any other, the
+        # substitution X = P Y P' is exact inside it; without Parameters (whose rows without variables the
+        # lowering refuses)
+        return _plain_affine(c) or (c.kind in ("norm", "affine") and not c.parameters())
     if isinstance(c, TraceNormBall):
         return c.psd and c.expr is var
     return False
@@ -446,6 +455,8 @@ def _rebuilt(c, mapping, memo, embedded):
         return _split_equality(c, out)
     out = Inequality(_substitute(c.lhs, mapping, memo), _substitute(c.rhs, mapping, memo), c.op)
     out._text = c._text
+    if not _plain_affine(c):  # (the lowering rewrites it as it rewrote c: dual_value in c's shape)
+        return out
     variables = out.expr.variables()
     offsets = {v.id: o for v, o in zip(variables, np.cumsum([0] + [v.size for v in variables]))}
     if np.any(np.diff(linearize(out.expr, offsets, sum(v.size for v in variables))[0].tocsr().indptr) == 0):
