@@ -6,7 +6,9 @@ compiler's presolve (:mod:`fwmodel.compiler.presolve`) solves such a model on
 that face. This script solves each model with the presolve ("the change") and
 with it switched off ("main": the compile path main takes, unchanged by the
 change), interleaved, with the default options, and compares with CVXPY +
-Clarabel. The ``d_0 = 1e-3`` rows keep an interior: the presolve does not
+Clarabel. The last two ``d_0 = 0`` rows (a Parameter in a constraint's
+constant, a norm bound on X) were left to the general path by main's
+presolve, so its column is main's. The ``d_0 = 1e-3`` rows keep an interior: the presolve does not
 apply, both columns take the general path (recorded for the iterations).
 
     PYTHONPATH=. OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/psd_zero_diagonal.py
@@ -47,6 +49,10 @@ def build(m, form, n, zeros, value, seed):
         constraints += [m.diag(X) <= np.ones(n)] + [X[i, i] == value for i in zeros]
     else:
         constraints += [m.diag(X) <= d]
+    if form == "trace Parameter":  # t only in the constant: presolved since the change
+        constraints += [m.trace(X) <= m.Parameter(nonneg=True, value=1.5)]
+    if form == "frobenius":  # a norm bound on X: presolved since the change
+        constraints += [m.norm(X, "fro") <= 1.2]
     return m.Problem(m.Minimize(m.sum_squares(X - C)), constraints)
 
 
@@ -55,6 +61,8 @@ MODELS = [  # (label, form, n, zero entries, their value)
     ("X[0, 0] == 0", "equality", 6, [0], 0.0),
     ("PSD=True, d_0 = 0", "PSD", 6, [0], 0.0),
     ("n = 30, d_i = 0 at 0, 7, 19", "bound", 30, [0, 7, 19], 0.0),
+    ("d_0 = 0, trace(X) <= t (Parameter)", "trace Parameter", 4, [0], 0.0),
+    ("d_0 = 0, norm(X, 'fro') <= 1.2", "frobenius", 4, [0], 0.0),
     ("diag(X) <= d, d_0 = 1e-3", "bound", 6, [0], 1e-3),
     ("X[0, 0] == 1e-3", "equality", 6, [0], 1e-3),
 ]
@@ -73,7 +81,7 @@ def run(label, form, n, zeros, value, presolve):
 
 
 def main():
-    print(f"{'model':32s} {'Clarabel':>10s} | {'main: status':>12s} {'iter':>6s} {'time s':>7s} {'rel err':>8s} | "
+    print(f"{'model':36s} {'Clarabel':>10s} | {'main: status':>12s} {'iter':>6s} {'time s':>7s} {'rel err':>8s} | "
           f"{'change: status':>14s} {'iter':>6s} {'time s':>7s} {'rel err':>8s} presolved")
     for label, form, n, zeros, value in MODELS:
         ref_prob = build(cp, form, n, zeros, value, seed=n)
@@ -84,7 +92,7 @@ def main():
         for presolve in (False, True):
             status, iters, elapsed, val, used = run(label, form, n, zeros, value, presolve)
             cells.append(f"{status:>12s} {iters:6d} {elapsed:7.2f} {abs(val - ref) / abs(ref):8.1e}")
-        print(f"{label:32s} {ref:10.5f} | {cells[0]} | {cells[1]:>30s} {'yes' if used else 'no'}")
+        print(f"{label:36s} {ref:10.5f} | {cells[0]} | {cells[1]:>30s} {'yes' if used else 'no'}")
 
 
 def cost(n, iters=100, repeat=2):
