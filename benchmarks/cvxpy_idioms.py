@@ -173,6 +173,11 @@ def idioms():
         m.Minimize(c @ x), [m.sum_squares(x) <= 1]))(V(m, n))
     yield "norm(x, 2) <= t with t a Variable", lambda m: (lambda x, t: (
         m.Minimize(m.sum_squares(A @ x - b) + t), [m.norm(x, 2) <= t, t <= 1]))(V(m, n), V(m, ()))
+    yield "norm1(p * x) <= r, p a Parameter", lambda m: (lambda x, p: (
+        m.Minimize(m.sum_squares(A @ x - 3 * b)), [m.norm1(p * x) <= 1.5]))(V(m, n), m.Parameter(value=-2.0))
+    yield "norm(x / p, 2) <= r with a box, p a Parameter", lambda m: (lambda x, p: (
+        m.Minimize(m.sum_squares(x - 2 * x0)), [m.norm(x / p, 2) <= 3, m.abs(x) <= 1]))(V(m, n),
+                                                                                      m.Parameter(value=0.5))
 
 
 def _duals(constraints):

@@ -511,7 +511,8 @@ class Problem:
 
         versions = compiled.data_versions()  # what a warm start compares against
         # constraint.dual_value (the rows' multipliers given where the solve rescaled its rows)
-        compiled.write_duals(result.x, result.state.y, result.lam, result.get("row_multipliers"))
+        compiled.write_duals(result.x, result.state.y, result.lam, result.get("row_multipliers"),
+                             slack_tolerance=result.feas_tol * result.feasibility_scale)
 
         def commit(status):
             for var, value in values.items():

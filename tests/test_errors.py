@@ -330,14 +330,15 @@ def test_contradictory_parameter_signs_and_rectangular_trace_are_refused():
     assert fm.trace(fm.Variable((3, 3))).shape == ()
 
 
-def test_a_ball_on_a_parameter_multiple_names_the_radius_over_the_parameter():
-    """``fm.norm1(p * x) <= 1`` does not hold x (p may be 0 at a solve); the message says to write the radius
-    over p, and that form solves at the closed form (the projection onto the L1 ball of radius 1 / p)."""
+def test_a_set_on_a_parameter_multiple_names_the_norm_bound():
+    """``fm.L1Ball(p * x, 1)`` does not hold x (p may be 0 at a solve); the message says to write the norm bound
+    ``fm.norm1(p * x) <= 1``, which the compiler holds as the ball of radius 1 / |p| on x and solves at the
+    closed form (the projection onto the L1 ball of radius 1 / p)."""
     p, x = fm.Parameter(nonneg=True, value=2.0), fm.Variable(5, name="x")
     c = np.array([0.5, 0.2, 0.1, -0.3, 0.7])
-    with pytest.raises(fm.ModelError, match=r"write the radius over it instead, fm\.norm1\(x\) <= r / p"):
-        fm.Problem(fm.Minimize(fm.sum_squares(x - c)), [fm.norm1(p * x) <= 1]).solve()
-    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - c)), [fm.norm1(x) <= 1 / p])
+    with pytest.raises(fm.ModelError, match=r"write it as a norm bound, fm\.norm1\(p \* x\) <= r"):
+        fm.Problem(fm.Minimize(fm.sum_squares(x - c)), [fm.L1Ball(p * x, 1.0)]).solve()
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - c)), [fm.norm1(p * x) <= 1])
     prob.solve(tol=1e-9)
     # the L1 ball of radius 0.5: the level theta with sum(max(|c| - theta, 0)) = 0.5 takes the two largest
     # |c| (0.7, 0.5): theta = (1.2 - 0.5) / 2 = 0.35 (above the third, 0.3): x = (0.15, 0, 0, 0, 0.35)

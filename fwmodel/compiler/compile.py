@@ -307,7 +307,7 @@ class CompiledProblem:
         restarted.data_changed = True
         return restarted
 
-    def write_duals(self, x, y, lam, multipliers=None):
+    def write_duals(self, x, y, lam, multipliers=None, slack_tolerance=None):
         """Set ``dual_value`` of the user's equality and inequality constraints.
 
         The multiplier of a row of M x = b is ``y + lam (M x - b)`` (the
@@ -363,6 +363,11 @@ class CompiledProblem:
         ``multipliers``: the rows' ``y + lam (M x - b)`` when the engine gives
         it (it does where it rescaled groups of rows: one lam then served rows
         in other units than the model's).
+
+        ``slack_tolerance``: the solve's feasibility tolerance as a distance (``feas_tol *
+        feasibility_scale``): an inequality row whose slack is clearly interior gets multiplier 0
+        (complementary slackness; see :func:`write_inequality_duals`). None: the rows' multipliers as
+        they are.
         """
         formed = {}  # formed once, when first needed: the rows' multipliers and the Lagrangian's gradient
         if multipliers is not None:
@@ -447,7 +452,7 @@ class CompiledProblem:
         # E >> 0, trace(E) <= r: the PSD ball's multipliers (and its share of the diagonal's bounds')
         trace_shares = write_psd_duals(self, x, lagrangian_gradient, row_multipliers)
         write_inequality_duals(self, x, lagrangian_gradient, row_multipliers, entry_multipliers, budget_duals,
-                               trace_shares)
+                               trace_shares, slack_tolerance)
         for ineq in getattr(self.lowered, "hinges", ()):  # fm.sum(fm.pos(e)) <= t: its budget's multiplier
             dual = ineq.hinge.budget.dual_value
             ineq.dual_value = None if dual is None else dual / ineq.scale
@@ -811,10 +816,11 @@ def compile_problem(objective_expr, sign, constraints):
                             "such a set gets its own block, tied to the variables by equality rows, and does not "
                             f"bound {var.name}. Only a set on {var.name}, a selection of its entries, or an "
                             f"elementwise map a * {var.name} + c (a != 0, constants) holds {var.name}.")
-                    if any(s.expr.parameters() for s in through):  # norm1(p * x) <= r: p may be 0
-                        note += (" A Parameter factor (p * " + var.name + ") may be 0 at a solve, so it never "
-                                 "holds " + var.name + ": for a ball, write the radius over it instead, "
-                                 "fm.norm1(" + var.name + ") <= r / p.")
+                    if any(s.expr.parameters() for s in through):  # fm.L1Ball(p * x, r): p may be 0
+                        note += (" A set on a Parameter multiple (p * " + var.name + ") does not hold "
+                                 + var.name + " (p may be 0 at a solve): write it as a norm bound, "
+                                 "fm.norm1(p * " + var.name + ") <= r, which the compiler holds as fm.norm1("
+                                 + var.name + ") <= r / |p|.")
                     joint = [s for s in through if len(s.expr.variables()) > 1]
                     if joint:  # a set on a stack of variables (CVXPY's norm1(hstack([x, y])) <= t)
                         names = [v.name for v in joint[0].expr.variables()]
@@ -973,10 +979,17 @@ def write_norm_duals(compiled, x, lagrangian_gradient):
             ineq.dual_value = _ellipsoid_multiplier(compiled, lowered, shared, ball, x, g)
             continue
         _write_norm_dual(compiled, lowered, shared, ineq, ball, x, g)
+        radius = None
+        factor = getattr(ineq, "parameter_factor", None)
+        if factor is not None and ineq.dual_value is not None:
+            # norm(p * e) <= t held as ||e|| <= t / |p|: lambda (|p| ||e|| - t) = mu (||e|| - t / |p|) gives
+            # CVXPY's lambda = mu / |p| (mu |p| for e / p; 0 while p == 0, where the constraint is dropped)
+            ineq.dual_value = ineq.dual_value * _factor_scale(ineq)
+            radius = max(float(np.asarray(ineq.bound.value, dtype=float).reshape(())), 0.0) if ineq.squared else None
         if getattr(ineq, "squared", False) and ineq.dual_value is not None:
             # sum_squares(e) <= t held as ||e|| <= r = sqrt(t): KKT's lambda * 2 e = mu * e / r, so CVXPY's
             # multiplier of the squared form is mu / (2 r) (none at r = 0, where no multiplier exists)
-            radius = float(ball.radius)
+            radius = float(ball.radius) if radius is None else radius
             ineq.dual_value = ineq.dual_value / (2.0 * radius) if radius > 0 else None
 
 
@@ -1299,12 +1312,19 @@ def _write_boxed_l1_duals(boxed, x, g, lowered):
     from_norms = {id(s): ineq for ineq, s in getattr(lowered, "norm_sets", ())}  # the sets of norm(e) <= t
     ball_ineq, box_ineq = from_norms.get(id(boxed.ball)), from_norms.get(id(boxed.box))
     if ball_ineq is not None:
-        ball_ineq.dual_value = mu
+        ball_ineq.dual_value = mu * _factor_scale(ball_ineq)
     if box_ineq is not None:
-        per_entry = above + below
+        per_entry = (above + below) * _factor_scale(box_ineq)
         box_ineq.dual_value = (per_entry.reshape(tuple(boxed.shape)) if box_ineq.norm.kind == "abs"
                                else float(per_entry.sum()))  # norm_inf(x) <= c: one multiplier
     return above, below
+
+
+def _factor_scale(ineq):
+    """1, or for ``norm(p * e) <= t`` held as ``norm(e) <= t / |p|``, the number that turns that ball's
+    multiplier into CVXPY's of the constraint as written (``ParameterFactor.dual_scale``: ``1 / |p|``)."""
+    factor = getattr(ineq, "parameter_factor", None)
+    return 1.0 if factor is None else factor.dual_scale()
 
 
 def _simplex_budget(held, simplex, xb, gb, group):
@@ -1484,8 +1504,35 @@ def _box_multipliers(box, x, g):
     return above, below
 
 
+#: an inequality row whose slack, as a distance to its hyperplane, exceeds this many times the solve's
+#: feasibility tolerance (``feas_tol * feasibility_scale``) is inactive: its multiplier is reported as 0
+INTERIOR_SLACK = 100.0
+
+
+def _interior_slacks(compiled, eq_id, x, tolerance):
+    """Which rows of the slack equality ``eq_id`` have their slack clearly inside its box (None: not known).
+
+    The slack of ``a_i' v + c_i <= 0`` is held in the variables' units (``lowering._slack_units``): its
+    value is the distance from v to the row's hyperplane, the measure of the solve's feasibility tolerance
+    (its rows are equilibrated to unit norm). A row farther than ``INTERIOR_SLACK`` times that tolerance
+    is inactive, and complementary slackness (``lambda_i s_i = 0``) gives it multiplier 0: the row's
+    ``y + lam (M x - b)`` is then tolerance-level noise, which the inequality's own units multiply (a
+    row written times 1e-6 showed a multiplier of 1e2 where CVXPY + Clarabel give 3e-4).
+    """
+    slacks = compiled.__dict__.setdefault("_slack_slices", {})
+    if eq_id not in slacks:
+        eq = next((q for q in compiled.equalities if id(q) == eq_id), None)
+        slack = getattr(eq, "slack_variable", None)
+        found = [blk for blk in compiled.blocks if blk.kind == "copy" and blk.variable is slack]
+        slacks[eq_id] = found[0].slice if len(found) == 1 and found[0].entries is None else None
+    at = slacks[eq_id]
+    if at is None:
+        return None
+    return np.asarray(x[at], dtype=float) > INTERIOR_SLACK * tolerance
+
+
 def write_inequality_duals(compiled, x, lagrangian_gradient, row_multipliers, entry_multipliers, budget_duals=None,
-                           trace_shares=()):
+                           trace_shares=(), slack_tolerance=None):
     """``dual_value`` of each affine inequality ``lhs <= rhs`` (CVXPY's multiplier, >= 0, per entry).
 
     The compiler splits an inequality's entries (:mod:`fwmodel.compiler.lowering`):
@@ -1508,6 +1555,8 @@ def write_inequality_duals(compiled, x, lagrangian_gradient, row_multipliers, en
     diagonal's bounds as radius (``diag(X) <= 1``): their trace row is the sum of those bounds' rows, so
     ``mu`` adds to each diagonal entry's upper multiplier (unknown, hence None, where the radius is not the
     sum of the bounds the blocks hold: some came from another set).
+    ``slack_tolerance`` (the solve's feasibility tolerance as a distance): a general row whose slack is
+    clearly interior gets 0 (:func:`_interior_slacks`), not its row's tolerance-level multiplier.
     """
     lowered = compiled.lowered
     if lowered is None:
@@ -1533,7 +1582,9 @@ def write_inequality_duals(compiled, x, lagrangian_gradient, row_multipliers, en
         span = compiled.rows_of(piece)
         _, values, known = entry(ineq)
         if span is not None and span.stop - span.start == rows.size:
-            values[rows] = row_multipliers()[span]
+            found = row_multipliers()[span]
+            interior = None if slack_tolerance is None else _interior_slacks(compiled, eq_id, x, slack_tolerance)
+            values[rows] = found if interior is None else np.where(interior, 0.0, found)
             known[rows] = True
     if bounds is not None and bounds.rows:
         n_v = bounds.n_v

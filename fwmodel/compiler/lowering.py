@@ -20,7 +20,11 @@ lays out blocks, rewrites such a model into sets and equalities:
    ``norm_inf(e)``). ``t`` is data: a number, an array (``abs``) or an
    ``fm.Parameter`` expression, re-read at each solve. Each such inequality
    gets its multiplier from its ball's block after a solve
-   (:func:`~fwmodel.compiler.compile.write_norm_duals`). ``max(e) <= t`` and
+   (:func:`~fwmodel.compiler.compile.write_norm_duals`). A scalar Parameter
+   factor of the argument moves to the radius: ``norm1(p * x) <= t`` (also
+   ``x * p``, ``x / p``) is ``norm1(x) <= t / |p|``, re-read at each solve,
+   its multiplier the ball's over ``|p|``; ``p == 0`` drops it (see
+   :class:`ParameterFactor`). ``max(e) <= t`` and
    ``min(e) >= t`` are already affine (``e <= t``, ``e >= t``) when built.
 2. **Elementwise bounds merge into one box per variable.** Every row of
    ``lhs - rhs <= 0`` with a single variable entry, ``a * x_j + c <= 0``, is
@@ -336,6 +340,10 @@ def _lower_norm(ineq, violated):
     """
     atom, bound = ineq.norm, ineq.bound
     arg = atom.args[0]
+    factor = _parameter_factor(arg)
+    if factor is not None:  # norm(p * e) <= t: the ball norm(e) <= t / |p| (see ParameterFactor)
+        ineq.parameter_factor = ParameterFactor(ineq, *factor)
+        return ineq.parameter_factor.ball(violated)
     data = bound if bound._has_params else bound.value
     if bound._has_params and atom.kind != "abs":  # (a box with lower > upper is empty: "infeasible" already)
         data = _clipped_bound(bound, ineq, violated)
@@ -352,6 +360,166 @@ def _lower_norm(ineq, violated):
         raise ModelError(f"{ineq._text}: the bound of a norm must be a scalar")
     cls = {"l1": L1Ball, "l2": L2Ball, "linf": LinfBall, "nuc": TraceNormBall}[atom.kind]
     return cls(arg, data)
+
+
+def _parameter_factor(arg):
+    """``(e, f, divides)`` where a norm's argument is ``f * e``, ``e * f`` or ``e / f`` (``divides``) with ``f`` a
+    scalar fm.Parameter expression (no variables) and ``e`` an expression of variables without Parameters;
+    None else."""
+    from ..expressions.affine import DivideExpression, MultiplyExpression
+
+    if not isinstance(arg, MultiplyExpression) or not arg._has_params:
+        return None
+    a, b = arg.args
+    divides = isinstance(arg, DivideExpression)
+    e, f = (b, a) if not divides and a._has_params and not a._has_vars else (a, b)
+    if (f.size != 1 or not f._has_params or f._has_vars or not e._has_vars or e._has_params
+            or tuple(e.shape) != tuple(arg.shape)):
+        return None
+    return e, f, divides
+
+
+class ParameterFactor:
+    """``norm(p * e) <= t`` (also ``e * p``, ``e / p``; ``abs``; p a scalar Parameter expression) held as the
+    ball ``norm(e) <= t / |p|`` (``t * |p|`` for ``e / p``), as CVXPY users write it.
+
+    The ball then holds e itself (e = x: a copy of x), where a ball on ``p * x`` could not (p may be 0 at
+    a solve). Its radius is read at each solve from the current values of t and p. CVXPY's multiplier of
+    the constraint as written, ``lambda (|p| ||e|| - t)``, is ``lambda = mu / |p|`` with ``mu`` the ball's
+    (``mu |p|`` for ``e / p``): :meth:`dual_scale`.
+
+    ``p == 0`` makes ``p * e`` zero and the constraint ``0 <= t``, vacuous (CVXPY drops it): where other
+    sets bound e's variables (:meth:`hold_others`), the ball's radius is then one that they keep it from
+    reaching (:meth:`_loose_radius`), so it binds nothing (multiplier 0); where none does, the solve is
+    refused with a ModelError naming the Parameter, the constraint and the variable, since FW-AL needs a
+    bounded set for every variable. A negative t is "infeasible" at that solve (as any Parameter bound).
+    """
+
+    def __init__(self, ineq, e, f, divides):
+        self.ineq, self.expr, self.factor, self.divides = ineq, e, f, divides
+        self.others = None  # (sets, entry bounds, slots, offsets, n_v) that hold e's variables besides this ball
+        self.own = None  # the set this ball became (itself, or its AffinePreimage on the variable)
+        self._busy = False
+
+    def _factor_value(self):
+        value = self.factor.value
+        return None if value is None else abs(float(np.asarray(value, dtype=float).reshape(())))
+
+    def _names(self):
+        return ", ".join(p.name for p in self.factor.parameters())
+
+    def dual_scale(self):
+        """The number that turns the ball's multiplier into CVXPY's of the constraint as written (0 while
+        p == 0, where the constraint is dropped)."""
+        q = self._factor_value()
+        if q is None or q == 0.0:
+            return 0.0
+        return q if self.divides else 1.0 / q
+
+    def ball(self, violated):
+        ineq, atom, bound = self.ineq, self.ineq.norm, self.ineq.bound
+        if not bound._has_params:
+            data = np.asarray(bound.value, dtype=float)
+            if np.any(data < 0):
+                raise ModelError(f"{ineq._text}: the bound is negative, so no point satisfies it")
+        elif violated is not None:  # a negative t at a solve: "infeasible", naming the constraint
+            violated.append(self._negative_bound)
+        if atom.kind != "abs" and bound.size != 1:
+            raise ModelError(f"{ineq._text}: the bound of a norm must be a scalar")
+        params = _unique(list(bound.parameters()) + list(self.factor.parameters()))
+
+        def radius():
+            t, q = bound.value, self._factor_value()
+            if t is None or q is None:
+                return None
+            t = np.asarray(t, dtype=float)
+            if np.any(t < 0):  # no point (the check in violated ends the solve "infeasible"): the set reads 0
+                t = np.zeros_like(t)
+            elif q == 0.0:
+                if self.divides:
+                    raise ModelError(f"{ineq._text}: division by zero: the divisor {short_repr(self.factor)} is 0 "
+                                     f"at this solve ({self._names()})")
+                t = self._loose_radius(np.broadcast_to(t, atom.shape) if atom.kind == "abs" else t)
+            else:
+                t = t * q if self.divides else t / q
+            return float(t.reshape(())) if atom.kind != "abs" else np.broadcast_to(t, atom.shape).copy()
+
+        label = f"bound of {ineq._text} over |{short_repr(self.factor)}|"
+        data = ComputedData(radius, params, label)
+        if atom.kind == "abs":
+            lower = ComputedData(lambda: None if radius() is None else -radius(), params, f"-{label}")
+            return Box(self.expr, lower, data)
+        cls = {"l1": L1Ball, "l2": L2Ball, "linf": LinfBall, "nuc": TraceNormBall}[atom.kind]
+        return cls(self.expr, data)
+
+    def _negative_bound(self):
+        """A message while the bound t is negative (no point satisfies the constraint, whatever p), else None."""
+        value = self.ineq.bound.value
+        if value is None or np.all(np.asarray(value, dtype=float) >= 0):
+            return None
+        names = ", ".join(p.name for p in self.ineq.bound.parameters())
+        return (f"the constraint {self.ineq._text} holds for no point with the current values of {names}: its "
+                f"bound is {float(np.min(value)):.6g} < 0")
+
+    def hold_others(self, ball, sets, bound_boxes, bounds, slots, offsets, n_v):
+        """Record the sets that may hold e's variables without this ball, and the entry bounds.
+
+        Left out: the ball itself (its preimage on the variable, its symmetric variant) and the boxes of the
+        entry bounds, which may have taken their missing sides from the ball (``bounds`` gives the entry
+        bounds the user wrote); of an L1 ball merged with a box (:class:`BoxedL1Ball`), the box."""
+        mine = {id(ball), id(self.own)}
+        others = []
+        for s in sets:
+            if isinstance(s, BoxedL1Ball) and id(s.ball) in mine:
+                s = s.box
+            if id(s) in mine or id(getattr(s, "derived_from", None)) in mine or id(s) in bound_boxes:
+                continue
+            others.append(s)
+        self.others = (others, bounds, slots, offsets, n_v)
+
+    def _loose_radius(self, t):
+        """A radius that the other sets keep ``e`` strictly inside (p == 0: the constraint binds nothing).
+
+        Each variable entry of e lies in the box that its other sets (``coordinate_bounds``) and its entry
+        bounds imply; ``|e| <= |A| m + |c|`` entrywise (``e = A v + c``, m the box's largest magnitudes), and
+        every norm here is at most that vector's (the nuclear norm at the entries' absolute sum). Twice that
+        (at least 1, and at least t) leaves the ball inactive at every point the other sets allow."""
+        ineq, kind = self.ineq, self.ineq.norm.kind
+        trouble = None
+        if self.others is None or self._busy:
+            trouble = "no other set"
+        else:
+            sets, bounds, slots, offsets, n_v = self.others
+            self._busy = True  # another such ball on the same variable at 0 too: neither holds it
+            try:
+                A, c = linearize(self.expr, offsets, n_v)
+                m = np.zeros(n_v)
+                for var in self.expr.variables():
+                    off, size = slots[var]
+                    lo, hi = _implied(var, _holders(var, sets, slots, offsets, n_v))
+                    lo = np.maximum(lo, bounds.lo[off:off + size])
+                    hi = np.minimum(hi, bounds.hi[off:off + size])
+                    reach = np.maximum(np.abs(lo), np.abs(hi))
+                    if not np.all(np.isfinite(reach)):
+                        trouble = f"{var.name} is in no other bounded set"
+                        break
+                    m[off:off + size] = reach
+            except ModelError:
+                trouble = "no other set"
+            finally:
+                self._busy = False
+        if trouble is not None:
+            var = self.expr.variables()[0]
+            raise ModelError(
+                f"{ineq._text}: {self._names()} is 0 at this solve, so the constraint reads 0 <= t and bounds "
+                f"nothing (CVXPY drops it), but it is what holds {var.name} ({trouble}): FW-AL needs every "
+                f"variable in a bounded set. Keep {self._names()} nonzero, or bound {var.name} with another set "
+                f"as well (fm.Box({var.name}, lo, hi), {var.name} >= lo with {var.name} <= hi)")
+        entry = np.abs(A) @ m + np.abs(np.asarray(c, dtype=float).ravel())
+        if kind == "abs":
+            return np.maximum(np.maximum(2.0 * entry.reshape(t.shape), 1.0), t)
+        reach = {"l1": np.sum, "l2": np.linalg.norm, "linf": np.max, "nuc": np.sum}[kind](entry) if entry.size else 0.0
+        return np.asarray(max(2.0 * float(reach), 1.0, float(t)))
 
 
 def _clipped_bound(bound, ineq, violated):
@@ -797,6 +965,8 @@ def lower_constraints(objective_expr, constraints):
             ball = _lower_norm(ineq, violated_constant_rows)
             norm_sets.append((ineq, ball))
             sets.append(_on_the_variable(ball))
+            if getattr(ineq, "parameter_factor", None) is not None:
+                ineq.parameter_factor.own = sets[-1]
     affine = [q for q in inequalities if q.kind == "affine"]
     # the data pieces of maximum(x, 0) <= t (the 0, t data): no rows, true or false on data at each solve
     violated_constant_rows.extend(q.violated_data for q in affine if q.data_pieces)
@@ -1002,12 +1172,14 @@ def lower_constraints(objective_expr, constraints):
     # 2-3. one box per variable from the elementwise bounds, closed by the sets
     entry_sets = list(sets)
     derived_bounds = {}
+    bound_boxes = set()  # ids of the boxes of the variables' entry bounds (and their symmetric variants)
     for var in variables:
         taken = []
         box = _bound_box(var, bounds, entry_sets, slots, offsets, n_v, param_bound_vars, shared_duals, taken,
                          rows=lambda: _row_pieces(equalities, general, offsets, n_v))
         if box is not None:
             sets.append(_symmetric(box))
+            bound_boxes.update((id(box), id(sets[-1])))
             for s, entries, position, lo_side, hi_side in taken:  # (a ball's multiplier: with the box's)
                 derived_bounds[id(s)] = (box, var, entries, position, lo_side, hi_side)
 
@@ -1041,6 +1213,7 @@ def lower_constraints(objective_expr, constraints):
         picked = flat if rows.size == ineq.expr.size else flat[rows]
         eq = Equality(picked + (slack if np.all(units == 1.0) else units * slack), 0.0)
         eq.written_as = ineq._text  # what error messages about these rows name
+        eq.slack_variable = slack  # (its value: the rows' distances to their hyperplanes, for the duals)
         equalities.append(eq)
         slack_of[id(eq)] = (ineq, rows)
 
@@ -1052,6 +1225,9 @@ def lower_constraints(objective_expr, constraints):
                 equalities.append(Equality(var[iu], var.T[iu]))
     # 7. a simplex and a box on the same variable: one capped simplex; an L1 ball and a box: one boxed L1 ball
     sets = _boxed_l1_balls(_capped_simplices(sets, equalities), equalities)
+    for ineq, ball in norm_sets:  # norm(p * e) <= t: what else holds e, should p be 0 at a solve
+        if getattr(ineq, "parameter_factor", None) is not None:
+            ineq.parameter_factor.hold_others(ball, sets, bound_boxes, bounds, slots, offsets, n_v)
     return Lowered(sets=sets, equalities=equalities, absorbed=absorbed, slack_of=slack_of, slack_units=slack_units,
                    entry_bounds=bounds,
                    absorbed_equalities=absorbed_equalities, norm_sets=norm_sets, shared_duals=shared_duals,

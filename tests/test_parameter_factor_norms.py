@@ -1,0 +1,193 @@
+"""A norm bound on a Parameter multiple of a variable, ``norm1(p * x) <= r`` (also ``x * p``, ``x / p``, the other
+norms and ``abs``), as CVXPY users write it, checked against CVXPY + Clarabel.
+
+The compiler holds it as the ball ``norm1(x) <= r / |p|`` (``r * |p|`` for ``x / p``), re-read at each
+solve; the constraint's ``dual_value`` is CVXPY's multiplier of the constraint as written (the ball's times
+``1 / |p|``). ``p == 0`` makes it ``0 <= r``: dropped (multiplier 0) where other sets bound x, else the
+solve is refused with a message naming the Parameter, the constraint and the variable.
+"""
+import numpy as np
+import pytest
+
+import fwmodel as fm
+
+cp = pytest.importorskip("cvxpy")
+
+import warnings  # noqa: E402
+
+from _against_clarabel import (DUAL_ATOL, DUAL_RTOL, OBJ_RTOL, X_ATOL, assert_same_answer,  # noqa: E402, I001
+                              resolve_both, solve_both)
+
+# CVXPY warns that norm1(p * x) is not DPP (it re-canonicalizes at each solve): irrelevant here
+pytestmark = pytest.mark.filterwarnings("ignore:You are solving a parameterized problem that is not DPP")
+
+rng = np.random.default_rng(5)
+N = 6
+C = rng.standard_normal(N)
+A = rng.standard_normal((4, N))
+
+ATOMS = {"l1": ("norm1", 0.8), "l2": ("norm2", 0.6), "linf": ("norm_inf", 0.3), "abs": ("abs", 0.25)}
+FORMS = {"p * x": lambda p, x: p * x, "x * p": lambda p, x: x * p, "x / p": lambda p, x: x / p}
+
+
+def _model(m, atom, form, value, radius_parameter=False, box=False):
+    name, r = ATOMS[atom]
+    x, p = m.Variable(N, name="x"), m.Parameter(value=value, name="p")
+    t = m.Parameter(nonneg=True, value=r) if radius_parameter else r
+    constraint = getattr(m, name)(FORMS[form](p, x)) <= t
+    constraints = [constraint] + ([x >= -0.4, x <= 0.9] if box else [])
+    prob = m.Problem(m.Minimize(m.sum_squares(x - C) + 0.1 * m.sum_squares(A @ x)), constraints)
+    return prob, x, p, constraint, t
+
+
+@pytest.mark.parametrize("form", list(FORMS))
+@pytest.mark.parametrize("atom", list(ATOMS))
+def test_a_ball_on_a_parameter_multiple_matches_clarabel(atom, form):
+    """value, point and dual_value agree with CVXPY + Clarabel for a positive and a negative p (|p| counts)."""
+    for value in (2.5, -0.4):
+        def build(m):
+            prob, x, _, constraint, _ = _model(m, atom, form, value)
+            return prob, [x], [constraint]
+
+        duals = assert_same_answer(build)
+        assert np.max(duals[0]) > 1e-2  # the ball binds: its multiplier is the one compared
+
+
+@pytest.mark.parametrize("atom", ["l1", "l2", "abs"])
+def test_re_solves_follow_the_parameter_and_its_sign_and_zero_drops_the_ball(atom):
+    """p changes between solves (2, then -1.5: a sign flip, then 0, then 0.7), with the radius a Parameter too:
+    each solve agrees with Clarabel. At p = 0 the constraint is 0 <= r, dropped: x is the box-constrained
+    least squares, and its multiplier 0."""
+    models = {}
+    for m in (fm, cp):
+        prob, x, p, constraint, _ = _model(m, atom, "p * x", 2.0, radius_parameter=True, box=True)
+        models[m] = (prob, x, p, constraint)
+    for value in (2.0, -1.5, 0.0, 0.7):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            (status, f, x, dual), (ref_status, ref_f, ref_x, ref_dual) = resolve_both(models, value)
+        assert status == ref_status == "optimal"
+        assert abs(f - ref_f) <= OBJ_RTOL * max(1.0, abs(ref_f)), (value, f, ref_f)
+        np.testing.assert_allclose(x, ref_x, atol=X_ATOL)
+        np.testing.assert_allclose(dual, ref_dual, rtol=DUAL_RTOL, atol=DUAL_ATOL)
+        if value == 0.0:
+            assert np.all(np.asarray(dual) == 0.0)
+
+
+def test_the_radius_parameter_and_the_factor_both_follow():
+    """norm2(p * x) <= t with t and p Parameters: the ball's radius t / |p| follows both (closed form: the
+    projection of C onto the L2 ball of radius t / |p|, with dual ||C|| |p| / t - 1 ... over |p|, CVXPY's)."""
+    p, t, x = fm.Parameter(value=2.0), fm.Parameter(nonneg=True, value=0.5), fm.Variable(N)
+    constraint = fm.norm2(p * x) <= t
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - C)), [constraint])
+    for pv, tv in ((2.0, 0.5), (-4.0, 0.5), (4.0, 1.5)):
+        p.value, t.value = pv, tv
+        prob.solve(tol=1e-10)
+        rho = tv / abs(pv)
+        assert rho < np.linalg.norm(C)  # the ball binds
+        np.testing.assert_allclose(x.value, C * rho / np.linalg.norm(C), atol=1e-6)
+        # KKT of min ||x - C||^2 + lam (|p| ||x|| - t): 2 (x - C) + lam |p| x / ||x|| = 0 at ||x|| = rho
+        lam = 2.0 * (np.linalg.norm(C) - rho) / abs(pv)
+        assert constraint.dual_value == pytest.approx(lam, rel=1e-5)
+
+
+def test_a_zero_factor_with_nothing_else_bounding_x_is_refused_at_that_solve():
+    """norm1(p * x) <= 1 is the only set on x: at p = 0 it bounds nothing, and the solve is refused naming p,
+    the constraint and x; the next solve with p != 0 agrees with Clarabel again."""
+    models = {}
+    for m in (fm, cp):
+        prob, x, p, constraint, _ = _model(m, "l1", "p * x", 3.0)
+        models[m] = (prob, x, p, constraint)
+    models[fm][0].solve()
+    models[fm][2].value = 0.0
+    with pytest.raises(fm.ModelError, match=r"norm1\(p \* x\) <= 0.8: p is 0 at this solve.*"
+                                            r"bounds nothing.*what holds x"):
+        models[fm][0].solve()
+    (status, f, x, dual), (ref_status, ref_f, ref_x, ref_dual) = resolve_both(models, -2.0)
+    assert status == ref_status == "optimal"
+    assert abs(f - ref_f) <= OBJ_RTOL * max(1.0, abs(ref_f))
+    np.testing.assert_allclose(dual, ref_dual, rtol=DUAL_RTOL, atol=DUAL_ATOL)
+
+
+def test_a_negative_radius_is_infeasible_and_a_set_on_a_parameter_multiple_is_still_named():
+    """norm1(p * x) <= t with t < 0 at a solve: "infeasible" naming the constraint, as Clarabel says; the set
+    fm.L1Ball(p * x, 1) (not a norm bound) is refused with a message that gives the norm bound instead."""
+    p, t, x = fm.Parameter(value=2.0), fm.Parameter(value=-1.0), fm.Variable(N, name="x")
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - C)), [fm.norm1(p * x) <= t])
+    prob.solve()
+    X, P, T = cp.Variable(N), cp.Parameter(value=2.0), cp.Parameter(value=-1.0)
+    ref = cp.Problem(cp.Minimize(cp.sum_squares(X - C)), [cp.norm1(P * X) <= T])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref.solve(solver=cp.CLARABEL)
+    assert prob.status == ref.status == "infeasible"
+    assert "norm1(" in prob.stats.message
+    with pytest.raises(fm.ModelError, match=r"fm\.norm1\(p \* x\) <= r, which the compiler holds as "
+                                            r"fm\.norm1\(x\) <= r / \|p\|"):
+        fm.Problem(fm.Minimize(fm.sum_squares(x - C)), [fm.L1Ball(p * x, 1.0)]).solve()
+
+
+@pytest.mark.parametrize("write", [
+    lambda m, p, x: m.normNuc(p * x) <= 1.5,
+    lambda m, p, x: m.sum_squares(p * x) <= 0.5,  # the ball norm2(p * x) <= sqrt(0.5), its dual the squared form's
+    lambda m, p, x: m.norm(x / p, "fro") <= 0.5,
+], ids=["nuc", "sum_squares", "fro"])
+def test_matrix_and_squared_forms_match_clarabel(write):
+    """normNuc(p * X), sum_squares(p * X) and norm(X / p, "fro") bounded by data: CVXPY's value, point and dual
+    (CVXPY gives sum_squares' dual the shape (1,): compared as numbers)."""
+    B = np.random.default_rng(1).standard_normal((4, 3))
+
+    def build(m):
+        X, p = m.Variable((4, 3)), m.Parameter(value=-2.0)
+        constraint = write(m, p, X)
+        return m.Problem(m.Minimize(m.sum_squares(X - B)), [constraint]), [X], [constraint]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        (value, xs, duals, _), (ref, ref_xs, ref_duals, _) = solve_both(build)
+    assert abs(value - ref) <= OBJ_RTOL * max(1.0, abs(ref))
+    np.testing.assert_allclose(xs[0], ref_xs[0], atol=X_ATOL)
+    assert np.size(duals[0]) == 1 and float(np.ravel(ref_duals[0])[0]) > 1e-2  # the ball binds
+    np.testing.assert_allclose(np.ravel(duals[0]), np.ravel(ref_duals[0]), rtol=DUAL_RTOL, atol=DUAL_ATOL)
+
+
+@pytest.mark.parametrize("others,atom,bound", [
+    (lambda m, x: [x >= 0, m.sum(x) == 1], "norm2", 1.5),  # a simplex the compiler recognizes
+    (lambda m, x: [m.norm2(x) <= 0.5], "norm_inf", 0.6),  # another ball
+    (lambda m, x: [x >= -0.1, x <= 0.3], "norm_inf", 0.6),  # entry bounds
+], ids=["simplex", "ball", "bounds"])
+def test_a_zero_factor_drops_the_constraint_where_other_sets_hold_x(others, atom, bound):
+    """At p = 0 the ball binds nothing where a simplex, another ball or entry bounds hold x: value, point and
+    multipliers (0 for the dropped constraint) as Clarabel's, before and after (p = 3, 0, -2.5)."""
+    models = {}
+    for m in (fm, cp):
+        x, p = m.Variable(N, name="x"), m.Parameter(value=3.0, name="p")
+        constraint = getattr(m, atom)(p * x) <= bound
+        prob = m.Problem(m.Minimize(m.sum_squares(x - C)), [constraint] + others(m, x))
+        models[m] = (prob, x, p, constraint)
+    for value in (3.0, 0.0, -2.5):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            (status, f, x, dual), (ref_status, ref_f, ref_x, ref_dual) = resolve_both(models, value)
+        assert status == ref_status == "optimal"
+        assert abs(f - ref_f) <= OBJ_RTOL * max(1.0, abs(ref_f)), (value, f, ref_f)
+        np.testing.assert_allclose(x, ref_x, atol=X_ATOL)
+        np.testing.assert_allclose(dual, ref_dual, rtol=DUAL_RTOL, atol=DUAL_ATOL)
+        assert (dual == 0.0) if value == 0.0 else (dual > 1e-2), (value, dual)
+
+
+def test_a_negative_entrywise_bound_is_infeasible():
+    """abs(p * x) <= t with a Parameter t that goes negative in one entry: "infeasible", as Clarabel says."""
+    x, p, t = fm.Variable(N), fm.Parameter(value=2.0), fm.Parameter(N, value=np.full(N, 0.5))
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - C)), [fm.abs(p * x) <= t])
+    prob.solve()
+    assert prob.status == "optimal"
+    t.value = np.r_[0.5, -0.1, np.full(N - 2, 0.5)]
+    prob.solve()
+    X, P, T = cp.Variable(N), cp.Parameter(value=2.0), cp.Parameter(N, value=t.value)
+    ref = cp.Problem(cp.Minimize(cp.sum_squares(X - C)), [cp.abs(P * X) <= T])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref.solve(solver=cp.CLARABEL)
+    assert prob.status == ref.status == "infeasible"
+    assert "abs(" in prob.stats.message and "-0.1 < 0" in prob.stats.message
