@@ -349,7 +349,7 @@ class Problem:
 
     def variables(self):
         """The model's variables (without the slacks the compiler adds for inequalities)."""
-        return [v for v in self.compile().variables if not getattr(v, "is_slack", False)]
+        return self.compile().model_variables()
 
     @property
     def duals(self):
@@ -543,7 +543,7 @@ class Problem:
         message in ``prob.stats.message`` names the violated constraints.
         """
         compiled = self.compile()
-        for var in compiled.variables:
+        for var in compiled.model_variables():
             var.value = None
         for constraint in self._flat_constraints:  # no point, no multipliers (not the last solve's)
             if hasattr(constraint, "dual_value"):

@@ -2,6 +2,11 @@
 
 Compilation, step by step (paper Sec. 2.2, eq. opt_reformulation):
 
+00. **Presolve.** A PSD variable whose constraints fix diagonal entries at 0
+   (``X >> 0`` with ``fm.diag(X) <= d``, ``d_i = 0``, or ``X[i, i] == 0``) is
+   replaced by ``P Y P'``, Y PSD on the other indices: its feasible set has
+   no interior, which FW-AL's rows would reach only in the limit
+   (:mod:`fwmodel.compiler.presolve`).
 0. **Lowering.** Constraints as CVXPY writes them become sets and
    equalities first (:mod:`fwmodel.compiler.lowering`): ``norm1(e) <= t`` an
    L1 ball, elementwise bounds one box per variable (one-sided bounds closed
@@ -70,6 +75,7 @@ from ..sets.trace_norm import TraceNormBall
 from ..sets.units import InUnits, has_units, in_units
 from .consistency import ConsistencyOperator, CopyRows, SparseRows
 from .lowering import lower_constraints, within_data_limit
+from .presolve import presolve_psd_zeros
 from .objective import BlockObjective, CopyMap
 
 
@@ -178,6 +184,8 @@ class CompiledProblem:
     #: (units, rms()) of the expression blocks whose coefficients have Parameters: the units their block
     #: was compiled in and the root mean square row norm now (None while a Parameter has no value)
     parametric_units: list = field(default_factory=list)
+    #: the PSD zero-diagonal reduction the model was compiled through (fwmodel.compiler.presolve), or None
+    presolve: object = None
 
     @property
     def M(self):
@@ -202,7 +210,12 @@ class CompiledProblem:
         for var in self.variables:
             off, shape = self.var_layout[var.id]
             out[var] = v[off:off + var.size].reshape(shape)
-        return out
+        return out if self.presolve is None else self.presolve.values(out)
+
+    def model_variables(self):
+        """The model's variables, those a presolve replaced included, without the compiler's own."""
+        kept = [v for v in self.variables if not getattr(v, "is_slack", False)]
+        return kept if self.presolve is None else kept + self.presolve.originals
 
     def slack_units_stale(self):
         """Whether Parameters moved an inequality's coefficients more than ``UNITS_APART`` from the units its
@@ -456,6 +469,8 @@ class CompiledProblem:
         for ineq in getattr(self.lowered, "hinges", ()):  # fm.sum(fm.pos(e)) <= t: its budget's multiplier
             dual = ineq.hinge.budget.dual_value
             ineq.dual_value = None if dual is None else dual / ineq.scale
+        if self.presolve is not None:  # the user's constraints on a presolved PSD variable: the reduced ones'
+            self.presolve.write_duals()
 
     def rows_of(self, piece):
         """The slice of M's rows that ``piece`` occupies (None if it has no rows)."""
@@ -693,6 +708,11 @@ def _split_fixed_constraints(sets, equalities):
 def compile_problem(objective_expr, sign, constraints):
     """Compile ``min sign * objective_expr`` over ``constraints`` (see module docs)."""
     constraints = flatten_constraints(constraints)
+    # 00. a PSD variable whose constraints fix diagonal entries at 0 is solved on that face
+    #     (fwmodel.compiler.presolve): X = P Y P' with Y PSD on the kept indices
+    presolve = presolve_psd_zeros(objective_expr, constraints)
+    if presolve is not None:
+        objective_expr, constraints = presolve.objective, presolve.constraints
     # 0. constraints as CVXPY writes them (norm bounds, inequalities, variable
     #    attributes) become sets and equalities (see fwmodel.compiler.lowering)
     lowered = lower_constraints(objective_expr, constraints)
@@ -927,7 +947,8 @@ def compile_problem(objective_expr, sign, constraints):
     return CompiledProblem(blocks=blocks, n=n, variables=variables, var_layout=var_layout, graph=graph,
                            operator=operator, copy_map=copy_map, objective=objective,
                            equalities=equalities, parametric=parametric, equality_pieces=equality_pieces,
-                           lowered=lowered, fixed_constraints=fixed, parametric_units=parametric_units)
+                           lowered=lowered, fixed_constraints=fixed, parametric_units=parametric_units,
+                           presolve=presolve)
 
 
 def _dual_norm(kind, g):

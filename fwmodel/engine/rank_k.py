@@ -627,6 +627,8 @@ class RankKStep:
     """
 
     replaces_inface = True  # the driver takes no in-face steps on this block
+    #: a lean proposal reads ||x_k||^2 (``ctx.point_norm2``: the driver measures it once for both)
+    reads_point_norm2 = True
 
     def __init__(self, block, face, col_norms2, initial_rank=INITIAL_RANK, max_rank=None, cost_cap=None,
                  coupled=False):
@@ -688,7 +690,9 @@ class RankKStep:
         lean = self._lean(ctx)
         if lean:  # the FW direction formed at the sweep's turn (if taken), ||s - x||^2 from the atom
             fw = Proposal(LazyDirection(_fw_direction, (x_k, s), lend, self.block), 1.0, "fw", gap, s, slope=-gap)
-            xx = dot(x_k, x_k)
+            # ||X||^2: the driver's where it measured it for ||x|| at this point (the same dot)
+            point_norm2 = getattr(ctx, "point_norm2", None)
+            xx = point_norm2(self.block, x_k) if point_norm2 is not None else dot(x_k, x_k)
             fw_norm2 = _fw_norm2(x_k, s, xx)
         else:
             d_fw = _fw_direction(x_k, s, out=lend.direction(self.block) if lend is not None else None)

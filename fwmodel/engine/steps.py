@@ -286,11 +286,27 @@ class BlendedPairwiseStep(_ActiveSetStep):
     An LMO call (an assignment problem on a Birkhoff block) costs far more
     than these steps, and each LMO call now finds the active set near its
     own optimum, as fully-corrective FW would (Lacoste-Julien & Jaggi 2015).
+
+    ``pairwise_steps=True`` (a set whose ``auto_active_set_step`` is
+    "pairwise": the K-sparse polytope, the boxed L1 ball): wherever the
+    local phase does not run, the block takes pairwise FW steps
+    (:class:`PairwiseStep`, Lacoste-Julien & Jaggi 2015: weight moves from
+    the away vertex to the LMO's vertex, an LMO call every iteration)
+    instead of BPCG's FW and single local steps. On those sets a vertex
+    moves many entries to their bounds at once; BPCG adds atoms only by FW
+    steps ``s - x``, which shrink every active weight, and its local steps
+    then trade weight among many overlapping vertices in ever smaller steps
+    (benchmarks/RESULTS.md, "Vertex steps on the boxed L1 ball" and "Vertex
+    steps on the K-sparse polytope"). Where the local phase runs (a block
+    without rows whose objective is isotropic, a projection), its
+    near-fully-corrective steps beat both, so the block takes BPCG's steps
+    once the curvature checks have found it there.
     """
 
-    def __init__(self, block, active=None, lazy=True, coupled=True):
+    def __init__(self, block, active=None, lazy=True, coupled=True, pairwise_steps=False):
         super().__init__(block, active)
         self.lazy = lazy
+        self.pairwise_steps = pairwise_steps
         self.phi = np.inf  # the last FW gap measured (the lazy oracle's threshold)
         self.coupled = coupled  # the block has consistency rows: the penalty term is not isotropic
         self._curvature_ratios = []  # c_f / ||d||^2 along the directions measured so far
@@ -312,6 +328,10 @@ class BlendedPairwiseStep(_ActiveSetStep):
             self.active.track_gram(self.block.size, GRAM_MAX_ATOMS)
 
     def propose(self, x_k, g_k, ctx=None):
+        if self.pairwise_steps and not self._weight_space_model():
+            p = PairwiseStep.propose(self, x_k, g_k, ctx)
+            self.phi = max(p.gap, 0.0)  # (the lazy threshold, should the local phase start later)
+            return p
         aset = self.active
         dots = aset.dots(g_k)
         a, s_loc = int(dots.argmax()), int(dots.argmin())  # the methods: no np.argmax wrapper per iteration
@@ -414,7 +434,7 @@ class BlendedPairwiseStep(_ActiveSetStep):
             if gamma > 0:
                 w0, w = p.data
                 self.active.set_weights(w0 + min(gamma, 1.0) * (w - w0))
-        elif p.kind == "pairwise":
+        elif p.kind == "pairwise" and p.fw_atom is None:  # a local step (a pairwise FW step has its LMO vertex)
             if gamma > 0:
                 self.active.move_weight(p.data[0], p.data[1], min(gamma, p.gamma_max))
         else:
@@ -862,7 +882,9 @@ def takes_rank_k_steps(block, rank_k):
 def make_step(block, step, active, col_norms2, coupled=True, rank_k=False):
     """The step object for a block under the ``step`` and ``rank_k`` options.
 
-    "auto": BPCG on polytope blocks that keep an active set, per-group
+    "auto": BPCG on polytope blocks that keep an active set (pairwise steps
+    with BPCG's local phase where the set asks for pairwise steps,
+    ``block.auto_step``), per-group
     pairwise steps on products of simplices, BPCG per group on batches of
     polytopes (``block.batch_group_size``), FW elsewhere; "pairwise" and
     "away": those steps on polytope blocks (pairwise per group on products of
@@ -890,6 +912,8 @@ def make_step(block, step, active, col_norms2, coupled=True, rank_k=False):
     if step == "auto" and getattr(block, "batch_group_size", None) is not None:
         return BatchBPCGStep(block, block.batch_group_size, col_norms2())
     if active is not None and step == "auto":
+        if getattr(block, "auto_step", None) == "pairwise":  # pairwise steps, BPCG's local phase where it runs
+            return BlendedPairwiseStep(block, active, coupled=coupled, pairwise_steps=True)
         if getattr(block, "auto_step", None) is not None:  # the set's own choice (ConvexSet.auto_active_set_step)
             return _ACTIVE_SET_STEPS[block.auto_step](block, active)
         return BlendedPairwiseStep(block, active, coupled=coupled)

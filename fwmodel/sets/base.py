@@ -184,7 +184,8 @@ class ConvexSet:
 
     def auto_active_set_step(self):
         """The active-set step that ``step="auto"`` takes on the set's block where it keeps an active set:
-        None for blended pairwise (BPCG), or "pairwise" / "away"."""
+        None for blended pairwise (BPCG), "pairwise" (pairwise steps, BPCG's local phase where it runs:
+        ``engine.steps.BlendedPairwiseStep`` with ``pairwise_steps``) or "away"."""
         return None
 
     def group_count(self):
