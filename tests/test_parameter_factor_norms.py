@@ -191,3 +191,37 @@ def test_a_negative_entrywise_bound_is_infeasible():
         ref.solve(solver=cp.CLARABEL)
     assert prob.status == ref.status == "infeasible"
     assert "abs(" in prob.stats.message and "-0.1 < 0" in prob.stats.message
+
+
+@pytest.mark.parametrize("make", [
+    lambda x, c: fm.KSparsePolytope(x, 3, c),
+    lambda x, c: fm.L1Ball(x, c),
+    lambda x, c: fm.LinfBall(x, c),
+    lambda x, c: fm.Box(x, -c, c),
+    lambda x, c: fm.Simplex(x, c),
+], ids=["ksparse", "l1", "linf", "box", "simplex"])
+def test_a_set_on_a_parameter_without_a_value_when_built_solves_once_it_has_one(make):
+    """A set whose datum is a Parameter given its value only after the problem is built, next to a general
+    row: the solve agrees with Clarabel (it crashed in the slack bound, which read the set's datum before
+    the set had read its Parameter); with no value at all, the message names the Parameter."""
+    n = 8
+    r = np.random.default_rng(7)
+    M, y = r.standard_normal((6, n)), r.standard_normal(6)
+    x, c = fm.Variable(n), fm.Parameter(nonneg=True, name="c")
+    row = fm.sum(x[:3]) <= 0.1
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(M @ x - y)), [make(x, c), row])
+    with pytest.raises(fm.ModelError, match=r"parameter c has no value: set c.value before solving"):
+        prob.solve()
+    c.value = 0.5
+    prob.solve(tol=1e-8, feas_tol=1e-8, max_iter=50000)
+    assert prob.status == "optimal"
+    X = cp.Variable(n)
+    ref_set = {fm.KSparsePolytope: [cp.norm_inf(X) <= 0.5, cp.norm1(X) <= 1.5], fm.L1Ball: [cp.norm1(X) <= 0.5],
+               fm.LinfBall: [cp.norm_inf(X) <= 0.5], fm.Box: [cp.abs(X) <= 0.5],
+               fm.Simplex: [X >= 0, cp.sum(X) == 0.5]}[type(prob.constraints[0])]
+    ref_row = cp.sum(X[:3]) <= 0.1
+    ref = cp.Problem(cp.Minimize(cp.sum_squares(M @ X - y)), ref_set + [ref_row])
+    ref.solve(solver=cp.CLARABEL)
+    assert abs(prob.value - ref.value) <= OBJ_RTOL * max(1.0, abs(ref.value)), (prob.value, ref.value)
+    np.testing.assert_allclose(x.value, X.value, atol=X_ATOL)
+    np.testing.assert_allclose(row.dual_value, ref_row.dual_value, rtol=DUAL_RTOL, atol=DUAL_ATOL)

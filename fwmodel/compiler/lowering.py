@@ -947,6 +947,11 @@ def lower_constraints(objective_expr, constraints):
         else:
             raise ModelError(f"constraint #{i} ({c!r}) is neither a set (fm.ConvexSet), an equality "
                              "(expr == expr) nor an inequality (expr <= expr)")
+    for s in sets:
+        # data read from Parameters that had no value when the set was built (None until a refresh): the
+        # steps below read the sets' data (slack bounds, merged sets, closed boxes), so read it now; a
+        # Parameter still without a value is a ModelError naming it
+        s.refresh()
     # a set on a * x + c (elementwise, a != 0) holds x itself (see AffinePreimage)
     sets = [_on_the_variable(s) for s in sets]
     if not inequalities and not semidefinite and not any(
