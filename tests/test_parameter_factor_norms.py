@@ -193,6 +193,95 @@ def test_a_negative_entrywise_bound_is_infeasible():
     assert "abs(" in prob.stats.message and "-0.1 < 0" in prob.stats.message
 
 
+def _resolve_series(build, values, dropped=()):
+    """``build(m)`` -> (problem, x, parameters, constraints) for m in (fm, cp); for each tuple of ``values``
+    (one per parameter) both are solved again and their value, point and multipliers compared (the
+    constraints in ``dropped`` have multiplier 0 where their factor is 0)."""
+    models = {m: build(m) for m in (fm, cp)}
+    for vals in values:
+        answers = []
+        for m, (prob, x, params, constraints) in models.items():
+            for param, v in zip(params, vals):
+                param.value = v
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                prob.solve(tol=1e-8, feas_tol=1e-8, max_iter=50000) if m is fm else prob.solve(solver=cp.CLARABEL)
+            answers.append((prob.status, prob.value, x.value, [k.dual_value for k in constraints]))
+        (status, f, x, duals), (ref_status, ref_f, ref_x, ref_duals) = answers
+        assert status == ref_status == "optimal", vals
+        assert abs(f - ref_f) <= OBJ_RTOL * max(1.0, abs(ref_f)), (vals, f, ref_f)
+        np.testing.assert_allclose(x, ref_x, atol=X_ATOL, err_msg=str(vals))
+        for dual, ref_dual in zip(duals, ref_duals):
+            np.testing.assert_allclose(dual, ref_dual, rtol=DUAL_RTOL, atol=DUAL_ATOL, err_msg=str(vals))
+
+
+def test_a_dropped_ball_follows_the_parameters_of_the_sets_that_hold_x():
+    """norm1(p * x) <= 1 dropped at p = 0, x held by norm2(x) <= rho: rho growing with p still 0 moves the
+    dropped ball's loose radius too (it was read from the old rho and clipped x: "optimal" 54.0 against
+    Clarabel's 5.05)."""
+    target = np.full(N, 5.0)
+
+    def build(m):
+        x, p, rho = m.Variable(N, name="x"), m.Parameter(name="p"), m.Parameter(nonneg=True, name="rho")
+        c1, c2 = m.norm1(p * x) <= 1, m.norm2(x) <= rho
+        return m.Problem(m.Minimize(m.sum_squares(x - target)), [c1, c2]), x, [p, rho], [c1, c2]
+
+    _resolve_series(build, [(1.0, 1.0), (0.0, 1.0), (0.0, 10.0), (0.5, 10.0)])
+
+
+def test_a_dropped_ball_follows_another_parameter_factor():
+    """norm_inf(q * x) <= 0.5 dropped at q = 0, held by norm1(p * x) <= 1 (radius 1 / |p|): p from 2 to 0.5
+    frees x up to the new L1 radius (it stayed clipped at the old one: 2.27 against Clarabel's 0.86)."""
+    target = np.array([0.2, -0.1, 0.3, 2.5, -0.7, 0.05])
+
+    def build(m):
+        x, p, q = m.Variable(N, name="x"), m.Parameter(name="p"), m.Parameter(name="q")
+        c1, c2 = m.norm1(p * x) <= 1, m.norm_inf(x * q) <= 0.5
+        return m.Problem(m.Minimize(m.sum_squares(x - target)), [c1, c2]), x, [p, q], [c1, c2]
+
+    _resolve_series(build, [(2.0, 0.0), (0.5, 0.0), (-4.0, 0.0)])
+
+
+def test_two_factors_at_zero_after_other_values_are_refused_as_at_a_cold_solve():
+    """Both balls on x dropped (p = q = 0) after solves where one held x: refused with the cold solve's
+    message (it said "optimal" with x held in a box that no constraint makes); a later solve agrees with
+    Clarabel again."""
+    target = np.array([1.5, -2.0, 0.3, 2.5, -0.7, 0.4])
+
+    def build(m):
+        x, p, q = m.Variable(N, name="x"), m.Parameter(name="p"), m.Parameter(name="q")
+        c1, c2 = m.norm1(p * x) <= 1, m.norm_inf(x * q) <= 0.5
+        return m.Problem(m.Minimize(m.sum_squares(x - target)), [c1, c2]), x, [p, q], [c1, c2]
+
+    prob, x, (p, q), _ = build(fm)
+    for pv, qv in [(1.0, 1.0), (0.0, 2.0), (2.0, 0.0)]:
+        p.value, q.value = pv, qv
+        prob.solve()
+        assert prob.status == "optimal"
+    p.value, q.value = 0.0, 0.0
+    with pytest.raises(fm.ModelError, match=r"p is 0 at this solve.*what holds x \(x is in no other bounded set\)"):
+        prob.solve()
+    cold_x, cold_p, cold_q = fm.Variable(N, name="x"), fm.Parameter(value=0.0, name="p"), fm.Parameter(value=0.0, name="q")
+    cold = fm.Problem(fm.Minimize(fm.sum_squares(cold_x - target)),
+                      [fm.norm1(cold_p * cold_x) <= 1, fm.norm_inf(cold_x * cold_q) <= 0.5])
+    with pytest.raises(fm.ModelError, match=r"p is 0 at this solve.*what holds x \(x is in no other bounded set\)"):
+        cold.solve()
+    _resolve_series(build, [(0.0, 2.0), (1.0, 1.0)])
+
+
+def test_a_zero_factor_at_the_first_solve_is_dropped_where_bounds_hold_x():
+    """p = 0 at the first solve, with x >= -1, x <= 1: dropped, as after a solve at p = 1 (it was refused,
+    "no other set", since the ball was built before the sets that hold x were known)."""
+    target = np.array([0.2, -0.1, 0.3, 2.5, -0.7, -3.0])
+
+    def build(m):
+        x, p = m.Variable(N, name="x"), m.Parameter(name="p")
+        c = m.norm1(p * x) <= 1
+        return m.Problem(m.Minimize(m.sum_squares(x - target)), [c, x >= -1, x <= 1]), x, [p], [c]
+
+    _resolve_series(build, [(0.0,), (1.0,), (0.0,)])
+
+
 @pytest.mark.parametrize("make", [
     lambda x, c: fm.KSparsePolytope(x, 3, c),
     lambda x, c: fm.L1Ball(x, c),
