@@ -314,3 +314,22 @@ def test_a_set_on_a_parameter_without_a_value_when_built_solves_once_it_has_one(
     assert abs(prob.value - ref.value) <= OBJ_RTOL * max(1.0, abs(ref.value)), (prob.value, ref.value)
     np.testing.assert_allclose(x.value, X.value, atol=X_ATOL)
     np.testing.assert_allclose(row.dual_value, ref_row.dual_value, rtol=DUAL_RTOL, atol=DUAL_ATOL)
+
+
+def test_a_parameter_multiple_plus_a_constant_is_a_set_on_the_expression():
+    """norm1(p * x - 0.3) <= 1 is not the ball norm1(x - 0.3 / p) <= 1 / |p| (its center moves with p): it is a
+    set on the expression. Next to a box on x it agrees with Clarabel at p = 2 and -0.5; alone, the message
+    names the constraint and why it does not hold x (it told the user to write the norm bound they wrote)."""
+    target = np.array([0.5, -1.0, 2.0, 0.1, 0.7, -0.2])
+
+    def build(m):
+        x, p = m.Variable(N, name="x"), m.Parameter(name="p")
+        c = m.norm1(p * x - 0.3) <= 1
+        return m.Problem(m.Minimize(m.sum_squares(x - target)), [c, m.abs(x) <= 3]), x, [p], [c]
+
+    _resolve_series(build, [(2.0,), (-0.5,)])
+    x, p = fm.Variable(N, name="x"), fm.Parameter(value=2.0, name="p")
+    alone = fm.Problem(fm.Minimize(fm.sum_squares(x - target)), [fm.norm1(p * x - 0.3) <= 1])
+    with pytest.raises(fm.ModelError, match=r"norm1\(p \* x - 0.3\) <= 1: a norm bound holds x itself only where "
+                                            r"its argument is p \* x.*center moves with p"):
+        alone.solve()

@@ -359,7 +359,10 @@ def _lower_norm(ineq, violated):
     elif bound.size != 1:
         raise ModelError(f"{ineq._text}: the bound of a norm must be a scalar")
     cls = {"l1": L1Ball, "l2": L2Ball, "linf": LinfBall, "nuc": TraceNormBall}[atom.kind]
-    return cls(arg, data)
+    ball = cls(arg, data)
+    if arg._has_params:  # norm(p * x + c) <= t: a set on an expression of x (the message if nothing else holds x)
+        ball.written_as = ineq._text
+    return ball
 
 
 def _parameter_factor(arg):
