@@ -191,3 +191,145 @@ def test_a_negative_entrywise_bound_is_infeasible():
         ref.solve(solver=cp.CLARABEL)
     assert prob.status == ref.status == "infeasible"
     assert "abs(" in prob.stats.message and "-0.1 < 0" in prob.stats.message
+
+
+def _resolve_series(build, values, dropped=()):
+    """``build(m)`` -> (problem, x, parameters, constraints) for m in (fm, cp); for each tuple of ``values``
+    (one per parameter) both are solved again and their value, point and multipliers compared (the
+    constraints in ``dropped`` have multiplier 0 where their factor is 0)."""
+    models = {m: build(m) for m in (fm, cp)}
+    for vals in values:
+        answers = []
+        for m, (prob, x, params, constraints) in models.items():
+            for param, v in zip(params, vals):
+                param.value = v
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                prob.solve(tol=1e-8, feas_tol=1e-8, max_iter=50000) if m is fm else prob.solve(solver=cp.CLARABEL)
+            answers.append((prob.status, prob.value, x.value, [k.dual_value for k in constraints]))
+        (status, f, x, duals), (ref_status, ref_f, ref_x, ref_duals) = answers
+        assert status == ref_status == "optimal", vals
+        assert abs(f - ref_f) <= OBJ_RTOL * max(1.0, abs(ref_f)), (vals, f, ref_f)
+        np.testing.assert_allclose(x, ref_x, atol=X_ATOL, err_msg=str(vals))
+        for dual, ref_dual in zip(duals, ref_duals):
+            np.testing.assert_allclose(dual, ref_dual, rtol=DUAL_RTOL, atol=DUAL_ATOL, err_msg=str(vals))
+
+
+def test_a_dropped_ball_follows_the_parameters_of_the_sets_that_hold_x():
+    """norm1(p * x) <= 1 dropped at p = 0, x held by norm2(x) <= rho: rho growing with p still 0 moves the
+    dropped ball's loose radius too (it was read from the old rho and clipped x: "optimal" 54.0 against
+    Clarabel's 5.05)."""
+    target = np.full(N, 5.0)
+
+    def build(m):
+        x, p, rho = m.Variable(N, name="x"), m.Parameter(name="p"), m.Parameter(nonneg=True, name="rho")
+        c1, c2 = m.norm1(p * x) <= 1, m.norm2(x) <= rho
+        return m.Problem(m.Minimize(m.sum_squares(x - target)), [c1, c2]), x, [p, rho], [c1, c2]
+
+    _resolve_series(build, [(1.0, 1.0), (0.0, 1.0), (0.0, 10.0), (0.5, 10.0)])
+
+
+def test_a_dropped_ball_follows_another_parameter_factor():
+    """norm_inf(q * x) <= 0.5 dropped at q = 0, held by norm1(p * x) <= 1 (radius 1 / |p|): p from 2 to 0.5
+    frees x up to the new L1 radius (it stayed clipped at the old one: 2.27 against Clarabel's 0.86)."""
+    target = np.array([0.2, -0.1, 0.3, 2.5, -0.7, 0.05])
+
+    def build(m):
+        x, p, q = m.Variable(N, name="x"), m.Parameter(name="p"), m.Parameter(name="q")
+        c1, c2 = m.norm1(p * x) <= 1, m.norm_inf(x * q) <= 0.5
+        return m.Problem(m.Minimize(m.sum_squares(x - target)), [c1, c2]), x, [p, q], [c1, c2]
+
+    _resolve_series(build, [(2.0, 0.0), (0.5, 0.0), (-4.0, 0.0)])
+
+
+def test_two_factors_at_zero_after_other_values_are_refused_as_at_a_cold_solve():
+    """Both balls on x dropped (p = q = 0) after solves where one held x: refused with the cold solve's
+    message (it said "optimal" with x held in a box that no constraint makes); a later solve agrees with
+    Clarabel again."""
+    target = np.array([1.5, -2.0, 0.3, 2.5, -0.7, 0.4])
+
+    def build(m):
+        x, p, q = m.Variable(N, name="x"), m.Parameter(name="p"), m.Parameter(name="q")
+        c1, c2 = m.norm1(p * x) <= 1, m.norm_inf(x * q) <= 0.5
+        return m.Problem(m.Minimize(m.sum_squares(x - target)), [c1, c2]), x, [p, q], [c1, c2]
+
+    prob, x, (p, q), _ = build(fm)
+    for pv, qv in [(1.0, 1.0), (0.0, 2.0), (2.0, 0.0)]:
+        p.value, q.value = pv, qv
+        prob.solve()
+        assert prob.status == "optimal"
+    p.value, q.value = 0.0, 0.0
+    with pytest.raises(fm.ModelError, match=r"p is 0 at this solve.*what holds x \(x is in no other bounded set\)"):
+        prob.solve()
+    cold_x, cold_p, cold_q = fm.Variable(N, name="x"), fm.Parameter(value=0.0, name="p"), fm.Parameter(value=0.0, name="q")
+    cold = fm.Problem(fm.Minimize(fm.sum_squares(cold_x - target)),
+                      [fm.norm1(cold_p * cold_x) <= 1, fm.norm_inf(cold_x * cold_q) <= 0.5])
+    with pytest.raises(fm.ModelError, match=r"p is 0 at this solve.*what holds x \(x is in no other bounded set\)"):
+        cold.solve()
+    _resolve_series(build, [(0.0, 2.0), (1.0, 1.0)])
+
+
+def test_a_zero_factor_at_the_first_solve_is_dropped_where_bounds_hold_x():
+    """p = 0 at the first solve, with x >= -1, x <= 1: dropped, as after a solve at p = 1 (it was refused,
+    "no other set", since the ball was built before the sets that hold x were known)."""
+    target = np.array([0.2, -0.1, 0.3, 2.5, -0.7, -3.0])
+
+    def build(m):
+        x, p = m.Variable(N, name="x"), m.Parameter(name="p")
+        c = m.norm1(p * x) <= 1
+        return m.Problem(m.Minimize(m.sum_squares(x - target)), [c, x >= -1, x <= 1]), x, [p], [c]
+
+    _resolve_series(build, [(0.0,), (1.0,), (0.0,)])
+
+
+@pytest.mark.parametrize("make", [
+    lambda x, c: fm.KSparsePolytope(x, 3, c),
+    lambda x, c: fm.L1Ball(x, c),
+    lambda x, c: fm.LinfBall(x, c),
+    lambda x, c: fm.Box(x, -c, c),
+    lambda x, c: fm.Simplex(x, c),
+], ids=["ksparse", "l1", "linf", "box", "simplex"])
+def test_a_set_on_a_parameter_without_a_value_when_built_solves_once_it_has_one(make):
+    """A set whose datum is a Parameter given its value only after the problem is built, next to a general
+    row: the solve agrees with Clarabel (it crashed in the slack bound, which read the set's datum before
+    the set had read its Parameter); with no value at all, the message names the Parameter."""
+    n = 8
+    r = np.random.default_rng(7)
+    M, y = r.standard_normal((6, n)), r.standard_normal(6)
+    x, c = fm.Variable(n), fm.Parameter(nonneg=True, name="c")
+    row = fm.sum(x[:3]) <= 0.1
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(M @ x - y)), [make(x, c), row])
+    with pytest.raises(fm.ModelError, match=r"parameter c has no value: set c.value before solving"):
+        prob.solve()
+    c.value = 0.5
+    prob.solve(tol=1e-8, feas_tol=1e-8, max_iter=50000)
+    assert prob.status == "optimal"
+    X = cp.Variable(n)
+    ref_set = {fm.KSparsePolytope: [cp.norm_inf(X) <= 0.5, cp.norm1(X) <= 1.5], fm.L1Ball: [cp.norm1(X) <= 0.5],
+               fm.LinfBall: [cp.norm_inf(X) <= 0.5], fm.Box: [cp.abs(X) <= 0.5],
+               fm.Simplex: [X >= 0, cp.sum(X) == 0.5]}[type(prob.constraints[0])]
+    ref_row = cp.sum(X[:3]) <= 0.1
+    ref = cp.Problem(cp.Minimize(cp.sum_squares(M @ X - y)), ref_set + [ref_row])
+    ref.solve(solver=cp.CLARABEL)
+    assert abs(prob.value - ref.value) <= OBJ_RTOL * max(1.0, abs(ref.value)), (prob.value, ref.value)
+    np.testing.assert_allclose(x.value, X.value, atol=X_ATOL)
+    np.testing.assert_allclose(row.dual_value, ref_row.dual_value, rtol=DUAL_RTOL, atol=DUAL_ATOL)
+
+
+def test_a_parameter_multiple_plus_a_constant_is_a_set_on_the_expression():
+    """norm1(p * x - 0.3) <= 1 is not the ball norm1(x - 0.3 / p) <= 1 / |p| (its center moves with p): it is a
+    set on the expression. Next to a box on x it agrees with Clarabel at p = 2 and -0.5; alone, the message
+    names the constraint and why it does not hold x (it told the user to write the norm bound they wrote)."""
+    target = np.array([0.5, -1.0, 2.0, 0.1, 0.7, -0.2])
+
+    def build(m):
+        x, p = m.Variable(N, name="x"), m.Parameter(name="p")
+        c = m.norm1(p * x - 0.3) <= 1
+        return m.Problem(m.Minimize(m.sum_squares(x - target)), [c, m.abs(x) <= 3]), x, [p], [c]
+
+    _resolve_series(build, [(2.0,), (-0.5,)])
+    x, p = fm.Variable(N, name="x"), fm.Parameter(value=2.0, name="p")
+    alone = fm.Problem(fm.Minimize(fm.sum_squares(x - target)), [fm.norm1(p * x - 0.3) <= 1])
+    with pytest.raises(fm.ModelError, match=r"norm1\(p \* x - 0.3\) <= 1: a norm bound holds x itself only where "
+                                            r"its argument is p \* x.*center moves with p"):
+        alone.solve()

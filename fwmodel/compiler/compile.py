@@ -836,7 +836,15 @@ def compile_problem(objective_expr, sign, constraints):
                             "such a set gets its own block, tied to the variables by equality rows, and does not "
                             f"bound {var.name}. Only a set on {var.name}, a selection of its entries, or an "
                             f"elementwise map a * {var.name} + c (a != 0, constants) holds {var.name}.")
-                    if any(s.expr.parameters() for s in through):  # fm.L1Ball(p * x, r): p may be 0
+                    norms = [s for s in through if getattr(s, "written_as", None) and s.expr.parameters()]
+                    if norms:  # norm1(p * x - 0.3) <= 1: only p * x, x * p, x / p become a ball on x
+                        note += (f" {norms[0].written_as}: a norm bound holds {var.name} itself only where its "
+                                 f"argument is p * {var.name}, {var.name} * p or {var.name} / p (p a scalar "
+                                 "Parameter expression), as a ball of radius t / |p|; with a constant added, "
+                                 f"norm(p * {var.name} + c) = |p| norm({var.name} + c / p) is a ball whose center "
+                                 "moves with p, held as a set on the expression. Bound "
+                                 f"{var.name} with another set as well, e.g. fm.Box({var.name}, lo, hi).")
+                    elif any(s.expr.parameters() for s in through):  # fm.L1Ball(p * x, r): p may be 0
                         note += (" A set on a Parameter multiple (p * " + var.name + ") does not hold "
                                  + var.name + " (p may be 0 at a solve): write it as a norm bound, "
                                  "fm.norm1(p * " + var.name + ") <= r, which the compiler holds as fm.norm1("

@@ -359,7 +359,10 @@ def _lower_norm(ineq, violated):
     elif bound.size != 1:
         raise ModelError(f"{ineq._text}: the bound of a norm must be a scalar")
     cls = {"l1": L1Ball, "l2": L2Ball, "linf": LinfBall, "nuc": TraceNormBall}[atom.kind]
-    return cls(arg, data)
+    ball = cls(arg, data)
+    if arg._has_params:  # norm(p * x + c) <= t: a set on an expression of x (the message if nothing else holds x)
+        ball.written_as = ineq._text
+    return ball
 
 
 def _parameter_factor(arg):
@@ -393,12 +396,17 @@ class ParameterFactor:
     reaching (:meth:`_loose_radius`), so it binds nothing (multiplier 0); where none does, the solve is
     refused with a ModelError naming the Parameter, the constraint and the variable, since FW-AL needs a
     bounded set for every variable. A negative t is "infeasible" at that solve (as any Parameter bound).
+    The loose radius is read at each solve from the other sets' current data (their Parameters and the
+    entry bounds' are the ball's too); another such ball whose factor is 0 at that solve holds nothing.
+    While the model is lowered (p == 0 at the first solve) the ball reads t, as at p = 1.
     """
 
     def __init__(self, ineq, e, f, divides):
         self.ineq, self.expr, self.factor, self.divides = ineq, e, f, divides
         self.others = None  # (sets, entry bounds, slots, offsets, n_v) that hold e's variables besides this ball
         self.own = None  # the set this ball became (itself, or its AffinePreimage on the variable)
+        self.mine = set()  # ids of the ball, the set it became (see hold_others)
+        self._radius_data = []  # the ball's ComputedData (radius; and -radius for abs): hold_others adds Parameters
         self._busy = False
 
     def _factor_value(self):
@@ -439,15 +447,23 @@ class ParameterFactor:
                 if self.divides:
                     raise ModelError(f"{ineq._text}: division by zero: the divisor {short_repr(self.factor)} is 0 "
                                      f"at this solve ({self._names()})")
-                t = self._loose_radius(np.broadcast_to(t, atom.shape) if atom.kind == "abs" else t)
+                if self.others is None:
+                    # p == 0 while the model is lowered: the sets that would hold e are not known yet (the
+                    # entry bounds' boxes come later), so the ball reads t, as at p = 1; each solve's refresh
+                    # then reads the loose radius (a compile at p = 1 followed by a solve at p = 0)
+                    pass
+                else:
+                    t = self._loose_radius(np.broadcast_to(t, atom.shape) if atom.kind == "abs" else t)
             else:
                 t = t * q if self.divides else t / q
             return float(t.reshape(())) if atom.kind != "abs" else np.broadcast_to(t, atom.shape).copy()
 
         label = f"bound of {ineq._text} over |{short_repr(self.factor)}|"
         data = ComputedData(radius, params, label)
+        self._radius_data = [data]
         if atom.kind == "abs":
             lower = ComputedData(lambda: None if radius() is None else -radius(), params, f"-{label}")
+            self._radius_data.append(lower)
             return Box(self.expr, lower, data)
         cls = {"l1": L1Ball, "l2": L2Ball, "linf": LinfBall, "nuc": TraceNormBall}[atom.kind]
         return cls(self.expr, data)
@@ -461,21 +477,37 @@ class ParameterFactor:
         return (f"the constraint {self.ineq._text} holds for no point with the current values of {names}: its "
                 f"bound is {float(np.min(value)):.6g} < 0")
 
-    def hold_others(self, ball, sets, bound_boxes, bounds, slots, offsets, n_v):
+    def hold_others(self, sets, bound_boxes, bounds, slots, offsets, n_v, peers=()):
         """Record the sets that may hold e's variables without this ball, and the entry bounds.
 
         Left out: the ball itself (its preimage on the variable, its symmetric variant) and the boxes of the
         entry bounds, which may have taken their missing sides from the ball (``bounds`` gives the entry
-        bounds the user wrote); of an L1 ball merged with a box (:class:`BoxedL1Ball`), the box."""
-        mine = {id(ball), id(self.own)}
+        bounds the user wrote); of this ball merged with a box (:class:`BoxedL1Ball`), the other part. The
+        balls of the other Parameter factors (``peers``, their ``mine`` set) are kept with their owner: at a
+        solve where that factor is 0 too, they hold nothing (of a merged one, the other part).
+
+        The loose radius reads those sets' data and the entry bounds: their Parameters are added to the
+        ball's data (its radius follows them, not only t and p)."""
         others = []
         for s in sets:
-            if isinstance(s, BoxedL1Ball) and id(s.ball) in mine:
-                s = s.box
-            if id(s) in mine or id(getattr(s, "derived_from", None)) in mine or id(s) in bound_boxes:
+            made = _made_from(s, self.mine)
+            if made is not None:
+                s = _rest_of(s, made)
+            if s is None or id(s) in bound_boxes:
                 continue
-            others.append(s)
+            owner, alternative = None, None
+            for peer in peers:
+                made = _made_from(s, peer.mine)
+                if made is not None:
+                    owner, alternative = peer, _rest_of(s, made)
+                    break
+            others.append((s, owner, alternative))
         self.others = (others, bounds, slots, offsets, n_v)
+        read = _set_parameters([s for s, _, _ in others])
+        for var in self.expr.variables():
+            read += _dynamic_parameters(var, bounds, [])
+        for data in self._radius_data:
+            data._parameters = _unique(data._parameters + read)
 
     def _loose_radius(self, t):
         """A radius that the other sets keep ``e`` strictly inside (p == 0: the constraint binds nothing).
@@ -489,23 +521,36 @@ class ParameterFactor:
         if self.others is None or self._busy:
             trouble = "no other set"
         else:
-            sets, bounds, slots, offsets, n_v = self.others
-            self._busy = True  # another such ball on the same variable at 0 too: neither holds it
+            others, bounds, slots, offsets, n_v = self.others
+            sets = []
+            for s, owner, alternative in others:
+                if owner is not None and owner._factor_value() == 0.0:  # dropped at this solve too
+                    if alternative is None:
+                        continue
+                    s = alternative
+                sets.append(s)
+            self._busy = True  # (a cycle through sets that read this ball: it holds nothing)
             try:
-                A, c = linearize(self.expr, offsets, n_v)
-                m = np.zeros(n_v)
-                for var in self.expr.variables():
-                    off, size = slots[var]
-                    lo, hi = _implied(var, _holders(var, sets, slots, offsets, n_v))
-                    lo = np.maximum(lo, bounds.lo[off:off + size])
-                    hi = np.minimum(hi, bounds.hi[off:off + size])
-                    reach = np.maximum(np.abs(lo), np.abs(hi))
-                    if not np.all(np.isfinite(reach)):
-                        trouble = f"{var.name} is in no other bounded set"
-                        break
-                    m[off:off + size] = reach
-            except ModelError:
-                trouble = "no other set"
+                held = {var.id: _holders(var, sets, slots, offsets, n_v) for var in self.expr.variables()}
+                for s in _unique(h for hs in held.values() for h, _ in hs):
+                    # the current data (a Parameter without a value: its own message): a set's block may come
+                    # after this ball's in the solve's refresh order
+                    s.refresh()
+                try:
+                    A, c = linearize(self.expr, offsets, n_v)
+                    m = np.zeros(n_v)
+                    for var in self.expr.variables():
+                        off, size = slots[var]
+                        lo, hi = _implied(var, held[var.id])
+                        lo = np.maximum(lo, bounds.lo[off:off + size])
+                        hi = np.minimum(hi, bounds.hi[off:off + size])
+                        reach = np.maximum(np.abs(lo), np.abs(hi))
+                        if not np.all(np.isfinite(reach)):
+                            trouble = f"{var.name} is in no other bounded set"
+                            break
+                        m[off:off + size] = reach
+                except ModelError:
+                    trouble = "no other set"
             finally:
                 self._busy = False
         if trouble is not None:
@@ -520,6 +565,28 @@ class ParameterFactor:
             return np.maximum(np.maximum(2.0 * entry.reshape(t.shape), 1.0), t)
         reach = {"l1": np.sum, "l2": np.linalg.norm, "linf": np.max, "nuc": np.sum}[kind](entry) if entry.size else 0.0
         return np.asarray(max(2.0 * float(reach), 1.0, float(t)))
+
+
+def _made_from(s, ids):
+    """How set ``s`` comes from the sets whose ids are ``ids``: "whole" (one of them, its preimage on the
+    variable, its symmetric variant), "ball" or "box" (the L1 ball, or the box, of an L1 ball merged with a
+    box, :class:`BoxedL1Ball`), else None."""
+    def one_of(t):
+        return id(t) in ids or id(getattr(t, "derived_from", None)) in ids or id(getattr(t, "inner", None)) in ids
+
+    if one_of(s):
+        return "whole"
+    if isinstance(s, BoxedL1Ball):
+        if one_of(s.ball):
+            return "ball"
+        if one_of(s.box):
+            return "box"
+    return None
+
+
+def _rest_of(s, made):
+    """What of set ``s`` is left without the part ``made`` (see :func:`_made_from`): None for the whole."""
+    return {"ball": getattr(s, "box", None), "box": getattr(s, "ball", None)}.get(made)
 
 
 def _clipped_bound(bound, ineq, violated):
@@ -947,6 +1014,11 @@ def lower_constraints(objective_expr, constraints):
         else:
             raise ModelError(f"constraint #{i} ({c!r}) is neither a set (fm.ConvexSet), an equality "
                              "(expr == expr) nor an inequality (expr <= expr)")
+    for s in sets:
+        # data read from Parameters that had no value when the set was built (None until a refresh): the
+        # steps below read the sets' data (slack bounds, merged sets, closed boxes), so read it now; a
+        # Parameter still without a value is a ModelError naming it
+        s.refresh()
     # a set on a * x + c (elementwise, a != 0) holds x itself (see AffinePreimage)
     sets = [_on_the_variable(s) for s in sets]
     if not inequalities and not semidefinite and not any(
@@ -1225,9 +1297,14 @@ def lower_constraints(objective_expr, constraints):
                 equalities.append(Equality(var[iu], var.T[iu]))
     # 7. a simplex and a box on the same variable: one capped simplex; an L1 ball and a box: one boxed L1 ball
     sets = _boxed_l1_balls(_capped_simplices(sets, equalities), equalities)
-    for ineq, ball in norm_sets:  # norm(p * e) <= t: what else holds e, should p be 0 at a solve
-        if getattr(ineq, "parameter_factor", None) is not None:
-            ineq.parameter_factor.hold_others(ball, sets, bound_boxes, bounds, slots, offsets, n_v)
+    # norm(p * e) <= t: what else holds e, should p be 0 at a solve
+    factors = [(ineq.parameter_factor, ball) for ineq, ball in norm_sets
+               if getattr(ineq, "parameter_factor", None) is not None]
+    for factor, ball in factors:
+        factor.mine = {id(ball), id(factor.own)}
+    for factor, _ in factors:
+        factor.hold_others(sets, bound_boxes, bounds, slots, offsets, n_v,
+                           peers=[peer for peer, _ in factors if peer is not factor])
     return Lowered(sets=sets, equalities=equalities, absorbed=absorbed, slack_of=slack_of, slack_units=slack_units,
                    entry_bounds=bounds,
                    absorbed_equalities=absorbed_equalities, norm_sets=norm_sets, shared_duals=shared_duals,
