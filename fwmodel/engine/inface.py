@@ -218,15 +218,17 @@ def inface_step(face, aset, g_block, merit):
             u = np.ascontiguousarray(us[:, j])
             atoms.append(kind(u, u, signs[j] * face.radius, face.shape))
     weights = list(sig / face.radius)
-    new_set = None
-    if atoms:
-        rest = 1.0 - sum(weights)
-        if rest > 1e-12:
-            from ..sets.atoms import SparseAtom  # the origin, a point of every norm ball
+    rest = 1.0 - sum(weights)
+    if rest > 1e-12 or not atoms:
+        # the origin, a point of every norm ball, takes the weight the spectrum leaves; alone where the step
+        # reached X = 0 (no eigenvalue kept): the face's active set must follow x there too, or the next
+        # in-face step factors the old atoms and moves x off them (out of the PSD cone: a 3 x 3 PSD model
+        # raised "the LMO returned no minimizer" with x at eigenvalue -0.22)
+        from ..sets.atoms import SparseAtom
 
-            atoms.append(SparseAtom(np.zeros(0, dtype=np.intp), np.zeros(0), m * n))
-            weights.append(rest)
-        new_set = ActiveSet.from_atoms(atoms, weights)
+        atoms.append(SparseAtom(np.zeros(0, dtype=np.intp), np.zeros(0), m * n))
+        weights.append(rest if atoms[:-1] else 1.0)
+    new_set = ActiveSet.from_atoms(atoms, weights)
     return gamma, d, new_set
 
 
