@@ -175,7 +175,7 @@ class InfeasibilityCheck:
 LMO_MISS = 1e-6
 
 
-def refuse_missed_lmo(blocks, block_gaps, x, block_gradient, objective_scale):
+def refuse_missed_lmo(blocks, block_gaps, x, block_gradient, objective_scale, size_scale=0.0):
     """Stop the solve with a ModelError where a block's LMO returned no minimizer, else return None.
 
     x_k is a point of X_k (a convex combination of its LMO's vertices), so
@@ -191,7 +191,11 @@ def refuse_missed_lmo(blocks, block_gaps, x, block_gradient, objective_scale):
     ``-GAP_ROUNDING * objective_scale`` (:func:`stopping.certifies`'s test,
     which the driver runs anyway) is looked at again: the block's LMO is
     called once more and the gap re-measured against ``LMO_MISS`` times
-    the magnitudes of its terms.
+    the magnitudes of its terms, and against ``GAP_ROUNDING`` times ``||g_k||`` times ``size_scale`` (the
+    largest norm of the points and vertices seen, :attr:`stopping.StoppingRule.feasibility_scale`): where
+    x_k and the vertex are both at the origin up to rounding, their terms are rounding too (a PSD trace
+    block at X = 0 with x_k's entries at 1e-17 gave -5.5e-19 against terms of 5.7e-18), while a maximizer's
+    gap is about ||g_k|| times the set's size.
     """
     for k, gap in enumerate(block_gaps):
         blk = blocks[k]
@@ -203,7 +207,7 @@ def refuse_missed_lmo(blocks, block_gaps, x, block_gradient, objective_scale):
         s = np.asarray(atom.to_dense(), dtype=float).ravel()
         gap = dot(x_k, g) - atom.dot(g)
         terms = float(np.abs(g).dot(np.abs(x_k)) + np.abs(g).dot(np.abs(s)))
-        if gap < -LMO_MISS * terms:
+        if gap < -max(LMO_MISS * terms, GAP_ROUNDING * float(norm(g)) * size_scale):
             raise ModelError(
                 f"the LMO of {blk.name or f'block {k}'} returned no minimizer: its vertex s gives "
                 f"<g, x - s> = {gap:.6g} < 0 for the gradient g at a point x of the set (an exact LMO "

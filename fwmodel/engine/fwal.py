@@ -66,7 +66,7 @@ from .projection_step import ProjectedBlock, ProjectionStep, initial_projection_
 from .result import FWALResult, SolverState  # noqa: F401 (the result types of minimize_fwal)
 from .schedules import make_dual_schedule, default_penalty
 from .steps import LAZY_CHECK_EVERY, DeferredProposal, make_step, takes_rank_k_steps
-from .stopping import (LmoCheck, StoppingRule, certifies, lowest_gap, objective_gap, reference_point,
+from .stopping import (TERMS_ROUNDING, LmoCheck, StoppingRule, certifies, lowest_gap, objective_gap, reference_point,
                        row_norm_equilibration, suboptimality_bound)
 from .pages import with_plain_pages
 from .threads import with_blas_threads
@@ -359,7 +359,7 @@ def minimize_fwal(
             certified = certifies(gap_known, lowest_gap(block_gaps), stopping.objective_scale)
             if not certified:  # a gap below zero beyond rounding: an LMO that does not minimize is an error
                 refuse_missed_lmo(blocks, block_gaps, it.x, lambda k: _own_block_gradient(grad, blocks, k),
-                                  stopping.objective_scale)
+                                  stopping.objective_scale, stopping.feasibility_scale)
             # ---- measurements, bookkeeping and stopping
             feas = float(norm(it.r)) if r_norm is None else r_norm
             feas_rel = feas / max(1.0, x_norm, b_norm)  # the documented stats value, not the stopping scale
@@ -373,6 +373,12 @@ def minimize_fwal(
             gap_f = None  # the FW gap of f alone, needed only while the objective scale is unknown
             if stopping.needs_objective_scale:  # rare: f's FW gap was 0 at the reference point
                 gap_f = objective_gap(blocks, it.x, it.g)
+                g_size = math.sqrt(sum(float(norm(np.asarray(it.g[blk.slice]))) ** 2 for blk in blocks))
+                if gap_f <= TERMS_ROUNDING * g_size * stopping.feasibility_scale:
+                    # at rounding level against f's change across the points seen (||grad f|| S_x): f is at its
+                    # minimum over the sets, not a scale (a gap of 6e-20 at X = 0 became S_f, and the dual
+                    # test against it never held: max_iter at the exact optimum)
+                    gap_f = 0.0
                 stopping.observe_objective_gap(gap_f)
             checked = False  # the gap of blocks with an inexact LMO re-measured at this iterate (stopping.LmoCheck)
             if lmo_check is not None and gap_known and (
