@@ -181,12 +181,7 @@ def _zero_diagonal(var, constraints):
         if isinstance(c, Equality) or (isinstance(c, Inequality) and c.kind == "affine"):
             if c.parameters() or not any(v is var for v in c.expr.variables()):
                 continue
-            variables = c.expr.variables()
-            offsets, off = {}, 0
-            for v in variables:
-                offsets[v.id] = off
-                off += v.size
-            A, b = linearize(c.expr, offsets, off)
+            A, b, offsets = _linearized(c.expr)
             A = A.tocsr()
             single = np.flatnonzero(np.diff(A.indptr) == 1)
             if not single.size:
@@ -201,6 +196,17 @@ def _zero_diagonal(var, constraints):
                 fixed &= coef > 0  # an upper bound X_ii <= value <= 0
             zero[local[fixed] // (n + 1)] = True
     return np.flatnonzero(zero)
+
+
+def _linearized(expr):
+    """(A, b, offsets) of an affine ``expr`` over its own variables, laid out in order (``offsets``: var.id ->
+    first column)."""
+    offsets, off = {}, 0
+    for v in expr.variables():
+        offsets[v.id] = off
+        off += v.size
+    A, b = linearize(expr, offsets, off)
+    return A, b, offsets
 
 
 class _EqualityPart(Equality):
@@ -239,12 +245,7 @@ class _SplitEquality:
 def _split_equality(original, reduced):
     """``reduced`` itself when every entry has variables, else a :class:`_SplitEquality` (its rows without
     variables would be empty rows of M, which the diagonal and trace recognitions of the lowering refuse)."""
-    variables = reduced.expr.variables()
-    offsets, off = {}, 0
-    for v in variables:
-        offsets[v.id] = off
-        off += v.size
-    A, c = linearize(reduced.expr, offsets, off)
+    A, c, _ = _linearized(reduced.expr)
     nnz = np.diff(A.tocsr().indptr)
     if np.all(nnz > 0) or _parameters_in_coefficients(reduced.expr):  # (none on dropped entries: see above)
         return reduced
