@@ -51,3 +51,27 @@ def test_trace_ball_entry_bound_optimum_at_zero(options):
     assert prob.status == "optimal"
     assert prob.value == pytest.approx(ref.value, rel=1e-6)
     assert np.abs(X.value).max() < 1e-6
+
+
+@pytest.mark.parametrize("zero_entry", [False, True])
+def test_negative_parameter_trace_bound_is_infeasible(zero_entry):
+    """``trace(X) <= t`` with ``X >> 0`` and t < 0 at a solve: "infeasible" as CVXPY says (a ModelError about
+    the ball's radius before), and the next solve with t >= 0 is optimal again at Clarabel's value."""
+    n = 4
+    C = np.random.default_rng(5).standard_normal((n, n))
+    C = C + C.T
+    results = {}
+    for m in (cp, fm):
+        t = m.Parameter()
+        X = m.Variable((n, n), symmetric=True)
+        cons = [X >> 0, m.trace(X) <= t] + ([X[0, 0] == 0] if zero_entry else [])
+        prob = m.Problem(m.Minimize(m.sum_squares(X - C)), cons)
+        for value in (2.0, -1.0, 1.0):
+            t.value = value
+            prob.solve(**({} if m is fm else dict(solver=cp.CLARABEL)))
+            results[m.__name__, value] = (prob.status, prob.value)
+    for value in (2.0, -1.0, 1.0):
+        ours, theirs = results["fwmodel", value], results["cvxpy", value]
+        assert ours[0] == theirs[0]
+        if theirs[0] == "optimal":
+            assert ours[1] == pytest.approx(theirs[1], rel=1e-4)

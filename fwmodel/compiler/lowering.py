@@ -700,7 +700,7 @@ def _common_total(eq, c, a):
     return float(totals[0])
 
 
-def _feasible_total(total, constraint, var, violated):
+def _feasible_total(total, constraint, var, violated, domain=">= 0"):
     """A budget's total for its Simplex, with a negative constant total recorded as infeasible.
 
     ``sum(x) <= t`` or ``== t`` with ``x >= 0`` and ``t < 0`` (in some group)
@@ -712,7 +712,8 @@ def _feasible_total(total, constraint, var, violated):
     reads it clipped at 0, and ``violated`` gets a check that gives the
     message while the Parameters' values make it negative (None otherwise).
     Totals below 0 by rounding (within 1e-9 of the largest, as the fixed
-    constraints' test) are taken as 0.
+    constraints' test) are taken as 0. A PSD trace ball's radius (``trace(X) <= t``
+    with ``X >> 0``, ``domain=">> 0"``) gets the same treatment.
     """
     def message(value, parameters=None):
         arr = np.atleast_1d(np.asarray(value, dtype=float)).ravel()
@@ -721,7 +722,7 @@ def _feasible_total(total, constraint, var, violated):
         group = f" in group {int(np.argmin(arr))}" if arr.size > 1 else ""
         values = "" if parameters is None else f" with the current values of {', '.join(p.name for p in parameters)}"
         return (f"the constraint {getattr(constraint, '_text', short_repr(constraint))} does not hold for any "
-                f"{var.name} >= 0{values}: its total is {float(arr.min()):.6g} < 0{group}")
+                f"{var.name} {domain}{values}: its total is {float(arr.min()):.6g} < 0{group}")
 
     def clipped(value):
         return np.maximum(value, 0.0) if np.ndim(value) else max(float(value), 0.0)
@@ -1174,6 +1175,8 @@ def lower_constraints(objective_expr, constraints):
                 var, a = psd
                 radius = _data_from(lambda ineq=ineq, r=r, a=a: -float(linearize(ineq.expr, offsets, n_v)[1][r]) / a,
                                     ineq.parameters(), f"bound of {ineq._text}")
+                # a negative t (a Parameter's value at a solve): "infeasible" naming the constraint, as CVXPY
+                radius = _feasible_total(radius, ineq, var, violated_constant_rows, domain=">> 0")
                 sets.append(TraceNormBall(var, radius, psd=True))
                 trace_bounds.append((ineq, sets[-1]))
                 continue
