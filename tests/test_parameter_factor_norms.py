@@ -40,6 +40,19 @@ def _model(m, atom, form, value, radius_parameter=False, box=False):
     return prob, x, p, constraint, t
 
 
+def _resolve_optimal_both(models, value):
+    """Re-solve both models at p = ``value`` (:func:`resolve_both`): both "optimal" with the same value, point
+    and multiplier; returns ours."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        (status, f, x, dual), (ref_status, ref_f, ref_x, ref_dual) = resolve_both(models, value)
+    assert status == ref_status == "optimal"
+    assert abs(f - ref_f) <= OBJ_RTOL * max(1.0, abs(ref_f)), (value, f, ref_f)
+    np.testing.assert_allclose(x, ref_x, atol=X_ATOL)
+    np.testing.assert_allclose(dual, ref_dual, rtol=DUAL_RTOL, atol=DUAL_ATOL)
+    return dual
+
+
 @pytest.mark.parametrize("form", list(FORMS))
 @pytest.mark.parametrize("atom", list(ATOMS))
 def test_a_ball_on_a_parameter_multiple_matches_clarabel(atom, form):
@@ -63,13 +76,7 @@ def test_re_solves_follow_the_parameter_and_its_sign_and_zero_drops_the_ball(ato
         prob, x, p, constraint, _ = _model(m, atom, "p * x", 2.0, radius_parameter=True, box=True)
         models[m] = (prob, x, p, constraint)
     for value in (2.0, -1.5, 0.0, 0.7):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            (status, f, x, dual), (ref_status, ref_f, ref_x, ref_dual) = resolve_both(models, value)
-        assert status == ref_status == "optimal"
-        assert abs(f - ref_f) <= OBJ_RTOL * max(1.0, abs(ref_f)), (value, f, ref_f)
-        np.testing.assert_allclose(x, ref_x, atol=X_ATOL)
-        np.testing.assert_allclose(dual, ref_dual, rtol=DUAL_RTOL, atol=DUAL_ATOL)
+        dual = _resolve_optimal_both(models, value)
         if value == 0.0:
             assert np.all(np.asarray(dual) == 0.0)
 
@@ -166,13 +173,7 @@ def test_a_zero_factor_drops_the_constraint_where_other_sets_hold_x(others, atom
         prob = m.Problem(m.Minimize(m.sum_squares(x - C)), [constraint] + others(m, x))
         models[m] = (prob, x, p, constraint)
     for value in (3.0, 0.0, -2.5):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            (status, f, x, dual), (ref_status, ref_f, ref_x, ref_dual) = resolve_both(models, value)
-        assert status == ref_status == "optimal"
-        assert abs(f - ref_f) <= OBJ_RTOL * max(1.0, abs(ref_f)), (value, f, ref_f)
-        np.testing.assert_allclose(x, ref_x, atol=X_ATOL)
-        np.testing.assert_allclose(dual, ref_dual, rtol=DUAL_RTOL, atol=DUAL_ATOL)
+        dual = _resolve_optimal_both(models, value)
         assert (dual == 0.0) if value == 0.0 else (dual > 1e-2), (value, dual)
 
 
