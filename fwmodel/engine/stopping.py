@@ -538,6 +538,8 @@ class RowPieces:
         self.weights = weights  # (pieces, blocks): w_gk, 0 where piece g does not read block k
         self.slices = slices  # the blocks' slices of x
         self.ratio = 0.0  # max_g ||r_g|| / S_g at the last observed residual
+        # test (3)'s S_g: the sizes of b_g and of the points in piece g's units, no vertex (set by :meth:`of`)
+        self.point_scales = scales.copy()
 
     @classmethod
     def of(cls, blocks, Mop, b, x_ref, s_ref, Mx_ref, Ms_ref):
@@ -567,17 +569,26 @@ class RowPieces:
             terms = [norm(b[rows]), norm(Mx_ref[rows]) if Mx_ref is not None else 0.0,
                      norm(Ms_ref[rows]) if Ms_ref is not None else 0.0]
             scales[g] = max(float(v) for v in terms if math.isfinite(v))
+        points = np.zeros(len(pieces))
+        for g in range(len(pieces)):
+            rows = slice(int(offsets[g]), int(offsets[g + 1]))
+            terms = [norm(b[rows]), norm(Mx_ref[rows]) if Mx_ref is not None else 0.0]
+            points[g] = max(float(v) for v in terms if math.isfinite(v))
         pieces_of = cls(np.asarray(offsets, dtype=np.intp), scales, weights, slices)
+        pieces_of.point_scales = points
         pieces_of.observe_point(x_ref)
-        pieces_of.observe_point(s_ref)
+        pieces_of.observe_point(s_ref, vertex=True)
         return pieces_of
 
-    def observe_point(self, x):
-        """Raise each S_g to the size of x in piece g's units; returns the blocks' norms (in block order)."""
+    def observe_point(self, x, vertex=False):
+        """Raise each S_g to the size of x in piece g's units (test (3)'s too unless x is a ``vertex``);
+        returns the blocks' norms (in block order)."""
         block_norms = np.array([float(norm(x[sl])) for sl in self.slices])
         if np.all(np.isfinite(block_norms)):
             sizes = np.sqrt(((self.weights * block_norms) ** 2).sum(axis=1))
             np.maximum(self.scales, sizes, out=self.scales)
+            if not vertex:
+                np.maximum(self.point_scales, sizes, out=self.point_scales)
         return block_norms
 
     def observe_residual(self, r):
@@ -591,9 +602,10 @@ class RowPieces:
         has no units to be held to: the whole residual's test holds it.
         """
         worst = 0.0
-        for g in np.flatnonzero((self.scales > 0) & (self.scales * UNITS_APART < self.scales.max())):
+        scales = self.point_scales
+        for g in np.flatnonzero((scales > 0) & (scales * UNITS_APART < scales.max())):
             r_g = float(norm(r[self.offsets[g]:self.offsets[g + 1]]))
-            worst = max(worst, r_g / self.scales[g])
+            worst = max(worst, r_g / scales[g])
         self.ratio = worst
         return worst
 
@@ -649,6 +661,8 @@ class StoppingRule:
         self.feas_tol = feas_tol
         self.objective_scale = objective_scale
         self.feasibility_scale = feasibility_scale
+        # test (3)'s scale: the sizes of b and of the points (no vertex), see :attr:`point_scale`
+        self.point_scale = feasibility_scale
         self._value = math.inf  # |f| at the last observed iterate (inf: none yet, A_t = the range)
         self.row_units = RowUnits(None)  # points count at their own norm (from_reference measures the rows)
         self.row_pieces = None  # test (3) piece by piece (:class:`RowPieces`; from_reference measures them)
@@ -680,6 +694,9 @@ class StoppingRule:
             norms += [norm(Mx_ref), norm(Ms_ref)]
         feasibility_scale = max(float(v) for v in norms if math.isfinite(v)) if norms else 0.0
         rule = cls(tol, feas_tol, objective_scale, feasibility_scale)
+        # the points' scale leaves out the vertex s_ref (norms[2]) and M s_ref: the sets' extent, not the points'
+        points = [v for k, v in enumerate(norms) if k != 2 and k != 4]
+        rule.point_scale = max((float(v) for v in points if math.isfinite(v)), default=0.0)
         rule.row_units = row_units
         if Mop.shape[0]:
             rule.row_pieces = RowPieces.of(blocks, Mop, b, x_ref, s_ref, Mx_ref, Ms_ref)
@@ -707,6 +724,8 @@ class StoppingRule:
             x_norm = self.row_units.size(x, x_norm, block_norms)
         if math.isfinite(x_norm) and x_norm > self.feasibility_scale:
             self.feasibility_scale = float(x_norm)
+        if math.isfinite(x_norm) and x_norm > self.point_scale:
+            self.point_scale = float(x_norm)
 
     def observe_residual(self, r):
         """r_t = M x_t - b of the iterate the next tests are about: test (3) per piece of rows (:class:`RowPieces`)."""
@@ -749,12 +768,12 @@ class StoppingRule:
     def feas_rel(self, feas):
         """||Mx - b|| / feasibility_scale, or the largest ||r_g|| / S_g of the pieces of rows at the last
         observed residual (:class:`RowPieces`) where larger: (3) holds when this is <= feas_tol."""
-        return max(self._ratio(feas, self.feasibility_scale), self._pieces_rel)
+        return max(self._ratio(feas, self.point_scale), self._pieces_rel)
 
     def pieces_excess(self, feas):
         """How many times further the worst piece of rows is from its test than ||Mx - b|| from the whole
         model's (1: no piece is; the dual schedule and the certificate aim at the pieces' test)."""
-        whole = self._ratio(feas, self.feasibility_scale)
+        whole = self._ratio(feas, self.point_scale)
         if self._pieces_rel <= whole:
             return 1.0
         return self._pieces_rel / whole if whole > 0 else math.inf
@@ -765,13 +784,13 @@ class StoppingRule:
 
     def feasibility_target(self):
         """feas_tol * feasibility_scale: the ||Mx - b|| the solve has to reach."""
-        return self.feas_tol * self.feasibility_scale
+        return self.feas_tol * self.point_scale
 
     def proof_target(self):
         """The lower bound on ||Mx - b|| over the sets that proves no point meets (3): feas_tol times the
         smaller of the feasibility scale and sqrt(sum_g S_g^2) (every piece's test met bounds ||r|| by that)."""
         if self.row_pieces is None:
-            return self.feasibility_target()
+            return self.feas_tol * self.feasibility_scale
         return self.feas_tol * min(self.feasibility_scale, self.row_pieces.combined_scale())
 
     def met(self, gap, feas, objective_gap=None, dual_residual=0.0):
