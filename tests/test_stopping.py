@@ -295,8 +295,9 @@ def test_rule_asks_the_multiplier_term_relative_to_the_value():
 def test_setup_scales_and_penalty_match_a_hand_computation():
     """The stopping scales and the default penalty of a cold start (one set of LMOs shared by both since
     the setup was cut) against numpy: G_ref = <g, x_ref> - sum_k min_{s in X_k} <g_k, s> with the L1
-    ball's arg-max and the trace-norm ball's top singular pair from a full SVD, the feasibility scale the
-    largest of ||x_ref||, ||s_ref||, ||M x_ref||, ||M s_ref||, and lam = c_f / ||M d|| ^ 2 along d = s_ref - x_ref."""
+    ball's arg-max and the trace-norm ball's top singular pair from a full SVD, the feasibility scale of
+    test (3) the largest of ||b||, ||x_ref||, ||M x_ref|| (the points', not the vertex s_ref's: 0 at this
+    start), and lam = c_f / ||M d|| ^ 2 along d = s_ref - x_ref."""
     rng = np.random.default_rng(11)
     C = rng.standard_normal((9, 7))
     X = fm.Variable((9, 7))
@@ -314,10 +315,8 @@ def test_setup_scales_and_penalty_match_a_hand_computation():
     s2 = -r2 * np.outer(U[:, 0], Vt[0])
     gap = np.vdot(g, x1) + np.vdot(g, x2) - np.vdot(g, s1) - np.vdot(g, s2)
     assert prob.stats.objective_scale == pytest.approx(gap, rel=1e-9)
-    norms = [np.linalg.norm(np.concatenate([x1.ravel(), x2.ravel()])),
-             np.linalg.norm(np.concatenate([s1.ravel(), s2.ravel()])), np.linalg.norm(x1 - x2),
-             np.linalg.norm(s1 - s2)]
-    assert prob.stats.feasibility_scale == pytest.approx(max(norms), rel=1e-9)
+    norms = [np.linalg.norm(np.concatenate([x1.ravel(), x2.ravel()])), np.linalg.norm(x1 - x2)]
+    assert prob.stats.feasibility_scale == pytest.approx(max(norms), rel=1e-9, abs=1e-300)
     d1, d2 = s1 - x1, s2 - x2
     lam = 2 * np.vdot(0.5 * (d1 + d2), 0.5 * (d1 + d2)) / np.vdot(d1 - d2, d1 - d2)
     prob.solve(max_iter=0)
@@ -497,3 +496,25 @@ def test_a_capped_simplex_under_rows_whose_start_minimizes_f_reaches_optimal():
     assert prob.status == "optimal"
     assert prob.stats.objective_scale > 1e-6
     assert prob.value == pytest.approx(ref.value, abs=1e-3 * max(1.0, abs(ref.value)))
+
+
+# ---------------------------------------------------------------- a loose box around the solution
+@pytest.mark.parametrize("bound", [10.0, 1e3, 1e6])
+def test_a_loose_box_does_not_loosen_the_rows(bound):
+    """``abs(y) <= B`` with B far above the solution (a "big-M" bound) and three rows ``A @ y == b``:
+    test (3) is relative to the points' size, not to the box's corner (~ B sqrt(n)), so the answer
+    does not depend on B. With the vertices' norms in the scale, B = 1e6 ended "optimal" 3.4e-3 below
+    Clarabel's value with ||Ay - b|| = 1.3e-2 (B = 10: 3.2e-4)."""
+    rng = np.random.default_rng(13)
+    n = 5
+    a, A, b = rng.standard_normal(n), rng.standard_normal((3, n)), rng.standard_normal(3)
+    answers = []
+    for m in (fm, cp):
+        y = m.Variable(n)
+        prob = m.Problem(m.Minimize(m.sum_squares(y - a)), [m.abs(y) <= bound, A @ y == b])
+        prob.solve() if m is fm else prob.solve(solver=cp.CLARABEL)
+        assert prob.status == "optimal"
+        answers.append((prob.value, y.value))
+    (value, y), (ref, y_ref) = answers
+    assert abs(value - ref) <= 1e-4 * abs(ref)  # tol relative to |f*| (the range is ~ B^2 here)
+    assert np.linalg.norm(A @ y - b) <= 1e-4 * max(np.linalg.norm(b), np.linalg.norm(y_ref)) * 5
