@@ -66,11 +66,23 @@ iterates, the iteration count and the relative accuracy unchanged.
   warm-started iterate, so a warm start keeps the scale of a cold solve
   (and follows a changed Parameter).
 
-* ``feasibility_scale``: the size of the sets, measured by the norms seen:
-  ||b||, ||x_ref|| and ||s_ref|| (s_ref the product vertex returned by the
-  LMOs at x_ref), ||M x_ref||, ||M s_ref|| (the units of the rows of M), and
-  the largest ||x_t|| of the iterates, so (3) asks the consistency
-  constraints to hold to ``feas_tol`` times the size of the points they tie.
+* ``feasibility_scale`` (test (3)'s, :attr:`StoppingRule.point_scale`): the
+  size of the data and of the points, ||b||, ||x_ref||, ||M x_ref|| (the
+  units of the rows of M) and the largest ||x_t|| of the iterates, so (3)
+  asks the consistency constraints to hold to ``feas_tol`` times the size
+  of the points they tie. Not the sets' extent: the vertex s_ref (the
+  product vertex returned by the LMOs at x_ref) counted too once, and a
+  loose "big-M" box ``abs(y) <= B`` around a solution of norm 3 then held
+  ``A @ y == b`` to B sqrt(n): at B = 1e6 "optimal" with ||Ay - b|| = 1.3e-2
+  and the value 3.4e-3 below Clarabel's, at every B since as at B = 10
+  (benchmarks/RESULTS.md, "A loose box around the solution"). The iterates'
+  norms keep a scale where the solution is 0 and b = 0 (copies of a
+  variable whose optimum is 0): the first steps leave x_ref by a line search
+  on the objective, so they measure its units. The sets' extent (with s_ref
+  and M s_ref, :attr:`StoppingRule.feasibility_scale`) still serves what
+  is about all points of the sets: the infeasibility proof (no point of
+  the sets meets (3), :meth:`StoppingRule.proof_target`), the fallback
+  penalty, rounding thresholds.
   The points' norms count in the rows' units (each block's norm times the
   root mean square of its column norms of M, at most 1: :class:`RowUnits`),
   so rows written in other units than their variables (``(1e-6 G) @ x <= 1e-6 h``)
@@ -519,7 +531,11 @@ class RowPieces:
     equilibrating the rows; here each piece has its own scale, measured as the
     whole model's (the module docstring) from its own rows only:
 
-        S_g = max(||b_g||, ||M_g x_ref||, ||M_g s_ref||, max_t ||x_t||_g),
+        S_g = max(||b_g||, ||M_g x_ref||, max_t ||x_t||_g)
+
+    (``point_scales``; the test's, without the vertex s_ref, as the whole
+    model's; ``scales`` adds ||M_g s_ref|| and ||s_ref||_g, the sets' extent,
+    for the equilibration and the infeasibility proof),
 
     where ``||x||_g`` counts the blocks piece g reads in its own units
     (:class:`RowUnits` with the column norms of the piece alone; the blocks it
@@ -661,7 +677,8 @@ class StoppingRule:
         self.feas_tol = feas_tol
         self.objective_scale = objective_scale
         self.feasibility_scale = feasibility_scale
-        # test (3)'s scale: the sizes of b and of the points (no vertex), see :attr:`point_scale`
+        # test (3)'s scale: the sizes of b and of the points, no vertex (the module docstring); from_reference
+        # measures it, feasibility_scale (the sets' extent) until then
         self.point_scale = feasibility_scale
         self._value = math.inf  # |f| at the last observed iterate (inf: none yet, A_t = the range)
         self.row_units = RowUnits(None)  # points count at their own norm (from_reference measures the rows)
@@ -716,8 +733,8 @@ class StoppingRule:
             self.objective_scale = float(gap_f)
 
     def observe_point(self, x_norm, x=None):
-        """||x_t|| of an iterate (in the rows' units, :class:`RowUnits`, when ``x`` is given): the
-        feasibility scale is the largest size seen."""
+        """||x_t|| of an iterate (in the rows' units, :class:`RowUnits`, when ``x`` is given): both
+        feasibility scales (the points' and the sets') are the largest size seen."""
         if x is not None:
             # the blocks' norms, measured once for the pieces' scales and the rows' units
             block_norms = self.row_pieces.observe_point(x) if self.row_pieces is not None else None
@@ -766,7 +783,7 @@ class StoppingRule:
         return self._ratio(abs(dual_residual), self.accuracy_scale)
 
     def feas_rel(self, feas):
-        """||Mx - b|| / feasibility_scale, or the largest ||r_g|| / S_g of the pieces of rows at the last
+        """||Mx - b|| / point_scale, or the largest ||r_g|| / S_g of the pieces of rows at the last
         observed residual (:class:`RowPieces`) where larger: (3) holds when this is <= feas_tol."""
         return max(self._ratio(feas, self.point_scale), self._pieces_rel)
 
@@ -783,7 +800,7 @@ class StoppingRule:
         return self.tol * self.objective_scale
 
     def feasibility_target(self):
-        """feas_tol * feasibility_scale: the ||Mx - b|| the solve has to reach."""
+        """feas_tol * point_scale: the ||Mx - b|| the solve has to reach."""
         return self.feas_tol * self.point_scale
 
     def proof_target(self):
