@@ -277,7 +277,8 @@ def test_zero_optimum_with_equality_rows_stops_on_the_range(scale):
 
 
 def test_rule_asks_the_multiplier_term_relative_to_the_value():
-    """StoppingRule alone: the accuracy scale is min(range, max(|f|, range / 100)), in f's units."""
+    """StoppingRule alone: the accuracy scale is min(range, max(|f|, min(range, spread) / 100)), in f's units
+    (spread: max - min of the values seen)."""
     from fwmodel.engine.stopping import StoppingRule
 
     for unit in (1e-6, 1.0, 1e6):
@@ -286,10 +287,12 @@ def test_rule_asks_the_multiplier_term_relative_to_the_value():
         assert rule.accuracy_scale == pytest.approx(1.2 * unit)
         assert rule.met(gap=7e-3 * unit, feas=4e-4, dual_residual=1e-4 * unit)
         assert not rule.met(gap=7e-3 * unit, feas=4e-4, dual_residual=6e-3 * unit)  # the TV denoiser's stop
-        rule.observe_value(0.0)  # f = 0: 1 % of the range
-        assert rule.accuracy_scale == pytest.approx(0.75 * unit)
+        rule.observe_value(0.0)  # f = 0: 1 % of the values' spread over the points seen (1.2), below the range
+        assert rule.accuracy_scale == pytest.approx(0.012 * unit)
         rule.observe_value(-300.0 * unit)  # |f| above the range: the range
         assert rule.accuracy_scale == pytest.approx(75.0 * unit)
+        rule.observe_value(0.0)  # f = 0 after values 301.2 apart: 1 % of the range, the smaller
+        assert rule.accuracy_scale == pytest.approx(0.75 * unit)
 
 
 def test_setup_scales_and_penalty_match_a_hand_computation():
@@ -518,3 +521,21 @@ def test_a_loose_box_does_not_loosen_the_rows(bound):
     (value, y), (ref, y_ref) = answers
     assert abs(value - ref) <= 1e-4 * abs(ref)  # tol relative to |f*| (the range is ~ B^2 here)
     assert np.linalg.norm(A @ y - b) <= 1e-4 * max(np.linalg.norm(b), np.linalg.norm(y_ref)) * 5
+
+
+@pytest.mark.parametrize("bound", [10.0, 1e3, 1e6])
+def test_a_loose_box_does_not_loosen_the_multiplier_test(bound):
+    """``abs(y) <= B`` and rows ``G @ y <= h`` active at the optimum: the objective scale S_f (f's FW gap over
+    the box, ~ B ||grad f||_1) made test (2)'s floor, 1 % of S_f, let <y + lam r, r> hide 3.5e-4 of |f*|
+    (the value below Clarabel's) at B >= 1e3; the floor is now taken of the values seen."""
+    rng = np.random.default_rng(5)
+    n = 8
+    a, G = rng.standard_normal(n), rng.standard_normal((4, n))
+    h = G @ (0.2 * rng.standard_normal(n)) - 0.5
+    values = []
+    for m in (fm, cp):
+        y = m.Variable(n)
+        prob = m.Problem(m.Minimize(m.sum_squares(y - a)), [m.abs(y) <= bound, G @ y <= h])
+        values.append(prob.solve() if m is fm else prob.solve(solver=cp.CLARABEL))
+        assert prob.status == "optimal"
+    assert abs(values[0] - values[1]) <= 1e-4 * abs(values[1])

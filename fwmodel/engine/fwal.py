@@ -225,7 +225,7 @@ def minimize_fwal(
         b_norm = float(norm(b))
         Mx_ref = (r if b_norm == 0 else r + b) if cold else None
         return b_norm, Mx_ref, StoppingRule.from_reference(tol, feas_tol, objective, blocks, Mop, b, x_ref, g_ref,
-                                                           Mx_ref=Mx_ref, keep=setup)
+                                                           Mx_ref=Mx_ref, keep=setup, f_ref=f if cold else None)
 
     # The rows the solve works on, each change given back in the model's units at the end: every
     # constraint's row at unit norm (stopping.row_norm_equilibration); pieces still in units far from the

@@ -681,13 +681,14 @@ class StoppingRule:
         # measures it, feasibility_scale (the sets' extent) until then
         self.point_scale = feasibility_scale
         self._value = math.inf  # |f| at the last observed iterate (inf: none yet, A_t = the range)
+        self._low, self._high = math.inf, -math.inf  # the least and largest f seen (x_ref's and the iterates')
         self.row_units = RowUnits(None)  # points count at their own norm (from_reference measures the rows)
         self.row_pieces = None  # test (3) piece by piece (:class:`RowPieces`; from_reference measures them)
         self._pieces_rel = 0.0  # max_g ||r_g|| / S_g at the last observed residual
 
     @classmethod
     def from_reference(cls, tol, feas_tol, objective, blocks, Mop, b, x_ref, grad_ref=None, Mx_ref=None,
-                       keep=None, out=None):
+                       keep=None, out=None, f_ref=None):
         """Measure G_ref and the set norms at ``x_ref`` (one gradient and one LMO per block).
 
         ``grad_ref`` is grad f(x_ref) and ``Mx_ref`` is M x_ref when the
@@ -698,7 +699,7 @@ class StoppingRule:
         so the setup calls each LMO once; ``out``: an n-size array for s_ref.
         """
         if grad_ref is None:
-            _, grad_ref = objective.value_and_grad(x_ref)
+            f_ref, grad_ref = objective.value_and_grad(x_ref)
         gap, s_ref = objective_gap(blocks, x_ref, grad_ref, with_vertex=True, out=out)
         objective_scale = float(gap) if math.isfinite(gap) and gap > 0 else 0.0
         row_units = RowUnits.of(blocks, Mop)
@@ -711,6 +712,8 @@ class StoppingRule:
             norms += [norm(Mx_ref), norm(Ms_ref)]
         feasibility_scale = max(float(v) for v in norms if math.isfinite(v)) if norms else 0.0
         rule = cls(tol, feas_tol, objective_scale, feasibility_scale)
+        if f_ref is not None:
+            rule._see(f_ref)
         # the points' scale leaves out the vertex s_ref (norms[2]) and M s_ref: the sets' extent, not the points'
         points = [v for k, v in enumerate(norms) if k != 2 and k != 4]
         rule.point_scale = max((float(v) for v in points if math.isfinite(v)), default=0.0)
@@ -749,14 +752,31 @@ class StoppingRule:
         if self.row_pieces is not None:
             self._pieces_rel = self.row_pieces.observe_residual(r)
 
+    def _see(self, f):
+        if math.isfinite(f):
+            self._low, self._high = min(self._low, float(f)), max(self._high, float(f))
+
     def observe_value(self, f):
         """f(x_t) of the iterate the next tests are about (it sets the accuracy scale A_t)."""
         self._value = abs(float(f)) if math.isfinite(f) else math.inf
+        self._see(f)
+
+    @property
+    def value_spread(self):
+        """max - min of f over x_ref and the iterates seen (0 before two values): the objective's range over
+        the points, not over the sets."""
+        return self._high - self._low if self._high > self._low else 0.0
 
     @property
     def accuracy_scale(self):
-        """A_t = min(range, max(|f(x_t)|, VALUE_FLOOR * range)): what (2) is relative to."""
-        return min(self.objective_scale, max(self._value, VALUE_FLOOR * self.objective_scale))
+        """A_t = min(range, max(|f(x_t)|, VALUE_FLOOR * min(range, spread))): what (2) is relative to.
+
+        The floor is taken of the values' spread over the points seen (:attr:`value_spread`) where smaller
+        than the range S_f: S_f is f's FW gap over the sets, and a loose box (``abs(y) <= 1e6`` around a
+        solution of norm 3) makes it ~ B ||grad f||_1, so that 1 % of it let ``<y + lam r, r>`` hide an
+        error of 3.5e-4 of |f*| (benchmarks/RESULTS.md, "A loose box around the solution")."""
+        floor = VALUE_FLOOR * min(self.objective_scale, self.value_spread)
+        return min(self.objective_scale, max(self._value, floor))
 
     # ------------------------------------------------------------ tests
     @staticmethod
