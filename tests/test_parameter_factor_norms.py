@@ -334,3 +334,28 @@ def test_a_parameter_multiple_plus_a_constant_is_a_set_on_the_expression():
     with pytest.raises(fm.ModelError, match=r"norm1\(p \* x - 0.3\) <= 1: a norm bound holds x itself only where "
                                             r"its argument is p \* x.*center moves with p"):
         alone.solve()
+
+
+@pytest.mark.parametrize("atom", list(ATOMS))
+@pytest.mark.parametrize("shift, one_sided", [("p * (x - 1)", False), ("p * (2 * x - 1)", True)])
+def test_a_factor_of_a_shifted_argument_gets_clarabels_multiplier(atom, shift, one_sided):
+    """norm(p * (x - 1)) <= r (the factor of an argument that is shifted and scaled) is the ball
+    norm(x - 1) <= r / |p| held as its preimage on x, next to the bound box whose sides its implied bounds close
+    (x <= 2 alone: the box's lower side is the ball's, active where C pulls x down). Its dual_value agrees with
+    Clarabel across re-solves (a sign flip, p = 0 where the box holds x, back): it was None."""
+    target = np.array([-3.0, -2.0, 0.5, 1.2, -1.0, 2.0])
+    scale = 2.0 if one_sided else 1.0
+    name, r = ATOMS[atom]
+    models = {}
+    for m in (fm, cp):
+        x, p = m.Variable(N, name="x"), m.Parameter(value=1.0, name="p")
+        constraint = getattr(m, name)(p * (scale * x - 1.0)) <= r
+        bounds = [x <= 2] if one_sided else [x <= 2, x >= -2]
+        prob = m.Problem(m.Minimize(m.sum_squares(x - target) + 0.1 * m.sum_squares(A @ x)), [constraint] + bounds)
+        models[m] = (prob, x, p, constraint)
+    for value in ((1.0, -2.0, 0.5) if one_sided else (1.0, -2.0, 0.0, 0.5)):
+        dual = _resolve_optimal_both(models, value)
+        if value == 0.0:
+            assert np.all(np.asarray(dual) == 0.0)
+        else:
+            assert np.max(dual) > 1e-2  # the ball binds: its multiplier is the one compared

@@ -70,6 +70,7 @@ from ..sets.base import ConvexSet, distinct_parameters
 from ..sets.box import Box
 from ..sets import Ellipsoid, L1Ball, L2Ball, LinfBall
 from ..sets.boxed_l1 import BoxedL1Ball
+from ..sets.preimage import AffinePreimage
 from ..sets.symmetric import SymmetricPart
 from ..sets.trace_norm import TraceNormBall
 from ..sets.units import InUnits, has_units, in_units
@@ -1104,7 +1105,11 @@ def _derived_box_sides(compiled, lowered, ball, x, g, key=None):
     info = getattr(lowered, "derived_bounds", {}).get(id(ball) if key is None else key)
     if info is None:
         return None
-    box, var, entries, position, lo_side, hi_side = info
+    box, var, entries, position, lo_side, hi_side, holder = info
+    # a ball on a * x + c held as its preimage on x (norm(p * (x - 1)) <= t): its bounds in x's coordinates
+    # (the box's), its multipliers in the ball's: (above_d - below_d) / a at the ball's entries (KKT on x,
+    # g + a * mu * s + above_d - below_d = 0 against CVXPY's g + a * tau * s' = 0, s and s' subgradients)
+    preimage = holder if isinstance(holder, AffinePreimage) else None
     blocks = [blk for blk in compiled.blocks if blk.set is box or _bounds_box(blk.set) is box]
     if len(blocks) != 1 or type(ball) not in (L1Ball, L2Ball, LinfBall, Ellipsoid, Box):
         return None
@@ -1117,7 +1122,8 @@ def _derived_box_sides(compiled, lowered, ball, x, g, key=None):
         off = bounds.offsets[var.id]
         user_lo, user_hi = bounds.lo[off + entries], bounds.hi[off + entries]
         ball_lo, ball_hi = (np.where(inside, np.broadcast_to(np.asarray(b, dtype=float), (ball.size,))[position],
-                                     fill) for b, fill in zip(ball.coordinate_bounds(), (-np.inf, np.inf)))
+                                     fill) for b, fill in zip((ball if preimage is None else preimage).coordinate_bounds(),
+                                                              (-np.inf, np.inf)))
         box_lo, box_hi = (np.broadcast_to(np.asarray(b, dtype=float), (entries.size,)) for b in box.coordinate_bounds())
 
         def same(a, b):
@@ -1128,6 +1134,8 @@ def _derived_box_sides(compiled, lowered, ball, x, g, key=None):
     above, below = _box_multipliers(box, np.asarray(x[blk.slice], dtype=float),
                                     _gradient_seen_by(blk.set, np.asarray(g[blk.slice], dtype=float)))
     pull = np.where(hi_side & inside, above, 0.0) - np.where(lo_side & inside, below, 0.0)
+    if preimage is not None:
+        return position[inside], pull[inside] / preimage._a[position[inside]]
     return position[inside], pull[inside]
 
 

@@ -122,6 +122,7 @@ from ..sets._common import MAX_DATA_MAGNITUDE
 from ..sets.base import ConvexSet, check_nonnegative
 from ..sets.boxed_l1 import BoxedL1Ball
 from ..sets.capped_simplex import CappedSimplex
+from ..sets.preimage import AffinePreimage
 from ..sets.symmetric import SymmetricPart
 
 
@@ -1256,7 +1257,7 @@ def lower_constraints(objective_expr, constraints):
             sets.append(_symmetric(box))
             bound_boxes.update((id(box), id(sets[-1])))
             for s, entries, position, lo_side, hi_side in taken:  # (a ball's multiplier: with the box's)
-                derived_bounds[id(s)] = (box, var, entries, position, lo_side, hi_side)
+                derived_bounds[id(s)] = (box, var, entries, position, lo_side, hi_side, s)
 
     # 5. general rows: a slack in a box bounded by the LMOs
     slack_of = {}
@@ -1576,8 +1577,9 @@ def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars, shared_
             own_lo[idx], own_hi[idx] = slo, shi
             if np.any(((own_lo > lo) | (own_hi < hi))[entries]):
                 shared_duals.add(id(s))
-                # (a ball on a symmetric variable is held as its symmetric variant: the ball inside)
-                ball = s.inner if isinstance(s, SymmetricPart) else s
+                # (a ball on a symmetric variable is held as its symmetric variant: the ball inside; a ball on
+                # a * x + c, such as norm(p * (x - 1)) <= t held as norm(x - 1) <= t / |p|, as its preimage on x)
+                ball = s.inner if isinstance(s, (SymmetricPart, AffinePreimage)) else s
                 if taken is not None and isinstance(ball, (L1Ball, L2Ball, LinfBall, Ellipsoid, Box)):  # (Box: abs(x) <= t)
                     # the ball's own entry of each box entry (-1: not in the ball), for a ball on var
                     # itself or on a selection of its entries (x[:3], x[[4, 1]])
