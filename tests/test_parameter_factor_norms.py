@@ -13,6 +13,7 @@ import fwmodel as fm
 
 cp = pytest.importorskip("cvxpy")
 
+import re  # noqa: E402
 import warnings  # noqa: E402
 
 from _against_clarabel import (DUAL_ATOL, DUAL_RTOL, OBJ_RTOL, X_ATOL, assert_same_answer,  # noqa: E402, I001
@@ -317,23 +318,67 @@ def test_a_set_on_a_parameter_without_a_value_when_built_solves_once_it_has_one(
     np.testing.assert_allclose(row.dual_value, ref_row.dual_value, rtol=DUAL_RTOL, atol=DUAL_ATOL)
 
 
-def test_a_parameter_multiple_plus_a_constant_is_a_set_on_the_expression():
-    """norm1(p * x - 0.3) <= 1 is not the ball norm1(x - 0.3 / p) <= 1 / |p| (its center moves with p): it is a
-    set on the expression. Next to a box on x it agrees with Clarabel at p = 2 and -0.5; alone, the message
-    names the constraint and why it does not hold x (it told the user to write the norm bound they wrote)."""
-    target = np.array([0.5, -1.0, 2.0, 0.1, 0.7, -0.2])
+CENTERED = {"p * x + c": lambda p, x, c: p * x + c, "c - p * x": lambda p, x, c: c - p * x,
+            "-(p * (2 * x) + c)": lambda p, x, c: -(p * (2 * x) + c), "x / p + c": lambda p, x, c: x / p + c}
+
+
+@pytest.mark.parametrize("form", list(CENTERED))
+@pytest.mark.parametrize("atom", list(ATOMS))
+def test_a_parameter_multiple_plus_a_constant_alone_holds_x_as_a_moving_ball(atom, form):
+    """norm(p * x + c) <= t is the ball norm(x + c / p) <= t / |p|, whose center moves with p (c a Parameter
+    too): with nothing else holding x it was refused; it now holds x, and value, point and multiplier agree with
+    Clarabel across re-solves (p > 0, a sign flip, c moved with p)."""
+    name, r = ATOMS[atom]
+    c0 = np.array([0.3, -0.2, 0.5, 0.1, -0.4, 0.2])
 
     def build(m):
-        x, p = m.Variable(N, name="x"), m.Parameter(name="p")
-        c = m.norm1(p * x - 0.3) <= 1
-        return m.Problem(m.Minimize(m.sum_squares(x - target)), [c, m.abs(x) <= 3]), x, [p], [c]
+        x, p, c = m.Variable(N, name="x"), m.Parameter(name="p"), m.Parameter(N, name="c")
+        constraint = getattr(m, name)(CENTERED[form](p, x, c)) <= r
+        return m.Problem(m.Minimize(m.sum_squares(x - 2 * C) + 0.1 * m.sum_squares(A @ x)), [constraint]), x, \
+            [p, c], [constraint]
 
-    _resolve_series(build, [(2.0,), (-0.5,)])
-    x, p = fm.Variable(N, name="x"), fm.Parameter(value=2.0, name="p")
-    alone = fm.Problem(fm.Minimize(fm.sum_squares(x - target)), [fm.norm1(p * x - 0.3) <= 1])
-    with pytest.raises(fm.ModelError, match=r"norm1\(p \* x - 0.3\) <= 1: a norm bound holds x itself only where "
-                                            r"its argument is p \* x.*center moves with p"):
-        alone.solve()
+    _resolve_series(build, [(1.0, c0), (2.5, c0), (-0.5, 3 * c0), (1.5, -c0)])
+
+
+@pytest.mark.parametrize("atom", list(ATOMS))
+def test_a_zero_factor_plus_a_constant_reads_the_constant_against_the_bound(atom):
+    """At p = 0, norm(p * x + c) <= t reads norm(c) <= t: next to a box on x it is dropped where that holds
+    (multiplier 0) and the solve is "infeasible", naming the constraint, where it does not, as Clarabel says;
+    p != 0 again agrees with Clarabel."""
+    name, r = ATOMS[atom]
+    small, large = np.full(N, 0.01), np.full(N, 0.6)  # norm(c) below, then above every t of ATOMS
+
+    def build(m):
+        x, p, c = m.Variable(N, name="x"), m.Parameter(name="p"), m.Parameter(N, name="c")
+        constraint = getattr(m, name)(p * x + c) <= r
+        prob = m.Problem(m.Minimize(m.sum_squares(x - 2 * C)), [constraint, x >= -1, x <= 1])
+        return prob, x, [p, c], [constraint]
+
+    _resolve_series(build, [(2.0, small), (0.0, small)])
+    models = {m: build(m) for m in (fm, cp)}
+    for m, (prob, _, (p, c), _) in models.items():
+        p.value, c.value = 0.0, large
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            prob.solve() if m is fm else prob.solve(solver=cp.CLARABEL)
+        assert prob.status == "infeasible", m
+    assert re.search(r"p \* x \+ c\) <= .*holds for no point.*p is 0, so it reads norm\(c\) <= t",
+                     models[fm][0].stats.message)
+    p, c = models[fm][2]
+    p.value, c.value = -1.5, large
+    models[fm][0].solve()
+    assert models[fm][0].status == "optimal"
+
+
+def test_a_zero_factor_plus_a_constant_with_nothing_else_holding_x_is_refused():
+    """Alone, norm1(p * x + c) <= t at p = 0 (norm(c) <= t) bounds nothing, as norm1(p * x) <= t there: the
+    solve is refused naming p, the constraint, what it reads and x."""
+    x, p = fm.Variable(N, name="x"), fm.Parameter(value=0.0, name="p")
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - C)), [fm.norm1(p * x + 0.01) <= 1])
+    with pytest.raises(fm.ModelError, match=r"norm1\(p \* x \+ 0.01\) <= 1: p is 0 at this solve, so the "
+                                            r"constraint reads norm\(c\) <= t.*what holds x"):
+        prob.solve()
+
 
 
 @pytest.mark.parametrize("atom", list(ATOMS))

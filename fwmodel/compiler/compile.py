@@ -891,13 +891,15 @@ def compile_problem(objective_expr, sign, constraints):
                             f"bound {var.name}. Only a set on {var.name}, a selection of its entries, or an "
                             f"elementwise map a * {var.name} + c (a != 0, constants) holds {var.name}.")
                     norms = [s for s in through if getattr(s, "written_as", None) and s.expr.parameters()]
-                    if norms:  # norm1(p * x - 0.3) <= 1: only p * x, x * p, x / p become a ball on x
+                    if norms:  # norm1(multiply(p, x)) <= 1: only p * e + c (p scalar) becomes a ball on x
                         note += (f" {norms[0].written_as}: a norm bound holds {var.name} itself only where its "
-                                 f"argument is p * {var.name}, {var.name} * p or {var.name} / p (p a scalar "
-                                 "Parameter expression), as a ball of radius t / |p|; with a constant added, "
-                                 f"norm(p * {var.name} + c) = |p| norm({var.name} + c / p) is a ball whose center "
-                                 "moves with p, held as a set on the expression. Bound "
-                                 f"{var.name} with another set as well, e.g. fm.Box({var.name}, lo, hi).")
+                                 f"argument is p * e + c (also e * p, e / p; p a scalar Parameter expression, e "
+                                 f"{var.name} or an elementwise map of it without Parameters, c data), as the ball "
+                                 "norm(e + c / p) <= t / |p| whose center and radius are read at each solve; this "
+                                 "argument is not of that form (a vector Parameter such as multiply(p, "
+                                 f"{var.name}), Parameters inside e, several variables), so it is a set on the "
+                                 f"expression, which does not hold {var.name}. Bound {var.name} with another set "
+                                 f"as well, e.g. fm.Box({var.name}, lo, hi).")
                     elif any(s.expr.parameters() for s in through):  # fm.L1Ball(p * x, r): p may be 0
                         note += (" A set on a Parameter multiple (p * " + var.name + ") does not hold "
                                  + var.name + " (p may be 0 at a solve): write it as a norm bound, "
