@@ -404,3 +404,68 @@ def test_a_factor_of_a_shifted_argument_gets_clarabels_multiplier(atom, shift, o
             assert np.all(np.asarray(dual) == 0.0)
         else:
             assert np.max(dual) > 1e-2  # the ball binds: its multiplier is the one compared
+
+
+CENTER_FORMS = {"norm2(x - q) <= 0.6": lambda m, x, q: m.norm2(x - q) <= 0.6,
+                "norm1(q - x) <= 0.8": lambda m, x, q: m.norm1(q - x) <= 0.8,
+                "abs(x - q) <= 0.25": lambda m, x, q: m.abs(x - q) <= 0.25,
+                "sum_squares(x - q) <= 0.36": lambda m, x, q: m.sum_squares(x - q) <= 0.36,
+                "norm_inf(2 * x - q + 1) <= 0.3": lambda m, x, q: m.norm_inf(2 * x - q + 1) <= 0.3}
+
+
+@pytest.mark.parametrize("form", list(CENTER_FORMS))
+def test_a_parameter_center_alone_holds_x(form):
+    """norm(x - q) <= t with q a vector Parameter (a ball whose center is a Parameter, no factor) holds x as
+    the ball around q read at each solve: alone it was refused ("not in any bounded set"); value, point and
+    multiplier agree with Clarabel as q moves."""
+    def build(m):
+        x, q = m.Variable(N, name="x"), m.Parameter(N, name="q")
+        constraint = CENTER_FORMS[form](m, x, q)
+        return m.Problem(m.Minimize(m.sum_squares(x - 2 * C)), [constraint]), x, [q], [constraint]
+
+    _resolve_series(build, [(np.zeros(N),), (C / 3,), (-C,), (np.ones(N),)])
+
+
+SCALED_FORMS = {"p * norm1(x) <= 1": lambda m, x, p: p * m.norm1(x) <= 1,
+                "norm2(x) * p <= 1": lambda m, x, p: m.norm2(x) * p <= 1,
+                "norm_inf(x - 1) / p <= 0.5": lambda m, x, p: m.norm_inf(x - 1) / p <= 0.5,
+                "p * abs(x) <= 0.5": lambda m, x, p: p * m.abs(x) <= 0.5,
+                "p * sum_squares(x) <= 1": lambda m, x, p: p * m.sum_squares(x) <= 1,
+                "sum_squares(x - 0.3) / p <= 1": lambda m, x, p: m.sum_squares(x - 0.3) / p <= 1,
+                "p * quad_form(x, Q) <= 1": lambda m, x, p: p * m.quad_form(x, A.T @ A + 0.1 * np.eye(N)) <= 1}
+
+
+@pytest.mark.parametrize("form", list(SCALED_FORMS))
+def test_a_nonneg_parameter_times_a_norm_or_a_squared_form_matches_clarabel(form):
+    """p * norm(e) <= t (p a nonneg Parameter, as CVXPY's DCP rules allow) is norm(p * e) <= t; p *
+    sum_squares(e) <= t (also quad_form, / p) is sum_squares(e) <= t / p, its multiplier scaled back by p. Both
+    were refused when the model was built ("can only be compared directly with data", "must be affine"); value,
+    point and multiplier agree with Clarabel across re-solves."""
+    def build(m):
+        x, p = m.Variable(N, name="x"), m.Parameter(nonneg=True, name="p")
+        constraint = SCALED_FORMS[form](m, x, p)
+        return m.Problem(m.Minimize(m.sum_squares(x - 2 * C)), [constraint]), x, [p], [constraint]
+
+    _resolve_series(build, [(1.0,), (2.0,), (0.5,), (3.0,)])
+
+
+def test_a_parameter_times_a_convex_atom_needs_its_sign_and_a_squared_form_refuses_p_zero():
+    """p * norm1(x) with p of unknown sign is not convex for p < 0 (CVXPY refuses it too): a ModelError when
+    built, naming nonneg=True and the norm(p * x) form. p * norm2(x) <= 1 at p = 0 is dropped next to a box (as
+    Clarabel: multiplier 0); p * sum_squares(x) <= 1 at p = 0 is a ModelError naming the constraint and p."""
+    x = fm.Variable(N, name="x")
+    with pytest.raises(fm.ModelError, match=r"p \* norm1\(x\) <= 1: p times a convex function is convex only where "
+                                            r"it is >= 0: declare its Parameter nonneg=True.*norm\(p \* e\) <= t"):
+        fm.Parameter(name="p") * fm.norm1(x) <= 1
+
+    def build(m):
+        x, p = m.Variable(N, name="x"), m.Parameter(nonneg=True, name="p")
+        constraint = p * m.norm2(x) <= 1
+        return m.Problem(m.Minimize(m.sum_squares(x - 2 * C)), [constraint, m.abs(x) <= 1]), x, [p], [constraint]
+
+    _resolve_series(build, [(2.0,), (0.0,), (0.5,)])
+    p = fm.Parameter(nonneg=True, value=0.0, name="p")
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - C)), [p * fm.sum_squares(x) <= 1, fm.abs(x) <= 1])
+    with pytest.raises(fm.ModelError, match=r"p \* sum_squares\(x\) <= 1: p is 0 at this solve, so the constraint "
+                                            r"reads 0 <= t"):
+        prob.solve()

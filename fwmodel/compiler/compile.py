@@ -1062,6 +1062,7 @@ def write_norm_duals(compiled, x, lagrangian_gradient):
     for ineq, ball in lowered.norm_sets:
         if isinstance(ball, Ellipsoid):  # quad_form(e, P) <= t: the multiplier of the form written
             ineq.dual_value = _ellipsoid_multiplier(compiled, lowered, shared, ball, x, g)
+            _scale_back(ineq)
             continue
         _write_norm_dual(compiled, lowered, shared, ineq, ball, x, g)
         radius = None
@@ -1076,6 +1077,16 @@ def write_norm_duals(compiled, x, lagrangian_gradient):
             # multiplier of the squared form is mu / (2 r) (none at r = 0, where no multiplier exists)
             radius = float(ball.radius) if radius is None else radius
             ineq.dual_value = ineq.dual_value / (2.0 * radius) if radius > 0 else None
+        _scale_back(ineq)
+
+
+def _scale_back(ineq):
+    """CVXPY's multiplier of ``p * sum_squares(e) <= t`` (also ``quad_form``) held as ``sum_squares(e) <= t / p``:
+    KKT's ``lambda p = lambda'``, so the rewritten one's over p (times p for ``sum_squares(e) / p <= t``)."""
+    scaled_by = getattr(ineq, "data_factor", None)
+    if scaled_by is not None and ineq.dual_value is not None:
+        q = float(np.asarray(scaled_by[0].value, dtype=float).reshape(()))
+        ineq.dual_value = ineq.dual_value * q if scaled_by[1] else (ineq.dual_value / q if q > 0 else None)
 
 
 def _ellipsoid_multiplier(compiled, lowered, shared, ellipsoid, x, g):

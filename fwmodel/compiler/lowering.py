@@ -114,7 +114,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ModelError
-from ..expressions import Equality, Inequality, PSDConstraint, Variable, linearize
+from ..expressions import Equality, Inequality, PSDConstraint, Variable, as_expression, linearize
 from ..expressions.core import short_repr
 from ..sets.box import box_of_bounds
 from ..sets import Box, Ellipsoid, L1Ball, L2Ball, LinfBall, Simplex, TraceNormBall
@@ -391,7 +391,13 @@ def _parameter_factor(arg):
     if len(with_vars) != 1:
         return None
     sign, product = with_vars[0]
-    if not isinstance(product, MultiplyExpression) or not product._has_params:
+    constant = [(sign * s, term) for s, term in terms if not term._has_vars]
+    if not product._has_params:
+        # norm(e - q) <= t with q a Parameter (a center read at each solve): the factor is 1
+        if not any(term._has_params for _, term in constant) or tuple(product.shape) != tuple(arg.shape):
+            return None
+        return product, as_expression(1.0), False, constant
+    if not isinstance(product, MultiplyExpression):
         return None
     a, b = product.args
     divides = isinstance(product, DivideExpression)
@@ -400,7 +406,7 @@ def _parameter_factor(arg):
             or tuple(e.shape) != tuple(arg.shape)):
         return None
     # ||sign * f e + sum_i s_i c_i|| = ||f e + sign * sum_i s_i c_i||
-    return e, f, divides, [(sign * s, term) for s, term in terms if not term._has_vars]
+    return e, f, divides, constant
 
 
 class ParameterFactor:
