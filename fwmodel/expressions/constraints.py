@@ -413,15 +413,18 @@ def _parameter_times_atom(lhs, rhs, text):
     from .affine import DivideExpression, MultiplyExpression
     from .atoms import QuadFormExpression, SumSquaresExpression
     from .core import constant_sign
-    from .nonsmooth import NormAtom
+    from .nonsmooth import EntryExtremumAtom, NormAtom, PiecewiseAtom
+
+    def convex_atom(e):  # a norm (not CVXPY's piecewise atoms nor max / min, which NormAtom also bases) or a square
+        return (isinstance(e, (NormAtom, SumSquaresExpression, QuadFormExpression))
+                and not isinstance(e, (PiecewiseAtom, EntryExtremumAtom)))
 
     if not isinstance(lhs, MultiplyExpression) or rhs._has_vars:
         return lhs, rhs, None
     a, b = lhs.args
     divides = isinstance(lhs, DivideExpression)
-    atom, f = (a, b) if divides or isinstance(a, (NormAtom, SumSquaresExpression, QuadFormExpression)) else (b, a)
-    if (not isinstance(atom, (NormAtom, SumSquaresExpression, QuadFormExpression)) or f._has_vars
-            or not f._has_params or f.size != 1):
+    atom, f = (a, b) if divides or convex_atom(a) else (b, a)
+    if not convex_atom(atom) or f._has_vars or not f._has_params or f.size != 1:
         return lhs, rhs, None
     if constant_sign(f) not in ("nonneg",):
         raise ModelError(f"{text}: {short_repr(f)} times a convex function is convex only where it is >= 0: declare "
