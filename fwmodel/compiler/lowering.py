@@ -24,7 +24,11 @@ lays out blocks, rewrites such a model into sets and equalities:
    factor of the argument moves to the radius: ``norm1(p * x) <= t`` (also
    ``x * p``, ``x / p``) is ``norm1(x) <= t / |p|``, re-read at each solve,
    its multiplier the ball's over ``|p|``; ``p == 0`` drops it (see
-   :class:`ParameterFactor`). ``max(e) <= t`` and
+   :class:`ParameterFactor`). With data added, ``norm1(p * x + c) <= t`` (c a
+   number, an array or a Parameter expression; also ``norm(x - q) <= t``, a
+   Parameter center) is the ball ``norm1(x + c / p) <= t / |p|`` around a
+   center read at each solve (a :class:`~fwmodel.sets.preimage.MovingPreimage`
+   on x); at ``p == 0`` it reads ``norm(c) <= t``. ``max(e) <= t`` and
    ``min(e) >= t`` are already affine (``e <= t``, ``e >= t``) when built.
 2. **Elementwise bounds merge into one box per variable.** Every row of
    ``lhs - rhs <= 0`` with a single variable entry, ``a * x_j + c <= 0``, is
