@@ -43,3 +43,67 @@ def test_linear_objective_optimal_at_zero_stops_optimal(options, scale):
     assert abs(value - ref.value) <= 1e-6 * range_f
     assert np.linalg.eigvalsh(X.value).min() >= -1e-9 and np.trace(X.value) <= 0.5 + 1e-9
     assert np.sum(X.value) <= 0.2 + 1e-6
+
+
+def _psd_target(seed=0, n=4):
+    rng = np.random.default_rng(seed)
+    C = rng.standard_normal((n, n))
+    C = C + C.T
+    return C @ C.T + 0.1 * np.eye(n)
+
+
+_TIGHT = dict(tol=1e-8, feas_tol=1e-8, max_iter=50000)
+
+
+def _psd_duals_both(target, rows, parameter=None):
+    """min ||X - target||^2, X >> 0, trace(X) <= 1 and ``rows(m, X, p)``, solved by both: [(Z, mu, X)] (fm first)."""
+    n = target.shape[0]
+    answers = []
+    for m in (fm, cp):
+        X = m.Variable((n, n), symmetric=True)
+        p = None if parameter is None else m.Parameter(nonneg=True, value=parameter)
+        constraints = [X >> 0, m.trace(X) <= 1] + rows(m, X, p)
+        prob = m.Problem(m.Minimize(m.sum_squares(X - target)), constraints)
+        prob.solve(**_TIGHT) if m is fm else prob.solve(solver=cp.CLARABEL)
+        assert prob.status == "optimal"
+        answers.append((constraints[0].dual_value, constraints[1].dual_value, X.value))
+    return answers
+
+
+@pytest.mark.parametrize("name, rows, parameter", [
+    ("diag(X) <= 0.3", lambda m, X, p: [m.diag(X) <= 0.3], None),
+    ("X[0, 0] <= 0.3", lambda m, X, p: [X[0, 0] <= 0.3], None),
+    ("X <= 0.5", lambda m, X, p: [X <= 0.5], None),
+    ("diag(X) <= p", lambda m, X, p: [m.diag(X) <= p], 0.3),
+])
+def test_psd_dual_at_zero_next_to_a_box_of_the_diagonal(name, rows, parameter):
+    """min ||X + Cp||^2 (Cp PD) over X >> 0, trace(X) <= 1 and upper bounds on entries: X = 0 and CVXPY's
+    Z = 2 Cp. The box of the bounds also takes the floor diag(X) >= 0 that the PSD ball implies; the box
+    copy sits on that floor, its multipliers were left out of Z (Z 3.3 off 2 Cp on a diagonal entry, a
+    negative eigenvalue). With them Z matches Clarabel's and the closed form 2 Cp."""
+    Cp = _psd_target()
+    (Z, mu, X), (Z_ref, mu_ref, X_ref) = _psd_duals_both(-Cp, rows, parameter)
+    assert Z is not None
+    scale = np.abs(Z_ref).max()
+    np.testing.assert_allclose(Z, Z_ref, atol=1e-5 * scale)
+    np.testing.assert_allclose(Z, 2 * (X + Cp), atol=1e-5 * scale)  # stationarity, trace and bounds inactive
+    assert abs(mu - mu_ref) <= 1e-5 * scale
+    assert np.linalg.eigvalsh(Z).min() >= -1e-6 * scale
+
+
+@pytest.mark.parametrize("name, target, rows", [
+    # the box's cap on the diagonal is the ball's (X_00 <= r, tighter than 5), and it binds: X = e_0 e_0'
+    ("diag(X) <= 5", np.diag([3.0, 0.0, 0.0, 0.0]), lambda m, X, p: [m.diag(X) <= 5]),
+    # the box's floor off the diagonal is the ball's (X_01 >= -r / 2), and it binds: X = (e_0 - e_1)(...)' / 2
+    ("X <= 0.5", np.array([[1.0, -3, 0, 0], [-3, 1, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]]),
+     lambda m, X, p: [X <= 0.5]),
+])
+def test_psd_dual_where_the_balls_implied_sides_bind(name, target, rows):
+    """The sides a box took from the PSD trace ball, binding: Z and mu of E >> 0 and trace(E) <= 1 are
+    Clarabel's (a side's multiplier splits into a PSD part of Z and a part of mu; here the trace's
+    multiplier carries almost all of it, so these guard the split rather than exercise a large one)."""
+    (Z, mu, X), (Z_ref, mu_ref, X_ref) = _psd_duals_both(target + 0.01 * _psd_target(), rows)
+    scale = np.abs(Z_ref).max() + abs(mu_ref)
+    np.testing.assert_allclose(X, X_ref, atol=1e-4)
+    np.testing.assert_allclose(Z, Z_ref, atol=1e-4 * scale)
+    assert abs(mu - mu_ref) <= 1e-4 * scale
