@@ -107,3 +107,33 @@ def test_psd_dual_where_the_balls_implied_sides_bind(name, target, rows):
     np.testing.assert_allclose(X, X_ref, atol=1e-4)
     np.testing.assert_allclose(Z, Z_ref, atol=1e-4 * scale)
     assert abs(mu - mu_ref) <= 1e-4 * scale
+
+
+@pytest.mark.parametrize("radius", [1e-3, 1.0])
+@pytest.mark.parametrize("symmetric", [True, False])
+@pytest.mark.parametrize("fixing", ["X[0, 0] == 0", "diag(X) <= d"])
+def test_psd_trace_norm_ball_with_a_zero_diagonal_entry_is_presolved(radius, symmetric, fixing):
+    """fm.TraceNormBall(X, r, psd=True) is {X >> 0, trace(X) <= r}: with X[0, 0] fixed at 0 the presolve
+    (compiler/presolve.py) solves on the face where row and column 0 vanish, as it does for
+    X >> 0, trace(X) <= r. It took only the latter: the ball alone ran to max_iter (10,000 iterations)."""
+    n = 4
+    rng = np.random.default_rng(1)
+    C = rng.standard_normal((n, n))
+    C = C + C.T
+    d = np.array([0.0, 0.5, 0.5, 0.5])
+
+    def rows(m, X):
+        return [X[0, 0] == 0.0] if fixing == "X[0, 0] == 0" else [m.diag(X) <= d]
+
+    Z = cp.Variable((n, n), symmetric=True)
+    ref = cp.Problem(cp.Minimize(cp.sum_squares(Z - C)), [Z >> 0, cp.trace(Z) <= radius] + rows(cp, Z))
+    ref.solve(solver=cp.CLARABEL)
+    assert ref.status == cp.OPTIMAL
+    X = fm.Variable((n, n), symmetric=symmetric)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.TraceNormBall(X, radius, psd=True)] + rows(fm, X))
+    value = prob.solve()
+    assert prob.status == fm.OPTIMAL, prob.stats.message
+    assert prob.stats.iterations <= 200
+    assert abs(value - ref.value) <= 1e-4 * max(1.0, abs(ref.value))
+    np.testing.assert_allclose(X.value, Z.value, atol=2e-3 * max(radius, 1e-2))
+    assert np.all(X.value[0] == 0) and np.all(X.value[:, 0] == 0)  # on the face, exactly

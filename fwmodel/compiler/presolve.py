@@ -24,7 +24,10 @@ dropped, an entry forced nonzero (``X[0, 1] == 1``, ``X[0, 0] >= 1``,
 
 Which models it takes (else the general path, unchanged):
 
-- X is ``PSD=True`` or a ``symmetric=True`` variable with ``X >> 0``,
+- X is ``PSD=True``, or a variable with ``X >> 0`` or in
+  ``fm.TraceNormBall(X, r, psd=True)`` (the set ``{X >> 0, trace(X) <= r}``:
+  without the presolve, ``X[0, 0] == 0`` in such a ball alone ran to
+  max_iter, 10,000 iterations, where ``X >> 0, fm.trace(X) <= r`` took 1-2),
   without ``nonneg``/``nonpos``/``bounds`` attributes;
 - an entry is fixed by an affine inequality without Parameters whose entry
   reads ``a X_ii + c <= 0`` with ``a > 0``, ``-c / a <= 0``, or an equality
@@ -346,9 +349,12 @@ class PsdZeroReduction:
 def presolve_psd_zeros(objective_expr, constraints):
     """A :class:`PsdZeroReduction` when some PSD variable has diagonal entries fixed at 0, else None."""
     semidefinite = [c for c in constraints if isinstance(c, PSDConstraint) and c.on_the_variable()]
+    # a PSD trace-norm ball on the variable is {X >> 0, trace(X) <= r}: X is PSD there as with X >> 0
+    psd_balls = [c.expr for c in constraints if isinstance(c, TraceNormBall) and c.psd and isinstance(c.expr, Variable)]
     candidates = []
     seen = set()
-    for var in [v for c in semidefinite for v in c.variables()] + _psd_variables(objective_expr, constraints):
+    for var in ([v for c in semidefinite for v in c.variables()] + psd_balls
+                + _psd_variables(objective_expr, constraints)):
         if var.id in seen:
             continue
         seen.add(var.id)
