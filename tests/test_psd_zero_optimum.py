@@ -137,3 +137,25 @@ def test_psd_trace_norm_ball_with_a_zero_diagonal_entry_is_presolved(radius, sym
     assert abs(value - ref.value) <= 1e-4 * max(1.0, abs(ref.value))
     np.testing.assert_allclose(X.value, Z.value, atol=2e-3 * max(radius, 1e-2))
     assert np.all(X.value[0] == 0) and np.all(X.value[:, 0] == 0)  # on the face, exactly
+
+
+def test_presolved_model_names_the_users_variable():
+    """prob.compile() of a presolved model: the blocks hold the user's X restricted to the kept rows and
+    columns, named so (NumPy's indexing), and the reduced constraints read X, not the embedding
+    (were ``X[kept]`` and ``sum(reshape(sparse(16, 9) @ reshape(X[kept], (9,)), (4, 4)))``). The answer is
+    X[1:, 1:] of the model on the face: the projection of I onto {PSD, diag <= 1, sum <= 1.5} there."""
+    n = 4
+    X = fm.Variable((n, n), symmetric=True, name="X")
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - np.eye(n))), [X >> 0, fm.diag(X) <= [0, 1, 1, 1],
+                                                                   fm.sum(X) <= 1.5])
+    prob.solve()
+    compiled = prob.compile()
+    assert compiled.presolve is not None
+    text = compiled.summary() + repr(compiled.lowered.equalities)
+    assert "copy of X[1:4, 1:4]" in text and "sum(X)" in text
+    assert "kept" not in text and "sparse(" not in text
+    Z = cp.Variable((n - 1, n - 1), symmetric=True)
+    ref = cp.Problem(cp.Minimize(cp.sum_squares(Z - np.eye(n - 1)) + 1.0), [Z >> 0, cp.diag(Z) <= 1, cp.sum(Z) <= 1.5])
+    ref.solve(solver=cp.CLARABEL)
+    assert abs(prob.value - ref.value) <= 1e-4 * abs(ref.value)
+    np.testing.assert_allclose(X.value[1:, 1:], Z.value, atol=2e-3)

@@ -374,12 +374,15 @@ def presolve_psd_zeros(objective_expr, constraints):
         if not zero.size or not kept.size:
             continue
         k = kept.size
-        y = Variable((k, k), name=f"{var.name}[kept]", PSD=var.PSD, symmetric=True)
+        y = Variable((k, k), name=_kept_label(var.name, kept), PSD=var.PSD, symmetric=True)
         y.is_slack = True  # compiler-made: not one of the model's variables (prob.variables() lists X)
         # X = P Y P' as one sparse selection: vec(X) = W vec(Y), C order
         rows = (kept[:, None] * n + kept[None, :]).ravel()
         W = sp.csr_matrix((np.ones(k * k), (rows, np.arange(k * k))), shape=(n * n, k * k))
         image = reshape(W @ reshape(y, (k * k,)), (n, n))
+        # X itself on the face: the reduced model's constraints and blocks read as the user wrote them
+        # (``sum(X) <= 1``, not ``sum(reshape(sparse(16, 9) @ ...)) <= 1``)
+        image._repr = lambda texts, name=var.name: name
         if not _dropped_entries_fixed(var, touching, kept, image):
             continue
         mapping[var.id] = image
@@ -399,6 +402,18 @@ def presolve_psd_zeros(objective_expr, constraints):
             new_constraints.append(reduced)
         pairs.append((c, reduced))
     return PsdZeroReduction(_substitute(objective_expr, mapping, memo), new_constraints, embedded, pairs)
+
+
+def _kept_label(name, kept, limit=8):
+    """The reduced variable's name: the user's X restricted to the kept rows and columns, in NumPy's
+    indexing (``X[1:4, 1:4]``, ``X[np.ix_([0, 2], [0, 2])]``), so that ``prob.compile()`` and messages
+    name the user's variable."""
+    kept = [int(i) for i in kept]
+    if kept == list(range(kept[0], kept[-1] + 1)):
+        span = f"{kept[0] or ''}:{kept[-1] + 1}"
+        return f"{name}[{span}, {span}]"
+    shown = str(kept) if len(kept) <= limit else f"[{', '.join(map(str, kept[:3]))}, ..., {kept[-1]}] ({len(kept)} indices)"
+    return f"{name}[np.ix_({shown}, {shown})]" if len(kept) <= limit else f"{name} on rows and columns {shown}"
 
 
 def _psd_variables(objective_expr, constraints):
