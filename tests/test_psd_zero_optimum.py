@@ -9,11 +9,14 @@ import fwmodel as fm
 cp = pytest.importorskip("cvxpy")
 
 
-def _rank_one_cost(n=4, seed=122):
-    """G = b b' (PSD, rank one): min trace(G X) over PSD X has its optimum 0 at X = 0."""
+def _rank_one_cost(seed=122):
+    """G = b b' (PSD, rank one; the fuzz model's, b a row of a random symmetric matrix): min trace(G X) over
+    PSD X has its optimum 0 at X = 0."""
     rng = np.random.default_rng(seed)
-    b = rng.standard_normal(n)
-    return np.outer(b, b)
+    n = int(rng.integers(2, 5))
+    B = rng.standard_normal((n, n))
+    B = B + B.T
+    return np.outer(B[0], B[0])
 
 
 def _linear_at_zero(m, G):
@@ -37,7 +40,9 @@ def test_linear_objective_optimal_at_zero_stops_optimal(options, scale):
     prob, X = _linear_at_zero(fm, G)
     value = prob.solve(max_iter=3000, **options)
     assert prob.status == fm.OPTIMAL, prob.stats.message
-    assert prob.stats.iterations <= 50
+    # (1 iteration at scale 1; 122 with the defaults at 1e6, where the default penalty is at rounding level
+    # too: benchmarks/RESULTS.md, "PSD models whose optimum is at or near X = 0")
+    assert prob.stats.iterations <= 300
     # Clarabel's optimum is 0 to its tolerance; trace(G X) over the sets ranges over [0, 0.5 lambda_max(G)]
     range_f = 0.5 * np.linalg.eigvalsh(G).max()
     assert abs(value - ref.value) <= 1e-6 * range_f
