@@ -74,7 +74,8 @@ def duals():
         ("-Cp, X <= 0.5", -Cp, lambda m, X: [X <= 0.5]),
         ("-Cp, diag(X) >= -1", -Cp, lambda m, X: [m.diag(X) >= -1.0]),
     ]
-    print(f"{'T, bounds':24s} {'status':>8s} {'|Z - Z_ref|':>12s} {'min eig Z':>10s} {'|mu - mu_ref|':>13s} {'|Z_ref|':>8s}")
+    print(f"{'T, bounds':24s} {'status':>8s} {'|Z - Z_ref|':>12s} {'min eig Z':>10s} {'|mu - mu_ref|':>13s} "
+          f"{'|Z_ref|':>8s}")
     for label, T, rows in cases:
         out = []
         for m in (fm, cp):

@@ -412,8 +412,10 @@ def _kept_label(name, kept, limit=8):
     if kept == list(range(kept[0], kept[-1] + 1)):
         span = f"{kept[0] or ''}:{kept[-1] + 1}"
         return f"{name}[{span}, {span}]"
-    shown = str(kept) if len(kept) <= limit else f"[{', '.join(map(str, kept[:3]))}, ..., {kept[-1]}] ({len(kept)} indices)"
-    return f"{name}[np.ix_({shown}, {shown})]" if len(kept) <= limit else f"{name} on rows and columns {shown}"
+    if len(kept) <= limit:
+        return f"{name}[np.ix_({kept}, {kept})]"
+    shown = f"[{', '.join(map(str, kept[:3]))}, ..., {kept[-1]}] ({len(kept)} indices)"
+    return f"{name} on rows and columns {shown}"
 
 
 def _psd_variables(objective_expr, constraints):

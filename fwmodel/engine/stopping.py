@@ -167,14 +167,15 @@ def gap_at_rounding(gap_f, blocks, grad_f, size):
     At a point that minimizes f over the sets (X = 0 under min trace(G X), G = b b' PSD: the smallest
     eigenvalue 0 came out -1.2e-17) the gap is then 5.8e-18 against terms of that size, and taken as
     the objective's range every scale of the solve (tol * S_f, the penalty, the dual step) was at
-    rounding level: max_iter at the exact optimum X = 0 (benchmarks/RESULTS.md, "A linear optimum at
-    X = 0"). Against ||grad f|| times the size of the points (Cauchy-Schwarz bounds every term by it)
+    rounding level: max_iter at the exact optimum X = 0 (benchmarks/RESULTS.md, "PSD models whose optimum
+    is at or near X = 0"). Against ||grad f|| times the size of the points (Cauchy-Schwarz bounds every term by it)
     such a gap is 0: the point minimizes f's linearization over the sets.
     """
     g_size = math.sqrt(sum(float(norm(np.asarray(grad_f[blk.slice]))) ** 2 for blk in blocks))
     if gap_f <= TERMS_ROUNDING * g_size * size:
         return 0.0
     return gap_f
+
 
 #: a block's FW gap below -GAP_ROUNDING * objective_scale proves that its LMO missed the minimizer
 #: (an exact LMO gives a gap >= 0 up to rounding): the bound is then not certified
