@@ -186,7 +186,8 @@ def idioms():
     yield "norm(x - q, 2) <= r, q a Parameter (the center)", lambda m: (lambda x, q: (
         m.Minimize(m.sum_squares(A @ x - 3 * b)), [m.norm(x - q, 2) <= 0.5]))(V(m, n), m.Parameter(n, value=x0))
     yield "p * norm1(x) <= r, p >= 0 a Parameter", lambda m: (lambda x, p: (
-        m.Minimize(m.sum_squares(A @ x - 3 * b)), [p * m.norm1(x) <= 1.5]))(V(m, n), m.Parameter(nonneg=True, value=2.0))
+        m.Minimize(m.sum_squares(A @ x - 3 * b)), [p * m.norm1(x) <= 1.5]))(
+        V(m, n), m.Parameter(nonneg=True, value=2.0))
     yield "p * sum_squares(x) <= r, p >= 0 a Parameter", lambda m: (lambda x, p: (
         m.Minimize(c @ x), [p * m.sum_squares(x) <= 1]))(V(m, n), m.Parameter(nonneg=True, value=4.0))
     yield "p * quad_form(x, P) <= r, sum(x) == 1, x >= 0", lambda m: (lambda x, p: (
