@@ -390,7 +390,8 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
         d = formed(p)
         if isinstance(grad, BlockLagrangianGradient):
             grad.forget()  # on a large block d may have been formed in the gradient's buffer
-        d_norm2 = dot(d, d)
+        # ||d||^2 from the step's factors where it knows it (a rank-k step away from cancellation), else a pass
+        d_norm2 = p.d_norm2 if p.d_norm2 is not None else dot(d, d)
         Md = None
         if not m:
             pen_lin = pen_quad = 0.0

@@ -143,6 +143,10 @@ MAX_PAUSE = 64
 # SLOPE_TRUST of that bound is not trusted, and the step falls back to the FW direction
 SLOPE_ROUNDING = 16.0
 SLOPE_TRUST = 1e3
+# ||V - X||^2 = ||s||^2 - 2 <X, V> + ||X||^2 from the factors is rounded to about eps (||s||^2 + ||X||^2)
+# times a small factor; the sweep's line search takes it instead of a pass over V - X only where it is
+# at least NORM_TRUST of that sum (a relative rounding of 1e-9 or less)
+NORM_TRUST = 1e-6
 
 
 def _orth(A, scale=None):
@@ -694,6 +698,7 @@ class RankKStep:
         #: what the last proposals did, for benchmarks: k and the prox rank of the last rank-k step
         self.last_rank = 0
         self.rank_k_steps = 0
+        self.last_values2 = 0.0  # ||s||^2 of the last lean rank-k point (its ||V||^2)
 
     def _curvature(self, lam):
         if self.curvature_f is None:
@@ -778,7 +783,11 @@ class RankKStep:
                 self.losses = 0
         if gain_rank > gain_fw:  # already computed: take the better of the two
             self.rank_k_steps += 1
-            return Proposal(d_rank, 1.0, "rank_k", gap, slope=slope_rank if lean else None)
+            # ||V - X||^2 from the factors for the sweep's line search where it does not cancel
+            # (NORM_TRUST): one pass over the direction less
+            trusted = lean and rank_norm2 > NORM_TRUST * (float(self.last_values2) + xx)
+            return Proposal(d_rank, 1.0, "rank_k", gap, slope=slope_rank if lean else None,
+                            d_norm2=rank_norm2 if trusted else None)
         return fw
 
     def _lean(self, ctx):
@@ -921,7 +930,8 @@ class RankKStep:
             XV, GV = products
             xs = float(sk @ np.einsum("ij,ij->j", Uk, XV[:, :kept]))  # <X, V>
             gs = float(sk @ np.einsum("ij,ij->j", Uk, GV[:, :kept]))  # <G, V>
-        norm2 = max(float(sk @ sk) - 2.0 * xs + xx, 0.0)
+        self.last_values2 = float(sk @ sk)
+        norm2 = max(self.last_values2 - 2.0 * xs + xx, 0.0)
         d = LazyDirection(_low_rank_minus, (x_k, Uk, sk, Vk, symmetric), lend, self.block)
         return d, gs - xg, norm2
 
