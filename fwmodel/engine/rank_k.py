@@ -271,8 +271,8 @@ def _extend(Q, AQ):
 
 
 def _pick(values, k, which):
-    """Indices of the k extreme values: "LA" largest, "LM" largest magnitude."""
-    key = values if which == "LA" else np.abs(values)
+    """Indices of the k extreme values: "LA" largest, "SA" smallest, "LM" largest magnitude."""
+    key = values if which == "LA" else -values if which == "SA" else np.abs(values)
     return np.argsort(key)[::-1][:k]
 
 
@@ -529,7 +529,8 @@ def _singular_triplets(op, k, start, rng, max_rounds, rtol, work=None):
     return U[:, :k], s[:k], Q[:, :k], tuple(p[:, :k] for p in PQ)
 
 
-def rank_k_prox(Y, radius, k, psd=False, symmetric=False, start=None, rng=None, products=False, work=None):
+def rank_k_prox(Y, radius, k, psd=False, symmetric=False, start=None, rng=None, products=False, work=None,
+                scale=1.0):
     """The nearest point to Y of rank at most k in the trace-norm ball (Allen-Zhu et al. 2017, Lemma 3.1).
 
     ``psd``: over the PSD trace ball (Y's symmetric part is used);
@@ -540,12 +541,19 @@ def rank_k_prox(Y, radius, k, psd=False, symmetric=False, start=None, rng=None, 
     Y may be a :class:`ShiftedMatrix`; ``products``: also return the
     products of its terms with V (for Y = X - G / L: ``(X V, G V)``);
     ``work``: a :class:`KrylovWork` that counts the products and factorizations.
+    ``scale`` (nonzero): the point is that of ``scale * Y`` (``Y`` given unscaled: a lean step forms
+    ``G - L X = -L (X - G / L)`` in one BLAS axpy over G); the values and the products are scaled.
     """
     op = _operator(Y)
     if psd or symmetric:
         # the eigenpairs of sym(Y) read from Y itself (its Rayleigh-Ritz matrices are symmetrized):
         # no d x d pass to test or form the symmetric part
-        values, U, PU = _eigenpairs(op, k, "LA" if psd else "LM", start, rng, MAX_ROUNDS, RITZ_RTOL, work)
+        which = ("LA" if scale > 0 else "SA") if psd else "LM"
+        values, U, PU = _eigenpairs(op, k, which, start, rng, MAX_ROUNDS, RITZ_RTOL, work)
+        if scale != 1.0:
+            values = values * scale
+            for p in PU:
+                p *= scale
         if psd:
             s, V, PV = project_capped_simplex(values, radius), U, PU
         else:
@@ -559,6 +567,11 @@ def rank_k_prox(Y, radius, k, psd=False, symmetric=False, start=None, rng=None, 
                     p *= signs
     else:
         U, sigma, V, PV = _singular_triplets(op, k, start, rng, MAX_ROUNDS, RITZ_RTOL, work)
+        if scale != 1.0:  # scale Y = (scale U) sigma V' = (sign U) (|scale| sigma) V'
+            sigma = sigma * abs(scale)
+            if scale < 0:
+                U = -U
+            PV = tuple(p * scale for p in PV)
         s = project_capped_simplex(sigma, radius)
     return (U, s, V, PV) if products else (U, s, V)
 
@@ -903,16 +916,22 @@ class RankKStep:
         start = self._start_vectors(fw_atom)
         self.start = None  # the list is emptied once stacked: the last vectors are not kept through the rounds
         over_gradient = _overwritable_gradient(g_k, lend, self.block)
+        scale = 1.0
         if over_gradient:
-            Y = G  # two passes; G is not read after this proposal (its array receives the direction)
-            Y *= -1.0 / L
-            Y += X
-            operator = Y
+            # Y = X - G / L as -1/L times G - L X, formed over G by one BLAS axpy (one pass; G is not
+            # read after this proposal, its array receives the direction); the prox takes the scale
+            if G.dtype == np.float64 and G.flags.c_contiguous and X.flags.c_contiguous:
+                blas.daxpy(X.ravel(), G.ravel(), a=-L)
+                scale = -1.0 / L
+            else:
+                G *= -1.0 / L
+                G += X
+            operator = G
         else:
             operator = ShiftedMatrix(X, G, L)
         G = None
         U, s, V, products = rank_k_prox(operator, self.radius, k, psd=self.psd, symmetric=symmetric,
-                                        start=start, rng=self.rng, products=True, work=work)
+                                        start=start, rng=self.rng, products=True, work=work, scale=scale)
         operator = None
         kept = self._follow_rank(int(np.count_nonzero(s > 0)), k, U, V)
         Uk, sk, Vk = U[:, :kept], s[:kept], V[:, :kept]
