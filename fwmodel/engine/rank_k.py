@@ -900,7 +900,8 @@ class RankKStep:
         G v_i and X v_i the products the Krylov method carried (``xg`` = <X, G>, ``xx`` = ||X||^2).
 
         Where G lives in the array the block's lazy directions are formed in (the driver's per-block
-        gradient of L, :func:`_overwritable_gradient`), Y = X - G / L is formed over G: the Krylov
+        gradient of L, :func:`_overwritable_gradient`), Y = X - G / L is formed over G (as
+        G - L X = -L Y, one axpy; the prox reads it with ``scale = -1 / L``): the Krylov
         products then take one matrix instead of two (:class:`ShiftedMatrix`), and
         <G, V> = L (<X, V> - <Y, V>) from Y V, which the Krylov method carries, and X V.
         That difference cancels where ||G|| / L is small against ||X||: the slope's relative
