@@ -1683,7 +1683,16 @@ def write_inequality_duals(compiled, x, lagrangian_gradient, row_multipliers, en
             _, values, known = entry(ineq)
             key = ("rows", id(ineq))
             layout = layouts.get(key)
-            if layout is None or layout["bound"] is None:
+            if ineq.parameters() and id(ineq) in bounds.current:
+                # each row's entry, coefficient and bound at this solve (a Parameter may have made a coefficient
+                # 0: that row is 0 <= h, never binding; its bound reads +-inf, its scale 1)
+                cols, coef, bound = bounds.current[id(ineq)]
+                layout = dict(_bound_rows_layout(cols, np.where(coef == 0.0, 1.0, coef)), bound=bound)
+                zero = coef == 0.0
+                if zero.any():
+                    layout["upper"] = np.where(zero, bound > 0, layout["upper"])
+                    layout["side"] = 0
+            elif layout is None or layout["bound"] is None:
                 A, c = linearize(ineq.expr, bounds.offsets, n_v)
                 if rows.size != A.shape[0]:
                     A, c = A[rows], c[rows]

@@ -263,6 +263,14 @@ class EntryBounds:
     Sources: the variables' ``nonneg`` / ``nonpos`` / ``bounds`` attributes
     and the single-entry rows of affine inequalities. ``recompute()`` re-reads
     them (Parameters); the pattern of finite bounds is fixed at compile time.
+
+    A row's entry and side are its structure, fixed when the model is lowered
+    (:func:`_structural_pattern`: with Parameters, the entries whose coefficient
+    some value makes nonzero), not the current values: a Parameter value that
+    makes the coefficient 0 (``multiply(s, x) <= 0.5`` with ``s[1] = 0``) leaves
+    the row ``0 <= h`` without variables, true (the entry is not bounded by it at
+    that solve) or false (the solve ends "infeasible" naming the constraint:
+    :meth:`violation`), as CVXPY treats it.
     """
 
     def __init__(self, variables, offsets, n_v):
@@ -270,16 +278,38 @@ class EntryBounds:
         self.rows = []  # (inequality, row indices) whose rows are single-entry bounds
         self.lo = np.full(n_v, -np.inf)
         self.hi = np.full(n_v, np.inf)
+        self._columns = {}  # id(inequality) -> (each row's entry, its side (coefficient > 0) where known)
+        self.current = {}  # id(inequality) -> (entries, coefficients, bounds) at the last recompute (0: none)
+        self.zero_rows = []  # (inequality, rows, constants, entries) whose coefficient a Parameter value makes 0 at this solve
+        # entries that a row bounds on that side for some Parameter value (the compiled pattern of bounds)
+        self.may_lo = np.zeros(n_v, dtype=bool)
+        self.may_hi = np.zeros(n_v, dtype=bool)
         self._pattern = None
 
-    def add_rows(self, ineq, rows):
+    def add_rows(self, ineq, rows, cols=None, upper=None):
+        """Rows ``rows`` of ``ineq`` bound one entry each: ``cols`` (their structural entries; None: read from
+        the current coefficients, all nonzero) with ``upper`` the side a generic Parameter value gives."""
         self.rows.append((ineq, rows))
+        if cols is not None:
+            self._columns[id(ineq)] = (np.asarray(cols), np.asarray(upper, dtype=bool))
 
     def dynamic(self):
         """True when some bound depends on a Parameter (else one computation is enough)."""
         return any(ineq.parameters() for ineq, _ in self.rows) or any(
             b is not None and getattr(b, "_has_params", False)
             for var in self.variables if var.bounds is not None for b in var.bounds)
+
+    def _coefficients(self, ineq, rows):
+        """(entries, coefficients, constants) of the bound rows of ``ineq`` for the current data."""
+        A, c = linearize(ineq.expr, self.offsets, self.n_v)
+        A, c = A[rows].tocsr(), c[rows]
+        known = self._columns.get(id(ineq))
+        if known is None or (A.nnz == rows.size and np.array_equal(A.indices, known[0])):
+            return A.indices, A.data, c
+        cols = known[0]
+        # a coefficient a Parameter value made 0 (CSR drops it): read each row's structural entry
+        coef = np.asarray(A[np.arange(rows.size), cols], dtype=float).ravel()
+        return cols, coef, c
 
     def recompute(self):
         lo, hi = np.full(self.n_v, -np.inf), np.full(self.n_v, np.inf)
@@ -301,32 +331,70 @@ class EntryBounds:
                                          "without a value); set it before solving")
                     target[seg] = pick(target[seg], np.broadcast_to(np.asarray(value, dtype=float),
                                                                     var.shape).ravel())
-        pattern = []
+        pattern, zero_rows, current = [], [], {}
         for ineq, rows in self.rows:
-            A, c = linearize(ineq.expr, self.offsets, self.n_v)
-            A = A[rows].tocsr()
-            cols, coef = A.indices, A.data
-            value = -c[rows] / coef
-            upper = coef > 0
+            cols, coef, c = self._coefficients(ineq, rows)
+            zero = coef == 0.0
+            with np.errstate(divide="ignore", invalid="ignore"):
+                value = np.where(zero, np.inf, -c / np.where(zero, 1.0, coef))
+            known = self._columns.get(id(ineq))
+            upper = np.where(zero, known[1], coef > 0) if known is not None else coef > 0
+            value = np.where(zero, np.where(upper, np.inf, -np.inf), value)
             np.minimum.at(hi, cols[upper], value[upper])
             np.maximum.at(lo, cols[~upper], value[~upper])
-            pattern.append((cols.copy(), upper))
+            if self._pattern is None:
+                self.may_hi[cols[upper]] = True
+                self.may_lo[cols[~upper]] = True
+            if zero.any():
+                zero_rows.append((ineq, rows[zero], c[zero], cols[zero]))
+            current[id(ineq)] = (cols, coef, value)
+            pattern.append((cols.copy(), upper, zero))
         if self._pattern is not None:
-            for (ineq, _), (cols0, up0), (cols1, up1) in zip(self.rows, self._pattern, pattern):
-                if cols1.size < cols0.size:
-                    raise ModelError(
-                        f"{short_repr(ineq)}: a Parameter made a coefficient 0, so a bound on an entry became a "
-                        "constraint without variables (true or false on the data alone), which the compiled "
-                        "bounds cannot follow; keep the Parameter nonzero, or leave the constraint out for this value"
-                    )
-                if not (np.array_equal(cols0, cols1) and np.array_equal(up0, up1)):
+            for (ineq, _), (cols0, up0, _), (cols1, up1, zero1) in zip(self.rows, self._pattern, pattern):
+                if not (np.array_equal(cols0, cols1) and np.array_equal(up0[~zero1], up1[~zero1])):
                     raise ModelError(
                         f"{short_repr(ineq)}: a Parameter changed the sign of a coefficient, so an upper bound "
                         "became a lower bound; declare the Parameter's sign (nonneg=True or nonpos=True) or "
                         "write the bound with a constant coefficient"
                     )
+            # (the sides of the rows whose coefficient is 0 now are those of the solve that compiled them)
+            pattern = [(cols1, np.where(zero1, up0, up1), zero1)
+                       for (cols0, up0, _), (cols1, up1, zero1) in zip(self._pattern, pattern)]
         self._pattern = pattern
+        self.zero_rows, self.current = zero_rows, current
         self.lo, self.hi = lo, hi
+
+    def violation(self):
+        """The message of the first bound row that a Parameter value left without variables and false
+        (``0 <= h`` with ``h < 0``), or None: that solve ends "infeasible" naming the constraint."""
+        for ineq, rows, c, _ in self.zero_rows:
+            bad = c > 1e-9 * np.maximum(1.0, np.abs(c))
+            if bad.any():
+                k = int(np.flatnonzero(bad)[0])
+                return (f"the constraint {getattr(ineq, '_text', short_repr(ineq))} does not hold at entry "
+                        f"{int(rows[k])}: a Parameter value makes its coefficient 0, so it reads "
+                        f"{float(c[k]):.6g} <= 0")
+        return None
+
+
+def _structural_pattern(expr, offsets, n_v):
+    """The matrix A of ``expr = A v + c`` for generic values of its Parameters (seeded, with their declared
+    signs, none 0): its nonzeros are the entries that some values make nonzero, the structure of the rows
+    (which the current values, some 0, may hide). The Parameters' values are put back afterwards."""
+    params = expr.parameters()
+    saved = [p._value for p in params]
+    rng = np.random.default_rng(12345)
+    try:
+        for p in params:
+            generic = np.asarray(rng.uniform(1.0, 2.0, size=p.shape), dtype=float)
+            if getattr(p, "psd", False) and len(p.shape) == 2:  # (a PSD value: diagonally dominant)
+                generic = (generic + generic.T) / 2 + p.shape[0] * np.eye(p.shape[0])
+            p._value = -generic if p.nonpos else generic
+        A, _ = linearize(expr, offsets, n_v)
+    finally:
+        for p, value in zip(params, saved):
+            p._value = value
+    return A.tocsr()
 
 
 def _lower_norm(ineq, violated):
@@ -1059,13 +1127,19 @@ def lower_constraints(objective_expr, constraints):
         A, c = linearize(ineq.expr, offsets, n_v)
         within_data_limit(A, c, ineq._text)
         nnz = np.diff(A.indptr)
+        structure = None
+        if ineq.parameters():
+            # the rows' entries whatever the Parameters' values (a value may make a coefficient 0 at this
+            # solve only: multiply(s, x) <= h with s[i] = 0 is still a bound on x[i] at the next one)
+            structure = _structural_pattern(ineq.expr, offsets, n_v)
+            nnz = np.diff(structure.indptr)
         if np.any(nnz == 0):
             # An entry without variables (a zero row of G in G @ x <= h) is true or false on data
             # alone, as CVXPY treats it: dropped when it holds, "infeasible" when it does not.
-            # With Parameters the entries without variables could change with their values: refused.
+            # With Parameters: entries without variables whatever their values (p - p): refused.
             row = int(np.flatnonzero(nnz == 0)[0])
             if ineq.parameters():
-                raise ModelError(f"{ineq._text}: entry {row} of the inequality has no variables for the current "
+                raise ModelError(f"{ineq._text}: entry {row} of the inequality has no variables whatever the "
                                  "Parameter values (its coefficients cancel); write it without that entry")
             constant = np.asarray(c, dtype=float).ravel()
             constant_rows.append((ineq, np.flatnonzero(nnz == 0)))
@@ -1076,11 +1150,17 @@ def lower_constraints(objective_expr, constraints):
                         f"it reads {constant[r]:.6g} <= 0")
         single = np.flatnonzero(nnz == 1)
         if single.size:
-            bounds.add_rows(ineq, single)
+            if structure is None:
+                bounds.add_rows(ineq, single)
+            else:
+                rows_of = structure[single].tocsr()
+                bounds.add_rows(ineq, single, rows_of.indices, rows_of.data > 0)
         multi = np.flatnonzero(nnz > 1)
         if multi.size:
             general.append((ineq, multi, A, c))
     bounds.recompute()
+    if any(ineq.parameters() for ineq, _ in bounds.rows):  # a bound row a Parameter value makes 0 <= h, false
+        violated_constant_rows.append(bounds.violation)
     param_bound_vars = {var.id for var in variables if var.bounds is not None and
                         any(b is not None and hasattr(b, "_has_params") and b._has_params for b in var.bounds)}
     for ineq, rows in bounds.rows:
@@ -1518,16 +1598,19 @@ def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars, shared_
     the bound it implies and why it stays a row, rather than calling the entry unbounded."""
     off, size = slots[var]
     lo, hi = bounds.lo[off:off + size], bounds.hi[off:off + size]
-    bounded = np.isfinite(lo) | np.isfinite(hi)
+    # (a side that a bound row holds for other Parameter values, its coefficient 0 at this solve, counts)
+    has_lo = np.isfinite(lo) | bounds.may_lo[off:off + size]
+    has_hi = np.isfinite(hi) | bounds.may_hi[off:off + size]
+    bounded = has_lo | has_hi
     if not bounded.any():
         return None
     holders = _holders(var, sets, slots, offsets, n_v)
     implied_lo, implied_hi = _implied(var, holders)
-    one_sided = bounded & ~(np.isfinite(lo) & np.isfinite(hi))
-    open_side = one_sided & ~np.where(np.isfinite(lo), np.isfinite(implied_hi), np.isfinite(implied_lo))
+    one_sided = bounded & ~(has_lo & has_hi)
+    open_side = one_sided & ~np.where(has_lo, np.isfinite(implied_hi), np.isfinite(implied_lo))
     if open_side.any():
         j = int(np.flatnonzero(open_side)[0])
-        side = "above" if np.isfinite(lo[j]) else "below"
+        side = "above" if has_lo[j] else "below"
         more = int(open_side.sum()) - 1
         where = var.name if var.size == 1 else f"{var.name} (flat entry {j}{f' and {more} more' if more else ''})"
         pieces = rows() if rows is not None else []
@@ -1595,7 +1678,10 @@ def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars, shared_
     def current():
         lo_now, hi_now = bounds.lo[off:off + size], bounds.hi[off:off + size]
         ilo, ihi = _implied(var, holders) if dynamic else (implied_lo, implied_hi)
-        return np.maximum(lo_now, ilo)[entries], np.minimum(hi_now, ihi)[entries]
+        lo_box, hi_box = np.maximum(lo_now, ilo)[entries], np.minimum(hi_now, ihi)[entries]
+        if dynamic and not (np.all(np.isfinite(lo_box)) and np.all(np.isfinite(hi_box))):
+            _open_by_zero_coefficient(var, entries, lo_box, hi_box, bounds, off)
+        return lo_box, hi_box
 
     if entries.size == size:
         expr = var
@@ -1607,6 +1693,22 @@ def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars, shared_
     lower = _data_from(lambda: current()[0].reshape(shape), params, f"lower bound of {var.name}")
     upper = _data_from(lambda: current()[1].reshape(shape), params, f"upper bound of {var.name}")
     return box_of_bounds(expr, lower, upper, var.name)
+
+
+def _open_by_zero_coefficient(var, entries, lo_box, hi_box, bounds, off):
+    """Raise the ModelError for a box entry left unbounded at this solve because a Parameter value made the
+    coefficient of its bound row 0 (``multiply(s, x) <= h`` with ``s[i] = 0`` and nothing else bounding
+    ``x[i]`` on that side): the variable is unbounded there, and FW-AL needs a bounded set."""
+    j = int(np.flatnonzero(~(np.isfinite(lo_box) & np.isfinite(hi_box)))[0])
+    side = "below" if not np.isfinite(lo_box[j]) else "above"
+    flat = off + int(entries[j])
+    culprit = next((ineq for ineq, _, _, cols in bounds.zero_rows if flat in cols), None)
+    where = var.name if var.size == 1 else f"{var.name} (flat entry {int(entries[j])})"
+    by = (f"the constraint {getattr(culprit, '_text', short_repr(culprit))} bounds it for other values, but a "
+          "Parameter value makes its coefficient 0 at this solve, and nothing else bounds it") if culprit is not None \
+        else "a Parameter value leaves it without a bound at this solve"
+    raise ModelError(f"{where} is unbounded {side}: {by}. FW-AL needs every variable in a bounded set: add a bound "
+                     f"on that side (fm.Box, {var.name} <= ..., bounds=[lo, hi]) or keep the Parameter nonzero")
 
 
 def _row_pieces(equalities, general, offsets, n_v):
