@@ -474,6 +474,8 @@ class Problem:
         violated = compiled.empty_sets() + compiled.violated_fixed_constraints()
         if violated:
             return self._end_infeasible_by_data(violated)
+        if not compiled.blocks:
+            return self._end_without_variables()
         warm = self._state if opts.pop("warm_start") and self._state is not None else None
         if warm is not None:  # blocks whose set data changed restart (all of them, cold, where far apart)
             warm = compiled.restart_changed_blocks(warm, self._versions)
@@ -553,6 +555,23 @@ class Problem:
         self.history = History()
         self.stats = SolveStats(iterations=0, solve_time=0.0, compile_time=self._compile_time, status=self.status,
                                 message="; ".join(violated), step_counts={})
+        return self.value
+
+    def _end_without_variables(self):
+        """End a solve without iterating: the model has no variables (``fm.Minimize(5.0)``, constraints on
+        data alone, all true), so its value is the objective's, "optimal", as CVXPY answers.
+        The dual values of those constraints are None (CVXPY's too)."""
+        for constraint in self._flat_constraints:
+            if hasattr(constraint, "dual_value"):
+                constraint.dual_value = None
+        self._state, self._versions = None, None
+        self.status = "optimal"
+        self.value = float(np.asarray(self.objective.expr.value, dtype=float).reshape(()))
+        self.history = History()
+        self.stats = SolveStats(iterations=0, solve_time=0.0, compile_time=self._compile_time, status=self.status,
+                                message="the model has no variables: its value is the objective's",
+                                fw_gap=0.0, feasibility=0.0, feasibility_rel=0.0, suboptimality_bound=0.0,
+                                step_counts={})
         return self.value
 
     def point_in(self, constraint):
