@@ -629,7 +629,7 @@ class Problem:
         from .engine import Block
         from .engine.inface import LowRankFace
         from .engine.steps import SimplexGroups
-        from .sets.base import JOINT_GROUPS_LIMIT
+        from .sets.base import JOINT_GROUPS_LIMIT, _defined_outside, checked_user_lmo, user_written
 
         def declared(found, wrap):
             return None if found is None else wrap(*found)
@@ -637,10 +637,13 @@ class Problem:
         def block(b):
             s = b.set
             lmo = s.lmo_for_solve()
+            if user_written(s) and _defined_outside(type(s), "lmo_for_solve"):  # (the default checks its own)
+                lmo = checked_user_lmo(s, lmo)
             return Block(
                 offset=b.offset, size=b.size, lmo=lmo, initial_atom=s.initial_atom,
                 # an LMO that may miss its minimizer offers the check of its gap (TraceNormBall, lmo_tol)
                 lmo_check=lmo if callable(getattr(lmo, "exact", None)) else None,
+                lmo_sign_check=user_written(s),  # (built-in sets' LMOs are not asked again)
                 is_polytope=bool(s.is_polytope), name=b.name, is_box=bool(s.is_box), atoms_of_point=s.atoms_of_point,
                 face=declared(s.low_rank_face(), LowRankFace),
                 # a product of many small polytopes (Simplex(axis=...) over a factor
