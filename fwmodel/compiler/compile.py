@@ -1615,7 +1615,7 @@ def write_inequality_duals(compiled, x, lagrangian_gradient, row_multipliers, en
             interior = None if slack_tolerance is None else _interior_slacks(compiled, eq_id, x, slack_tolerance)
             values[rows] = found if interior is None else np.where(interior, 0.0, found)
             known[rows] = True
-    if bounds is not None and bounds.rows:
+    if bounds is not None and (bounds.rows or bounds.equality_rows):
         n_v = bounds.n_v
         above, below = np.full(n_v, np.nan), np.full(n_v, np.nan)  # NaN: no block holds the entry's bound
         lo_held, hi_held = np.full(n_v, np.nan), np.full(n_v, np.nan)
@@ -1706,6 +1706,22 @@ def write_inequality_duals(compiled, x, lagrangian_gradient, row_multipliers, en
                     layouts[key] = layout
             _write_bound_rows(layout, rows, values, known, (lo_held, hi_held), (below, above),
                               (taken_lo, taken_hi), variable_point)
+        for eq, rows in bounds.equality_rows:
+            # a x_j + c == 0 held as the bounds a x_j + c <= 0 and -(a x_j + c) <= 0: CVXPY's nu is the first's
+            # multiplier less the second's
+            cols, coef, bound = bounds.current_equalities[id(eq)]
+            sides = []
+            for signed in (coef, -coef):
+                values, known = np.zeros(rows.size), np.zeros(rows.size, dtype=bool)
+                _write_bound_rows(dict(_bound_rows_layout(cols, signed), bound=bound), rows, values, known,
+                                  (lo_held, hi_held), (below, above), (taken_lo, taken_hi), variable_point)
+                sides.append((values, known))
+            (up, known_up), (down, known_down) = sides
+            if known_up.all() and known_down.all():
+                nu = up - down
+                eq.dual_value = nu.reshape(eq.shape) if eq.shape else float(nu[0])
+            else:
+                eq.dual_value = None
     cache = compiled.__dict__.setdefault("_transpose_pairs", {})
     with_slack = {id(ineq) for ineq, _ in slack_of.values()}
     for ineq, values, known in entries.values():

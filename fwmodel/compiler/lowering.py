@@ -285,6 +285,13 @@ class EntryBounds:
         self.may_lo = np.zeros(n_v, dtype=bool)
         self.may_hi = np.zeros(n_v, dtype=bool)
         self._pattern = None
+        # single-entry equalities held as bounds lo = hi (x[0] == 1 where nothing else bounds x[0] on both
+        # sides): (equality, rows), and each one's (entries, coefficients, values) at the last recompute
+        self.equality_rows = []
+        self.current_equalities = {}
+
+    def add_equality_rows(self, eq, rows):
+        self.equality_rows.append((eq, rows))
 
     def add_rows(self, ineq, rows, cols=None, upper=None):
         """Rows ``rows`` of ``ineq`` bound one entry each: ``cols`` (their structural entries; None: read from
@@ -295,7 +302,7 @@ class EntryBounds:
 
     def dynamic(self):
         """True when some bound depends on a Parameter (else one computation is enough)."""
-        return any(ineq.parameters() for ineq, _ in self.rows) or any(
+        return any(q.parameters() for q, _ in self.rows + self.equality_rows) or any(
             b is not None and getattr(b, "_has_params", False)
             for var in self.variables if var.bounds is not None for b in var.bounds)
 
@@ -362,6 +369,13 @@ class EntryBounds:
                        for (cols0, up0, _), (cols1, up1, zero1) in zip(self._pattern, pattern)]
         self._pattern = pattern
         self.zero_rows, self.current = zero_rows, current
+        for eq, rows in self.equality_rows:  # a x_j + c == 0: lo = hi = -c / a (a box with equal sides)
+            A, c = linearize(eq.expr, self.offsets, self.n_v)
+            A, c = A[rows].tocsr(), c[rows]
+            value = -c / A.data
+            np.minimum.at(hi, A.indices, value)
+            np.maximum.at(lo, A.indices, value)
+            self.current_equalities[id(eq)] = (A.indices, A.data, value)
         self.lo, self.hi = lo, hi
 
     def violation(self):
@@ -1324,6 +1338,12 @@ def lower_constraints(objective_expr, constraints):
 
     _ellipsoids_where_unbounded(norm_sets, sets, variables, slots, offsets, n_v)
 
+    # 2b. single-entry equalities (x[0] == 1, a scalar x == 1, fm.sum(x) == 1 on a one-entry x) on entries
+    #     that nothing else bounds on both sides: bounds lo = hi (a box with equal sides), as CVXPY solves them
+    #     (elsewhere they stay rows, as before)
+    equalities = _single_entry_equalities(equalities, bounds, sets, variables, slots, offsets, n_v,
+                                          param_bound_vars)
+
     # 2-3. one box per variable from the elementwise bounds, closed by the sets
     entry_sets = list(sets)
     derived_bounds = {}
@@ -1695,6 +1715,42 @@ def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars, shared_
     return box_of_bounds(expr, lower, upper, var.name)
 
 
+def _single_entry_equalities(equalities, bounds, sets, variables, slots, offsets, n_v, param_bound_vars):
+    """The equalities that stay rows: those whose rows each fix one entry (``a x_j + c == 0``, distinct
+    entries, coefficients without Parameters) and that fix an entry no bound or set bounds on both sides
+    become bounds ``lo = hi = -c / a`` of ``bounds`` (their dual values: the two sides' multipliers,
+    compile.write_inequality_duals). A bounded set is what FW-AL needs for every variable; such an entry
+    had none, and the model was refused."""
+    implied = None
+    kept = []
+    for eq in equalities:
+        if getattr(eq, "role", None) or _coefficients_read_parameters(eq.expr):
+            kept.append(eq)
+            continue
+        A, c = linearize(eq.expr, offsets, n_v)
+        if not (A.shape[0] and np.all(np.diff(A.indptr) == 1)
+                and np.unique(A.indices).size == A.indices.size):
+            kept.append(eq)
+            continue
+        if implied is None:
+            implied = (bounds.lo.copy(), bounds.hi.copy())
+            for var in variables:
+                off, size = slots[var]
+                ilo, ihi = _implied(var, _holders(var, sets, slots, offsets, n_v))
+                implied[0][off:off + size] = np.maximum(implied[0][off:off + size], ilo)
+                implied[1][off:off + size] = np.minimum(implied[1][off:off + size], ihi)
+        cols = A.indices
+        if np.all(np.isfinite(implied[0][cols]) & np.isfinite(implied[1][cols])):
+            kept.append(eq)  # bounded already: the row stays a row (its iterates as before)
+            continue
+        bounds.add_equality_rows(eq, np.arange(A.shape[0]))
+        if eq.parameters():  # x[0] == p: the bound reads p at each solve
+            param_bound_vars.update(var.id for var in eq.variables())
+    if len(kept) < len(equalities):
+        bounds.recompute()
+    return kept
+
+
 def _open_by_zero_coefficient(var, entries, lo_box, hi_box, bounds, off):
     """Raise the ModelError for a box entry left unbounded at this solve because a Parameter value made the
     coefficient of its bound row 0 (``multiply(s, x) <= h`` with ``s[i] = 0`` and nothing else bounding
@@ -1798,7 +1854,7 @@ def _dynamic_parameters(var, bounds, holders):
     params = _set_parameters([h for h, _ in holders])
     if var.bounds is not None:
         params += [p for b in var.bounds if b is not None and hasattr(b, "parameters") for p in b.parameters()]
-    for ineq, _ in bounds.rows:
+    for ineq, _ in bounds.rows + bounds.equality_rows:
         if any(v.id == var.id for v in ineq.variables()):
             params += ineq.parameters()
     return params
