@@ -890,7 +890,8 @@ def _slice_budget_groups(A, slots, fixed_zero_lower, skip, equality):
 
     That is: each row has two or more entries, all of one variable, with one coefficient ``a_r`` (nonzero;
     ``> 0`` for the rows of an inequality, ``a_r * sum <= t``), no entry is in two rows, and the variable
-    has more than one entry, is fixed ``>= 0`` (``fixed_zero_lower``) and not in ``skip`` (PSD variables,
+    has more than one entry, is fixed ``>= 0`` on the rows' entries (``fixed_zero_lower``; the others
+    may have any bounds: ``x[:3] >= 0, fm.sum(x[:3]) == 1, fm.abs(x[3:]) <= 1``) and not in ``skip`` (PSD variables,
     whose trace rows are balls). ``groups``: the sorted flat entries of each row, ``a`` the coefficients.
     The rows of ``fm.sum(X[0])``, ``fm.sum(x[:3])``, ``fm.sum(X[1:], axis=1)``, ``fm.sum(X[:, j])`` or
     ``fm.sum(x[[4, 1]])`` are such rows.
@@ -906,9 +907,9 @@ def _slice_budget_groups(A, slots, fixed_zero_lower, skip, equality):
     for var, (off, size) in slots.items():
         if cols.min() < off or cols.max() >= off + size:
             continue
-        if size <= 1 or var.id in skip or not fixed_zero_lower(var):
-            return None
         local = cols - off
+        if size <= 1 or var.id in skip or not fixed_zero_lower(var, local):  # (floors on the budget's entries)
+            return None
         if np.bincount(local, minlength=size).max() > 1:  # groups that overlap: not one product of simplices
             return None
         groups = [np.sort(local[lo:hi]) for lo, hi in zip(A.indptr[:-1], A.indptr[1:])]
@@ -979,7 +980,8 @@ def _slice_budgets(equalities, general, sets, bounds, slots, offsets, n_v, fixed
     """
     def on_one_budget_variable(constraint):  # (cheap: before linearizing or slicing the rows)
         found = _unique(constraint.variables())
-        return (len(found) == 1 and found[0].size > 1 and found[0].id not in skip and fixed_zero_lower(found[0])
+        # (the floors >= 0 are needed on the budget's entries only: _slice_budget_groups)
+        return (len(found) == 1 and found[0].size > 1 and found[0].id not in skip
                 and not (constraint.parameters() and _coefficients_read_parameters(constraint.expr)))
 
     candidates = []  # (constraint, equality?, its rows, var, groups, coefficients)
@@ -1187,11 +1189,13 @@ def lower_constraints(objective_expr, constraints):
     psd_images = [q for q in semidefinite if not q.on_the_variable()]
     image_bounded = set()
 
-    def fixed_zero_lower(var):
-        """Every entry fixed >= 0 (no Parameter): x >= 0, or floors lo >= 0 that the bound box keeps (the
-        simplex holds x >= 0 and its budget; x[0] >= 0.2 next to it is a box on that entry, item 2-3)."""
+    def fixed_zero_lower(var, entries=None):
+        """Every entry (of ``entries``, flat in var: a slice budget's) fixed >= 0 (no Parameter): x >= 0, or
+        floors lo >= 0 that the bound box keeps (the simplex holds x >= 0 and its budget; x[0] >= 0.2 next
+        to it is a box on that entry, item 2-3)."""
         off, size = slots[var]
-        return var.id not in param_bound_vars and np.all(bounds.lo[off:off + size] >= 0.0)
+        floors = bounds.lo[off:off + size]
+        return var.id not in param_bound_vars and np.all((floors if entries is None else floors[entries]) >= 0.0)
 
     # 4. recognized structures: simplices from sum(x) == t and sum(x) <= t, PSD trace balls
     absorbed, absorbed_equalities = {}, []
@@ -1834,12 +1838,12 @@ def _why_a_row(constraint, A, r, var, off, size, bounds, param_bound_vars):
     if not np.all(row.data == row.data[0]):
         return (f"its coefficients on {var.name} are not all equal ({float(row.data.min()):g} to "
                 f"{float(row.data.max()):g}), as a budget's are")
-    floors = bounds.lo[off:off + size]
+    floors = bounds.lo[off:off + size][row.indices[~outside] - off]  # (the floors of the row's entries)
     if var.id in param_bound_vars:
         return f"the bounds of {var.name} read Parameters"
     if not np.all(floors >= 0):
-        return (f"not every entry of {var.name} has a fixed floor >= 0 ({var.name} >= 0, nonneg=True), which a "
-                "budget needs to be a simplex")
+        return (f"not every entry of {var.name} in it has a fixed floor >= 0 ({var.name} >= 0, nonneg=True), "
+                "which a budget needs to be a simplex")
     if _coefficients_read_parameters(constraint.expr):
         return "its coefficients read a Parameter"
     if isinstance(constraint, Inequality) and row.data[0] < 0:
