@@ -68,7 +68,7 @@ from ..errors import ModelError
 from ..expressions import Equality, SmoothFunction, Variable, linearize
 from ..sets.base import ConvexSet, distinct_parameters
 from ..sets.box import Box
-from ..sets import Ellipsoid, L1Ball, L2Ball, LinfBall
+from ..sets import Ellipsoid, L1Ball, L2Ball, LinfBall, TraceNormBall
 from ..sets.boxed_l1 import BoxedL1Ball
 from ..sets.symmetric import SymmetricPart
 from ..sets.trace_norm import TraceNormBall
@@ -1106,7 +1106,9 @@ def _derived_box_sides(compiled, lowered, ball, x, g, key=None):
         return None
     box, var, entries, position, lo_side, hi_side = info
     blocks = [blk for blk in compiled.blocks if blk.set is box or _bounds_box(blk.set) is box]
-    if len(blocks) != 1 or type(ball) not in (L1Ball, L2Ball, LinfBall, Ellipsoid, Box):
+    # (a trace-norm ball, normNuc(X) <= t, not PSD: its implied bounds |X_ij| <= t are sides as a ball's)
+    nuclear = type(ball) is TraceNormBall and not ball.psd
+    if len(blocks) != 1 or (type(ball) not in (L1Ball, L2Ball, LinfBall, Ellipsoid, Box) and not nuclear):
         return None
     blk = blocks[0]
     inside = position >= 0  # the box's entries that the ball holds (all, for a ball on the variable itself)

@@ -1138,6 +1138,10 @@ def lower_constraints(objective_expr, constraints):
 
     # 2. single-entry rows are bounds; the other rows are general
     bounds = EntryBounds(variables, offsets, n_v)
+    # (the entry of a 1x1 PSD variable: an upper bound on it is trace(X) <= t, a PSD trace ball (4), which
+    # gives the constraint its multiplier)
+    psd_scalars = np.array(sorted(offsets[var.id] for var in variables if var.size == 1 and (
+        var.PSD or any(q.on_the_variable() and q.variable.id == var.id for q in semidefinite))), dtype=np.intp)
     general = []  # (inequality, rows, A, c)
     for ineq in affine:
         A, c = linearize(ineq.expr, offsets, n_v)
@@ -1165,6 +1169,13 @@ def lower_constraints(objective_expr, constraints):
                         f"the constraint {ineq._text} does not hold at entry {int(r)}, which has no variables: "
                         f"it reads {constant[r]:.6g} <= 0")
         single = np.flatnonzero(nnz == 1)
+        if single.size and psd_scalars.size:
+            rows_of = (A if structure is None else structure)[single].tocsr()
+            trace_rows = np.isin(rows_of.indices, psd_scalars) & (rows_of.data > 0)
+            if trace_rows.any():
+                nnz = nnz.copy()
+                nnz[single[trace_rows]] = 2  # (general rows: _psd_trace_row makes them balls)
+                single = single[~trace_rows]
         if single.size:
             if structure is None:
                 bounds.add_rows(ineq, single)
@@ -1685,7 +1696,8 @@ def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars, shared_
                 shared_duals.add(id(s))
                 # (a ball on a symmetric variable is held as its symmetric variant: the ball inside)
                 ball = s.inner if isinstance(s, SymmetricPart) else s
-                if taken is not None and isinstance(ball, (L1Ball, L2Ball, LinfBall, Ellipsoid, Box)):  # (Box: abs(x) <= t)
+                if taken is not None and (isinstance(ball, (L1Ball, L2Ball, LinfBall, Ellipsoid, Box))  # (Box: abs(x) <= t)
+                                          or (type(ball) is TraceNormBall and not ball.psd)):  # (normNuc(X) <= t)
                     # the ball's own entry of each box entry (-1: not in the ball), for a ball on var
                     # itself or on a selection of its entries (x[:3], x[[4, 1]])
                     position = np.full(var.size, -1)
