@@ -190,6 +190,22 @@ class SolveStats:
         return "SolveStats(" + ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__) + ")"
 
 
+class SolverStats:
+    """CVXPY's ``prob.solver_stats`` for a fwmodel solve (see :attr:`Problem.solver_stats`)."""
+
+    solver_name = "FWAL"
+
+    def __init__(self, stats):
+        self.solve_time = stats.solve_time
+        self.setup_time = stats.compile_time
+        self.num_iters = stats.iterations
+        self.extra_stats = stats
+
+    def __repr__(self):
+        return (f"SolverStats(solver_name={self.solver_name!r}, solve_time={self.solve_time!r}, "
+                f"setup_time={self.setup_time!r}, num_iters={self.num_iters!r})")
+
+
 class CallbackState:
     """What ``callback`` receives each iteration.
 
@@ -350,6 +366,33 @@ class Problem:
     def variables(self):
         """The model's variables (without the slacks the compiler adds for inequalities)."""
         return self.compile().model_variables()
+
+    def parameters(self):
+        """The distinct fm.Parameters of the objective and the constraints, in order of first appearance
+        (CVXPY's ``Problem.parameters()``; nothing is compiled)."""
+        holders = [self.objective.expr]
+        for constraint in self._flat_constraints:
+            sides = [getattr(constraint, name, None) for name in ("lhs", "rhs")]
+            holders += [side for side in sides if isinstance(side, Expression)] or [constraint]
+        return distinct_parameters(holders)
+
+    def is_dcp(self):
+        """True: fwmodel accepts only models that follow its rules (a convex objective to minimize, a
+        concave one to maximize, constraints it can compile), and refuses others with a ModelError when
+        the model is built or compiled, so a Problem that compiles is DCP (CVXPY's ``is_dcp()``); False
+        where compiling it raises that ModelError."""
+        try:
+            self.compile()
+        except ModelError:
+            return False
+        return True
+
+    @property
+    def solver_stats(self):
+        """CVXPY's ``SolverStats`` of the last solve (None before one): ``solver_name`` ("FWAL"),
+        ``solve_time`` and ``setup_time`` (compile) in seconds, ``num_iters``, and ``extra_stats``, the full
+        :class:`SolveStats` (also ``prob.stats``)."""
+        return None if self.stats is None else SolverStats(self.stats)
 
     @property
     def duals(self):
