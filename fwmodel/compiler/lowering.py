@@ -279,8 +279,10 @@ class EntryBounds:
         self.lo = np.full(n_v, -np.inf)
         self.hi = np.full(n_v, np.inf)
         self._columns = {}  # id(inequality) -> (each row's entry, its side (coefficient > 0) where known)
-        self.current = {}  # id(inequality) -> (entries, coefficients, bounds) at the last recompute (0: none)
-        self.zero_rows = []  # (inequality, rows, constants, entries) whose coefficient a Parameter value makes 0 at this solve
+        # id(inequality) -> (entries, coefficients, bounds) at the last recompute (a coefficient 0: no bound)
+        self.current = {}
+        # (inequality, rows, constants, entries) whose coefficient a Parameter value makes 0 at this solve
+        self.zero_rows = []
         # entries that a row bounds on that side for some Parameter value (the compiled pattern of bounds)
         self.may_lo = np.zeros(n_v, dtype=bool)
         self.may_hi = np.zeros(n_v, dtype=bool)
@@ -1696,8 +1698,9 @@ def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars, shared_
                 shared_duals.add(id(s))
                 # (a ball on a symmetric variable is held as its symmetric variant: the ball inside)
                 ball = s.inner if isinstance(s, SymmetricPart) else s
-                if taken is not None and (isinstance(ball, (L1Ball, L2Ball, LinfBall, Ellipsoid, Box))  # (Box: abs(x) <= t)
-                                          or (type(ball) is TraceNormBall and not ball.psd)):  # (normNuc(X) <= t)
+                # (Box: abs(x) <= t; a TraceNormBall not PSD: normNuc(X) <= t)
+                if taken is not None and (isinstance(ball, (L1Ball, L2Ball, LinfBall, Ellipsoid, Box))
+                                          or (type(ball) is TraceNormBall and not ball.psd)):
                     # the ball's own entry of each box entry (-1: not in the ball), for a ball on var
                     # itself or on a selection of its entries (x[:3], x[[4, 1]])
                     position = np.full(var.size, -1)
