@@ -68,7 +68,7 @@ from ..errors import ModelError
 from ..expressions import Equality, SmoothFunction, Variable, linearize
 from ..sets.base import ConvexSet, distinct_parameters
 from ..sets.box import Box
-from ..sets import Ellipsoid, L1Ball, L2Ball, LinfBall, TraceNormBall
+from ..sets import Ellipsoid, L1Ball, L2Ball, LinfBall
 from ..sets.boxed_l1 import BoxedL1Ball
 from ..sets.symmetric import SymmetricPart
 from ..sets.trace_norm import TraceNormBall
