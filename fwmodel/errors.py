@@ -16,3 +16,8 @@ class EmptySetError(ModelError):
     Parameters do not raise: they record ``empty_reason`` and the solve ends
     with status "infeasible", as CVXPY does.
     """
+
+
+class UnknownKeywordError(ModelError, TypeError):
+    """A keyword a constructor does not take (``fm.Parameter(..., sign=...)``): a ModelError naming it, and a
+    TypeError, as Python's own error for an unexpected keyword is."""

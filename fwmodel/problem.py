@@ -190,6 +190,22 @@ class SolveStats:
         return "SolveStats(" + ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__) + ")"
 
 
+class SolverStats:
+    """CVXPY's ``prob.solver_stats`` for a fwmodel solve (see :attr:`Problem.solver_stats`)."""
+
+    solver_name = "FWAL"
+
+    def __init__(self, stats):
+        self.solve_time = stats.solve_time
+        self.setup_time = stats.compile_time
+        self.num_iters = stats.iterations
+        self.extra_stats = stats
+
+    def __repr__(self):
+        return (f"SolverStats(solver_name={self.solver_name!r}, solve_time={self.solve_time!r}, "
+                f"setup_time={self.setup_time!r}, num_iters={self.num_iters!r})")
+
+
 class CallbackState:
     """What ``callback`` receives each iteration.
 
@@ -351,6 +367,33 @@ class Problem:
         """The model's variables (without the slacks the compiler adds for inequalities)."""
         return self.compile().model_variables()
 
+    def parameters(self):
+        """The distinct fm.Parameters of the objective and the constraints, in order of first appearance
+        (CVXPY's ``Problem.parameters()``; nothing is compiled)."""
+        holders = [self.objective.expr]
+        for constraint in self._flat_constraints:
+            sides = [getattr(constraint, name, None) for name in ("lhs", "rhs")]
+            holders += [side for side in sides if isinstance(side, Expression)] or [constraint]
+        return distinct_parameters(holders)
+
+    def is_dcp(self):
+        """True: fwmodel accepts only models that follow its rules (a convex objective to minimize, a
+        concave one to maximize, constraints it can compile), and refuses others with a ModelError when
+        the model is built or compiled, so a Problem that compiles is DCP (CVXPY's ``is_dcp()``); False
+        where compiling it raises that ModelError."""
+        try:
+            self.compile()
+        except ModelError:
+            return False
+        return True
+
+    @property
+    def solver_stats(self):
+        """CVXPY's ``SolverStats`` of the last solve (None before one): ``solver_name`` ("FWAL"),
+        ``solve_time`` and ``setup_time`` (compile) in seconds, ``num_iters``, and ``extra_stats``, the full
+        :class:`SolveStats` (also ``prob.stats``)."""
+        return None if self.stats is None else SolverStats(self.stats)
+
     @property
     def duals(self):
         """The dual variable y of M x = b after a solve (one entry per row of M), else None.
@@ -475,6 +518,8 @@ class Problem:
         violated = compiled.empty_sets() + compiled.violated_fixed_constraints()
         if violated:
             return self._end_infeasible_by_data(violated)
+        if not compiled.blocks:
+            return self._end_without_variables()
         warm = self._state if opts.pop("warm_start") and self._state is not None else None
         if warm is not None:  # blocks whose set data changed restart (all of them, cold, where far apart)
             warm = compiled.restart_changed_blocks(warm, self._versions)
@@ -556,6 +601,23 @@ class Problem:
                                 message="; ".join(violated), step_counts={})
         return self.value
 
+    def _end_without_variables(self):
+        """End a solve without iterating: the model has no variables (``fm.Minimize(5.0)``, constraints on
+        data alone, all true), so its value is the objective's, "optimal", as CVXPY answers.
+        The dual values of those constraints are None (CVXPY's too)."""
+        for constraint in self._flat_constraints:
+            if hasattr(constraint, "dual_value"):
+                constraint.dual_value = None
+        self._state, self._versions = None, None
+        self.status = "optimal"
+        self.value = float(np.asarray(self.objective.expr.value, dtype=float).reshape(()))
+        self.history = History()
+        self.stats = SolveStats(iterations=0, solve_time=0.0, compile_time=self._compile_time, status=self.status,
+                                message="the model has no variables: its value is the objective's",
+                                fw_gap=0.0, feasibility=0.0, feasibility_rel=0.0, suboptimality_bound=0.0,
+                                step_counts={})
+        return self.value
+
     def point_in(self, constraint):
         """The value of ``constraint``'s expression held by its own copy, after a solve (None before).
 
@@ -611,7 +673,7 @@ class Problem:
         from .engine import Block
         from .engine.inface import LowRankFace
         from .engine.steps import SimplexGroups
-        from .sets.base import JOINT_GROUPS_LIMIT
+        from .sets.base import JOINT_GROUPS_LIMIT, _defined_outside, checked_user_lmo, user_written
 
         def declared(found, wrap):
             return None if found is None else wrap(*found)
@@ -619,10 +681,13 @@ class Problem:
         def block(b):
             s = b.set
             lmo = s.lmo_for_solve()
+            if user_written(s) and _defined_outside(type(s), "lmo_for_solve"):  # (the default checks its own)
+                lmo = checked_user_lmo(s, lmo)
             return Block(
                 offset=b.offset, size=b.size, lmo=lmo, initial_atom=s.initial_atom,
                 # an LMO that may miss its minimizer offers the check of its gap (TraceNormBall, lmo_tol)
                 lmo_check=lmo if callable(getattr(lmo, "exact", None)) else None,
+                lmo_sign_check=user_written(s),  # (built-in sets' LMOs are not asked again)
                 is_polytope=bool(s.is_polytope), name=b.name, is_box=bool(s.is_box), atoms_of_point=s.atoms_of_point,
                 face=declared(s.low_rank_face(), LowRankFace),
                 # a product of many small polytopes (Simplex(axis=...) over a factor

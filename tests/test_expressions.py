@@ -481,7 +481,7 @@ def test_equality_constraint():
     X.value = np.ones((2, 3))
     x.value = np.arange(3.0)
     np.testing.assert_allclose(c.expr.value, np.ones((2, 3)) - np.arange(3.0))
-    np.testing.assert_allclose(c.residual, c.expr.value)
+    np.testing.assert_allclose(c.residual, np.abs(c.expr.value))  # (CVXPY's residual: |lhs - rhs|)
     assert c.variables() == [X, x]
     assert (x == 0).expr is x
     with pytest.raises(fm.ModelError, match="no truth value"):

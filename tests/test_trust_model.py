@@ -364,27 +364,41 @@ def test_entries_of_an_inequality_without_variables_are_true_or_false_on_data(wr
     assert x.value is None
 
 
-def test_an_inequality_whose_parameter_cancels_an_entry_is_refused_by_name():
-    x = fm.Variable(3, name="x")
-    P = fm.Parameter(2, name="P", value=[0.0, 1.0])
-    row = fm.multiply(P, x[:2]) <= 0.5
-    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - 1.0)), [fm.Simplex(x), row])
-    with pytest.raises(fm.ModelError, match="entry 0.*Parameter"):
-        prob.solve()
+def test_an_inequality_whose_parameter_cancels_an_entry_solves_as_cvxpy():
+    # P[0] = 0 makes entry 0 of the row 0 <= 0.5: true, no bound at this solve (was refused); CVXPY + Clarabel
+    cp = pytest.importorskip("cvxpy")
+    answers = []
+    for m in (fm, cp):
+        x = m.Variable(3, name="x")
+        P = m.Parameter(2, name="P", value=[0.0, 1.0])
+        row = m.multiply(P, x[:2]) <= 0.5
+        sets = [fm.Simplex(x)] if m is fm else [x >= 0, cp.sum(x) == 1]
+        prob = m.Problem(m.Minimize(m.sum_squares(x - np.array([2.0, 1.0, 0.0]))), sets + [row])
+        prob.solve(tol=1e-8, feas_tol=1e-8) if m is fm else prob.solve(solver=cp.CLARABEL)
+        answers.append((prob.status, prob.value, x.value, row.dual_value))
+    (status, value, x, dual), (ref_status, ref_value, ref_x, ref_dual) = answers
+    assert status == ref_status == "optimal"
+    assert abs(value - ref_value) <= 1e-5 * max(1.0, ref_value)
+    np.testing.assert_allclose(x, ref_x, atol=1e-4)
+    np.testing.assert_allclose(dual, ref_dual, atol=1e-3)
 
 
-def test_a_parameter_that_zeroes_a_bounds_coefficient_is_named_as_such():
-    # P * x[0] <= -0.3 is a bound on x[0]; P = 0 leaves a row without variables. This was refused as
-    # "a Parameter changed the sign of a coefficient" (no sign changed).
+def test_a_parameter_that_zeroes_a_bounds_coefficient_leaves_a_row_without_variables():
+    # P * x[0] <= -0.3 is a bound on x[0]; P = 0 leaves the row 0 <= -0.3, false: "infeasible" naming the
+    # constraint, as CVXPY (was a ModelError; before that, "a Parameter changed the sign of a coefficient")
     x = fm.Variable(3, name="x")
     P = fm.Parameter(name="P", value=1.0)
     prob = fm.Problem(fm.Minimize(fm.sum_squares(x)), [fm.Box(x, -1, 1), P * x[0] <= -0.3])
     prob.solve()
-    np.testing.assert_allclose(x.value, [-0.3, 0.0, 0.0], atol=1e-3)
+    np.testing.assert_allclose(x.value, [-0.3, 0.0, 0.0], atol=1e-3)  # closed form: the bound's point
     P.value = 0.0
-    with pytest.raises(fm.ModelError, match="made a coefficient 0") as err:
-        prob.solve()
-    assert "changed the sign" not in str(err.value)
+    prob.solve()
+    assert prob.status == fm.INFEASIBLE
+    assert "P * x[0] <= -0.3" in prob.stats.message and "coefficient 0" in prob.stats.message
+    P.value = 2.0  # nonzero again: the bound x[0] <= -0.15 is back
+    prob.solve()
+    assert prob.status == fm.OPTIMAL
+    np.testing.assert_allclose(x.value, [-0.15, 0.0, 0.0], atol=1e-3)
 
 
 def test_parameter_dependent_data_constraint_is_re_evaluated_at_each_solve():

@@ -1178,8 +1178,9 @@ def _derived_box_sides(compiled, lowered, ball, x, g, key=None):
     # g + a * mu * s + above_d - below_d = 0 against CVXPY's g + a * tau * s' = 0, s and s' subgradients)
     preimage = holder if isinstance(holder, AffinePreimage) else None
     blocks = [blk for blk in compiled.blocks if blk.set is box or _bounds_box(blk.set) is box]
+    # (a trace-norm ball: normNuc(X) <= t, its implied bounds |X_ij| <= t sides as a ball's; or PSD)
     if len(blocks) != 1 or not (type(ball) in (L1Ball, L2Ball, LinfBall, Ellipsoid, Box)
-                                or (isinstance(ball, TraceNormBall) and ball.psd)):
+                                or isinstance(ball, TraceNormBall)):
         return None
     blk = blocks[0]
     inside = position >= 0  # the box's entries that the ball holds (all, for a ball on the variable itself)
@@ -1725,7 +1726,7 @@ def write_inequality_duals(compiled, x, lagrangian_gradient, row_multipliers, en
             interior = None if slack_tolerance is None else _interior_slacks(compiled, eq_id, x, slack_tolerance)
             values[rows] = found if interior is None else np.where(interior, 0.0, found)
             known[rows] = True
-    if bounds is not None and bounds.rows:
+    if bounds is not None and (bounds.rows or bounds.equality_rows):
         n_v = bounds.n_v
         above, below = np.full(n_v, np.nan), np.full(n_v, np.nan)  # NaN: no block holds the entry's bound
         lo_held, hi_held = np.full(n_v, np.nan), np.full(n_v, np.nan)
@@ -1793,7 +1794,16 @@ def write_inequality_duals(compiled, x, lagrangian_gradient, row_multipliers, en
             _, values, known = entry(ineq)
             key = ("rows", id(ineq))
             layout = layouts.get(key)
-            if layout is None or layout["bound"] is None:
+            if ineq.parameters() and id(ineq) in bounds.current:
+                # each row's entry, coefficient and bound at this solve (a Parameter may have made a coefficient
+                # 0: that row is 0 <= h, never binding; its bound reads +-inf, its scale 1)
+                cols, coef, bound = bounds.current[id(ineq)]
+                layout = dict(_bound_rows_layout(cols, np.where(coef == 0.0, 1.0, coef)), bound=bound)
+                zero = coef == 0.0
+                if zero.any():
+                    layout["upper"] = np.where(zero, bound > 0, layout["upper"])
+                    layout["side"] = 0
+            elif layout is None or layout["bound"] is None:
                 A, c = linearize(ineq.expr, bounds.offsets, n_v)
                 if rows.size != A.shape[0]:
                     A, c = A[rows], c[rows]
@@ -1807,6 +1817,22 @@ def write_inequality_duals(compiled, x, lagrangian_gradient, row_multipliers, en
                     layouts[key] = layout
             _write_bound_rows(layout, rows, values, known, (lo_held, hi_held), (below, above),
                               (taken_lo, taken_hi), variable_point)
+        for eq, rows in bounds.equality_rows:
+            # a x_j + c == 0 held as the bounds a x_j + c <= 0 and -(a x_j + c) <= 0: CVXPY's nu is the first's
+            # multiplier less the second's
+            cols, coef, bound = bounds.current_equalities[id(eq)]
+            sides = []
+            for signed in (coef, -coef):
+                values, known = np.zeros(rows.size), np.zeros(rows.size, dtype=bool)
+                _write_bound_rows(dict(_bound_rows_layout(cols, signed), bound=bound), rows, values, known,
+                                  (lo_held, hi_held), (below, above), (taken_lo, taken_hi), variable_point)
+                sides.append((values, known))
+            (up, known_up), (down, known_down) = sides
+            if known_up.all() and known_down.all():
+                nu = up - down
+                eq.dual_value = nu.reshape(eq.shape) if eq.shape else float(nu[0])
+            else:
+                eq.dual_value = None
     cache = compiled.__dict__.setdefault("_transpose_pairs", {})
     with_slack = {id(ineq) for ineq, _ in slack_of.values()}
     for ineq, values, known in entries.values():

@@ -268,6 +268,14 @@ class EntryBounds:
     Sources: the variables' ``nonneg`` / ``nonpos`` / ``bounds`` attributes
     and the single-entry rows of affine inequalities. ``recompute()`` re-reads
     them (Parameters); the pattern of finite bounds is fixed at compile time.
+
+    A row's entry and side are its structure, fixed when the model is lowered
+    (:func:`_structural_pattern`: with Parameters, the entries whose coefficient
+    some value makes nonzero), not the current values: a Parameter value that
+    makes the coefficient 0 (``multiply(s, x) <= 0.5`` with ``s[1] = 0``) leaves
+    the row ``0 <= h`` without variables, true (the entry is not bounded by it at
+    that solve) or false (the solve ends "infeasible" naming the constraint:
+    :meth:`violation`), as CVXPY treats it.
     """
 
     def __init__(self, variables, offsets, n_v):
@@ -275,16 +283,47 @@ class EntryBounds:
         self.rows = []  # (inequality, row indices) whose rows are single-entry bounds
         self.lo = np.full(n_v, -np.inf)
         self.hi = np.full(n_v, np.inf)
+        self._columns = {}  # id(inequality) -> (each row's entry, its side (coefficient > 0) where known)
+        # id(inequality) -> (entries, coefficients, bounds) at the last recompute (a coefficient 0: no bound)
+        self.current = {}
+        # (inequality, rows, constants, entries) whose coefficient a Parameter value makes 0 at this solve
+        self.zero_rows = []
+        # entries that a row bounds on that side for some Parameter value (the compiled pattern of bounds)
+        self.may_lo = np.zeros(n_v, dtype=bool)
+        self.may_hi = np.zeros(n_v, dtype=bool)
         self._pattern = None
+        # single-entry equalities held as bounds lo = hi (x[0] == 1 where nothing else bounds x[0] on both
+        # sides): (equality, rows), and each one's (entries, coefficients, values) at the last recompute
+        self.equality_rows = []
+        self.current_equalities = {}
 
-    def add_rows(self, ineq, rows):
+    def add_equality_rows(self, eq, rows):
+        self.equality_rows.append((eq, rows))
+
+    def add_rows(self, ineq, rows, cols=None, upper=None):
+        """Rows ``rows`` of ``ineq`` bound one entry each: ``cols`` (their structural entries; None: read from
+        the current coefficients, all nonzero) with ``upper`` the side a generic Parameter value gives."""
         self.rows.append((ineq, rows))
+        if cols is not None:
+            self._columns[id(ineq)] = (np.asarray(cols), np.asarray(upper, dtype=bool))
 
     def dynamic(self):
         """True when some bound depends on a Parameter (else one computation is enough)."""
-        return any(ineq.parameters() for ineq, _ in self.rows) or any(
+        return any(q.parameters() for q, _ in self.rows + self.equality_rows) or any(
             b is not None and getattr(b, "_has_params", False)
             for var in self.variables if var.bounds is not None for b in var.bounds)
+
+    def _coefficients(self, ineq, rows):
+        """(entries, coefficients, constants) of the bound rows of ``ineq`` for the current data."""
+        A, c = linearize(ineq.expr, self.offsets, self.n_v)
+        A, c = A[rows].tocsr(), c[rows]
+        known = self._columns.get(id(ineq))
+        if known is None or (A.nnz == rows.size and np.array_equal(A.indices, known[0])):
+            return A.indices, A.data, c
+        cols = known[0]
+        # a coefficient a Parameter value made 0 (CSR drops it): read each row's structural entry
+        coef = np.asarray(A[np.arange(rows.size), cols], dtype=float).ravel()
+        return cols, coef, c
 
     def recompute(self):
         lo, hi = np.full(self.n_v, -np.inf), np.full(self.n_v, np.inf)
@@ -306,32 +345,77 @@ class EntryBounds:
                                          "without a value); set it before solving")
                     target[seg] = pick(target[seg], np.broadcast_to(np.asarray(value, dtype=float),
                                                                     var.shape).ravel())
-        pattern = []
+        pattern, zero_rows, current = [], [], {}
         for ineq, rows in self.rows:
-            A, c = linearize(ineq.expr, self.offsets, self.n_v)
-            A = A[rows].tocsr()
-            cols, coef = A.indices, A.data
-            value = -c[rows] / coef
-            upper = coef > 0
+            cols, coef, c = self._coefficients(ineq, rows)
+            zero = coef == 0.0
+            with np.errstate(divide="ignore", invalid="ignore"):
+                value = np.where(zero, np.inf, -c / np.where(zero, 1.0, coef))
+            known = self._columns.get(id(ineq))
+            upper = np.where(zero, known[1], coef > 0) if known is not None else coef > 0
+            value = np.where(zero, np.where(upper, np.inf, -np.inf), value)
             np.minimum.at(hi, cols[upper], value[upper])
             np.maximum.at(lo, cols[~upper], value[~upper])
-            pattern.append((cols.copy(), upper))
+            if self._pattern is None:
+                self.may_hi[cols[upper]] = True
+                self.may_lo[cols[~upper]] = True
+            if zero.any():
+                zero_rows.append((ineq, rows[zero], c[zero], cols[zero]))
+            current[id(ineq)] = (cols, coef, value)
+            pattern.append((cols.copy(), upper, zero))
         if self._pattern is not None:
-            for (ineq, _), (cols0, up0), (cols1, up1) in zip(self.rows, self._pattern, pattern):
-                if cols1.size < cols0.size:
-                    raise ModelError(
-                        f"{short_repr(ineq)}: a Parameter made a coefficient 0, so a bound on an entry became a "
-                        "constraint without variables (true or false on the data alone), which the compiled "
-                        "bounds cannot follow; keep the Parameter nonzero, or leave the constraint out for this value"
-                    )
-                if not (np.array_equal(cols0, cols1) and np.array_equal(up0, up1)):
+            for (ineq, _), (cols0, up0, _), (cols1, up1, zero1) in zip(self.rows, self._pattern, pattern):
+                if not (np.array_equal(cols0, cols1) and np.array_equal(up0[~zero1], up1[~zero1])):
                     raise ModelError(
                         f"{short_repr(ineq)}: a Parameter changed the sign of a coefficient, so an upper bound "
                         "became a lower bound; declare the Parameter's sign (nonneg=True or nonpos=True) or "
                         "write the bound with a constant coefficient"
                     )
+            # (the sides of the rows whose coefficient is 0 now are those of the solve that compiled them)
+            pattern = [(cols1, np.where(zero1, up0, up1), zero1)
+                       for (cols0, up0, _), (cols1, up1, zero1) in zip(self._pattern, pattern)]
         self._pattern = pattern
+        self.zero_rows, self.current = zero_rows, current
+        for eq, rows in self.equality_rows:  # a x_j + c == 0: lo = hi = -c / a (a box with equal sides)
+            A, c = linearize(eq.expr, self.offsets, self.n_v)
+            A, c = A[rows].tocsr(), c[rows]
+            value = -c / A.data
+            np.minimum.at(hi, A.indices, value)
+            np.maximum.at(lo, A.indices, value)
+            self.current_equalities[id(eq)] = (A.indices, A.data, value)
         self.lo, self.hi = lo, hi
+
+    def violation(self):
+        """The message of the first bound row that a Parameter value left without variables and false
+        (``0 <= h`` with ``h < 0``), or None: that solve ends "infeasible" naming the constraint."""
+        for ineq, rows, c, _ in self.zero_rows:
+            bad = c > 1e-9 * np.maximum(1.0, np.abs(c))
+            if bad.any():
+                k = int(np.flatnonzero(bad)[0])
+                return (f"the constraint {getattr(ineq, '_text', short_repr(ineq))} does not hold at entry "
+                        f"{int(rows[k])}: a Parameter value makes its coefficient 0, so it reads "
+                        f"{float(c[k]):.6g} <= 0")
+        return None
+
+
+def _structural_pattern(expr, offsets, n_v):
+    """The matrix A of ``expr = A v + c`` for generic values of its Parameters (seeded, with their declared
+    signs, none 0): its nonzeros are the entries that some values make nonzero, the structure of the rows
+    (which the current values, some 0, may hide). The Parameters' values are put back afterwards."""
+    params = expr.parameters()
+    saved = [p._value for p in params]
+    rng = np.random.default_rng(12345)
+    try:
+        for p in params:
+            generic = np.asarray(rng.uniform(1.0, 2.0, size=p.shape), dtype=float)
+            if getattr(p, "psd", False) and len(p.shape) == 2:  # (a PSD value: diagonally dominant)
+                generic = (generic + generic.T) / 2 + p.shape[0] * np.eye(p.shape[0])
+            p._value = -generic if p.nonpos else generic
+        A, _ = linearize(expr, offsets, n_v)
+    finally:
+        for p, value in zip(params, saved):
+            p._value = value
+    return A.tocsr()
 
 
 def _lower_norm(ineq, violated):
@@ -924,7 +1008,8 @@ def _slice_budget_groups(A, slots, fixed_zero_lower, skip, equality):
 
     That is: each row has two or more entries, all of one variable, with one coefficient ``a_r`` (nonzero;
     ``> 0`` for the rows of an inequality, ``a_r * sum <= t``), no entry is in two rows, and the variable
-    has more than one entry, is fixed ``>= 0`` (``fixed_zero_lower``) and not in ``skip`` (PSD variables,
+    has more than one entry, is fixed ``>= 0`` on the rows' entries (``fixed_zero_lower``; the others
+    may have any bounds: ``x[:3] >= 0, fm.sum(x[:3]) == 1, fm.abs(x[3:]) <= 1``) and not in ``skip`` (PSD variables,
     whose trace rows are balls). ``groups``: the sorted flat entries of each row, ``a`` the coefficients.
     The rows of ``fm.sum(X[0])``, ``fm.sum(x[:3])``, ``fm.sum(X[1:], axis=1)``, ``fm.sum(X[:, j])`` or
     ``fm.sum(x[[4, 1]])`` are such rows.
@@ -940,9 +1025,9 @@ def _slice_budget_groups(A, slots, fixed_zero_lower, skip, equality):
     for var, (off, size) in slots.items():
         if cols.min() < off or cols.max() >= off + size:
             continue
-        if size <= 1 or var.id in skip or not fixed_zero_lower(var):
-            return None
         local = cols - off
+        if size <= 1 or var.id in skip or not fixed_zero_lower(var, local):  # (floors on the budget's entries)
+            return None
         if np.bincount(local, minlength=size).max() > 1:  # groups that overlap: not one product of simplices
             return None
         groups = [np.sort(local[lo:hi]) for lo, hi in zip(A.indptr[:-1], A.indptr[1:])]
@@ -1013,7 +1098,8 @@ def _slice_budgets(equalities, general, sets, bounds, slots, offsets, n_v, fixed
     """
     def on_one_budget_variable(constraint):  # (cheap: before linearizing or slicing the rows)
         found = _unique(constraint.variables())
-        return (len(found) == 1 and found[0].size > 1 and found[0].id not in skip and fixed_zero_lower(found[0])
+        # (the floors >= 0 are needed on the budget's entries only: _slice_budget_groups)
+        return (len(found) == 1 and found[0].size > 1 and found[0].id not in skip
                 and not (constraint.parameters() and _coefficients_read_parameters(constraint.expr)))
 
     candidates = []  # (constraint, equality?, its rows, var, groups, coefficients)
@@ -1173,18 +1259,28 @@ def lower_constraints(objective_expr, constraints):
 
     # 2. single-entry rows are bounds; the other rows are general
     bounds = EntryBounds(variables, offsets, n_v)
+    # (the entry of a 1x1 PSD variable: an upper bound on it is trace(X) <= t, a PSD trace ball (4), which
+    # gives the constraint its multiplier)
+    psd_scalars = np.array(sorted(offsets[var.id] for var in variables if var.size == 1 and (
+        var.PSD or any(q.on_the_variable() and q.variable.id == var.id for q in semidefinite))), dtype=np.intp)
     general = []  # (inequality, rows, A, c)
     for ineq in affine:
         A, c = linearize(ineq.expr, offsets, n_v)
         within_data_limit(A, c, ineq._text)
         nnz = np.diff(A.indptr)
+        structure = None
+        if ineq.parameters():
+            # the rows' entries whatever the Parameters' values (a value may make a coefficient 0 at this
+            # solve only: multiply(s, x) <= h with s[i] = 0 is still a bound on x[i] at the next one)
+            structure = _structural_pattern(ineq.expr, offsets, n_v)
+            nnz = np.diff(structure.indptr)
         if np.any(nnz == 0):
             # An entry without variables (a zero row of G in G @ x <= h) is true or false on data
             # alone, as CVXPY treats it: dropped when it holds, "infeasible" when it does not.
-            # With Parameters the entries without variables could change with their values: refused.
+            # With Parameters: entries without variables whatever their values (p - p): refused.
             row = int(np.flatnonzero(nnz == 0)[0])
             if ineq.parameters():
-                raise ModelError(f"{ineq._text}: entry {row} of the inequality has no variables for the current "
+                raise ModelError(f"{ineq._text}: entry {row} of the inequality has no variables whatever the "
                                  "Parameter values (its coefficients cancel); write it without that entry")
             constant = np.asarray(c, dtype=float).ravel()
             constant_rows.append((ineq, np.flatnonzero(nnz == 0)))
@@ -1194,12 +1290,25 @@ def lower_constraints(objective_expr, constraints):
                         f"the constraint {ineq._text} does not hold at entry {int(r)}, which has no variables: "
                         f"it reads {constant[r]:.6g} <= 0")
         single = np.flatnonzero(nnz == 1)
+        if single.size and psd_scalars.size:
+            rows_of = (A if structure is None else structure)[single].tocsr()
+            trace_rows = np.isin(rows_of.indices, psd_scalars) & (rows_of.data > 0)
+            if trace_rows.any():
+                nnz = nnz.copy()
+                nnz[single[trace_rows]] = 2  # (general rows: _psd_trace_row makes them balls)
+                single = single[~trace_rows]
         if single.size:
-            bounds.add_rows(ineq, single)
+            if structure is None:
+                bounds.add_rows(ineq, single)
+            else:
+                rows_of = structure[single].tocsr()
+                bounds.add_rows(ineq, single, rows_of.indices, rows_of.data > 0)
         multi = np.flatnonzero(nnz > 1)
         if multi.size:
             general.append((ineq, multi, A, c))
     bounds.recompute()
+    if any(ineq.parameters() for ineq, _ in bounds.rows):  # a bound row a Parameter value makes 0 <= h, false
+        violated_constant_rows.append(bounds.violation)
     param_bound_vars = {var.id for var in variables if var.bounds is not None and
                         any(b is not None and hasattr(b, "_has_params") and b._has_params for b in var.bounds)}
     for ineq, rows in bounds.rows:
@@ -1212,11 +1321,13 @@ def lower_constraints(objective_expr, constraints):
     psd_images = [q for q in semidefinite if not q.on_the_variable()]
     image_bounded = set()
 
-    def fixed_zero_lower(var):
-        """Every entry fixed >= 0 (no Parameter): x >= 0, or floors lo >= 0 that the bound box keeps (the
-        simplex holds x >= 0 and its budget; x[0] >= 0.2 next to it is a box on that entry, item 2-3)."""
+    def fixed_zero_lower(var, entries=None):
+        """Every entry (of ``entries``, flat in var: a slice budget's) fixed >= 0 (no Parameter): x >= 0, or
+        floors lo >= 0 that the bound box keeps (the simplex holds x >= 0 and its budget; x[0] >= 0.2 next
+        to it is a box on that entry, item 2-3)."""
         off, size = slots[var]
-        return var.id not in param_bound_vars and np.all(bounds.lo[off:off + size] >= 0.0)
+        floors = bounds.lo[off:off + size]
+        return var.id not in param_bound_vars and np.all((floors if entries is None else floors[entries]) >= 0.0)
 
     # 4. recognized structures: simplices from sum(x) == t and sum(x) <= t, PSD trace balls
     absorbed, absorbed_equalities = {}, []
@@ -1362,6 +1473,12 @@ def lower_constraints(objective_expr, constraints):
                     shared_duals.add(id(eq))  # (the row and the bounds share the ball's multiplier: None)
 
     _ellipsoids_where_unbounded(norm_sets, sets, variables, slots, offsets, n_v)
+
+    # 2b. single-entry equalities (x[0] == 1, a scalar x == 1, fm.sum(x) == 1 on a one-entry x) on entries
+    #     that nothing else bounds on both sides: bounds lo = hi (a box with equal sides), as CVXPY solves them
+    #     (elsewhere they stay rows, as before)
+    equalities = _single_entry_equalities(equalities, bounds, sets, variables, slots, offsets, n_v,
+                                          param_bound_vars)
 
     # 2-3. one box per variable from the elementwise bounds, closed by the sets
     entry_sets = list(sets)
@@ -1637,16 +1754,19 @@ def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars, shared_
     the bound it implies and why it stays a row, rather than calling the entry unbounded."""
     off, size = slots[var]
     lo, hi = bounds.lo[off:off + size], bounds.hi[off:off + size]
-    bounded = np.isfinite(lo) | np.isfinite(hi)
+    # (a side that a bound row holds for other Parameter values, its coefficient 0 at this solve, counts)
+    has_lo = np.isfinite(lo) | bounds.may_lo[off:off + size]
+    has_hi = np.isfinite(hi) | bounds.may_hi[off:off + size]
+    bounded = has_lo | has_hi
     if not bounded.any():
         return None
     holders = _holders(var, sets, slots, offsets, n_v)
     implied_lo, implied_hi = _implied(var, holders)
-    one_sided = bounded & ~(np.isfinite(lo) & np.isfinite(hi))
-    open_side = one_sided & ~np.where(np.isfinite(lo), np.isfinite(implied_hi), np.isfinite(implied_lo))
+    one_sided = bounded & ~(has_lo & has_hi)
+    open_side = one_sided & ~np.where(has_lo, np.isfinite(implied_hi), np.isfinite(implied_lo))
     if open_side.any():
         j = int(np.flatnonzero(open_side)[0])
-        side = "above" if np.isfinite(lo[j]) else "below"
+        side = "above" if has_lo[j] else "below"
         more = int(open_side.sum()) - 1
         where = var.name if var.size == 1 else f"{var.name} (flat entry {j}{f' and {more} more' if more else ''})"
         pieces = rows() if rows is not None else []
@@ -1698,9 +1818,10 @@ def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars, shared_
                 # (a ball on a symmetric variable is held as its symmetric variant: the ball inside; a ball on
                 # a * x + c, such as norm(p * (x - 1)) <= t held as norm(x - 1) <= t / |p|, as its preimage on x)
                 ball = s.inner if isinstance(s, (SymmetricPart, AffinePreimage)) else s
-                # (Box: abs(x) <= t; a PSD trace ball: diag(X) >= 0 and the others of its coordinate_bounds)
+                # (Box: abs(x) <= t; a trace-norm ball: normNuc(X) <= t, or PSD: diag(X) >= 0 and the others of
+                # its coordinate_bounds)
                 if taken is not None and (isinstance(ball, (L1Ball, L2Ball, LinfBall, Ellipsoid, Box))
-                                          or (isinstance(ball, TraceNormBall) and ball.psd)):
+                                          or isinstance(ball, TraceNormBall)):
                     # the ball's own entry of each box entry (-1: not in the ball), for a ball on var
                     # itself or on a selection of its entries (x[:3], x[[4, 1]])
                     position = np.full(var.size, -1)
@@ -1717,7 +1838,10 @@ def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars, shared_
     def current():
         lo_now, hi_now = bounds.lo[off:off + size], bounds.hi[off:off + size]
         ilo, ihi = _implied(var, holders) if dynamic else (implied_lo, implied_hi)
-        return np.maximum(lo_now, ilo)[entries], np.minimum(hi_now, ihi)[entries]
+        lo_box, hi_box = np.maximum(lo_now, ilo)[entries], np.minimum(hi_now, ihi)[entries]
+        if dynamic and not (np.all(np.isfinite(lo_box)) and np.all(np.isfinite(hi_box))):
+            _open_by_zero_coefficient(var, entries, lo_box, hi_box, bounds, off)
+        return lo_box, hi_box
 
     if entries.size == size:
         expr = var
@@ -1729,6 +1853,58 @@ def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars, shared_
     lower = _data_from(lambda: current()[0].reshape(shape), params, f"lower bound of {var.name}")
     upper = _data_from(lambda: current()[1].reshape(shape), params, f"upper bound of {var.name}")
     return box_of_bounds(expr, lower, upper, var.name)
+
+
+def _single_entry_equalities(equalities, bounds, sets, variables, slots, offsets, n_v, param_bound_vars):
+    """The equalities that stay rows: those whose rows each fix one entry (``a x_j + c == 0``, distinct
+    entries, coefficients without Parameters) and that fix an entry no bound or set bounds on both sides
+    become bounds ``lo = hi = -c / a`` of ``bounds`` (their dual values: the two sides' multipliers,
+    compile.write_inequality_duals). A bounded set is what FW-AL needs for every variable; such an entry
+    had none, and the model was refused."""
+    implied = None
+    kept = []
+    for eq in equalities:
+        if getattr(eq, "role", None) or _coefficients_read_parameters(eq.expr):
+            kept.append(eq)
+            continue
+        A, c = linearize(eq.expr, offsets, n_v)
+        if not (A.shape[0] and np.all(np.diff(A.indptr) == 1)
+                and np.unique(A.indices).size == A.indices.size):
+            kept.append(eq)
+            continue
+        if implied is None:
+            implied = (bounds.lo.copy(), bounds.hi.copy())
+            for var in variables:
+                off, size = slots[var]
+                ilo, ihi = _implied(var, _holders(var, sets, slots, offsets, n_v))
+                implied[0][off:off + size] = np.maximum(implied[0][off:off + size], ilo)
+                implied[1][off:off + size] = np.minimum(implied[1][off:off + size], ihi)
+        cols = A.indices
+        if np.all(np.isfinite(implied[0][cols]) & np.isfinite(implied[1][cols])):
+            kept.append(eq)  # bounded already: the row stays a row (its iterates as before)
+            continue
+        bounds.add_equality_rows(eq, np.arange(A.shape[0]))
+        if eq.parameters():  # x[0] == p: the bound reads p at each solve
+            param_bound_vars.update(var.id for var in eq.variables())
+    if len(kept) < len(equalities):
+        bounds.recompute()
+    return kept
+
+
+def _open_by_zero_coefficient(var, entries, lo_box, hi_box, bounds, off):
+    """Raise the ModelError for a box entry left unbounded at this solve because a Parameter value made the
+    coefficient of its bound row 0 (``multiply(s, x) <= h`` with ``s[i] = 0`` and nothing else bounding
+    ``x[i]`` on that side): the variable is unbounded there, and FW-AL needs a bounded set."""
+    j = int(np.flatnonzero(~(np.isfinite(lo_box) & np.isfinite(hi_box)))[0])
+    side = "below" if not np.isfinite(lo_box[j]) else "above"
+    flat = off + int(entries[j])
+    culprit = next((ineq for ineq, _, _, cols in bounds.zero_rows if flat in cols), None)
+    where = var.name if var.size == 1 else f"{var.name} (flat entry {int(entries[j])})"
+    by = (f"the constraint {getattr(culprit, '_text', short_repr(culprit))} bounds it for other values, but a "
+          "Parameter value makes its coefficient 0 at this solve, and nothing else bounds it") if culprit is not None \
+        else "a Parameter value leaves it without a bound at this solve"
+    raise ModelError(f"{where} is unbounded {side}: {by}. FW-AL needs every variable in a bounded set: add a bound "
+                     f"on that side (fm.Box, {var.name} <= ..., bounds=[lo, hi]) or keep the Parameter nonzero")
 
 
 def _row_pieces(equalities, general, offsets, n_v):
@@ -1798,12 +1974,12 @@ def _why_a_row(constraint, A, r, var, off, size, bounds, param_bound_vars):
     if not np.all(row.data == row.data[0]):
         return (f"its coefficients on {var.name} are not all equal ({float(row.data.min()):g} to "
                 f"{float(row.data.max()):g}), as a budget's are")
-    floors = bounds.lo[off:off + size]
+    floors = bounds.lo[off:off + size][row.indices[~outside] - off]  # (the floors of the row's entries)
     if var.id in param_bound_vars:
         return f"the bounds of {var.name} read Parameters"
     if not np.all(floors >= 0):
-        return (f"not every entry of {var.name} has a fixed floor >= 0 ({var.name} >= 0, nonneg=True), which a "
-                "budget needs to be a simplex")
+        return (f"not every entry of {var.name} in it has a fixed floor >= 0 ({var.name} >= 0, nonneg=True), "
+                "which a budget needs to be a simplex")
     if _coefficients_read_parameters(constraint.expr):
         return "its coefficients read a Parameter"
     if isinstance(constraint, Inequality) and row.data[0] < 0:
@@ -1818,7 +1994,7 @@ def _dynamic_parameters(var, bounds, holders):
     params = _set_parameters([h for h, _ in holders])
     if var.bounds is not None:
         params += [p for b in var.bounds if b is not None and hasattr(b, "parameters") for p in b.parameters()]
-    for ineq, _ in bounds.rows:
+    for ineq, _ in bounds.rows + bounds.equality_rows:
         if any(v.id == var.id for v in ineq.variables()):
             params += ineq.parameters()
     return params

@@ -215,3 +215,33 @@ def refuse_missed_lmo(blocks, block_gaps, x, block_gradient, objective_scale, si
                 "an LMO that maximizes (a sign error) does this. Test the set with fm.check_lmo(the_set)"
             )
     return None
+
+
+def refuse_maximizing_lmo(blocks, block_gradient):
+    """Stop the solve with a ModelError where a user-written LMO (``Block.lmo_sign_check``) maximizes.
+
+    An exact LMO's vertex s = lmo(g) minimizes <g, .> over X_k, and lmo(-g) is a point of X_k, so
+    <g, lmo(g)> <= <g, lmo(-g)> up to rounding. A maximizing LMO (a sign error) breaks it by about
+    ||g|| times the set's width, and can give a FW gap of exactly 0 (its first vertex is the maximizer it
+    returns again), which :func:`refuse_missed_lmo` cannot see: the solve stopped "optimal" at 1.96 for an
+    optimum of 0. Called once, when a solve is about to end "optimal" (one LMO call per user block);
+    built-in sets are not asked. ``block_gradient(k)``: block k's slice of the gradient of L(., y) at x.
+    """
+    for k, blk in enumerate(blocks):
+        if not blk.lmo_sign_check:
+            continue
+        g = np.array(block_gradient(k), dtype=float)  # (a copy: the LMO calls below may reuse a buffer)
+        if not np.any(g):
+            continue
+        s_min, s_max = blk.lmo(g), blk.lmo(-g)
+        low, high = s_min.dot(g), s_max.dot(g)
+        terms = float(np.abs(g).dot(np.abs(np.asarray(s_min.to_dense(), dtype=float).ravel()))
+                      + np.abs(g).dot(np.abs(np.asarray(s_max.to_dense(), dtype=float).ravel())))
+        if low > high + LMO_MISS * terms:
+            raise ModelError(
+                f"the LMO of {blk.name or f'block {k}'} returned no minimizer: <g, lmo(g)> = {low:.6g} is above "
+                f"<g, lmo(-g)> = {high:.6g} for the gradient g at the solve's last point (lmo(-g) is a point of "
+                "the set, so an exact LMO's <g, lmo(g)> is the lower one); an LMO that maximizes (a sign "
+                "error) does this. Test the set with fm.check_lmo(the_set)"
+            )
+    return None

@@ -53,7 +53,7 @@ from scipy.linalg import blas
 
 from .block_search import (LARGE_BLOCK, BlockColumns, BlockLagrangianGradient, gauss_seidel_sweep, jacobi_step,
                            signed_block_gradient)
-from .certificates import InfeasibilityCheck, refuse_missed_lmo
+from .certificates import InfeasibilityCheck, refuse_maximizing_lmo, refuse_missed_lmo
 from .finish import INTERRUPT_MESSAGE, MAX_FINISH_ATTEMPTS, finish
 from .inface import InFaceStep, inface_blocks
 from .lagrangian import AugmentedLagrangian, Block, IterationState, Iterate, _Operator  # noqa: F401 (re-exported)
@@ -397,6 +397,8 @@ def minimize_fwal(
                 if lmo_check is not None and gap_known and not checked and status != "diverged":  # time limit, callback
                     gap, certified = _checked_gap(lmo_check, blocks, it.x, grad, gap, block_gaps, stopping,
                                                   (feas, gap_f, dual_residual))
+                if status == "optimal":  # a user LMO that maximizes can give a gap of 0: one call along -g each
+                    refuse_maximizing_lmo(blocks, lambda k: _own_block_gradient(grad, blocks, k))
                 break
             # ---- step sizes per block (line search on L(., y) restricted to each block); x and r move,
             # f and its gradient follow them where f is quadratic (else it.g is None: evaluated below)

@@ -72,6 +72,9 @@ class Block:
     #: after which ``lmo`` answers at that tolerance too: the block's FW gap is checked with it
     #: before the solve trusts it (:class:`~fwmodel.engine.stopping.LmoCheck`)
     lmo_check: object = None
+    #: True where ``lmo`` is user code (a set written outside fwmodel): before the solve certifies "optimal",
+    #: its answer along -g is compared with its answer along g (:func:`certificates.refuse_maximizing_lmo`)
+    lmo_sign_check: bool = False
     #: optional flat point -> (atoms, weights) or None: the point as a convex combination of the set's
     #: atoms (``ConvexSet.atoms_of_point``), for a warm start of a block that has no active set
     atoms_of_point: Callable = None

@@ -16,7 +16,27 @@ from .affine import add, multiply, negate
 from .core import Constant, as_expression, short_repr
 
 
-class Equality:
+class _Satisfaction:
+    """CVXPY's ``constraint.value()`` and ``constraint.violation()``, from the subclass's ``residual`` (the
+    amount by which the constraint fails at the current values: 0 where it holds; None while a value is
+    missing)."""
+
+    def violation(self):
+        """The residual at the current values (CVXPY's ``violation()``); a ModelError naming the constraint
+        while a variable or Parameter has no value."""
+        residual = self.residual
+        if residual is None:
+            raise ModelError(f"the constraint {short_repr(self)} has no value: a variable or Parameter in it has "
+                             "no value (solve first, or set the values)")
+        return residual
+
+    def value(self, tolerance=1e-8):
+        """True when the constraint holds at the current values up to ``tolerance`` (every entry of the
+        residual ``<= tolerance``), as CVXPY's ``constraint.value()``."""
+        return bool(np.all(np.asarray(self.violation(), dtype=float) <= tolerance))
+
+
+class Equality(_Satisfaction):
     """The constraint ``lhs == rhs`` (entrywise, with NumPy broadcasting).
 
     Attributes
@@ -67,8 +87,9 @@ class Equality:
 
     @property
     def residual(self):
-        """``lhs - rhs`` at the current values (None while a value is missing)."""
-        return self.expr.value
+        """``|lhs - rhs|`` at the current values (None while a value is missing), as CVXPY's."""
+        value = self.expr.value
+        return None if value is None else np.abs(value)
 
     def __repr__(self):
         return f"{self.lhs!r} == {self.rhs!r}"
@@ -80,7 +101,7 @@ class Equality:
         )
 
 
-class Inequality:
+class Inequality(_Satisfaction):
     """The constraint ``lhs <= rhs`` (entrywise, with NumPy broadcasting).
 
     Built by ``<=``, ``>=``, ``<`` and ``>`` between expressions (strict and
@@ -296,6 +317,15 @@ class Inequality:
                 return (f"the constraint {self._text} does not hold for the current data: its argument "
                         f"{short_repr(argument)} (no variables) is {value[bad[0]]:.6g} {side} the bound{where}")
         return None
+
+    @property
+    def residual(self):
+        """``max(lhs - rhs, 0)`` at the current values, the sides as written (None while a value is missing),
+        as CVXPY's."""
+        lhs, rhs = self.lhs.value, self.rhs.value
+        if lhs is None or rhs is None:
+            return None
+        return np.maximum(np.asarray(lhs, dtype=float) - np.asarray(rhs, dtype=float), 0.0)
 
     def variables(self):
         """The distinct variables of both sides, in order of first appearance."""
@@ -738,7 +768,7 @@ def _entrywise_sides(lhs, rhs, text):
     return lhs, rhs
 
 
-class PSDConstraint:
+class PSDConstraint(_Satisfaction):
     """``lhs >> rhs`` (or ``rhs << lhs``): ``lhs - rhs`` positive semidefinite, CVXPY's PSD constraint.
 
     CVXPY's ``X >> 0`` needs a square ``X`` and constrains its symmetric part
@@ -803,6 +833,17 @@ class PSDConstraint:
     @property
     def shape(self):
         return self.expr.shape
+
+    @property
+    def residual(self):
+        """How far ``lhs - rhs`` (``rhs - lhs`` for ``<<``) is from PSD at the current values: minus the
+        smallest eigenvalue of its symmetric part, or 0 (None while a value is missing), as CVXPY's."""
+        lhs, rhs = self.lhs.value, self.rhs.value
+        if lhs is None or rhs is None:
+            return None
+        diff = np.asarray(lhs, dtype=float) - np.asarray(rhs, dtype=float)
+        diff = diff if self.op == ">>" else -diff
+        return max(0.0, -float(np.linalg.eigvalsh((diff + diff.T) / 2.0).min()))
 
     def variables(self):
         return [self.variable]

@@ -31,7 +31,32 @@ import operator
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import ModelError
+from ..errors import ModelError, UnknownKeywordError
+
+
+class LeafName(str):
+    """A Variable's or Parameter's name: a str, callable as CVXPY's ``x.name()`` (which returns it)."""
+
+    __slots__ = ()
+
+    def __call__(self):
+        return str(self)
+
+
+def _name_property():
+    """``name``, stored as a :class:`LeafName` (``x.name`` reads as before; ``x.name()`` as in CVXPY)."""
+
+    def get(self):
+        found = self.__dict__.get("_name")
+        if found is None and isinstance(self.__dict__.get("name"), str):  # (pickled before names were LeafNames)
+            found = self.__dict__["_name"] = LeafName(self.__dict__["name"])
+        return found
+
+    def set(self, value):
+        self.__dict__["_name"] = None if value is None else LeafName(value)
+
+    return property(get, set, doc="The name (a str; also callable, ``x.name()``, as in CVXPY).")
+
 
 # Curvature labels (DCP).
 CONSTANT = "constant"
@@ -766,12 +791,15 @@ class Variable(Leaf):
     """
 
     _curvature_label = AFFINE
+    name = _name_property()
 
     def __init__(self, shape=(), name=None, nonneg=False, nonpos=False, bounds=None, symmetric=False, PSD=False,
                  **unsupported):
         super().__init__(shape)
         self.id = next(_leaf_ids)
         self.name = str(name) if name is not None else f"var{self.id}"
+        if "psd" in unsupported:  # (fm.Parameter's spelling: both are taken on both)
+            PSD = _either_spelling(self, PSD or None, unsupported.pop("psd"))
         if unsupported:
             _refuse_variable_attributes(self, unsupported)
         if self._size == 0:
@@ -820,9 +848,18 @@ _CVXPY_ONLY_ATTRIBUTES = {
     "boolean": "FW-AL solves continuous convex problems (no integer or boolean variables)",
     "complex": "variables are real", "imag": "variables are real", "hermitian": "variables are real",
     "NSD": "write -X for a PSD variable X", "nsd": "write -X for a PSD variable X",
-    "psd": "the attribute is spelled PSD=True",
     "pos": "use nonneg=True (FW-AL's sets are closed)", "neg": "use nonpos=True (FW-AL's sets are closed)",
 }
+
+
+def _either_spelling(leaf, PSD, psd):
+    """The PSD flag given as ``PSD=`` or ``psd=`` (CVXPY spells it PSD; both are taken): a ModelError where
+    the two disagree."""
+    if PSD is None or psd is None:
+        return psd if PSD is None else PSD
+    if bool(PSD) != bool(psd):
+        raise ModelError(f"{leaf._describe()}: PSD={PSD!r} and psd={psd!r} disagree (they are one flag)")
+    return PSD
 
 
 def _refuse_variable_attributes(var, attributes):
@@ -889,13 +926,18 @@ class Parameter(Leaf):
     read-only array (assign a new one to change it).
     """
 
-    def __init__(self, shape=(), name=None, value=None, nonneg=False, nonpos=False, psd=False):
+    def __init__(self, shape=(), name=None, value=None, nonneg=False, nonpos=False, psd=None, PSD=None,
+                 **unsupported):
         super().__init__(shape)
         self.id = next(_leaf_ids)
         self.name = str(name) if name is not None else f"param{self.id}"
+        if unsupported:
+            key, given = next(iter(unsupported.items()))
+            raise UnknownKeywordError(f"{self._describe()}: fm.Parameter takes no keyword {key}={given!r}; the "
+                                      "keywords are shape, name, value, nonneg, nonpos and PSD (or psd)")
         self.nonneg = bool(nonneg)
         self.nonpos = bool(nonpos)
-        self.psd = bool(psd)
+        self.psd = bool(_either_spelling(self, PSD, psd))
         if self.nonneg and self.nonpos:
             raise ModelError(f"{self._describe()}: nonneg=True and nonpos=True together fix it at 0; "
                              "use a constant instead")
@@ -905,6 +947,13 @@ class Parameter(Leaf):
         self._value = None
         if value is not None:
             self.value = value
+
+    name = _name_property()
+
+    @property
+    def PSD(self):
+        """``psd`` as CVXPY spells it (``fm.Parameter(..., PSD=True)``)."""
+        return self.psd
 
     @property
     def declared_sign(self):

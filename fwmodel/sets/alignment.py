@@ -68,14 +68,14 @@ _VECTOR_TRACEBACK_MIN_BATCH = 64
 
 # ============================================================== band geometry
 def _check_band(band, owner="AlignmentPolytope"):
-    """``band`` as a float (``inf`` for no band); ValueError when invalid."""
+    """``band`` as a float (``inf`` for no band); a ModelError (a ValueError) when invalid."""
     if band is None:
         return math.inf
     if isinstance(band, (bool, np.bool_)) or not isinstance(band, numbers.Real):
-        raise ValueError(f"{owner}: band must be a nonnegative number or None, got {band!r}")
+        raise ModelError(f"{owner}: band must be a nonnegative number or None, got {band!r}")
     w = float(band)
     if math.isnan(w) or w < 0:
-        raise ValueError(f"{owner}: band must be a nonnegative number or None, got {band!r}")
+        raise ModelError(f"{owner}: band must be a nonnegative number or None, got {band!r}")
     return w
 
 
@@ -509,7 +509,7 @@ BACKENDS = ("numpy", "numba")
 
 def _check_backend(backend, owner):
     if backend not in BACKENDS:
-        raise ValueError(f"{owner}: backend must be 'numpy' or 'numba', got {backend!r}")
+        raise ModelError(f"{owner}: backend must be 'numpy' or 'numba', got {backend!r}")
     if backend == "numba":
         _numba_kernels()  # fail early when numba is missing
     return backend
@@ -533,7 +533,7 @@ def _lmo_dense(direction, kind, band, owner, backend="numpy"):
     mask = None if math.isinf(w) else band_mask(n, m, w)
     lo, hi = _band_rows(mask, n, m)
     if kind == "path" and not _path_fits(lo, hi, m):
-        raise ValueError(_narrow_band_message(owner, band, n, m))
+        raise ModelError(_narrow_band_message(owner, band, n, m))
     cells, values = _solve(d, kind, mask, lo, hi, backend=backend)
     out = np.zeros(d.size)
     out[cells] = 1.0
@@ -592,7 +592,7 @@ def matching_lmo(direction, band=None, return_value=False, backend="numpy"):
 def path_lmo(direction, band=None, return_value=False, backend="numpy"):
     """The minimum-cost monotone path (dynamic time warping) for ``direction``.
 
-    Same conventions as :func:`matching_lmo`; raises ValueError when ``band``
+    Same conventions as :func:`matching_lmo`; raises a ModelError (a ValueError) when ``band``
     leaves no path from ``(0, 0)`` to ``(n-1, m-1)``.
 
     Recursion, over cells, with ``C = direction``::
@@ -683,14 +683,14 @@ class AlignmentPolytope(ConvexSet):
     def __init__(self, expr, kind="matching", band=None, axis=None, backend="numpy"):
         super().__init__(expr)
         if not isinstance(kind, str) or kind not in KINDS:
-            raise ValueError(f"AlignmentPolytope: kind must be 'matching' or 'path', got {kind!r}")
+            raise ModelError(f"AlignmentPolytope: kind must be 'matching' or 'path', got {kind!r}")
         self.kind = kind
         shape = tuple(self.shape)
         if axis is not None:
             try:
                 axis = operator.index(axis)
             except TypeError:
-                raise ValueError(f"AlignmentPolytope: axis must be 0 (a batch axis) or None, got {axis!r}") from None
+                raise ModelError(f"AlignmentPolytope: axis must be 0 (a batch axis) or None, got {axis!r}") from None
             if len(shape) != 3 or axis not in (0, -3):
                 raise ModelError(
                     f"AlignmentPolytope: axis={axis!r} needs an expression of shape (B, n, m) with the batch "
@@ -718,7 +718,7 @@ class AlignmentPolytope(ConvexSet):
         self._mask = None if math.isinf(w) else band_mask(n, m, w)
         self._lo, self._hi = _band_rows(self._mask, n, m)
         if kind == "path" and not _path_fits(self._lo, self._hi, m):
-            raise ValueError(_narrow_band_message("AlignmentPolytope", band, n, m))
+            raise ModelError(_narrow_band_message("AlignmentPolytope", band, n, m))
         self.backend = _check_backend(backend, "AlignmentPolytope")
         self._work = _Workspace()
 

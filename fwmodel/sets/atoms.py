@@ -50,6 +50,9 @@ class DenseAtom(Atom):
     """Any vertex, stored densely; the fallback for user-defined sets."""
 
     def __init__(self, vector, key=None):
+        if np.iscomplexobj(vector):  # (a float copy would warn and drop the imaginary parts)
+            from ..errors import ModelError
+            raise ModelError("DenseAtom: the vertex is complex; a vertex of a set of real matrices is real")
         self.vector = np.ascontiguousarray(vector, dtype=float).ravel()
         self.size = self.vector.size
         if key is None:
@@ -78,6 +81,9 @@ class SparseAtom(Atom):
     """
 
     def __init__(self, indices, values, size):
+        if np.iscomplexobj(values):  # (a float copy would warn and drop the imaginary parts)
+            from ..errors import ModelError
+            raise ModelError("SparseAtom: the values are complex; a vertex of a set of real matrices is real")
         self.indices = np.asarray(indices, dtype=np.intp).ravel()
         values = np.array(values, dtype=float)  # a copy: the atom owns its values
         if values.ndim == 0:  # one value for every entry (a permutation's ones): filled, no broadcast view

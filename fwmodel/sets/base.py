@@ -95,7 +95,7 @@ import math
 import numpy as np
 
 from ..errors import ModelError
-from .atoms import DenseAtom, SparseAtom
+from .atoms import Atom, DenseAtom, RankOneAtom, SparseAtom
 
 #: attributes that hold a set's data: read-only once the set is built
 DATA_FIELDS = frozenset({"expr", "radius", "total", "lower", "upper", "psd", "symmetric", "k", "axis",
@@ -124,6 +124,74 @@ def distinct_parameters(holders):
 #: a product of more groups than this (``group_count``) keeps no joint active set in the engine: pairwise
 #: steps there move every group along one stored joint vertex, measured slower than per-group steps
 JOINT_GROUPS_LIMIT = 8
+
+
+def _defined_outside(cls, name):
+    """True when the class that gives ``cls`` its method ``name`` is not one of fwmodel's."""
+    for k in cls.__mro__:
+        if name in k.__dict__:
+            return not (getattr(k, "__module__", "") or "").startswith("fwmodel.")
+    return False
+
+
+def user_written(s, _depth=0):
+    """True when the set's LMO is user code: a subclass of fm.ConvexSet written outside fwmodel that gives
+    its own ``lmo``, ``lmo_atom`` or ``lmo_for_solve``, or a set the compiler wraps around one (``inner``,
+    ``derived_from``). The engine checks such LMOs' answers (:func:`checked_user_lmo`) and, before it
+    certifies "optimal", that they minimize (``engine.certificates.refuse_maximizing_lmo``); built-in
+    sets are trusted, at no cost."""
+    if any(_defined_outside(type(s), name) for name in ("lmo", "lmo_atom", "lmo_for_solve")):
+        return True
+    if _depth < 8:
+        for attr in ("inner", "derived_from"):
+            inner = getattr(s, attr, None)
+            if isinstance(inner, ConvexSet) and inner is not s and user_written(inner, _depth + 1):
+                return True
+    return False
+
+
+def check_atom(s, atom, size, flat_direction):
+    """Raise a ModelError naming the set ``s`` where a user LMO's atom is not a vertex the engine can use:
+    not an Atom, of another size, with entries outside the block, NaN or infinite for a finite direction."""
+    name = type(s).__name__
+    if not isinstance(atom, Atom):
+        raise ModelError(f"{name}.lmo_atom returned {type(atom).__name__}, not an fm Atom (fm.SparseAtom, "
+                         "fm.DenseAtom, ...): return an atom, or give lmo() a dense vertex instead")
+    if int(atom.size) != size:
+        raise ModelError(f"{name}.lmo_atom returned an atom of size {atom.size}, expected {size} (the set's "
+                         "expression's number of entries)")
+    if isinstance(atom, SparseAtom):
+        idx = atom.indices
+        if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= size):
+            bad = int(idx[(idx < 0) | (idx >= size)][0])
+            raise ModelError(f"{name}.lmo_atom returned a SparseAtom with index {bad} outside the set's "
+                             f"{size} entries (flat indices 0 to {size - 1})")
+        values = [atom.values]
+    elif isinstance(atom, DenseAtom):
+        values = [atom.vector]
+    elif isinstance(atom, RankOneAtom):
+        values = [atom.u, atom.v, np.asarray([atom.scale])]
+    else:
+        return
+    if not all(np.isfinite(v).all() for v in values) and np.isfinite(flat_direction).all():
+        raise ModelError(f"{name}.lmo_atom returned NaN or infinite entries for a finite direction: a vertex "
+                         "of a bounded set is finite")
+
+
+def checked_user_lmo(s, lmo):
+    """``lmo`` (flat direction -> Atom) whose answers :func:`check_atom` checks, where it is user code
+    (:func:`user_written`); ``lmo`` itself for built-in sets, and for an LMO that carries its own check
+    (``exact``, an inexact LMO the certificate re-measures)."""
+    if not user_written(s) or callable(getattr(lmo, "exact", None)):
+        return lmo
+    size = int(s.size)
+
+    def checked(flat_direction):
+        atom = lmo(flat_direction)
+        check_atom(s, atom, size, flat_direction)
+        return atom
+
+    return checked
 
 
 class ConvexSet:
@@ -355,7 +423,11 @@ class ConvexSet:
         10.889). Built-in sets give their vertices as atoms of their own and never come here.
         """
         direction = flat_direction.reshape(self.shape)
-        vertex = np.array(self.lmo(direction), dtype=float)  # a copy (see above)
+        raw = self.lmo(direction)
+        if np.iscomplexobj(raw):  # (np.array(..., dtype=float) would warn and drop the imaginary parts)
+            raise ModelError(f"{type(self).__name__}.lmo returned complex entries: a vertex of a set of real "
+                             "matrices is real")
+        vertex = np.array(raw, dtype=float)  # a copy (see above)
         if vertex.shape != tuple(self.shape):
             if vertex.size == self.size:
                 vertex = vertex.reshape(self.shape)
@@ -390,7 +462,7 @@ class ConvexSet:
         """
         if self.contains_origin():
             return SparseAtom(np.zeros(0, dtype=np.intp), np.zeros(0), self.size)
-        return self.lmo_atom(np.zeros(self.size))
+        return checked_user_lmo(self, self.lmo_atom)(np.zeros(self.size))
 
     def contains_origin(self):
         """True when 0 is in the set (by ``contains``, asked once; False when unknown).
@@ -429,7 +501,7 @@ class ConvexSet:
         from the same state: its iterates do not depend on earlier solves, nor
         on solves sharing the set in other threads.
         """
-        return self.lmo_atom
+        return checked_user_lmo(self, self.lmo_atom)
 
     def coordinate_bounds(self):
         """``(lower, upper)``: flat arrays bounding every entry over the set.
