@@ -1,0 +1,286 @@
+"""A corrective step on the free coordinates of the current face (all of them together).
+
+FW, away, pairwise and BPCG steps move one atom pair (or, on a box, each
+coordinate on its own) per block and iteration. Where the optimum of
+L(., y) (paper OPT2) lies inside a face of the product of the sets and the
+penalty couples many of that face's coordinates (rows at unit norm whose
+columns are nearly parallel), those steps contract the primal error slowly
+even at the optimal multipliers (measured 0.998 per iteration on the hinge
+models of ``benchmarks/hinge_tails.py``; benchmarks/RESULTS.md, "Oscillations
+of the multipliers on hinge budgets"). This step moves every free coordinate
+of the current face at once:
+
+* the face: on a box block (``Block.intervals``, per-coordinate steps) the
+  coordinates strictly inside their bounds; on a polytope block with an
+  active set, the convex hull of its active atoms, parametrized by their
+  barycentric weights ``w`` (``x_k = A w``, ``sum(w) = 1``); other blocks
+  stay where they are;
+* the direction: the minimizer of the quadratic model of L(., y) on the
+  face's affine hull (``u -> <grad L, D u> + 1/2 u' D' (H_f + lam M'M) D u``,
+  D the face's coordinates: identity columns of the free box entries, the
+  atom matrices A on the weights with ``sum(dw) = 0`` per block), by a few
+  projected conjugate-gradient iterations (the constraint ``sum(dw) = 0`` is
+  kept by projecting every residual; a direction of zero curvature, such as a
+  linear objective along the kernel of M, is followed to the face's edge);
+* the step: an exact line search on the model along ``D u``, truncated by a
+  ratio test so that free box entries stay within their bounds and every
+  weight stays nonnegative (the active set keeps its invariants: weights
+  nonnegative, summing to one, reconstructing x; atoms whose weight reaches
+  zero are dropped, a smaller face for the next step).
+
+This is the fully corrective step of Holloway (1974) and of fully
+corrective FW (Lacoste-Julien & Jaggi 2015, Sec. 3; "the minimization over
+the convex hull of the active set"), taken approximately by CG on the
+active atoms' weights, and in the spirit of BPCG's local phase (Tsuji,
+Tanaka & Pokutta 2022), here with the penalty's Hessian ``lam (M D)'(M D)``
+included, which BPCG's local phase leaves out. The FW-AL structure is
+unchanged: the step is a primal corrective step on L(., y_t) taken after the
+FW sweep, before the dual step of eq. fwal.
+
+It is taken only where the objective is quadratic or linear (the model is
+then exact) and the face is small (``FACE_MAX_DIM`` coordinates in all); with
+``face_step="auto"`` only once the face has stayed the same for
+``FACE_PATIENCE`` iterations in a row (the regime of the slow tails: the FW
+sweep no longer changes which bounds and atoms are active), so that models
+whose FW sweep converges quickly take no such step.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .steps import IntervalStep, _ActiveSetStep
+from .vector_ops import dot
+
+#: at most this many face coordinates (free box entries plus active atoms) in all
+FACE_MAX_DIM = 400
+#: at most this many entries per dense atom matrix (block size times active atoms)
+FACE_MAX_ATOM_ENTRIES = 200_000
+#: "auto": the face must have stayed the same for this many iterations in a row
+FACE_PATIENCE = 10
+#: at most this many CG iterations per step
+FACE_CG_ITERS = 50
+#: CG stops once its residual is below this fraction of the first
+FACE_CG_RTOL = 1e-10
+#: a box entry within this fraction of its interval's width of a bound is at that bound
+BOUND_TOL = 1e-12
+
+
+class _BoxPart:
+    """A box block's free entries (strictly inside their bounds)."""
+
+    def __init__(self, k, block, step, lo, hi):
+        self.k, self.sl, self.step, self.lo, self.hi = k, block.slice, step, lo, hi
+        self.width = np.maximum(hi - lo, 0.0)
+
+    def face(self, x):
+        x_k = x[self.sl]
+        margin = BOUND_TOL * np.maximum(self.width, 1.0)
+        self.free = np.flatnonzero((x_k > self.lo + margin) & (x_k < self.hi - margin))
+        return ("box", self.k, self.free.tobytes())
+
+    @property
+    def dim(self):
+        return self.free.size
+
+    def expand(self, u, out):
+        """out[block] = D_k u (u: the free entries' moves)."""
+        out[self.sl.start + self.free] = u
+
+    def restrict(self, v):
+        """D_k' v."""
+        return v[self.sl.start + self.free]
+
+    def project(self, u):
+        return u
+
+    def max_step(self, x, u):
+        """The largest gamma with x + gamma D u inside the box."""
+        x_f = x[self.sl.start + self.free]
+        lo, hi = self.lo[self.free], self.hi[self.free]
+        up, down = u > 0, u < 0
+        caps = np.concatenate([(hi[up] - x_f[up]) / u[up], (lo[down] - x_f[down]) / u[down]])
+        return float(caps.min()) if caps.size else np.inf
+
+    def apply(self, x, u, gamma):
+        """x += gamma D u, snapped to the bounds it reached; returns the block's move (its slice, a copy)."""
+        idx = self.sl.start + self.free
+        old = x[idx].copy()
+        new = np.clip(old + gamma * u, self.lo[self.free], self.hi[self.free])
+        x[idx] = new
+        d = np.zeros(self.sl.stop - self.sl.start)
+        d[self.free] = new - old
+        return d
+
+
+class _AtomPart:
+    """A polytope block with an active set: its face is the hull of the active atoms (barycentric weights)."""
+
+    def __init__(self, k, block, step):
+        self.k, self.sl, self.step = k, block.slice, step
+        self.size = block.size
+
+    def face(self, x):
+        active = self.step.active
+        self.atoms = active.atoms
+        self.w = active.weights
+        return ("atoms", self.k, tuple(sorted(map(repr, (a.key for a in self.atoms)))))
+
+    @property
+    def dim(self):
+        return len(self.atoms)
+
+    def build(self):
+        """The atom matrix A (block size x atoms), dense."""
+        A = np.zeros((self.size, len(self.atoms)))
+        col = np.zeros(self.size)
+        for j, atom in enumerate(self.atoms):
+            col.fill(0.0)
+            atom.add_to(col, 1.0)
+            A[:, j] = col
+        self.A = A
+
+    def expand(self, u, out):
+        out[self.sl] = self.A @ u
+
+    def restrict(self, v):
+        return self.A.T @ v[self.sl]
+
+    def project(self, u):
+        return u - u.mean()  # keeps sum(w) = 1
+
+    def max_step(self, x, u):
+        down = u < 0
+        return float((self.w[down] / -u[down]).min()) if down.any() else np.inf
+
+    def apply(self, x, u, gamma):
+        w = self.w + gamma * u
+        w[w < 0] = 0.0
+        active = self.step.active
+        if active.atoms != self.atoms:  # cannot happen: the face was read this iteration
+            raise RuntimeError("face step: the active set changed under the step")
+        active.set_weights(w / w.sum())
+        old = x[self.sl].copy()
+        new = active.dense(self.size)
+        x[self.sl] = new
+        return new - old
+
+
+class FaceStep:
+    """The corrective step of the module docstring (``kind``, ``blocks``, ``take(lagrangian, it)``)."""
+
+    kind = "face"
+
+    def __init__(self, blocks, steps, mode="auto"):
+        self.parts = []
+        for k, (blk, st) in enumerate(zip(blocks, steps)):
+            if isinstance(st, IntervalStep):
+                self.parts.append(_BoxPart(k, blk, st, np.asarray(st.lo, float) * np.ones(blk.size),
+                                           np.asarray(st.hi, float) * np.ones(blk.size)))
+            elif isinstance(st, _ActiveSetStep) and blk.is_polytope:
+                self.parts.append(_AtomPart(k, blk, st))
+        self.blocks = [p.k for p in self.parts]
+        self.steps = steps  # the driver's list: a block switched to projection steps leaves the face step
+        self.always = mode is True
+        self._last_face, self._same = None, 0
+        self.taken = 0
+
+    def _due(self, x):
+        """Read the current face; whether a step is due on it, and the parts with free coordinates."""
+        self.parts = [p for p in self.parts if self.steps[p.k] is p.step]
+        signature = tuple(p.face(x) for p in self.parts)
+        self._same = self._same + 1 if signature == self._last_face else 0
+        self._last_face = signature
+        parts = [p for p in self.parts if p.dim > (1 if isinstance(p, _AtomPart) else 0)]
+        if not parts or sum(p.dim for p in parts) > FACE_MAX_DIM:
+            return None
+        if any(isinstance(p, _AtomPart) and p.size * p.dim > FACE_MAX_ATOM_ENTRIES for p in parts):
+            return None
+        if not self.always and self._same < FACE_PATIENCE:
+            return None
+        return parts
+
+    def take(self, lagrangian, it):
+        """Move ``it`` (x and r in place, f and g refreshed) by one face step; returns 1 if it moved, else 0."""
+        objective = lagrangian.objective
+        if not (lagrangian.quadratic or getattr(objective, "is_linear", False)):
+            return 0
+        parts = self._due(it.x)
+        if parts is None:
+            return 0
+        for p in parts:
+            if isinstance(p, _AtomPart):
+                p.build()
+        Mop, lam, n = lagrangian.Mop, it.lam, it.x.size
+        linear = bool(getattr(objective, "is_linear", False))
+        sizes = [p.dim for p in parts]
+        cuts = np.cumsum([0] + sizes)
+        dx = np.zeros(n)
+
+        def expand(u):
+            dx.fill(0.0)
+            for p, a, b_ in zip(parts, cuts[:-1], cuts[1:]):
+                p.expand(u[a:b_], dx)
+            return dx
+
+        def restrict(v):
+            return np.concatenate([p.restrict(v) for p in parts])
+
+        def project(u):
+            return np.concatenate([p.project(u[a:b_]) for p, a, b_ in zip(parts, cuts[:-1], cuts[1:])])
+
+        g_f = it.g
+
+        def hess(u):
+            """D' (H_f + lam M'M) D u."""
+            d = expand(u)
+            hv = Mop.rmatvec(Mop.matvec(d)) * lam if lagrangian.m else np.zeros(n)
+            if not linear:  # H_f d = grad f(x + d) - grad f(x) (exact for a quadratic f)
+                hv = hv + (objective.value_and_grad(it.x + d)[1] - g_f)
+            return restrict(hv)
+
+        # grad L = g + M' (y + lam r)
+        grad = g_f + Mop.rmatvec(it.y + lam * it.r) if lagrangian.m else g_f.copy()
+        q = restrict(grad)
+        u = np.zeros(cuts[-1])
+        res = -project(q)
+        res0 = float(np.linalg.norm(res))
+        if res0 == 0.0:
+            return 0
+        p_dir = res.copy()
+        rr = dot(res, res)
+        for _ in range(min(FACE_CG_ITERS, cuts[-1])):
+            hp = project(hess(p_dir))
+            curv = dot(p_dir, hp)
+            if curv <= 1e-14 * dot(p_dir, p_dir) * max(lam, 1.0):
+                if not u.any():  # zero curvature from the start: follow the descent direction to the edge
+                    u = p_dir
+                break
+            alpha = rr / curv
+            u += alpha * p_dir
+            res -= alpha * hp
+            rr_new = dot(res, res)
+            if np.sqrt(rr_new) <= FACE_CG_RTOL * res0:
+                break
+            p_dir = res + (rr_new / rr) * p_dir
+            rr = rr_new
+        slope = dot(q, u)
+        if not slope < 0:
+            return 0
+        d = expand(u).copy()
+        Md = Mop.matvec(d) if lagrangian.m else None
+        curvature = lam * dot(Md, Md) if Md is not None else 0.0
+        if not linear:
+            curvature += dot(d, objective.value_and_grad(it.x + d)[1] - g_f)
+        gamma_max = min(p.max_step(it.x, u[a:b_]) for p, a, b_ in zip(parts, cuts[:-1], cuts[1:]))
+        gamma = -slope / curvature if curvature > 0 else np.inf
+        gamma = min(gamma, gamma_max)
+        if not (np.isfinite(gamma) and gamma > 0):
+            return 0
+        moved = np.zeros(n)
+        for p, a, b_ in zip(parts, cuts[:-1], cuts[1:]):
+            moved[p.sl] = p.apply(it.x, u[a:b_], gamma)
+        if lagrangian.m:
+            it.r += Mop.matvec(moved)
+        it.f, it.g = getattr(objective, "value_and_grad_shared", objective.value_and_grad)(it.x)
+        self.taken += 1
+        return 1
