@@ -47,6 +47,7 @@ whose FW sweep converges quickly take no such step.
 from __future__ import annotations
 
 import numpy as np
+from scipy.linalg import null_space
 
 from .steps import IntervalStep, _ActiveSetStep
 from .vector_ops import dot
@@ -57,6 +58,14 @@ FACE_MAX_DIM = 400
 FACE_MAX_ATOM_ENTRIES = 200_000
 #: "auto": the face must have stayed the same for this many iterations in a row
 FACE_PATIENCE = 10
+#: faces of at most this many coordinates solve the model directly (dense reduced Hessian), larger ones by CG
+FACE_DENSE_DIM = 100
+#: "auto": a face step pays when it decreases L(., y) at least this many times as much as its iteration's FW sweep
+FACE_PAYOFF = 1.0
+#: "auto": after steps that did not pay, the next waits 2^j iterations, j at most this
+FACE_MAX_BACKOFF = 6
+#: at most this many cached columns (M D e_j and H_f D e_j of face coordinates seen)
+FACE_MAX_COLUMNS = 2000
 #: at most this many CG iterations per step
 FACE_CG_ITERS = 50
 #: CG stops once its residual is below this fraction of the first
@@ -71,6 +80,9 @@ class _BoxPart:
     def __init__(self, k, block, step, lo, hi):
         self.k, self.sl, self.step, self.lo, self.hi = k, block.slice, step, lo, hi
         self.width = np.maximum(hi - lo, 0.0)
+
+    def column_keys(self):
+        return [("e", self.k, int(j)) for j in self.free]
 
     def face(self, x):
         x_k = x[self.sl]
@@ -123,7 +135,10 @@ class _AtomPart:
         active = self.step.active
         self.atoms = active.atoms
         self.w = active.weights
-        return ("atoms", self.k, tuple(sorted(map(repr, (a.key for a in self.atoms)))))
+        return ("atoms", self.k, frozenset(a.key for a in self.atoms))
+
+    def column_keys(self):
+        return [("a", self.k, a.key) for a in self.atoms]
 
     @property
     def dim(self):
@@ -182,6 +197,8 @@ class FaceStep:
         self.steps = steps  # the driver's list: a block switched to projection steps leaves the face step
         self.always = mode is True
         self._last_face, self._same = None, 0
+        self._skip, self._backoff, self._L_start = 0, 0, None
+        self._columns = {}  # column key -> (M D e_j, H_f D e_j): constant within the solve (M fixed, f quadratic)
         self.taken = 0
 
     def _due(self, x):
@@ -195,9 +212,36 @@ class FaceStep:
             return None
         if any(isinstance(p, _AtomPart) and p.size * p.dim > FACE_MAX_ATOM_ENTRIES for p in parts):
             return None
-        if not self.always and self._same < FACE_PATIENCE:
-            return None
+        if not self.always:
+            if self._same < FACE_PATIENCE:
+                return None
+            if self._skip > 0:  # backing off after steps that did not pay
+                self._skip -= 1
+                return None
         return parts
+
+    def observe(self, it):
+        """L(x, y) at the start of the iteration (before the FW sweep), to weigh the face step's decrease."""
+        if self.blocks and not self.always:
+            self._L_start = self._lagrangian_value(it)
+
+    @staticmethod
+    def _lagrangian_value(it):
+        return it.f + dot(it.y, it.r) + 0.5 * it.lam * dot(it.r, it.r) if it.r.size else it.f
+
+    def _weigh(self, L_sweep, L_face):
+        """Under "auto": a face step pays when it decreases L(., y) at least PAYOFF times as much as the FW sweep
+        of its iteration did; after one that does not, the next ones wait 1, 2, 4, ... iterations (at most
+        MAX_BACKOFF), and a step that pays takes them back to every iteration."""
+        if self.always or self._L_start is None:
+            return
+        sweep = self._L_start - L_sweep
+        face = L_sweep - L_face
+        if face >= FACE_PAYOFF * max(sweep, 0.0):
+            self._backoff = 0
+        else:
+            self._skip = 2 ** min(self._backoff, FACE_MAX_BACKOFF)
+            self._backoff += 1
 
     def take(self, lagrangian, it):
         """Move ``it`` (x and r in place, f and g refreshed) by one face step; returns 1 if it moved, else 0."""
@@ -207,6 +251,7 @@ class FaceStep:
         parts = self._due(it.x)
         if parts is None:
             return 0
+        L_sweep = None if self.always else self._lagrangian_value(it)
         for p in parts:
             if isinstance(p, _AtomPart):
                 p.build()
@@ -228,24 +273,112 @@ class FaceStep:
         def project(u):
             return np.concatenate([p.project(u[a:b_]) for p, a, b_ in zip(parts, cuts[:-1], cuts[1:])])
 
-        g_f = it.g
+        g_f = np.asarray(it.g, dtype=float)  # (a lent gradient reads as an array)
+        # grad L = g + M' (y + lam r)
+        grad = g_f + Mop.rmatvec(it.y + lam * it.r) if lagrangian.m else g_f.copy()
+        q = restrict(grad)
+        if cuts[-1] <= FACE_DENSE_DIM:
+            u = self._dense_direction(parts, cuts, q, lagrangian, it, linear)
+        else:
+            u = self._cg_direction(parts, cuts, q, lagrangian, it, linear, expand, restrict, project)
+        if u is None:
+            return 0
+        slope = dot(q, u)
+        if not slope < 0:
+            return 0
+        d = expand(u).copy()
+        Md = Mop.matvec(d) if lagrangian.m else None
+        curvature = lam * dot(Md, Md) if Md is not None else 0.0
+        if not linear:
+            curvature += dot(d, np.asarray(objective.value_and_grad(it.x + d)[1], dtype=float) - g_f)
+        gamma_max = min(p.max_step(it.x, u[a:b_]) for p, a, b_ in zip(parts, cuts[:-1], cuts[1:]))
+        gamma = -slope / curvature if curvature > 0 else np.inf
+        gamma = min(gamma, gamma_max)
+        if not (np.isfinite(gamma) and gamma > 0):
+            return 0
+        moved = np.zeros(n)
+        for p, a, b_ in zip(parts, cuts[:-1], cuts[1:]):
+            moved[p.sl] = p.apply(it.x, u[a:b_], gamma)
+        if lagrangian.m:
+            it.r += Mop.matvec(moved)
+        it.f, it.g = getattr(objective, "value_and_grad_shared", objective.value_and_grad)(it.x)
+        if L_sweep is not None:
+            self._weigh(L_sweep, self._lagrangian_value(it))
+        self.taken += 1
+        return 1
+
+    def _dense_direction(self, parts, cuts, q, lagrangian, it, linear):
+        """The model's minimizer on the face's affine hull from its reduced Hessian, formed column by column.
+
+        ``H = D' (H_f + lam M'M) D`` on an orthonormal basis Z of ``sum(dw) = 0`` per atom block;
+        where f's slope has a part in the kernel of ``Z' H Z`` (a linear f along a direction M does not
+        see) that part alone is the direction (zero curvature: the ratio test ends it), else the
+        Newton step ``-(Z' H Z)^+ Z' q``.
+        """
+        Mop, lam, n, N = lagrangian.Mop, it.lam, it.x.size, int(cuts[-1])
+        D = np.zeros((n, N))
+        C = []
+        for p, a, b_ in zip(parts, cuts[:-1], cuts[1:]):
+            if isinstance(p, _AtomPart):
+                D[p.sl, a:b_] = p.A
+                row = np.zeros(N)
+                row[a:b_] = 1.0
+                C.append(row)
+            else:
+                D[p.sl.start + p.free, np.arange(a, b_)] = 1.0
+        keys = [key for p in parts for key in p.column_keys()]
+        if len(self._columns) + N > FACE_MAX_COLUMNS:
+            self._columns = {}
+        MD = np.zeros((lagrangian.m, N))
+        HfD = None if linear else np.zeros((n, N))
+        for j, key in enumerate(keys):
+            col = self._columns.get(key)
+            if col is None:  # M D e_j and H_f D e_j (a gradient difference: exact for a quadratic f)
+                col = self._columns[key] = (
+                    Mop.matvec(D[:, j]) if lagrangian.m else None,
+                    None if linear else np.asarray(lagrangian.objective.value_and_grad(it.x + D[:, j])[1], dtype=float)
+                    - np.asarray(it.g, dtype=float))
+            if lagrangian.m:
+                MD[:, j] = col[0]
+            if not linear:
+                HfD[:, j] = col[1]
+        H = lam * (MD.T @ MD)
+        if not linear:
+            Hf = D.T @ HfD
+            H += 0.5 * (Hf + Hf.T)
+        Z = null_space(np.array(C)) if C else np.eye(N)
+        if Z.shape[1] == 0:
+            return None
+        Hz, qz = Z.T @ H @ Z, Z.T @ q
+        ev, V = np.linalg.eigh(Hz)
+        zero = ev <= 1e-10 * max(float(ev[-1]), 0.0) + 1e-300
+        qv = V.T @ qz
+        kernel = V[:, zero] @ qv[zero]
+        if np.linalg.norm(kernel) > 1e-8 * np.linalg.norm(qz):
+            v = -kernel
+        else:
+            v = -V[:, ~zero] @ (qv[~zero] / ev[~zero])
+        return Z @ v
+
+    @staticmethod
+    def _cg_direction(parts, cuts, q, lagrangian, it, linear, expand, restrict, project):
+        """The model's minimizer by projected CG (larger faces): products with M and f's gradient only."""
+        Mop, lam, n = lagrangian.Mop, it.lam, it.x.size
+        objective, g_f = lagrangian.objective, np.asarray(it.g, dtype=float)
 
         def hess(u):
             """D' (H_f + lam M'M) D u."""
             d = expand(u)
             hv = Mop.rmatvec(Mop.matvec(d)) * lam if lagrangian.m else np.zeros(n)
             if not linear:  # H_f d = grad f(x + d) - grad f(x) (exact for a quadratic f)
-                hv = hv + (objective.value_and_grad(it.x + d)[1] - g_f)
+                hv = hv + (np.asarray(objective.value_and_grad(it.x + d)[1], dtype=float) - g_f)
             return restrict(hv)
 
-        # grad L = g + M' (y + lam r)
-        grad = g_f + Mop.rmatvec(it.y + lam * it.r) if lagrangian.m else g_f.copy()
-        q = restrict(grad)
         u = np.zeros(cuts[-1])
         res = -project(q)
         res0 = float(np.linalg.norm(res))
         if res0 == 0.0:
-            return 0
+            return None
         p_dir = res.copy()
         rr = dot(res, res)
         for _ in range(min(FACE_CG_ITERS, cuts[-1])):
@@ -263,24 +396,4 @@ class FaceStep:
                 break
             p_dir = res + (rr_new / rr) * p_dir
             rr = rr_new
-        slope = dot(q, u)
-        if not slope < 0:
-            return 0
-        d = expand(u).copy()
-        Md = Mop.matvec(d) if lagrangian.m else None
-        curvature = lam * dot(Md, Md) if Md is not None else 0.0
-        if not linear:
-            curvature += dot(d, objective.value_and_grad(it.x + d)[1] - g_f)
-        gamma_max = min(p.max_step(it.x, u[a:b_]) for p, a, b_ in zip(parts, cuts[:-1], cuts[1:]))
-        gamma = -slope / curvature if curvature > 0 else np.inf
-        gamma = min(gamma, gamma_max)
-        if not (np.isfinite(gamma) and gamma > 0):
-            return 0
-        moved = np.zeros(n)
-        for p, a, b_ in zip(parts, cuts[:-1], cuts[1:]):
-            moved[p.sl] = p.apply(it.x, u[a:b_], gamma)
-        if lagrangian.m:
-            it.r += Mop.matvec(moved)
-        it.f, it.g = getattr(objective, "value_and_grad_shared", objective.value_and_grad)(it.x)
-        self.taken += 1
-        return 1
+        return u

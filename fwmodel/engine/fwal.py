@@ -406,6 +406,8 @@ def minimize_fwal(
                     gap, certified = _checked_gap(lmo_check, blocks, it.x, grad, gap, block_gaps, stopping,
                                                   (feas, gap_f, dual_residual))
                 break
+            if faces_step is not None and faces_step.blocks:
+                faces_step.observe(it)
             # ---- step sizes per block (line search on L(., y) restricted to each block); x and r move,
             # f and its gradient follow them where f is quadratic (else it.g is None: evaluated below)
             moved, proposals = _move_blocks(sweep, proposals, steps, lagrangian, it, grad, dual_term, cols,
