@@ -182,3 +182,22 @@ def test_bad_option_named():
     prob = fm.Problem(fm.Minimize(fm.sum_squares(x)), [x >= 0, x <= 1])
     with pytest.raises(ValueError, match="face_step"):
         prob.solve(face_step="yes")
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_box_without_rows_against_clarabel(seed):
+    """No rows (m = 0): the model is f's alone; least squares over a box at every iteration's face step."""
+    rng = np.random.default_rng(200 + seed)
+    F = rng.standard_normal((20, 9))
+    g = 3 * rng.standard_normal(20)
+    out = []
+    for m in (cp, fm):
+        x = m.Variable(9)
+        prob = m.Problem(m.Minimize(m.sum_squares(F @ x - g)), [x >= -0.5, x <= 0.5])
+        if m is cp:
+            prob.solve(solver=cp.CLARABEL)
+        else:
+            prob.solve(face_step=True, tol=1e-8)
+            assert prob.status == fm.OPTIMAL
+        out.append(prob.value)
+    assert abs(out[0] - out[1]) <= 1e-6 * max(1.0, abs(out[0]))

@@ -38,11 +38,18 @@ unchanged: the step is a primal corrective step on L(., y_t) taken after the
 FW sweep, before the dual step of eq. fwal.
 
 It is taken only where the objective is quadratic or linear (the model is
-then exact) and the face is small (``FACE_MAX_DIM`` coordinates in all); with
-``face_step="auto"`` only once the face has stayed the same for
-``FACE_PATIENCE`` iterations in a row (the regime of the slow tails: the FW
-sweep no longer changes which bounds and atoms are active), so that models
-whose FW sweep converges quickly take no such step.
+then exact) and the face is small (``FACE_MAX_DIM`` coordinates in all).
+Faces of at most ``FACE_DENSE_DIM`` coordinates solve the model directly
+from its reduced Hessian, whose columns ``M D e_j`` and ``H_f D e_j`` are
+kept from step to step (M is fixed and a quadratic f has a constant
+Hessian: a coordinate or atom costs one M product and one gradient when it
+first enters a face); larger ones by CG. With ``face_step="auto"`` it is taken
+once the face has stayed the same for ``FACE_PATIENCE`` iterations in a row
+(the regime of the slow tails: the FW sweep no longer changes which bounds
+and atoms are active), and only while it pays: a step that decreases L(., y)
+less than its iteration's FW sweep did makes the next one wait 1, 2, 4, ...
+iterations (at most ``2^FACE_MAX_BACKOFF``), so that models the FW sweep
+solves quickly take few such steps.
 """
 from __future__ import annotations
 
