@@ -11,6 +11,7 @@ import scipy.sparse as sp
 
 import fwmodel as fm
 from fwmodel.engine.active_set import ActiveSet
+from fwmodel.engine import face_step
 from fwmodel.engine.face_step import FaceStep
 from fwmodel.engine.lagrangian import AugmentedLagrangian, Block, Iterate, _Operator
 from fwmodel.engine.steps import BlendedPairwiseStep, IntervalStep
@@ -80,8 +81,12 @@ def _face_minimizer(x, y, lam, Q, c, M, b, n_box, n_simplex):
     return z
 
 
+@pytest.mark.parametrize("dense", [True, False])
 @pytest.mark.parametrize("seed", range(6))
-def test_one_step_reaches_the_face_minimizer_or_stops_at_its_edge(seed):
+def test_one_step_reaches_the_face_minimizer_or_stops_at_its_edge(seed, dense, monkeypatch):
+    """The direct solve (small faces) and CG (larger ones; forced here) reach the same closed form."""
+    if not dense:
+        monkeypatch.setattr(face_step, "FACE_DENSE_DIM", 0)
     lag, it, face, st_simplex, Q, c, M, b = _setup(seed)
     x0 = it.x.copy()
     z = _face_minimizer(x0, it.y, it.lam, Q, c, M, b, 4, 5)

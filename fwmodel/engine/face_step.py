@@ -93,7 +93,7 @@ class _BoxPart:
 
     def face(self, x):
         x_k = x[self.sl]
-        margin = BOUND_TOL * np.maximum(self.width, 1.0)
+        margin = BOUND_TOL * self.width  # (relative: a box of width 1e-6 is no narrower to the step)
         self.free = np.flatnonzero((x_k > self.lo + margin) & (x_k < self.hi - margin))
         return ("box", self.k, self.free.tobytes())
 
@@ -284,6 +284,7 @@ class FaceStep:
         # grad L = g + M' (y + lam r)
         grad = g_f + Mop.rmatvec(it.y + lam * it.r) if lagrangian.m else g_f.copy()
         q = restrict(grad)
+        self._model_curvature = None
         if cuts[-1] <= FACE_DENSE_DIM:
             u = self._dense_direction(parts, cuts, q, lagrangian, it, linear)
         else:
@@ -294,10 +295,12 @@ class FaceStep:
         if not slope < 0:
             return 0
         d = expand(u).copy()
-        Md = Mop.matvec(d) if lagrangian.m else None
-        curvature = lam * dot(Md, Md) if Md is not None else 0.0
-        if not linear:
-            curvature += dot(d, np.asarray(objective.value_and_grad(it.x + d)[1], dtype=float) - g_f)
+        curvature = self._model_curvature
+        if curvature is None:
+            Md = Mop.matvec(d) if lagrangian.m else None
+            curvature = lam * dot(Md, Md) if Md is not None else 0.0
+            if not linear:
+                curvature += dot(d, np.asarray(objective.value_and_grad(it.x + d)[1], dtype=float) - g_f)
         gamma_max = min(p.max_step(it.x, u[a:b_]) for p, a, b_ in zip(parts, cuts[:-1], cuts[1:]))
         gamma = -slope / curvature if curvature > 0 else np.inf
         gamma = min(gamma, gamma_max)
@@ -353,10 +356,19 @@ class FaceStep:
         if not linear:
             Hf = D.T @ HfD
             H += 0.5 * (Hf + Hf.T)
+        # each part in its own units (one factor per part keeps sum(dw) = 0): atoms of 1e-6 next to box
+        # entries of 1 gave curvatures 1e12 apart, and the small ones were taken for a kernel
+        diag = np.maximum(np.diag(H), 0.0)
+        scale = np.ones(N)
+        for a, b_ in zip(cuts[:-1], cuts[1:]):
+            mean = float(diag[a:b_].mean()) if b_ > a else 0.0
+            if mean > 0:
+                scale[a:b_] = 1.0 / np.sqrt(mean)
+        Hs, qs = H * np.outer(scale, scale), q * scale
         Z = null_space(np.array(C)) if C else np.eye(N)
         if Z.shape[1] == 0:
             return None
-        Hz, qz = Z.T @ H @ Z, Z.T @ q
+        Hz, qz = Z.T @ Hs @ Z, Z.T @ qs
         ev, V = np.linalg.eigh(Hz)
         zero = ev <= 1e-10 * max(float(ev[-1]), 0.0) + 1e-300
         qv = V.T @ qz
@@ -365,7 +377,9 @@ class FaceStep:
             v = -kernel
         else:
             v = -V[:, ~zero] @ (qv[~zero] / ev[~zero])
-        return Z @ v
+        u = scale * (Z @ v)
+        self._model_curvature = float(u @ H @ u)  # u' D'(H_f + lam M'M) D u, for the line search
+        return u
 
     @staticmethod
     def _cg_direction(parts, cuts, q, lagrangian, it, linear, expand, restrict, project):
@@ -388,10 +402,13 @@ class FaceStep:
             return None
         p_dir = res.copy()
         rr = dot(res, res)
+        top = 0.0  # the largest curvature per unit length seen (zero curvature: relative to it, in any units)
         for _ in range(min(FACE_CG_ITERS, cuts[-1])):
             hp = project(hess(p_dir))
             curv = dot(p_dir, hp)
-            if curv <= 1e-14 * dot(p_dir, p_dir) * max(lam, 1.0):
+            per_length = curv / dot(p_dir, p_dir)
+            top = max(top, per_length)
+            if curv <= 0 or per_length <= 1e-12 * top:
                 if not u.any():  # zero curvature from the start: follow the descent direction to the edge
                     u = p_dir
                 break
