@@ -43,8 +43,10 @@ Faces of at most ``FACE_DENSE_DIM`` coordinates solve the model directly
 from its reduced Hessian, whose columns ``M D e_j`` and ``H_f D e_j`` are
 kept from step to step (M is fixed and a quadratic f has a constant
 Hessian: a coordinate or atom costs one M product and one gradient when it
-first enters a face); larger ones by CG. With ``face_step="auto"`` it is taken
-once the face has stayed the same for ``FACE_PATIENCE`` iterations in a row
+first enters a face); larger ones by CG (only with ``face_step=True``: on the TV denoiser of
+``benchmarks/zoo.py``, 200 free coordinates, "auto" with CG took 12-15 s
+against 0.95 s). With ``face_step="auto"`` it is taken on faces the direct
+solve takes, once the face has stayed the same for ``FACE_PATIENCE`` iterations in a row
 (the regime of the slow tails: the FW sweep no longer changes which bounds
 and atoms are active), and only while it pays: a step that decreases L(., y)
 less than its iteration's FW sweep did makes the next one wait 1, 2, 4, ...
@@ -211,6 +213,10 @@ class FaceStep:
     def _due(self, x):
         """Read the current face; whether a step is due on it, and the parts with free coordinates."""
         self.parts = [p for p in self.parts if self.steps[p.k] is p.step]
+        limit = FACE_MAX_DIM if self.always else FACE_DENSE_DIM
+        if sum(len(p.step.active) for p in self.parts if isinstance(p, _AtomPart)) > limit:
+            self._last_face, self._same = None, 0  # (many atoms: no step, and no signature formed)
+            return None
         signature = tuple(p.face(x) for p in self.parts)
         self._same = self._same + 1 if signature == self._last_face else 0
         self._last_face = signature
@@ -220,6 +226,8 @@ class FaceStep:
         if any(isinstance(p, _AtomPart) and p.size * p.dim > FACE_MAX_ATOM_ENTRIES for p in parts):
             return None
         if not self.always:
+            if sum(p.dim for p in parts) > FACE_DENSE_DIM:  # "auto": only faces the direct solve takes
+                return None
             if self._same < FACE_PATIENCE:
                 return None
             if self._skip > 0:  # backing off after steps that did not pay
