@@ -6,9 +6,10 @@ compiler's presolve (:mod:`fwmodel.compiler.presolve`) solves such a model on
 that face. This script solves each model with the presolve ("the change") and
 with it switched off ("main": the compile path main takes, unchanged by the
 change), interleaved, with the default options, and compares with CVXPY +
-Clarabel. The last two ``d_0 = 0`` rows (a Parameter in a constraint's
-constant, a norm bound on X) were left to the general path by main's
-presolve, so its column is main's. The ``d_0 = 1e-3`` rows keep an interior: the presolve does not
+Clarabel. The last three ``d_0 = 0`` rows (a Parameter in a constraint's
+constant, a norm bound on X, ``fm.TraceNormBall(X, r, psd=True)`` without
+``X >> 0``) were left to the general path by main's presolve, so its
+column is main's. The ``d_0 = 1e-3`` rows keep an interior: the presolve does not
 apply, both columns take the general path (recorded for the iterations).
 
     PYTHONPATH=. OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/psd_zero_diagonal.py
@@ -19,6 +20,9 @@ by hand on the kept indices (same iterates; time per iteration of each,
 alternated, best of 2).
 
     PYTHONPATH=. OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/psd_zero_diagonal.py --cost 400
+
+``--small``: the bound ``d_0`` from 1e-1 down to 1e-4 (general path in both columns: the iterations
+against the size of the bound's multiplier).
 """
 import argparse
 import time
@@ -45,6 +49,8 @@ def build(m, form, n, zeros, value, seed):
     d[zeros] = value
     X = m.Variable((n, n), PSD=True) if (form == "PSD" and m is fm) else m.Variable((n, n), symmetric=True)
     constraints = [] if (form == "PSD" and m is fm) else [X >> 0]
+    if form == "ball":  # the PSD trace-norm ball alone (no X >> 0): presolved since the change
+        constraints = [fm.TraceNormBall(X, 1.5, psd=True)] if m is fm else [X >> 0, m.trace(X) <= 1.5]
     if form == "equality":
         constraints += [m.diag(X) <= np.ones(n)] + [X[i, i] == value for i in zeros]
     else:
@@ -63,9 +69,13 @@ MODELS = [  # (label, form, n, zero entries, their value)
     ("n = 30, d_i = 0 at 0, 7, 19", "bound", 30, [0, 7, 19], 0.0),
     ("d_0 = 0, trace(X) <= t (Parameter)", "trace Parameter", 4, [0], 0.0),
     ("d_0 = 0, norm(X, 'fro') <= 1.2", "frobenius", 4, [0], 0.0),
+    ("TraceNormBall(X, 1.5, psd=True), d_0 = 0", "ball", 6, [0], 0.0),
     ("diag(X) <= d, d_0 = 1e-3", "bound", 6, [0], 1e-3),
     ("X[0, 0] == 1e-3", "equality", 6, [0], 1e-3),
 ]
+
+#: ``--small``: a positive bound d_0 shrinking toward 0 (general path: the set keeps an interior)
+SMALL = [(f"diag(X) <= d, d_0 = {v:g}", "bound", 6, [0], v) for v in (1e-1, 1e-2, 1e-3, 1e-4)]
 
 
 def run(label, form, n, zeros, value, presolve):
@@ -80,10 +90,10 @@ def run(label, form, n, zeros, value, presolve):
     return prob.status, prob.stats.iterations, elapsed, prob.value, prob.compile().presolve is not None
 
 
-def main():
-    print(f"{'model':36s} {'Clarabel':>10s} | {'main: status':>12s} {'iter':>6s} {'time s':>7s} {'rel err':>8s} | "
+def main(models=MODELS):
+    print(f"{'model':42s} {'Clarabel':>10s} | {'main: status':>12s} {'iter':>6s} {'time s':>7s} {'rel err':>8s} | "
           f"{'change: status':>14s} {'iter':>6s} {'time s':>7s} {'rel err':>8s} presolved")
-    for label, form, n, zeros, value in MODELS:
+    for label, form, n, zeros, value in models:
         ref_prob = build(cp, form, n, zeros, value, seed=n)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
@@ -92,7 +102,7 @@ def main():
         for presolve in (False, True):
             status, iters, elapsed, val, used = run(label, form, n, zeros, value, presolve)
             cells.append(f"{status:>12s} {iters:6d} {elapsed:7.2f} {abs(val - ref) / abs(ref):8.1e}")
-        print(f"{label:36s} {ref:10.5f} | {cells[0]} | {cells[1]:>30s} {'yes' if used else 'no'}")
+        print(f"{label:42s} {ref:10.5f} | {cells[0]} | {cells[1]:>30s} {'yes' if used else 'no'}")
 
 
 def cost(n, iters=100, repeat=2):
@@ -128,5 +138,6 @@ def cost(n, iters=100, repeat=2):
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cost", type=int, default=None, help="size N of the embedding's cost run")
+    parser.add_argument("--small", action="store_true", help="a positive bound d_0 from 1e-1 down to 1e-4")
     args = parser.parse_args()
-    cost(args.cost) if args.cost else main()
+    cost(args.cost) if args.cost else main(SMALL if args.small else MODELS)

@@ -1106,7 +1106,8 @@ def _derived_box_sides(compiled, lowered, ball, x, g, key=None):
         return None
     box, var, entries, position, lo_side, hi_side = info
     blocks = [blk for blk in compiled.blocks if blk.set is box or _bounds_box(blk.set) is box]
-    if len(blocks) != 1 or type(ball) not in (L1Ball, L2Ball, LinfBall, Ellipsoid, Box):
+    if len(blocks) != 1 or not (type(ball) in (L1Ball, L2Ball, LinfBall, Ellipsoid, Box)
+                                or (isinstance(ball, TraceNormBall) and ball.psd)):
         return None
     blk = blocks[0]
     inside = position >= 0  # the box's entries that the ball holds (all, for a ball on the variable itself)
@@ -1184,6 +1185,7 @@ def write_psd_duals(compiled, x, lagrangian_gradient, row_multipliers):
         return trace_shares
     g = lagrangian_gradient()
     by_ball = {}
+    shared = getattr(lowered, "shared_duals", set())
 
     def multipliers(ball):
         """``(Z, mu)`` of the PSD trace ball ``ball`` (a TraceNormBall with psd=True), or None."""
@@ -1204,7 +1206,15 @@ def write_psd_duals(compiled, x, lagrangian_gradient, row_multipliers):
                     mu = -float(np.vdot(G, E)) / trace
                 else:  # E = 0 (r = 0): the least mu that makes Z PSD
                     mu = max(0.0, -float(np.linalg.eigvalsh(G)[0]))
-                by_ball[id(ball)] = (G + mu * np.eye(n), mu)
+                Z = G + mu * np.eye(n)
+                if id(ball) in shared:
+                    # a box took the ball's implied bounds (diag(X) <= 0.3 next to X >> 0: the box's
+                    # floor diag(X) >= 0 is the ball's): their multipliers are part of Z and mu
+                    derived = _derived_box_sides(compiled, lowered, ball, x, g)
+                    if derived is None:
+                        return None
+                    Z, mu = _with_implied_sides(Z, mu, n, *derived)
+                by_ball[id(ball)] = (Z, mu)
                 if active and getattr(ball, "implied_trace", False):
                     # its radius is the sum of the diagonal's bounds, so its trace row is the sum of their
                     # rows: mu is part of each diagonal bound's multiplier (write_inequality_duals adds it)
@@ -1256,6 +1266,31 @@ def write_psd_duals(compiled, x, lagrangian_gradient, row_multipliers):
         value = row_multipliers()[rows] + found[1] / a
         constraint.dual_value = value.reshape(constraint.shape) if constraint.shape else float(value[0])
     return trace_shares
+
+
+def _with_implied_sides(Z, mu, n, positions, pull):
+    """CVXPY's ``(Z, mu)`` of ``E >> 0``, ``trace(E) <= r`` where a box holds sides that the PSD trace ball
+    implies (:meth:`TraceNormBall.coordinate_bounds`), from the ball's own ``(Z, mu)`` and the box's
+    multipliers on those sides (``pull`` = above - below at the flat entries ``positions`` of E).
+
+    The two blocks' stationarity conditions add up on the shared entries: ``grad f = Z - mu I - D``
+    with D = sym(P), P the pulls placed at their entries, while CVXPY's (which has no such box sides)
+    reads ``grad f = Z_c - mu_c I``. Each side is a consequence of E PSD and trace(E) <= r,
+    ``<A, E> <= lambda_max(A) r`` for A = -e_i e_i' (E_ii >= 0, lambda_max 0), e_i e_i' (E_ii <= r,
+    lambda_max 1) or -+sym(e_i e_j') (|E_ij| <= r / 2, lambda_max 1/2), and its multiplier a >= 0 splits
+    as ``a A = a lambda_max(A) I - a (lambda_max(A) I - A)``: a PSD part of Z and a part of mu. So
+    ``mu_c = mu + t`` and ``Z_c = Z - D + t I`` with t the sum of ``a lambda_max(A)``, and Z_c is PSD
+    where Z is. Complementarity carries over: a side binds only where E touches it (E_ii = 0 makes
+    row and column i of E zero; E_ii = r makes E = r e_i e_i', trace(E) = r).
+    """
+    P = np.zeros(n * n)
+    np.add.at(P, np.asarray(positions, dtype=np.intp), np.asarray(pull, dtype=float))
+    P = P.reshape(n, n)
+    diagonal = np.diag(P).copy()
+    off = P - np.diag(diagonal)
+    # lambda_max(A) per side: 1 for the diagonal's caps (pull > 0 there), 0 for its floors, 1/2 off it
+    t = float(np.maximum(diagonal, 0.0).sum() + 0.5 * np.abs(off).sum())
+    return Z - 0.5 * (P + P.T) + t * np.eye(n), mu + t
 
 
 def _trace_row_scale(constraint, ball, signed=False):

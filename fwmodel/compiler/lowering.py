@@ -1578,7 +1578,9 @@ def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars, shared_
                 shared_duals.add(id(s))
                 # (a ball on a symmetric variable is held as its symmetric variant: the ball inside)
                 ball = s.inner if isinstance(s, SymmetricPart) else s
-                if taken is not None and isinstance(ball, (L1Ball, L2Ball, LinfBall, Ellipsoid, Box)):  # (Box: abs(x) <= t)
+                # (Box: abs(x) <= t; a PSD trace ball: diag(X) >= 0 and the others of its coordinate_bounds)
+                if taken is not None and (isinstance(ball, (L1Ball, L2Ball, LinfBall, Ellipsoid, Box))
+                                          or (isinstance(ball, TraceNormBall) and ball.psd)):
                     # the ball's own entry of each box entry (-1: not in the ball), for a ball on var
                     # itself or on a selection of its entries (x[:3], x[[4, 1]])
                     position = np.full(var.size, -1)

@@ -24,7 +24,10 @@ dropped, an entry forced nonzero (``X[0, 1] == 1``, ``X[0, 0] >= 1``,
 
 Which models it takes (else the general path, unchanged):
 
-- X is ``PSD=True`` or a ``symmetric=True`` variable with ``X >> 0``,
+- X is ``PSD=True``, or a variable with ``X >> 0`` or in
+  ``fm.TraceNormBall(X, r, psd=True)`` (the set ``{X >> 0, trace(X) <= r}``:
+  without the presolve, ``X[0, 0] == 0`` in such a ball alone ran to
+  max_iter, 10,000 iterations, where ``X >> 0, fm.trace(X) <= r`` took 1-2),
   without ``nonneg``/``nonpos``/``bounds`` attributes;
 - an entry is fixed by an affine inequality without Parameters whose entry
   reads ``a X_ii + c <= 0`` with ``a > 0``, ``-c / a <= 0``, or an equality
@@ -346,9 +349,12 @@ class PsdZeroReduction:
 def presolve_psd_zeros(objective_expr, constraints):
     """A :class:`PsdZeroReduction` when some PSD variable has diagonal entries fixed at 0, else None."""
     semidefinite = [c for c in constraints if isinstance(c, PSDConstraint) and c.on_the_variable()]
+    # a PSD trace-norm ball on the variable is {X >> 0, trace(X) <= r}: X is PSD there as with X >> 0
+    psd_balls = [c.expr for c in constraints if isinstance(c, TraceNormBall) and c.psd and isinstance(c.expr, Variable)]
     candidates = []
     seen = set()
-    for var in [v for c in semidefinite for v in c.variables()] + _psd_variables(objective_expr, constraints):
+    for var in ([v for c in semidefinite for v in c.variables()] + psd_balls
+                + _psd_variables(objective_expr, constraints)):
         if var.id in seen:
             continue
         seen.add(var.id)
@@ -368,12 +374,15 @@ def presolve_psd_zeros(objective_expr, constraints):
         if not zero.size or not kept.size:
             continue
         k = kept.size
-        y = Variable((k, k), name=f"{var.name}[kept]", PSD=var.PSD, symmetric=True)
+        y = Variable((k, k), name=_kept_label(var.name, kept), PSD=var.PSD, symmetric=True)
         y.is_slack = True  # compiler-made: not one of the model's variables (prob.variables() lists X)
         # X = P Y P' as one sparse selection: vec(X) = W vec(Y), C order
         rows = (kept[:, None] * n + kept[None, :]).ravel()
         W = sp.csr_matrix((np.ones(k * k), (rows, np.arange(k * k))), shape=(n * n, k * k))
         image = reshape(W @ reshape(y, (k * k,)), (n, n))
+        # X itself on the face: the reduced model's constraints and blocks read as the user wrote them
+        # (``sum(X) <= 1``, not ``sum(reshape(sparse(16, 9) @ ...)) <= 1``)
+        image._repr = lambda texts, name=var.name: name
         if not _dropped_entries_fixed(var, touching, kept, image):
             continue
         mapping[var.id] = image
@@ -393,6 +402,20 @@ def presolve_psd_zeros(objective_expr, constraints):
             new_constraints.append(reduced)
         pairs.append((c, reduced))
     return PsdZeroReduction(_substitute(objective_expr, mapping, memo), new_constraints, embedded, pairs)
+
+
+def _kept_label(name, kept, limit=8):
+    """The reduced variable's name: the user's X restricted to the kept rows and columns, in NumPy's
+    indexing (``X[1:4, 1:4]``, ``X[np.ix_([0, 2], [0, 2])]``), so that ``prob.compile()`` and messages
+    name the user's variable."""
+    kept = [int(i) for i in kept]
+    if kept == list(range(kept[0], kept[-1] + 1)):
+        span = f"{kept[0] or ''}:{kept[-1] + 1}"
+        return f"{name}[{span}, {span}]"
+    if len(kept) <= limit:
+        return f"{name}[np.ix_({kept}, {kept})]"
+    shown = f"[{', '.join(map(str, kept[:3]))}, ..., {kept[-1]}] ({len(kept)} indices)"
+    return f"{name} on rows and columns {shown}"
 
 
 def _psd_variables(objective_expr, constraints):

@@ -67,7 +67,7 @@ from .projection_step import ProjectedBlock, ProjectionStep, initial_projection_
 from .result import FWALResult, SolverState  # noqa: F401 (the result types of minimize_fwal)
 from .schedules import make_dual_schedule, default_penalty
 from .steps import LAZY_CHECK_EVERY, DeferredProposal, make_step, takes_rank_k_steps
-from .stopping import (TERMS_ROUNDING, LmoCheck, StoppingRule, certifies, lowest_gap, objective_gap, reference_point,
+from .stopping import (LmoCheck, StoppingRule, certifies, gap_at_rounding, lowest_gap, objective_gap, reference_point,
                        row_norm_equilibration, suboptimality_bound)
 from .pages import with_plain_pages
 from .threads import with_blas_threads
@@ -377,13 +377,10 @@ def minimize_fwal(
             dual_residual = dot(dual_term, it.r) if m else 0.0
             gap_f = None  # the FW gap of f alone, needed only while the objective scale is unknown
             if stopping.needs_objective_scale:  # rare: f's FW gap was 0 at the reference point
-                gap_f = objective_gap(blocks, it.x, it.g)
-                g_size = math.sqrt(sum(float(norm(np.asarray(it.g[blk.slice]))) ** 2 for blk in blocks))
-                if gap_f <= TERMS_ROUNDING * g_size * stopping.feasibility_scale:
-                    # at rounding level against f's change across the points seen (||grad f|| S_x): f is at its
-                    # minimum over the sets, not a scale (a gap of 6e-20 at X = 0 became S_f, and the dual
-                    # test against it never held: max_iter at the exact optimum)
-                    gap_f = 0.0
+                # at rounding level against f's change across the points seen (||grad f|| S_x): f is at its
+                # minimum over the sets, not a scale (a gap of 6e-20 at X = 0 became S_f, and the dual
+                # test against it never held: max_iter at the exact optimum)
+                gap_f = gap_at_rounding(objective_gap(blocks, it.x, it.g), blocks, it.g, stopping.feasibility_scale)
                 stopping.observe_objective_gap(gap_f)
             checked = False  # the gap of blocks with an inexact LMO re-measured at this iterate (stopping.LmoCheck)
             if lmo_check is not None and gap_known and (

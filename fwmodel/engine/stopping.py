@@ -156,6 +156,27 @@ def objective_gap(blocks, x, grad_f, with_vertex=False, out=None):
 #: relative rounding of a difference of inner products (:func:`objective_gap`): 64 machine epsilons
 TERMS_ROUNDING = 64 * np.finfo(float).eps
 
+
+def gap_at_rounding(gap_f, blocks, grad_f, size):
+    """``gap_f`` (the FW gap of f at a point, :func:`objective_gap`), or 0 where it is at rounding level of f's
+    change across points of norm ``size``: ``gap_f <= TERMS_ROUNDING * ||grad f|| * size``.
+
+    :func:`objective_gap` judges rounding against the magnitudes of its own terms, which is all the
+    rounding of the inner products; an LMO's value carries more: a trace-norm ball's min <g, s> is the
+    radius times the smallest eigenvalue of g, computed to about eps ||g||, whatever that eigenvalue is.
+    At a point that minimizes f over the sets (X = 0 under min trace(G X), G = b b' PSD: the smallest
+    eigenvalue 0 came out -1.2e-17) the gap is then 5.8e-18 against terms of that size, and taken as
+    the objective's range every scale of the solve (tol * S_f, the penalty, the dual step) was at
+    rounding level: max_iter at the exact optimum X = 0 (benchmarks/RESULTS.md, "PSD models whose optimum
+    is at or near X = 0"). Against ||grad f|| times the size of the points (Cauchy-Schwarz bounds every term by it)
+    such a gap is 0: the point minimizes f's linearization over the sets.
+    """
+    g_size = math.sqrt(sum(float(norm(np.asarray(grad_f[blk.slice]))) ** 2 for blk in blocks))
+    if gap_f <= TERMS_ROUNDING * g_size * size:
+        return 0.0
+    return gap_f
+
+
 #: a block's FW gap below -GAP_ROUNDING * objective_scale proves that its LMO missed the minimizer
 #: (an exact LMO gives a gap >= 0 up to rounding): the bound is then not certified
 GAP_ROUNDING = 1e-9
@@ -669,6 +690,8 @@ class StoppingRule:
         if grad_ref is None:
             _, grad_ref = objective.value_and_grad(x_ref)
         gap, s_ref = objective_gap(blocks, x_ref, grad_ref, with_vertex=True, out=out)
+        if math.isfinite(gap) and gap > 0:  # rounding of the LMOs' values is no range (gap_at_rounding)
+            gap = gap_at_rounding(gap, blocks, grad_ref, float(norm(x_ref)) + float(norm(s_ref)))
         objective_scale = float(gap) if math.isfinite(gap) and gap > 0 else 0.0
         row_units = RowUnits.of(blocks, Mop)
         norms = [norm(b), row_units.size(x_ref), row_units.size(s_ref)]
