@@ -89,14 +89,20 @@ class _BoxPart:
     def __init__(self, k, block, step, lo, hi):
         self.k, self.sl, self.step, self.lo, self.hi = k, block.slice, step, lo, hi
         self.width = np.maximum(hi - lo, 0.0)
+        margin = BOUND_TOL * self.width  # (relative: a box of width 1e-6 is no narrower to the step)
+        self._lo_in, self._hi_in = lo + margin, hi - margin
 
     def column_keys(self):
         return [("e", self.k, int(j)) for j in self.free]
 
-    def face(self, x):
+    def count_free(self, x):
+        """How many entries are strictly inside their bounds (kept for :meth:`face`)."""
         x_k = x[self.sl]
-        margin = BOUND_TOL * self.width  # (relative: a box of width 1e-6 is no narrower to the step)
-        self.free = np.flatnonzero((x_k > self.lo + margin) & (x_k < self.hi - margin))
+        self._mask = (x_k > self._lo_in) & (x_k < self._hi_in)
+        return int(np.count_nonzero(self._mask))
+
+    def face(self, x):
+        self.free = np.flatnonzero(self._mask)
         return ("box", self.k, self.free.tobytes())
 
     @property
@@ -142,9 +148,12 @@ class _AtomPart:
 
     def face(self, x):
         active = self.step.active
-        self.atoms = active.atoms
-        self.w = active.weights
-        return ("atoms", self.k, frozenset(a.key for a in self.atoms))
+        atoms = active.atoms
+        # the atoms' identities: the last face's atoms are still referenced (self.atoms) while these are
+        # taken, so an id seen in both is the same atom (cheaper than hashing the keys at every iteration)
+        signature = ("atoms", self.k, frozenset(map(id, atoms)))
+        self.atoms = atoms
+        return signature
 
     def column_keys(self):
         return [("a", self.k, a.key) for a in self.atoms]
@@ -154,7 +163,8 @@ class _AtomPart:
         return len(self.atoms)
 
     def build(self):
-        """The atom matrix A (block size x atoms), dense."""
+        """The atom matrix A (block size x atoms), dense, and the atoms' weights."""
+        self.w = self.step.active.weights
         A = np.zeros((self.size, len(self.atoms)))
         col = np.zeros(self.size)
         for j, atom in enumerate(self.atoms):
@@ -214,8 +224,9 @@ class FaceStep:
         """Read the current face; whether a step is due on it, and the parts with free coordinates."""
         self.parts = [p for p in self.parts if self.steps[p.k] is p.step]
         limit = FACE_MAX_DIM if self.always else FACE_DENSE_DIM
-        if sum(len(p.step.active) for p in self.parts if isinstance(p, _AtomPart)) > limit:
-            self._last_face, self._same = None, 0  # (many atoms: no step, and no signature formed)
+        total = sum(len(p.step.active) if isinstance(p, _AtomPart) else p.count_free(x) for p in self.parts)
+        if total > limit:
+            self._last_face, self._same = None, 0  # (a large face: no step, and no signature formed)
             return None
         signature = tuple(p.face(x) for p in self.parts)
         self._same = self._same + 1 if signature == self._last_face else 0
@@ -237,8 +248,9 @@ class FaceStep:
 
     def observe(self, it):
         """L(x, y) at the start of the iteration (before the FW sweep), to weigh the face step's decrease."""
-        if self.blocks and not self.always:
-            self._L_start = self._lagrangian_value(it)
+        self._L_start = None
+        if self.blocks and not self.always and self._skip == 0 and self._same + 1 >= FACE_PATIENCE:
+            self._L_start = self._lagrangian_value(it)  # (only where this iteration may take a step)
 
     @staticmethod
     def _lagrangian_value(it):
