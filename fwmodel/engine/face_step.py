@@ -46,8 +46,9 @@ Hessian: a coordinate or atom costs one M product and one gradient when it
 first enters a face); larger ones by CG (only with ``face_step=True``: on the TV denoiser of
 ``benchmarks/zoo.py``, 200 free coordinates, "auto" with CG took 12-15 s
 against 0.95 s). With ``face_step="auto"`` it is taken on faces the direct
-solve takes, once the face has stayed the same for ``FACE_PATIENCE`` iterations in a row
-(the regime of the slow tails: the FW sweep no longer changes which bounds
+solve takes, once the face has stayed the same for ``FACE_PATIENCE``
+iterations in a row (read every ``FACE_CHECK_EVERY`` iterations until then;
+the regime of the slow tails: the FW sweep no longer changes which bounds
 and atoms are active), and only while it pays: a step that decreases L(., y)
 less than its iteration's FW sweep did makes the next one wait 1, 2, 4, ...
 iterations (at most ``2^FACE_MAX_BACKOFF``), so that models the FW sweep
@@ -69,6 +70,8 @@ FACE_MAX_ATOM_ENTRIES = 200_000
 FACE_PATIENCE = 10
 #: faces of at most this many coordinates solve the model directly (dense reduced Hessian), larger ones by CG
 FACE_DENSE_DIM = 100
+#: "auto": while the face is not yet settled, it is read every this many iterations
+FACE_CHECK_EVERY = 5
 #: "auto": a face step pays when it decreases L(., y) at least this many times as much as its iteration's FW sweep
 FACE_PAYOFF = 1.0
 #: "auto": after steps that did not pay, the next waits 2^j iterations, j at most this
@@ -216,20 +219,26 @@ class FaceStep:
         self.steps = steps  # the driver's list: a block switched to projection steps leaves the face step
         self.always = mode is True
         self._last_face, self._same = None, 0
-        self._skip, self._backoff, self._L_start = 0, 0, None
+        self._skip, self._backoff, self._L_start, self._tick = 0, 0, None, 0
         self._columns = {}  # column key -> (M D e_j, H_f D e_j): constant within the solve (M fixed, f quadratic)
         self.taken = 0
 
     def _due(self, x):
         """Read the current face; whether a step is due on it, and the parts with free coordinates."""
         self.parts = [p for p in self.parts if self.steps[p.k] is p.step]
+        # "auto": until the face has been the same for FACE_PATIENCE iterations, it is read only every
+        # FACE_CHECK_EVERY iterations (models whose face never settles pay a fifth of the reading)
+        self._tick += 1
+        sparse = not self.always and self._same < FACE_PATIENCE
+        if sparse and self._tick % FACE_CHECK_EVERY:
+            return None
         limit = FACE_MAX_DIM if self.always else FACE_DENSE_DIM
         total = sum(len(p.step.active) if isinstance(p, _AtomPart) else p.count_free(x) for p in self.parts)
         if total > limit:
             self._last_face, self._same = None, 0  # (a large face: no step, and no signature formed)
             return None
         signature = tuple(p.face(x) for p in self.parts)
-        self._same = self._same + 1 if signature == self._last_face else 0
+        self._same = self._same + (FACE_CHECK_EVERY if sparse else 1) if signature == self._last_face else 0
         self._last_face = signature
         parts = [p for p in self.parts if p.dim > (1 if isinstance(p, _AtomPart) else 0)]
         if not parts or sum(p.dim for p in parts) > FACE_MAX_DIM:
@@ -249,7 +258,7 @@ class FaceStep:
     def observe(self, it):
         """L(x, y) at the start of the iteration (before the FW sweep), to weigh the face step's decrease."""
         self._L_start = None
-        if self.blocks and not self.always and self._skip == 0 and self._same + 1 >= FACE_PATIENCE:
+        if self.blocks and not self.always and self._skip == 0 and self._same + FACE_CHECK_EVERY >= FACE_PATIENCE:
             self._L_start = self._lagrangian_value(it)  # (only where this iteration may take a step)
 
     @staticmethod
