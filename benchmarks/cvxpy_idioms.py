@@ -178,6 +178,24 @@ def idioms():
     yield "norm(x / p, 2) <= r with a box, p a Parameter", lambda m: (lambda x, p: (
         m.Minimize(m.sum_squares(x - 2 * x0)), [m.norm(x / p, 2) <= 3, m.abs(x) <= 1]))(V(m, n),
                                                                                       m.Parameter(value=0.5))
+    yield "norm2(p * (x - 1)) <= r, x <= 2, x >= -2, p a Parameter", lambda m: (lambda x, p: (
+        m.Minimize(m.sum_squares(x - x0) + m.sum(x)), [m.norm2(p * (x - 1.0)) <= 1, x <= 2, x >= -2]))(
+        V(m, n), m.Parameter(value=1.5))
+    yield "norm1(p * x + c) <= r, p a Parameter", lambda m: (lambda x, p: (
+        m.Minimize(m.sum_squares(A @ x - 3 * b)), [m.norm1(p * x + 0.2) <= 1.5]))(V(m, n), m.Parameter(value=-2.0))
+    yield "norm(x - q, 2) <= r, q a Parameter (the center)", lambda m: (lambda x, q: (
+        m.Minimize(m.sum_squares(A @ x - 3 * b)), [m.norm(x - q, 2) <= 0.5]))(V(m, n), m.Parameter(n, value=x0))
+    yield "p * norm1(x) <= r, p >= 0 a Parameter", lambda m: (lambda x, p: (
+        m.Minimize(m.sum_squares(A @ x - 3 * b)), [p * m.norm1(x) <= 1.5]))(
+        V(m, n), m.Parameter(nonneg=True, value=2.0))
+    yield "p * sum_squares(x) <= r, p >= 0 a Parameter", lambda m: (lambda x, p: (
+        m.Minimize(c @ x), [p * m.sum_squares(x) <= 1]))(V(m, n), m.Parameter(nonneg=True, value=4.0))
+    yield "p * quad_form(x, P) <= r, sum(x) == 1, x >= 0", lambda m: (lambda x, p: (
+        m.Minimize(-c @ x), [p * m.quad_form(x, P) <= 0.2, m.sum(x) == 1, x >= 0]))(
+        V(m, n), m.Parameter(nonneg=True, value=2.0))
+    yield "norm1(multiply(p, x)) <= r with a box, p a vector Parameter", lambda m: (lambda x, p: (
+        m.Minimize(m.sum_squares(x - 2 * x0)), [m.norm1(m.multiply(p, x)) <= 1, m.abs(x) <= 2]))(
+        V(m, n), m.Parameter(n, value=w))
 
 
 def _duals(constraints):

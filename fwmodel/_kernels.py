@@ -89,3 +89,18 @@ def max_asymmetry(D, tile=SYMMETRIZE_TILE):
                 return m
             worst = max(worst, m)
     return worst
+
+
+def mirror_lower_in_place(D, tile=SYMMETRIZE_TILE):
+    """D's strictly upper triangle <- its lower one transposed, in place, tile by tile (the transposed
+    reads stay in cache): D becomes exactly symmetric, its lower triangle unchanged. For a matrix of
+    which a BLAS routine (``dsyrk``) wrote one triangle."""
+    n = D.shape[0]
+    for i in range(0, n, tile):
+        rows = slice(i, min(i + tile, n))
+        for j in range(i + tile, n, tile):
+            cols = slice(j, min(j + tile, n))
+            D[rows, cols] = D[cols, rows].T
+        B = D[rows, rows]
+        size = B.shape[0]
+        np.copyto(B, B.T.copy(), where=np.triu(np.ones((size, size), dtype=bool), 1))

@@ -378,7 +378,8 @@ class Problem:
           1 % of the objective scale, where |objective| is smaller). The objective scale is the
           FW gap of the objective at the cold starting point (its range over
           the sets seen from there), the feasibility scale the largest norm
-          of b, the points and the vertices seen; so ``tol`` is the same
+          of b and of the points seen (not the sets' vertices: a loose
+          bound such as ``abs(x) <= 1e6`` does not loosen the rows); so ``tol`` is the same
           relative accuracy whatever the units of the objective, the data
           or the variables (``fwmodel.engine.stopping``).
         - lam, eta (number, callable or "adaptive" / "theorem2" / "theorem3").

@@ -1137,3 +1137,16 @@ def test_a_symmetric_point_stays_symmetric_after_a_warm_start_with_vertex_steps(
         ref = cp.Problem(cp.Minimize(cp.sum(cp.multiply(W, cp.square(Z - M1)))),
                          [cp.sum(cp.abs(Z)) <= 12.0]).solve(solver="CLARABEL")
         assert prob.status == "optimal" and abs(prob.value - ref) <= 1e-4 * max(abs(ref), prob.stats.objective_scale)
+
+
+def test_backtracking_ignores_an_infinite_curvature_hint():
+    """A hint of +inf (a Hessian infinite at the point, z**1.5 at z = 0) is no Lipschitz estimate: taken as
+    one, the step was 0. The search then probes instead, as without a hint: the step of phi(g) = g^2 - g
+    (minimizer 1/2, closed form) is accepted by the sufficient-decrease test and decreases phi."""
+    from fwmodel.engine.line_search import Backtracking
+    def phi(g):
+        return g * g - g
+    gamma, value = Backtracking().step(phi, 0.0, -1.0, 1.0, 1.0, curvature_hint=float("inf"))
+    gamma_none, _ = Backtracking().step(phi, 0.0, -1.0, 1.0, 1.0, curvature_hint=None)
+    assert gamma > 0 and value < 0
+    assert gamma == gamma_none

@@ -13,6 +13,7 @@ import fwmodel as fm
 
 cp = pytest.importorskip("cvxpy")
 
+import re  # noqa: E402
 import warnings  # noqa: E402
 
 from _against_clarabel import (DUAL_ATOL, DUAL_RTOL, OBJ_RTOL, X_ATOL, assert_same_answer,  # noqa: E402, I001
@@ -317,20 +318,154 @@ def test_a_set_on_a_parameter_without_a_value_when_built_solves_once_it_has_one(
     np.testing.assert_allclose(row.dual_value, ref_row.dual_value, rtol=DUAL_RTOL, atol=DUAL_ATOL)
 
 
-def test_a_parameter_multiple_plus_a_constant_is_a_set_on_the_expression():
-    """norm1(p * x - 0.3) <= 1 is not the ball norm1(x - 0.3 / p) <= 1 / |p| (its center moves with p): it is a
-    set on the expression. Next to a box on x it agrees with Clarabel at p = 2 and -0.5; alone, the message
-    names the constraint and why it does not hold x (it told the user to write the norm bound they wrote)."""
-    target = np.array([0.5, -1.0, 2.0, 0.1, 0.7, -0.2])
+CENTERED = {"p * x + c": lambda p, x, c: p * x + c, "c - p * x": lambda p, x, c: c - p * x,
+            "-(p * (2 * x) + c)": lambda p, x, c: -(p * (2 * x) + c), "x / p + c": lambda p, x, c: x / p + c}
+
+
+@pytest.mark.parametrize("form", list(CENTERED))
+@pytest.mark.parametrize("atom", list(ATOMS))
+def test_a_parameter_multiple_plus_a_constant_alone_holds_x_as_a_moving_ball(atom, form):
+    """norm(p * x + c) <= t is the ball norm(x + c / p) <= t / |p|, whose center moves with p (c a Parameter
+    too): with nothing else holding x it was refused; it now holds x, and value, point and multiplier agree with
+    Clarabel across re-solves (p > 0, a sign flip, c moved with p)."""
+    name, r = ATOMS[atom]
+    c0 = np.array([0.3, -0.2, 0.5, 0.1, -0.4, 0.2])
 
     def build(m):
-        x, p = m.Variable(N, name="x"), m.Parameter(name="p")
-        c = m.norm1(p * x - 0.3) <= 1
-        return m.Problem(m.Minimize(m.sum_squares(x - target)), [c, m.abs(x) <= 3]), x, [p], [c]
+        x, p, c = m.Variable(N, name="x"), m.Parameter(name="p"), m.Parameter(N, name="c")
+        constraint = getattr(m, name)(CENTERED[form](p, x, c)) <= r
+        return m.Problem(m.Minimize(m.sum_squares(x - 2 * C) + 0.1 * m.sum_squares(A @ x)), [constraint]), x, \
+            [p, c], [constraint]
 
-    _resolve_series(build, [(2.0,), (-0.5,)])
-    x, p = fm.Variable(N, name="x"), fm.Parameter(value=2.0, name="p")
-    alone = fm.Problem(fm.Minimize(fm.sum_squares(x - target)), [fm.norm1(p * x - 0.3) <= 1])
-    with pytest.raises(fm.ModelError, match=r"norm1\(p \* x - 0.3\) <= 1: a norm bound holds x itself only where "
-                                            r"its argument is p \* x.*center moves with p"):
-        alone.solve()
+    _resolve_series(build, [(1.0, c0), (2.5, c0), (-0.5, 3 * c0), (1.5, -c0)])
+
+
+@pytest.mark.parametrize("atom", list(ATOMS))
+def test_a_zero_factor_plus_a_constant_reads_the_constant_against_the_bound(atom):
+    """At p = 0, norm(p * x + c) <= t reads norm(c) <= t: next to a box on x it is dropped where that holds
+    (multiplier 0) and the solve is "infeasible", naming the constraint, where it does not, as Clarabel says;
+    p != 0 again agrees with Clarabel."""
+    name, r = ATOMS[atom]
+    small, large = np.full(N, 0.01), np.full(N, 0.6)  # norm(c) below, then above every t of ATOMS
+
+    def build(m):
+        x, p, c = m.Variable(N, name="x"), m.Parameter(name="p"), m.Parameter(N, name="c")
+        constraint = getattr(m, name)(p * x + c) <= r
+        prob = m.Problem(m.Minimize(m.sum_squares(x - 2 * C)), [constraint, x >= -1, x <= 1])
+        return prob, x, [p, c], [constraint]
+
+    _resolve_series(build, [(2.0, small), (0.0, small)])
+    models = {m: build(m) for m in (fm, cp)}
+    for m, (prob, _, (p, c), _) in models.items():
+        p.value, c.value = 0.0, large
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            prob.solve() if m is fm else prob.solve(solver=cp.CLARABEL)
+        assert prob.status == "infeasible", m
+    assert re.search(r"p \* x \+ c\) <= .*holds for no point.*p is 0, so it reads norm\(c\) <= t",
+                     models[fm][0].stats.message)
+    p, c = models[fm][2]
+    p.value, c.value = -1.5, large
+    models[fm][0].solve()
+    assert models[fm][0].status == "optimal"
+
+
+def test_a_zero_factor_plus_a_constant_with_nothing_else_holding_x_is_refused():
+    """Alone, norm1(p * x + c) <= t at p = 0 (norm(c) <= t) bounds nothing, as norm1(p * x) <= t there: the
+    solve is refused naming p, the constraint, what it reads and x."""
+    x, p = fm.Variable(N, name="x"), fm.Parameter(value=0.0, name="p")
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - C)), [fm.norm1(p * x + 0.01) <= 1])
+    with pytest.raises(fm.ModelError, match=r"norm1\(p \* x \+ 0.01\) <= 1: p is 0 at this solve, so the "
+                                            r"constraint reads norm\(c\) <= t.*what holds x"):
+        prob.solve()
+
+
+
+@pytest.mark.parametrize("atom", list(ATOMS))
+@pytest.mark.parametrize("shift, one_sided", [("p * (x - 1)", False), ("p * (2 * x - 1)", True)])
+def test_a_factor_of_a_shifted_argument_gets_clarabels_multiplier(atom, shift, one_sided):
+    """norm(p * (x - 1)) <= r (the factor of an argument that is shifted and scaled) is the ball
+    norm(x - 1) <= r / |p| held as its preimage on x, next to the bound box whose sides its implied bounds close
+    (x <= 2 alone: the box's lower side is the ball's, active where C pulls x down). Its dual_value agrees with
+    Clarabel across re-solves (a sign flip, p = 0 where the box holds x, back): it was None."""
+    target = np.array([-3.0, -2.0, 0.5, 1.2, -1.0, 2.0])
+    scale = 2.0 if one_sided else 1.0
+    name, r = ATOMS[atom]
+    models = {}
+    for m in (fm, cp):
+        x, p = m.Variable(N, name="x"), m.Parameter(value=1.0, name="p")
+        constraint = getattr(m, name)(p * (scale * x - 1.0)) <= r
+        bounds = [x <= 2] if one_sided else [x <= 2, x >= -2]
+        prob = m.Problem(m.Minimize(m.sum_squares(x - target) + 0.1 * m.sum_squares(A @ x)), [constraint] + bounds)
+        models[m] = (prob, x, p, constraint)
+    for value in ((1.0, -2.0, 0.5) if one_sided else (1.0, -2.0, 0.0, 0.5)):
+        dual = _resolve_optimal_both(models, value)
+        if value == 0.0:
+            assert np.all(np.asarray(dual) == 0.0)
+        else:
+            assert np.max(dual) > 1e-2  # the ball binds: its multiplier is the one compared
+
+
+CENTER_FORMS = {"norm2(x - q) <= 0.6": lambda m, x, q: m.norm2(x - q) <= 0.6,
+                "norm1(q - x) <= 0.8": lambda m, x, q: m.norm1(q - x) <= 0.8,
+                "abs(x - q) <= 0.25": lambda m, x, q: m.abs(x - q) <= 0.25,
+                "sum_squares(x - q) <= 0.36": lambda m, x, q: m.sum_squares(x - q) <= 0.36,
+                "norm_inf(2 * x - q + 1) <= 0.3": lambda m, x, q: m.norm_inf(2 * x - q + 1) <= 0.3}
+
+
+@pytest.mark.parametrize("form", list(CENTER_FORMS))
+def test_a_parameter_center_alone_holds_x(form):
+    """norm(x - q) <= t with q a vector Parameter (a ball whose center is a Parameter, no factor) holds x as
+    the ball around q read at each solve: alone it was refused ("not in any bounded set"); value, point and
+    multiplier agree with Clarabel as q moves."""
+    def build(m):
+        x, q = m.Variable(N, name="x"), m.Parameter(N, name="q")
+        constraint = CENTER_FORMS[form](m, x, q)
+        return m.Problem(m.Minimize(m.sum_squares(x - 2 * C)), [constraint]), x, [q], [constraint]
+
+    _resolve_series(build, [(np.zeros(N),), (C / 3,), (-C,), (np.ones(N),)])
+
+
+SCALED_FORMS = {"p * norm1(x) <= 1": lambda m, x, p: p * m.norm1(x) <= 1,
+                "norm2(x) * p <= 1": lambda m, x, p: m.norm2(x) * p <= 1,
+                "norm_inf(x - 1) / p <= 0.5": lambda m, x, p: m.norm_inf(x - 1) / p <= 0.5,
+                "p * abs(x) <= 0.5": lambda m, x, p: p * m.abs(x) <= 0.5,
+                "p * sum_squares(x) <= 1": lambda m, x, p: p * m.sum_squares(x) <= 1,
+                "sum_squares(x - 0.3) / p <= 1": lambda m, x, p: m.sum_squares(x - 0.3) / p <= 1,
+                "p * quad_form(x, Q) <= 1": lambda m, x, p: p * m.quad_form(x, A.T @ A + 0.1 * np.eye(N)) <= 1}
+
+
+@pytest.mark.parametrize("form", list(SCALED_FORMS))
+def test_a_nonneg_parameter_times_a_norm_or_a_squared_form_matches_clarabel(form):
+    """p * norm(e) <= t (p a nonneg Parameter, as CVXPY's DCP rules allow) is norm(p * e) <= t; p *
+    sum_squares(e) <= t (also quad_form, / p) is sum_squares(e) <= t / p, its multiplier scaled back by p. Both
+    were refused when the model was built ("can only be compared directly with data", "must be affine"); value,
+    point and multiplier agree with Clarabel across re-solves."""
+    def build(m):
+        x, p = m.Variable(N, name="x"), m.Parameter(nonneg=True, name="p")
+        constraint = SCALED_FORMS[form](m, x, p)
+        return m.Problem(m.Minimize(m.sum_squares(x - 2 * C)), [constraint]), x, [p], [constraint]
+
+    _resolve_series(build, [(1.0,), (2.0,), (0.5,), (3.0,)])
+
+
+def test_a_parameter_times_a_convex_atom_needs_its_sign_and_a_squared_form_refuses_p_zero():
+    """p * norm1(x) with p of unknown sign is not convex for p < 0 (CVXPY refuses it too): a ModelError when
+    built, naming nonneg=True and the norm(p * x) form. p * norm2(x) <= 1 at p = 0 is dropped next to a box (as
+    Clarabel: multiplier 0); p * sum_squares(x) <= 1 at p = 0 is a ModelError naming the constraint and p."""
+    x = fm.Variable(N, name="x")
+    with pytest.raises(fm.ModelError, match=r"p \* norm1\(x\) <= 1: p times a convex function is convex only where "
+                                            r"it is >= 0: declare its Parameter nonneg=True.*norm\(p \* e\) <= t"):
+        fm.Parameter(name="p") * fm.norm1(x) <= 1
+
+    def build(m):
+        x, p = m.Variable(N, name="x"), m.Parameter(nonneg=True, name="p")
+        constraint = p * m.norm2(x) <= 1
+        return m.Problem(m.Minimize(m.sum_squares(x - 2 * C)), [constraint, m.abs(x) <= 1]), x, [p], [constraint]
+
+    _resolve_series(build, [(2.0,), (0.0,), (0.5,)])
+    p = fm.Parameter(nonneg=True, value=0.0, name="p")
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - C)), [p * fm.sum_squares(x) <= 1, fm.abs(x) <= 1])
+    with pytest.raises(fm.ModelError, match=r"p \* sum_squares\(x\) <= 1: p is 0 at this solve, so the constraint "
+                                            r"reads 0 <= t"):
+        prob.solve()

@@ -265,7 +265,7 @@ def _lean_rank_k_case(adjust_gradient=None):
 @pytest.mark.parametrize("signs", ["positive", "mixed"])
 def test_lean_rank_k_step_with_y_formed_over_the_gradient(signs):
     """Where G lies in the array the block's lazy directions are formed in, the lean rank-k step forms
-    Y = X - G / L over it (one Krylov product per column instead of two) and reads <G, V> as
+    G - L X = -L Y over it (Y = X - G / L; one Krylov product per column instead of two) and reads <G, V> as
     L (<X, V> - <Y, V>). Its direction, slope and ||V - X||^2 against those of the two-product operator
     on the same X, G, L, and both against the dense <G, V - X> and ||V - X||^2 of the formed direction."""
     from fwmodel.engine.rank_k import RankKStep
@@ -286,8 +286,8 @@ def test_lean_rank_k_step_with_y_formed_over_the_gradient(signs):
         else:
             g_k = g.copy()
         d, slope, norm2 = step._lean_rank_k_direction(x, g_k, L, atom, xg, xx, lender)
-        if over_gradient:  # the array holds Y = X - G / L now
-            np.testing.assert_allclose(lender.array, x - g / L, rtol=1e-12, atol=1e-14)
+        if over_gradient:  # the array holds G - L X = -L Y (Y = X - G / L, formed by one axpy) now
+            np.testing.assert_allclose(lender.array, g - L * x, rtol=1e-12, atol=1e-14 * L)
         else:
             assert np.array_equal(g_k, g)
         D = d.form().copy()

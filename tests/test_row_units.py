@@ -175,15 +175,11 @@ def test_feasibility_scale_follows_the_variables_units_and_not_the_rows():
     """The rows are brought to unit norm before the solve (engine/stopping.py ``row_norm_equilibration``, a
     single group of rows too), so the rows written times any factor give the scale of the unit-norm rows;
     scaling the variable and its set by s scales it by s. At the cold point x_ref = 0 the scale is the
-    largest of ||b||, ||M s_ref|| and the points' norms counted in the rows' units (stopping.RowUnits:
-    each block's norm times the root mean square of its column norms, here below 1)."""
+    largest of ||b||, ||M x_ref|| and the points' norms counted in the rows' units (stopping.RowUnits),
+    here ||b|| of the unit-norm rows: the LMO's vertex s_ref (the set's extent) no longer counts."""
     base, G, c = _scale(1.0, 1.0)
     norms = np.linalg.norm(G, axis=1)
-    Gn = G / norms[:, None]
-    # the L1 ball's vertex along -grad = 2c is sign(c_j) e_j, j = argmax |c_j|: ||M s_ref|| = ||Gn e_j||
-    j = int(np.argmax(np.abs(c)))
-    w = min(1.0, np.sqrt((Gn ** 2).sum() / G.shape[1]))  # RowUnits' weight of the block (every column read)
-    assert base == pytest.approx(max(w, np.linalg.norm(Gn[:, j]), np.linalg.norm(0.1 / norms)), rel=1e-12)
+    assert base == pytest.approx(np.linalg.norm(0.1 / norms), rel=1e-12)
     for factor in (1e-2, 1e-6, 1e-9, 1e3):
         assert _scale(factor, 1.0)[0] == pytest.approx(base, rel=1e-9)
     for s in (1e-6, 1e6):

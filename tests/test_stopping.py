@@ -277,7 +277,8 @@ def test_zero_optimum_with_equality_rows_stops_on_the_range(scale):
 
 
 def test_rule_asks_the_multiplier_term_relative_to_the_value():
-    """StoppingRule alone: the accuracy scale is min(range, max(|f|, range / 100)), in f's units."""
+    """StoppingRule alone: the accuracy scale is min(range, max(|f|, min(range, spread) / 100)), in f's units
+    (spread: max - min of the values seen)."""
     from fwmodel.engine.stopping import StoppingRule
 
     for unit in (1e-6, 1.0, 1e6):
@@ -286,17 +287,20 @@ def test_rule_asks_the_multiplier_term_relative_to_the_value():
         assert rule.accuracy_scale == pytest.approx(1.2 * unit)
         assert rule.met(gap=7e-3 * unit, feas=4e-4, dual_residual=1e-4 * unit)
         assert not rule.met(gap=7e-3 * unit, feas=4e-4, dual_residual=6e-3 * unit)  # the TV denoiser's stop
-        rule.observe_value(0.0)  # f = 0: 1 % of the range
-        assert rule.accuracy_scale == pytest.approx(0.75 * unit)
+        rule.observe_value(0.0)  # f = 0: 1 % of the values' spread over the points seen (1.2), below the range
+        assert rule.accuracy_scale == pytest.approx(0.012 * unit)
         rule.observe_value(-300.0 * unit)  # |f| above the range: the range
         assert rule.accuracy_scale == pytest.approx(75.0 * unit)
+        rule.observe_value(0.0)  # f = 0 after values 301.2 apart: 1 % of the range, the smaller
+        assert rule.accuracy_scale == pytest.approx(0.75 * unit)
 
 
 def test_setup_scales_and_penalty_match_a_hand_computation():
     """The stopping scales and the default penalty of a cold start (one set of LMOs shared by both since
     the setup was cut) against numpy: G_ref = <g, x_ref> - sum_k min_{s in X_k} <g_k, s> with the L1
-    ball's arg-max and the trace-norm ball's top singular pair from a full SVD, the feasibility scale the
-    largest of ||x_ref||, ||s_ref||, ||M x_ref||, ||M s_ref||, and lam = c_f / ||M d|| ^ 2 along d = s_ref - x_ref."""
+    ball's arg-max and the trace-norm ball's top singular pair from a full SVD, the feasibility scale of
+    test (3) the largest of ||b||, ||x_ref||, ||M x_ref|| (the points', not the vertex s_ref's: 0 at this
+    start), and lam = c_f / ||M d|| ^ 2 along d = s_ref - x_ref."""
     rng = np.random.default_rng(11)
     C = rng.standard_normal((9, 7))
     X = fm.Variable((9, 7))
@@ -314,10 +318,8 @@ def test_setup_scales_and_penalty_match_a_hand_computation():
     s2 = -r2 * np.outer(U[:, 0], Vt[0])
     gap = np.vdot(g, x1) + np.vdot(g, x2) - np.vdot(g, s1) - np.vdot(g, s2)
     assert prob.stats.objective_scale == pytest.approx(gap, rel=1e-9)
-    norms = [np.linalg.norm(np.concatenate([x1.ravel(), x2.ravel()])),
-             np.linalg.norm(np.concatenate([s1.ravel(), s2.ravel()])), np.linalg.norm(x1 - x2),
-             np.linalg.norm(s1 - s2)]
-    assert prob.stats.feasibility_scale == pytest.approx(max(norms), rel=1e-9)
+    norms = [np.linalg.norm(np.concatenate([x1.ravel(), x2.ravel()])), np.linalg.norm(x1 - x2)]
+    assert prob.stats.feasibility_scale == pytest.approx(max(norms), rel=1e-9, abs=1e-300)
     d1, d2 = s1 - x1, s2 - x2
     lam = 2 * np.vdot(0.5 * (d1 + d2), 0.5 * (d1 + d2)) / np.vdot(d1 - d2, d1 - d2)
     prob.solve(max_iter=0)
@@ -497,3 +499,43 @@ def test_a_capped_simplex_under_rows_whose_start_minimizes_f_reaches_optimal():
     assert prob.status == "optimal"
     assert prob.stats.objective_scale > 1e-6
     assert prob.value == pytest.approx(ref.value, abs=1e-3 * max(1.0, abs(ref.value)))
+
+
+# ---------------------------------------------------------------- a loose box around the solution
+@pytest.mark.parametrize("bound", [10.0, 1e3, 1e6])
+def test_a_loose_box_does_not_loosen_the_rows(bound):
+    """``abs(y) <= B`` with B far above the solution (a "big-M" bound) and three rows ``A @ y == b``:
+    test (3) is relative to the points' size, not to the box's corner (~ B sqrt(n)), so the answer
+    does not depend on B. With the vertices' norms in the scale, B = 1e6 ended "optimal" 3.4e-3 below
+    Clarabel's value with ||Ay - b|| = 1.3e-2 (B = 10: 3.2e-4)."""
+    rng = np.random.default_rng(13)
+    n = 5
+    a, A, b = rng.standard_normal(n), rng.standard_normal((3, n)), rng.standard_normal(3)
+    answers = []
+    for m in (fm, cp):
+        y = m.Variable(n)
+        prob = m.Problem(m.Minimize(m.sum_squares(y - a)), [m.abs(y) <= bound, A @ y == b])
+        prob.solve() if m is fm else prob.solve(solver=cp.CLARABEL)
+        assert prob.status == "optimal"
+        answers.append((prob.value, y.value))
+    (value, y), (ref, y_ref) = answers
+    assert abs(value - ref) <= 1e-4 * abs(ref)  # tol relative to |f*| (the range is ~ B^2 here)
+    assert np.linalg.norm(A @ y - b) <= 1e-4 * max(np.linalg.norm(b), np.linalg.norm(y_ref)) * 5
+
+
+@pytest.mark.parametrize("bound", [10.0, 1e3, 1e6])
+def test_a_loose_box_does_not_loosen_the_multiplier_test(bound):
+    """``abs(y) <= B`` and rows ``G @ y <= h`` active at the optimum: the objective scale S_f (f's FW gap over
+    the box, ~ B ||grad f||_1) made test (2)'s floor, 1 % of S_f, let <y + lam r, r> hide 3.5e-4 of |f*|
+    (the value below Clarabel's) at B >= 1e3; the floor is now taken of the values seen."""
+    rng = np.random.default_rng(5)
+    n = 8
+    a, G = rng.standard_normal(n), rng.standard_normal((4, n))
+    h = G @ (0.2 * rng.standard_normal(n)) - 0.5
+    values = []
+    for m in (fm, cp):
+        y = m.Variable(n)
+        prob = m.Problem(m.Minimize(m.sum_squares(y - a)), [m.abs(y) <= bound, G @ y <= h])
+        values.append(prob.solve() if m is fm else prob.solve(solver=cp.CLARABEL))
+        assert prob.status == "optimal"
+    assert abs(values[0] - values[1]) <= 1e-4 * abs(values[1])

@@ -238,3 +238,33 @@ def test_repr_and_inspection():
     assert atom.formula == sp.log(1 + sp.exp(z))
     assert len(atom.gradient) == 1
     assert "neither convex nor concave" in repr(fm.smooth(sp.sin(z), {z: x}))
+
+
+# ---------------------------------------------------------------- infinite curvature at the start
+@pytest.mark.parametrize("options", [{}, {"projection": False}, {"line_search": "backtracking", "projection": False},
+                                     {"line_search": "exact", "projection": True}])
+@pytest.mark.parametrize("low", [0.0, -1.0])
+def test_infinite_curvature_at_the_start_is_no_lipschitz_estimate(options, low):
+    """z**(3/2) - z on [low, 1] from x = 0, where the Hessian 3 / (4 sqrt(z)) is +inf: the line searches
+    took that curvature as their estimate, every step was 0, and the solve ended max_iter at 0.0. The
+    optimum z = 4/9 per entry (closed form; -4/27 each) and Clarabel's cp.power(x, 1.5), whose domain
+    z >= 0 CVXPY adds (on [-1, 1] too: fwmodel's iterates stay where the formula is real, as its line
+    search refuses non-finite values)."""
+    cp = pytest.importorskip("cvxpy")
+    z = sp.Symbol("z")
+    n = 4
+    x = fm.Variable(n)
+    with warnings.catch_warnings():
+        # SymPy's unproven convexity on the whole line (z**1.5 is convex where real), NumPy's invalid values
+        # at the trial points the line search refuses
+        warnings.simplefilter("ignore")
+        prob = fm.Problem(fm.Minimize(fm.sum(fm.smooth(z ** sp.Rational(3, 2), {z: x})) - fm.sum(x)),
+                          [x >= low, x <= 1])
+        value = prob.solve(max_iter=2000, **options)
+    xc = cp.Variable(n)
+    ref = cp.Problem(cp.Minimize(cp.sum(cp.power(xc, 1.5)) - cp.sum(xc)), [xc >= low, xc <= 1]).solve(
+        solver=cp.CLARABEL)
+    assert prob.status == fm.OPTIMAL
+    assert value == pytest.approx(-4 / 27 * n, rel=1e-4)
+    assert value == pytest.approx(ref, rel=1e-4)
+    np.testing.assert_allclose(x.value, 4 / 9, atol=2e-3)

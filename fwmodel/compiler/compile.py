@@ -70,6 +70,7 @@ from ..sets.base import ConvexSet, distinct_parameters
 from ..sets.box import Box
 from ..sets import Ellipsoid, L1Ball, L2Ball, LinfBall
 from ..sets.boxed_l1 import BoxedL1Ball
+from ..sets.preimage import AffinePreimage
 from ..sets.symmetric import SymmetricPart
 from ..sets.trace_norm import TraceNormBall
 from ..sets.units import InUnits, has_units, in_units
@@ -97,6 +98,17 @@ class _Holder:
 
     def parameters(self):
         return self._params
+
+
+def _moved_parameter_ids(parameter_values):
+    """The ids of the Parameters whose value differs from the one recorded (``data_versions``)."""
+    moved = set()
+    for p, old in parameter_values or ():
+        now = p.value
+        if (old is None) != (now is None) or (
+                now is not None and not np.array_equal(old, np.asarray(now, dtype=float))):
+            moved.add(p.id)
+    return moved
 
 
 def _parameters_moved(parameter_values):
@@ -313,12 +325,55 @@ class CompiledProblem:
             blk.set.initial_atom().add_to(x[blk.slice], 1.0)
             active.pop(k, None)
             active.pop(("face", k), None)
+        self._move_expression_blocks(x, active, changed, getattr(versions, "parameter_values", None))
         restarted = SolverState(x, state.y, active, state.lam, state.eta, state.lipschitz,
                                 row_norms=getattr(state, "row_norms", None))
         # the units of its duals: the engine carries them to the data's units now (warm_start.in_new_units)
         restarted.reference_scales = getattr(state, "reference_scales", None)
         restarted.data_changed = True
         return restarted
+
+    def _move_expression_blocks(self, x, active, changed, parameter_values):
+        """Carry the expression blocks whose rows read a Parameter that moved to their rows as they are now.
+
+        An expression block z (``norm1(multiply(p, x)) <= 1`` holds ``z`` in the L1 ball, with the rows
+        ``z - p * x = 0``) keeps, in a warm state, the value of its expression at the last solve's data,
+        ``p_old * x``: with the new rows it is off by ``(p_old - p) * x``, and its active set describes that
+        point. Where the expression's value at the warm point, ``p * x``, lies in the block's set, the block
+        starts there (its rows hold exactly); else it restarts from its set's initial point, as a block whose
+        set changed. Its active set is dropped either way (the engine rebuilds it).
+
+        Measured (benchmarks/RESULTS.md, "Warm starts when a Parameter moves an expression block's rows"):
+        p from [0, 1, 1, 0, 2] to 0, with a box on x and one equality row, kept z = (0, 0, 0, 0, 1) against
+        rows that now say z = 0; the carried multipliers of those rows (about 3.3, two of them within 0.1 %
+        of each other) and the old z set the L1 block cycling among its vertices with the dual step
+        cancelling each move, and the solve ran to max_iter (10,000 iterations, off the optimum) where a cold
+        one takes 92.
+        """
+        moved = _moved_parameter_ids(parameter_values) if parameter_values is not None else None
+        values = offsets = None
+        for k, blk in enumerate(self.blocks):
+            if blk.kind != "expression" or k in changed:
+                continue
+            params = blk.set.expr.parameters()
+            if not params or (moved is not None and not any(p.id in moved for p in params)):
+                continue
+            if values is None:
+                values = self.copy_map.to_variables(x)
+                offsets = {v.id: self.var_layout[v.id][0] for v in self.variables}
+            A, c = linearize(blk.set.expr, offsets, values.size)
+            image = (A @ values + np.asarray(c, dtype=float).ravel()) / blk.units  # (the block holds z / units)
+            try:
+                inside = bool(np.all(np.isfinite(image))) and bool(blk.set.contains(image.reshape(blk.set.shape)))
+            except Exception:  # a user's set without a membership test: restart the block
+                inside = False
+            if inside:
+                x[blk.slice] = image
+            else:
+                x[blk.slice] = 0.0
+                blk.set.initial_atom().add_to(x[blk.slice], 1.0)
+            active.pop(k, None)
+            active.pop(("face", k), None)
 
     def write_duals(self, x, y, lam, multipliers=None, slack_tolerance=None):
         """Set ``dual_value`` of the user's equality and inequality constraints.
@@ -837,13 +892,15 @@ def compile_problem(objective_expr, sign, constraints):
                             f"bound {var.name}. Only a set on {var.name}, a selection of its entries, or an "
                             f"elementwise map a * {var.name} + c (a != 0, constants) holds {var.name}.")
                     norms = [s for s in through if getattr(s, "written_as", None) and s.expr.parameters()]
-                    if norms:  # norm1(p * x - 0.3) <= 1: only p * x, x * p, x / p become a ball on x
+                    if norms:  # norm1(multiply(p, x)) <= 1: only p * e + c (p scalar) becomes a ball on x
                         note += (f" {norms[0].written_as}: a norm bound holds {var.name} itself only where its "
-                                 f"argument is p * {var.name}, {var.name} * p or {var.name} / p (p a scalar "
-                                 "Parameter expression), as a ball of radius t / |p|; with a constant added, "
-                                 f"norm(p * {var.name} + c) = |p| norm({var.name} + c / p) is a ball whose center "
-                                 "moves with p, held as a set on the expression. Bound "
-                                 f"{var.name} with another set as well, e.g. fm.Box({var.name}, lo, hi).")
+                                 f"argument is p * e + c (also e * p, e / p; p a scalar Parameter expression, e "
+                                 f"{var.name} or an elementwise map of it without Parameters, c data), as the ball "
+                                 "norm(e + c / p) <= t / |p| whose center and radius are read at each solve; this "
+                                 "argument is not of that form (a vector Parameter such as multiply(p, "
+                                 f"{var.name}), Parameters inside e, several variables), so it is a set on the "
+                                 f"expression, which does not hold {var.name}. Bound {var.name} with another set "
+                                 f"as well, e.g. fm.Box({var.name}, lo, hi).")
                     elif any(s.expr.parameters() for s in through):  # fm.L1Ball(p * x, r): p may be 0
                         note += (" A set on a Parameter multiple (p * " + var.name + ") does not hold "
                                  + var.name + " (p may be 0 at a solve): write it as a norm bound, "
@@ -1006,6 +1063,7 @@ def write_norm_duals(compiled, x, lagrangian_gradient):
     for ineq, ball in lowered.norm_sets:
         if isinstance(ball, Ellipsoid):  # quad_form(e, P) <= t: the multiplier of the form written
             ineq.dual_value = _ellipsoid_multiplier(compiled, lowered, shared, ball, x, g)
+            _scale_back(ineq)
             continue
         _write_norm_dual(compiled, lowered, shared, ineq, ball, x, g)
         radius = None
@@ -1020,6 +1078,16 @@ def write_norm_duals(compiled, x, lagrangian_gradient):
             # multiplier of the squared form is mu / (2 r) (none at r = 0, where no multiplier exists)
             radius = float(ball.radius) if radius is None else radius
             ineq.dual_value = ineq.dual_value / (2.0 * radius) if radius > 0 else None
+        _scale_back(ineq)
+
+
+def _scale_back(ineq):
+    """CVXPY's multiplier of ``p * sum_squares(e) <= t`` (also ``quad_form``) held as ``sum_squares(e) <= t / p``:
+    KKT's ``lambda p = lambda'``, so the rewritten one's over p (times p for ``sum_squares(e) / p <= t``)."""
+    scaled_by = getattr(ineq, "data_factor", None)
+    if scaled_by is not None and ineq.dual_value is not None:
+        q = float(np.asarray(scaled_by[0].value, dtype=float).reshape(()))
+        ineq.dual_value = ineq.dual_value * q if scaled_by[1] else (ineq.dual_value / q if q > 0 else None)
 
 
 def _ellipsoid_multiplier(compiled, lowered, shared, ellipsoid, x, g):
@@ -1104,7 +1172,11 @@ def _derived_box_sides(compiled, lowered, ball, x, g, key=None):
     info = getattr(lowered, "derived_bounds", {}).get(id(ball) if key is None else key)
     if info is None:
         return None
-    box, var, entries, position, lo_side, hi_side = info
+    box, var, entries, position, lo_side, hi_side, holder = info
+    # a ball on a * x + c held as its preimage on x (norm(p * (x - 1)) <= t): its bounds in x's coordinates
+    # (the box's), its multipliers in the ball's: (above_d - below_d) / a at the ball's entries (KKT on x,
+    # g + a * mu * s + above_d - below_d = 0 against CVXPY's g + a * tau * s' = 0, s and s' subgradients)
+    preimage = holder if isinstance(holder, AffinePreimage) else None
     blocks = [blk for blk in compiled.blocks if blk.set is box or _bounds_box(blk.set) is box]
     if len(blocks) != 1 or not (type(ball) in (L1Ball, L2Ball, LinfBall, Ellipsoid, Box)
                                 or (isinstance(ball, TraceNormBall) and ball.psd)):
@@ -1117,8 +1189,9 @@ def _derived_box_sides(compiled, lowered, ball, x, g, key=None):
             return None
         off = bounds.offsets[var.id]
         user_lo, user_hi = bounds.lo[off + entries], bounds.hi[off + entries]
+        held_bounds = (ball if preimage is None else preimage).coordinate_bounds()
         ball_lo, ball_hi = (np.where(inside, np.broadcast_to(np.asarray(b, dtype=float), (ball.size,))[position],
-                                     fill) for b, fill in zip(ball.coordinate_bounds(), (-np.inf, np.inf)))
+                                     fill) for b, fill in zip(held_bounds, (-np.inf, np.inf)))
         box_lo, box_hi = (np.broadcast_to(np.asarray(b, dtype=float), (entries.size,)) for b in box.coordinate_bounds())
 
         def same(a, b):
@@ -1129,6 +1202,8 @@ def _derived_box_sides(compiled, lowered, ball, x, g, key=None):
     above, below = _box_multipliers(box, np.asarray(x[blk.slice], dtype=float),
                                     _gradient_seen_by(blk.set, np.asarray(g[blk.slice], dtype=float)))
     pull = np.where(hi_side & inside, above, 0.0) - np.where(lo_side & inside, below, 0.0)
+    if preimage is not None:
+        return position[inside], pull[inside] / preimage._a[position[inside]]
     return position[inside], pull[inside]
 
 

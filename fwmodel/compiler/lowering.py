@@ -24,7 +24,11 @@ lays out blocks, rewrites such a model into sets and equalities:
    factor of the argument moves to the radius: ``norm1(p * x) <= t`` (also
    ``x * p``, ``x / p``) is ``norm1(x) <= t / |p|``, re-read at each solve,
    its multiplier the ball's over ``|p|``; ``p == 0`` drops it (see
-   :class:`ParameterFactor`). ``max(e) <= t`` and
+   :class:`ParameterFactor`). With data added, ``norm1(p * x + c) <= t`` (c a
+   number, an array or a Parameter expression; also ``norm(x - q) <= t``, a
+   Parameter center) is the ball ``norm1(x + c / p) <= t / |p|`` around a
+   center read at each solve (a :class:`~fwmodel.sets.preimage.MovingPreimage`
+   on x); at ``p == 0`` it reads ``norm(c) <= t``. ``max(e) <= t`` and
    ``min(e) >= t`` are already affine (``e <= t``, ``e >= t``) when built.
 2. **Elementwise bounds merge into one box per variable.** Every row of
    ``lhs - rhs <= 0`` with a single variable entry, ``a * x_j + c <= 0``, is
@@ -114,7 +118,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ModelError
-from ..expressions import Equality, Inequality, PSDConstraint, Variable, linearize
+from ..expressions import Equality, Inequality, PSDConstraint, Variable, as_expression, linearize
 from ..expressions.core import short_repr
 from ..sets.box import box_of_bounds
 from ..sets import Box, Ellipsoid, L1Ball, L2Ball, LinfBall, Simplex, TraceNormBall
@@ -122,6 +126,7 @@ from ..sets._common import MAX_DATA_MAGNITUDE
 from ..sets.base import ConvexSet, check_nonnegative
 from ..sets.boxed_l1 import BoxedL1Ball
 from ..sets.capped_simplex import CappedSimplex
+from ..sets.preimage import AffinePreimage
 from ..sets.symmetric import SymmetricPart
 
 
@@ -366,20 +371,46 @@ def _lower_norm(ineq, violated):
 
 
 def _parameter_factor(arg):
-    """``(e, f, divides)`` where a norm's argument is ``f * e``, ``e * f`` or ``e / f`` (``divides``) with ``f`` a
-    scalar fm.Parameter expression (no variables) and ``e`` an expression of variables without Parameters;
-    None else."""
-    from ..expressions.affine import DivideExpression, MultiplyExpression
+    """``(e, f, divides, constant)`` where a norm's argument is ``f * e``, ``e * f`` or ``e / f`` (``divides``),
+    plus or minus terms without variables (``constant``: ``[(sign, term)]``, empty where there are none), with
+    ``f`` a scalar fm.Parameter expression (no variables) and ``e`` an expression of variables without
+    Parameters; None else. A negation of the whole argument is dropped (the norm does not see it)."""
+    from ..expressions.affine import AddExpression, DivideExpression, MultiplyExpression, NegExpression
 
-    if not isinstance(arg, MultiplyExpression) or not arg._has_params:
+    while isinstance(arg, NegExpression):
+        arg = arg.args[0]
+    terms = []
+
+    def add(expr, sign):
+        if isinstance(expr, NegExpression):
+            add(expr.args[0], -sign)
+        elif isinstance(expr, AddExpression):
+            for term, term_sign in zip(expr.args, expr.signs):
+                add(term, sign * term_sign)
+        else:
+            terms.append((sign, expr))
+
+    add(arg, 1)
+    with_vars = [(sign, term) for sign, term in terms if term._has_vars]
+    if len(with_vars) != 1:
         return None
-    a, b = arg.args
-    divides = isinstance(arg, DivideExpression)
+    sign, product = with_vars[0]
+    constant = [(sign * s, term) for s, term in terms if not term._has_vars]
+    if not product._has_params:
+        # norm(e - q) <= t with q a Parameter (a center read at each solve): the factor is 1
+        if not any(term._has_params for _, term in constant) or tuple(product.shape) != tuple(arg.shape):
+            return None
+        return product, as_expression(1.0), False, constant
+    if not isinstance(product, MultiplyExpression):
+        return None
+    a, b = product.args
+    divides = isinstance(product, DivideExpression)
     e, f = (b, a) if not divides and a._has_params and not a._has_vars else (a, b)
     if (f.size != 1 or not f._has_params or f._has_vars or not e._has_vars or e._has_params
             or tuple(e.shape) != tuple(arg.shape)):
         return None
-    return e, f, divides
+    # ||sign * f e + sum_i s_i c_i|| = ||f e + sign * sum_i s_i c_i||
+    return e, f, divides, constant
 
 
 class ParameterFactor:
@@ -401,8 +432,9 @@ class ParameterFactor:
     While the model is lowered (p == 0 at the first solve) the ball reads t, as at p = 1.
     """
 
-    def __init__(self, ineq, e, f, divides):
+    def __init__(self, ineq, e, f, divides, constant=()):
         self.ineq, self.expr, self.factor, self.divides = ineq, e, f, divides
+        self.constant = list(constant)  # [(sign, term)]: norm(p * e + c) <= t, c the signed terms' sum
         self.others = None  # (sets, entry bounds, slots, offsets, n_v) that hold e's variables besides this ball
         self.own = None  # the set this ball became (itself, or its AffinePreimage on the variable)
         self.mine = set()  # ids of the ball, the set it became (see hold_others)
@@ -447,7 +479,11 @@ class ParameterFactor:
                 if self.divides:
                     raise ModelError(f"{ineq._text}: division by zero: the divisor {short_repr(self.factor)} is 0 "
                                      f"at this solve ({self._names()})")
-                if self.others is None:
+                if self.constant and self._constant_too_large() is not None:
+                    # norm(p * e + c) <= t at p == 0 reads norm(c) <= t, false here: the check in violated
+                    # ends the solve "infeasible" (the set reads t)
+                    pass
+                elif self.others is None:
                     # p == 0 while the model is lowered: the sets that would hold e are not known yet (the
                     # entry bounds' boxes come later), so the ball reads t, as at p = 1; each solve's refresh
                     # then reads the loose radius (a compile at p = 1 followed by a solve at p = 0)
@@ -464,9 +500,88 @@ class ParameterFactor:
         if atom.kind == "abs":
             lower = ComputedData(lambda: None if radius() is None else -radius(), params, f"-{label}")
             self._radius_data.append(lower)
-            return Box(self.expr, lower, data)
-        cls = {"l1": L1Ball, "l2": L2Ball, "linf": LinfBall, "nuc": TraceNormBall}[atom.kind]
-        return cls(self.expr, data)
+            inner = Box(self.expr, lower, data)
+        else:
+            cls = {"l1": L1Ball, "l2": L2Ball, "linf": LinfBall, "nuc": TraceNormBall}[atom.kind]
+            inner = cls(self.expr, data)
+        if not self.constant:
+            return inner
+        if violated is not None:  # p == 0: the constraint reads norm(c) <= t, false for some data
+            violated.append(self._constant_too_large)
+        return self._centered(inner)
+
+    def _constant_value(self):
+        """``c``, the sum of the argument's terms without variables, broadcast to its shape (None while a
+        Parameter has no value)."""
+        total = np.zeros(tuple(self.expr.shape))
+        for sign, term in self.constant:
+            value = term.value
+            if value is None:
+                return None
+            total = total + sign * np.asarray(value, dtype=float)
+        return total
+
+    def _centered(self, inner):
+        """``norm(p * e + c) <= t`` as ``norm(e + c / p) <= t / |p|`` (``norm(e + c p) <= t |p|`` for ``e / p``):
+        the ball ``inner`` (on e, its radius read at each solve) around the center ``-c / p``, held as a
+        :class:`~fwmodel.sets.preimage.MovingPreimage` whose offset is read from p and c at each solve. On
+        an elementwise map of one variable, ``e = a * x[entries] + c0``, the preimage holds x itself (a copy:
+        the ball bounds x, as a ball on ``p * x`` does); on another expression (``A @ x``) it is a set on e.
+        While p == 0 the center is 0 (the constraint binds nothing there: the ball's radius is loose)."""
+        from ..sets.preimage import MovingPreimage
+
+        e = self.expr
+        scale, base, held = np.ones(e.size), np.zeros(e.size), e
+        variables = e.variables()
+        if not isinstance(e, Variable) and len(variables) == 1:
+            var = variables[0]
+            A, c0 = linearize(e, {var.id: 0}, var.size)
+            A = A.tocsr()
+            if (A.nnz == A.shape[0] and np.all(np.diff(A.indptr) == 1) and not np.any(A.data == 0)
+                    and np.bincount(A.indices, minlength=var.size).max(initial=0) <= 1):
+                cols = A.indices
+                in_order = cols.size == var.size and np.array_equal(cols, np.arange(var.size))
+                held = var if in_order else (var if var.ndim == 1 else var.reshape(-1))[cols]
+                scale, base = np.asarray(A.data, dtype=float), np.asarray(c0, dtype=float).ravel()
+
+        def offset():
+            c, value = self._constant_value(), self.factor.value
+            if c is None or value is None:
+                return None
+            q = float(np.asarray(value, dtype=float).reshape(()))
+            if q == 0.0:
+                if self.divides:  # (the radius names the division by zero)
+                    return None
+                return base
+            return base + (c * q if self.divides else c / q).ravel()
+
+        params = _unique([p for _, term in self.constant for p in term.parameters()] + list(self.factor.parameters()))
+        moving = MovingPreimage(inner, held, scale, ComputedData(offset, params, f"center of {self.ineq._text}"))
+        moving.derived_from = inner  # (the multiplier and prob.point_in read the ball through the map)
+        self.inner = inner
+        return moving
+
+    def _constant_too_large(self):
+        """A message while p == 0 and ``norm(c) > t`` (the constraint reads ``norm(c) <= t``), else None."""
+        q, c, t = self._factor_value(), self._constant_value(), self.ineq.bound.value
+        if q != 0.0 or c is None or t is None or self.divides:
+            return None
+        t = np.asarray(t, dtype=float)
+        kind = self.ineq.norm.kind
+        if kind == "abs":
+            excess = np.abs(c) - np.broadcast_to(t, c.shape)
+            if not np.any(excess > 1e-9 * np.maximum(1.0, np.abs(c))):
+                return None
+            value, limit = float(np.max(np.abs(c))), float(np.min(t))
+        else:
+            value = {"l1": lambda v: np.abs(v).sum(), "l2": np.linalg.norm, "linf": lambda v: np.abs(v).max(),
+                     "nuc": lambda v: np.linalg.norm(v, "nuc")}[kind](c.reshape(self.expr.shape) if kind == "nuc"
+                                                                      else c.ravel())
+            limit = float(t.reshape(()))
+            if value <= limit + 1e-9 * max(1.0, abs(limit)):
+                return None
+        return (f"the constraint {self.ineq._text} holds for no point with the current values of {self._names()}: "
+                f"{self._names()} is 0, so it reads norm(c) <= t with norm(c) = {float(value):.6g} > {limit:.6g}")
 
     def _negative_bound(self):
         """A message while the bound t is negative (no point satisfies the constraint, whatever p), else None."""
@@ -555,8 +670,9 @@ class ParameterFactor:
                 self._busy = False
         if trouble is not None:
             var = self.expr.variables()[0]
+            reads = "norm(c) <= t (c: the terms without variables)" if self.constant else "0 <= t"
             raise ModelError(
-                f"{ineq._text}: {self._names()} is 0 at this solve, so the constraint reads 0 <= t and bounds "
+                f"{ineq._text}: {self._names()} is 0 at this solve, so the constraint reads {reads} and bounds "
                 f"nothing (CVXPY drops it), but it is what holds {var.name} ({trouble}): FW-AL needs every "
                 f"variable in a bounded set. Keep {self._names()} nonzero, or bound {var.name} with another set "
                 f"as well (fm.Box({var.name}, lo, hi), {var.name} >= lo with {var.name} <= hi)")
@@ -1035,9 +1151,12 @@ def lower_constraints(objective_expr, constraints):
     violated_constant_rows, constant_rows = [], []
     for ineq in inequalities:
         if ineq.kind == "norm":
-            ball = _lower_norm(ineq, violated_constant_rows)
+            held = _lower_norm(ineq, violated_constant_rows)
+            # norm(p * e + c) <= t: the ball around its moving center (ParameterFactor._centered); its
+            # multiplier is the ball's
+            ball = getattr(held, "derived_from", None) or held
             norm_sets.append((ineq, ball))
-            sets.append(_on_the_variable(ball))
+            sets.append(_on_the_variable(held))
             if getattr(ineq, "parameter_factor", None) is not None:
                 ineq.parameter_factor.own = sets[-1]
     affine = [q for q in inequalities if q.kind == "affine"]
@@ -1256,7 +1375,7 @@ def lower_constraints(objective_expr, constraints):
             sets.append(_symmetric(box))
             bound_boxes.update((id(box), id(sets[-1])))
             for s, entries, position, lo_side, hi_side in taken:  # (a ball's multiplier: with the box's)
-                derived_bounds[id(s)] = (box, var, entries, position, lo_side, hi_side)
+                derived_bounds[id(s)] = (box, var, entries, position, lo_side, hi_side, s)
 
     # 5. general rows: a slack in a box bounded by the LMOs
     slack_of = {}
@@ -1576,8 +1695,9 @@ def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars, shared_
             own_lo[idx], own_hi[idx] = slo, shi
             if np.any(((own_lo > lo) | (own_hi < hi))[entries]):
                 shared_duals.add(id(s))
-                # (a ball on a symmetric variable is held as its symmetric variant: the ball inside)
-                ball = s.inner if isinstance(s, SymmetricPart) else s
+                # (a ball on a symmetric variable is held as its symmetric variant: the ball inside; a ball on
+                # a * x + c, such as norm(p * (x - 1)) <= t held as norm(x - 1) <= t / |p|, as its preimage on x)
+                ball = s.inner if isinstance(s, (SymmetricPart, AffinePreimage)) else s
                 # (Box: abs(x) <= t; a PSD trace ball: diag(X) >= 0 and the others of its coordinate_bounds)
                 if taken is not None and (isinstance(ball, (L1Ball, L2Ball, LinfBall, Ellipsoid, Box))
                                           or (isinstance(ball, TraceNormBall) and ball.psd)):

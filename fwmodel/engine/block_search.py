@@ -287,7 +287,7 @@ def jacobi_step(proposals, steps, blocks, objective, x, r, grad, dual_term, f, l
 
 
 def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, f, lam, cols, curvature_fn, quadratic,
-                       line_search, backtracking, ctx, dual_term=None, start=None):
+                       line_search, backtracking, ctx, dual_term=None, start=None, keep_dual_term=False):
     """Move the blocks one after another, each by its own line search at the point the previous ones left.
 
     Every block after the first that moved gets a fresh gradient of L(., y)
@@ -316,8 +316,15 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
     paper eq. fwal's line search); otherwise set to None, before a fresh one
     is evaluated (the two never coexist), and the fresh one is kept for the
     next blocks. On return they are f and its gradient at the new x, or g None.
+
+    ``keep_dual_term``: the caller reads ``dual_term`` after the sweep (a projection step
+    follows): the last block's move updates it too (one axpy from d instead of the two passes of
+    forming y + lam r again; rounding aside the same numbers). ``ctx.dual_term_kept`` is then
+    True when every move kept it current (blocks whose columns of M are a signed identity), else False.
     """
     m = r.size
+    ctx.dual_term_kept = False
+    kept = keep_dual_term and m > 0 and dual_term is not None
     moved, taken = {}, {}
     if dual_term is None:
         dual_term = r * lam
@@ -346,7 +353,7 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
                 start.f, start.g = value_and_grad(x)
             taken[k] = p
             gamma = _sparse_step(p, *sparse, sl, signed, steps[k], start, follow, x, r, dual_term, lam, bool(moved),
-                                 k < last_moving)
+                                 k < last_moving or kept)
             if gamma > 0:
                 moved[k] = gamma
             continue
@@ -390,7 +397,8 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
         d = formed(p)
         if isinstance(grad, BlockLagrangianGradient):
             grad.forget()  # on a large block d may have been formed in the gradient's buffer
-        d_norm2 = dot(d, d)
+        # ||d||^2 from the step's factors where it knows it (a rank-k step away from cancellation), else a pass
+        d_norm2 = p.d_norm2 if p.d_norm2 is not None else dot(d, d)
         Md = None
         if not m:
             pen_lin = pen_quad = 0.0
@@ -441,13 +449,15 @@ def gauss_seidel_sweep(proposals, steps, blocks, objective, Mop, x, r, y, grad, 
         follows = f_moves and follow is not None and c_f is not None and d.size >= LARGE_BLOCK
         if follows and slope_f is None:
             slope_f = dot(start.g[sl], d)  # f's slope along d, before x moves
-        _move_block(x[sl], d, gamma, Md, signed, r, y, dual_term, lam, k < last_moving)
+        _move_block(x[sl], d, gamma, Md, signed, r, y, dual_term, lam, k < last_moving or kept)
+        kept = kept and signed is not None  # M d moved r without the dual term (_move_block)
         moved[k] = gamma
         if f_moves:  # f and its gradient follow the move, or are evaluated afresh when next needed
             if follows and follow(start.g, sl, d, gamma):
                 start.f += gamma * slope_f + 0.5 * gamma * gamma * float(c_f)
             else:
                 start.g = None  # released before a fresh one is formed
+    ctx.dual_term_kept = kept
     return moved, taken
 
 

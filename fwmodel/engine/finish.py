@@ -93,5 +93,5 @@ def finish(status, message, lagrangian, stopping, it, gap, gap_known, t, active,
         feasibility=float(feas), feasibility_rel=float(feas_rel), iterations=int(t),
         solve_time=solve_time, lam=float(lam_value), eta=float(schedule.current), history=progress.history,
         state=state, step_counts=dict(step_counts), objective_scale=stopping.objective_scale,
-        feasibility_scale=stopping.feasibility_scale, tol=stopping.tol, feas_tol=stopping.feas_tol,
+        feasibility_scale=stopping.point_scale, tol=stopping.tol, feas_tol=stopping.feas_tol,
     )

@@ -228,7 +228,7 @@ def minimize_fwal(
         b_norm = float(norm(b))
         Mx_ref = (r if b_norm == 0 else r + b) if cold else None
         return b_norm, Mx_ref, StoppingRule.from_reference(tol, feas_tol, objective, blocks, Mop, b, x_ref, g_ref,
-                                                           Mx_ref=Mx_ref, keep=setup)
+                                                           Mx_ref=Mx_ref, keep=setup, f_ref=f if cold else None)
 
     # The rows the solve works on, each change given back in the model's units at the end: every
     # constraint's row at unit norm (stopping.row_norm_equilibration); pieces still in units far from the
@@ -407,8 +407,10 @@ def minimize_fwal(
                 faces_step.observe(it)
             # ---- step sizes per block (line search on L(., y) restricted to each block); x and r move,
             # f and its gradient follow them where f is quadratic (else it.g is None: evaluated below)
+            # a projection step follows on tied copies: the sweep keeps y + lam r current for it (one axpy)
             moved, proposals = _move_blocks(sweep, proposals, steps, lagrangian, it, grad, dual_term, cols,
-                                            line_search, backtracking, ctx)
+                                            line_search, backtracking, ctx, keep_dual_term=bool(projections.blocks))
+            buffers.dual_kept = ctx.dual_term_kept
             drop = _commit(proposals, moved, steps, infaces, step_counts)
             # release this step's full-size temporaries before the next gradient
             # (at d = 4000 each product-space vector is 256 MB); r moved: its norm is unknown
@@ -419,8 +421,10 @@ def minimize_fwal(
             for corrective in correctives:
                 if corrective.blocks:
                     step_counts[corrective.kind] += corrective.take(lagrangian, it)
+                    buffers.dual_kept = False  # r may have moved
             if faces_step is not None and faces_step.blocks and faces_step.take(lagrangian, it):
                 step_counts["face"] = step_counts.get("face", 0) + 1
+            buffers.dual_kept = False  # y moves next (and the face step may have moved r)
             # ---- dual step (eq. fwal); Alg. 1 repeats drop steps before it
             if drop and repeat_drops and drops_in_row < max_drops:
                 drops_in_row += 1
@@ -633,16 +637,19 @@ def _multiplier_step_of_projections(projections, lagrangian, schedule):
         schedule.primal_steps_are_projections(keep_lam=projections.on_tied_copies(lagrangian))
 
 
-def _move_blocks(sweep, proposals, steps, lagrangian, it, grad, dual_term, cols, line_search, backtracking, ctx):
+def _move_blocks(sweep, proposals, steps, lagrangian, it, grad, dual_term, cols, line_search, backtracking, ctx,
+                 keep_dual_term=False):
     """Every block's step size and move (:mod:`fwmodel.engine.block_search`); returns ({k: gamma}, the proposals taken).
 
-    x and r move in place. A Gauss-Seidel sweep may replace a block's
+    x and r move in place (``keep_dual_term``: a Gauss-Seidel sweep keeps ``dual_term`` = y + lam r
+    current too, ``ctx.dual_term_kept`` says whether it did). A Gauss-Seidel sweep may replace a block's
     proposal by a fresh one (cheap per-group and per-coordinate steps), and
     keeps ``it.f`` and ``it.g`` current where it can (blocks that f does not
     read, gradients that follow a quadratic f); it.g is None on return
     otherwise (always after a Jacobi step).
     """
     objective, blocks = lagrangian.objective, lagrangian.blocks
+    ctx.dual_term_kept = False
     if sweep == "jacobi":
         it.g = None  # the line search's evaluations need not coexist with this gradient
         moved = jacobi_step(proposals, steps, blocks, objective, it.x, it.r, grad, dual_term, it.f, it.lam, cols,
@@ -650,7 +657,7 @@ def _move_blocks(sweep, proposals, steps, lagrangian, it, grad, dual_term, cols,
         return moved, proposals
     moved, taken = gauss_seidel_sweep(proposals, steps, blocks, objective, lagrangian.Mop, it.x, it.r, it.y, grad,
                                       it.f, it.lam, cols, lagrangian.curvature, lagrangian.quadratic, line_search,
-                                      backtracking, ctx, dual_term=dual_term, start=it)
+                                      backtracking, ctx, dual_term=dual_term, start=it, keep_dual_term=keep_dual_term)
     return moved, [taken.get(k, p) for k, p in enumerate(proposals)]
 
 
@@ -731,6 +738,8 @@ class _StepContext:
         #: block offset -> ||x_k||^2 at the point being proposed from (set by the driver for the
         #: proposals of one iteration, where a step reads it; else None)
         self.point_norms2 = None
+        #: whether the last Gauss-Seidel sweep kept the driver's y + lam r current through its moves
+        self.dual_term_kept = False
 
     def point_norm2(self, block, x_k):
         """||x_k||^2 of ``block`` at the proposals' point: the driver's where it measured it, else a dot."""
@@ -843,6 +852,9 @@ class _Buffers:
         self._directions = {}  # block offset -> that block's direction array; ("lazy", size) -> the lazy ones'
         self._block = {}  # size -> the per-block gradient's array
         self._spare_block = None  # an array for the per-block gradient, lent by the setup (take_spare)
+        #: the dual term's buffer holds y + lam r for the current r, y and lam (the driver sets it after
+        #: a sweep that kept it current; the next dual_term call returns it and clears this)
+        self.dual_kept = False
 
     def take_spare(self, array, m):
         """Use ``array`` (None: nothing) for the dual term (its first m entries) and the per-block gradient (the rest).
@@ -922,7 +934,12 @@ class _Buffers:
         return d
 
     def dual_term(self, r, y, lam):
-        """y + lam r, written into the reused buffer."""
+        """y + lam r, written into the reused buffer; where the sweep kept it current since it was last
+        formed (``dual_kept``, set by the driver and spent by this call), that buffer as it is."""
+        if self.dual_kept and self._dual is not None and self._dual.size == r.size:
+            self.dual_kept = False
+            return self._dual
+        self.dual_kept = False
         if self._dual is None:
             self._dual = np.empty(r.size)
         np.multiply(r, lam, out=self._dual)

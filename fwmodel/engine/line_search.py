@@ -58,7 +58,9 @@ class Backtracking:
         if self.lipschitz is None:
             # First call: start from the local curvature when known, else from
             # a tiny probe step (the estimate then adapts upward or downward).
-            if curvature_hint is not None and curvature_hint > 0:
+            # an infinite hint (the Hessian of z**1.5 at z = 0) is no estimate: as Lipschitz constant it
+            # made every step 0 and the solve stayed at its start (max_iter at x = 0); probe instead
+            if curvature_hint is not None and curvature_hint > 0 and math.isfinite(curvature_hint / d_norm2):
                 self.lipschitz = curvature_hint / d_norm2
             else:
                 probe = 1e-6 * gamma_max

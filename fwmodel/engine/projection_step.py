@@ -32,6 +32,8 @@ Which blocks: :func:`initial_projection_blocks` for ``projection=True``;
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy.linalg import blas
 
@@ -147,7 +149,10 @@ class ProjectionStep:
         if L is None:
             Md = Mop.matvec(d) if m else np.zeros(0)
             curv = curvature_fn(x, d) if curvature_fn is not None else None
-            if curv is not None and float(curv) + lam * dot(Md, Md) > 0:
+            # an infinite curvature (the Hessian of z**1.5 at z = 0) is no estimate: the step 0 it gives
+            # kept the solve at its start; the fallback below applies (Backtracking.step does the same)
+            if curv is not None and float(curv) + lam * dot(Md, Md) > 0 and math.isfinite(
+                    (float(curv) + lam * dot(Md, Md)) / gnorm2):
                 L = (float(curv) + lam * dot(Md, Md)) / gnorm2
             else:
                 # no curvature along the gradient: only the sets bound the step. An absolute 1.0 here

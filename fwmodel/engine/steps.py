@@ -99,6 +99,9 @@ class Proposal:
     #: <g_k, d>, the slope of the step along d at the point it was proposed from, where the step
     #: knows it from its atoms' products with g_k (FW: -gap; pairwise: <s - v, g_k>): no pass over d
     slope: Optional[float] = None
+    #: ||d||^2 where the step knows it from its factors (a rank-k step: ||s||^2 - 2 <X, V> + ||X||^2,
+    #: trusted only away from cancellation): the sweep then makes no pass over d for it
+    d_norm2: Optional[float] = None
 
 
 def _direction_out(ctx, block):

@@ -66,11 +66,23 @@ iterates, the iteration count and the relative accuracy unchanged.
   warm-started iterate, so a warm start keeps the scale of a cold solve
   (and follows a changed Parameter).
 
-* ``feasibility_scale``: the size of the sets, measured by the norms seen:
-  ||b||, ||x_ref|| and ||s_ref|| (s_ref the product vertex returned by the
-  LMOs at x_ref), ||M x_ref||, ||M s_ref|| (the units of the rows of M), and
-  the largest ||x_t|| of the iterates, so (3) asks the consistency
-  constraints to hold to ``feas_tol`` times the size of the points they tie.
+* ``feasibility_scale`` (test (3)'s, :attr:`StoppingRule.point_scale`): the
+  size of the data and of the points, ||b||, ||x_ref||, ||M x_ref|| (the
+  units of the rows of M) and the largest ||x_t|| of the iterates, so (3)
+  asks the consistency constraints to hold to ``feas_tol`` times the size
+  of the points they tie. Not the sets' extent: the vertex s_ref (the
+  product vertex returned by the LMOs at x_ref) counted too once, and a
+  loose "big-M" box ``abs(y) <= B`` around a solution of norm 3 then held
+  ``A @ y == b`` to B sqrt(n): at B = 1e6 "optimal" with ||Ay - b|| = 1.3e-2
+  and the value 3.4e-3 below Clarabel's, at every B since as at B = 10
+  (benchmarks/RESULTS.md, "A loose box around the solution"). The iterates'
+  norms keep a scale where the solution is 0 and b = 0 (copies of a
+  variable whose optimum is 0): the first steps leave x_ref by a line search
+  on the objective, so they measure its units. The sets' extent (with s_ref
+  and M s_ref, :attr:`StoppingRule.feasibility_scale`) still serves what
+  is about all points of the sets: the infeasibility proof (no point of
+  the sets meets (3), :meth:`StoppingRule.proof_target`), the fallback
+  penalty, rounding thresholds.
   The points' norms count in the rows' units (each block's norm times the
   root mean square of its column norms of M, at most 1: :class:`RowUnits`),
   so rows written in other units than their variables (``(1e-6 G) @ x <= 1e-6 h``)
@@ -540,7 +552,11 @@ class RowPieces:
     equilibrating the rows; here each piece has its own scale, measured as the
     whole model's (the module docstring) from its own rows only:
 
-        S_g = max(||b_g||, ||M_g x_ref||, ||M_g s_ref||, max_t ||x_t||_g),
+        S_g = max(||b_g||, ||M_g x_ref||, max_t ||x_t||_g)
+
+    (``point_scales``; the test's, without the vertex s_ref, as the whole
+    model's; ``scales`` adds ||M_g s_ref|| and ||s_ref||_g, the sets' extent,
+    for the equilibration and the infeasibility proof),
 
     where ``||x||_g`` counts the blocks piece g reads in its own units
     (:class:`RowUnits` with the column norms of the piece alone; the blocks it
@@ -559,6 +575,8 @@ class RowPieces:
         self.weights = weights  # (pieces, blocks): w_gk, 0 where piece g does not read block k
         self.slices = slices  # the blocks' slices of x
         self.ratio = 0.0  # max_g ||r_g|| / S_g at the last observed residual
+        # test (3)'s S_g: the sizes of b_g and of the points in piece g's units, no vertex (set by :meth:`of`)
+        self.point_scales = scales.copy()
 
     @classmethod
     def of(cls, blocks, Mop, b, x_ref, s_ref, Mx_ref, Ms_ref):
@@ -588,17 +606,26 @@ class RowPieces:
             terms = [norm(b[rows]), norm(Mx_ref[rows]) if Mx_ref is not None else 0.0,
                      norm(Ms_ref[rows]) if Ms_ref is not None else 0.0]
             scales[g] = max(float(v) for v in terms if math.isfinite(v))
+        points = np.zeros(len(pieces))
+        for g in range(len(pieces)):
+            rows = slice(int(offsets[g]), int(offsets[g + 1]))
+            terms = [norm(b[rows]), norm(Mx_ref[rows]) if Mx_ref is not None else 0.0]
+            points[g] = max(float(v) for v in terms if math.isfinite(v))
         pieces_of = cls(np.asarray(offsets, dtype=np.intp), scales, weights, slices)
+        pieces_of.point_scales = points
         pieces_of.observe_point(x_ref)
-        pieces_of.observe_point(s_ref)
+        pieces_of.observe_point(s_ref, vertex=True)
         return pieces_of
 
-    def observe_point(self, x):
-        """Raise each S_g to the size of x in piece g's units; returns the blocks' norms (in block order)."""
+    def observe_point(self, x, vertex=False):
+        """Raise each S_g to the size of x in piece g's units (test (3)'s too unless x is a ``vertex``);
+        returns the blocks' norms (in block order)."""
         block_norms = np.array([float(norm(x[sl])) for sl in self.slices])
         if np.all(np.isfinite(block_norms)):
             sizes = np.sqrt(((self.weights * block_norms) ** 2).sum(axis=1))
             np.maximum(self.scales, sizes, out=self.scales)
+            if not vertex:
+                np.maximum(self.point_scales, sizes, out=self.point_scales)
         return block_norms
 
     def observe_residual(self, r):
@@ -612,9 +639,10 @@ class RowPieces:
         has no units to be held to: the whole residual's test holds it.
         """
         worst = 0.0
-        for g in np.flatnonzero((self.scales > 0) & (self.scales * UNITS_APART < self.scales.max())):
+        scales = self.point_scales
+        for g in np.flatnonzero((scales > 0) & (scales * UNITS_APART < scales.max())):
             r_g = float(norm(r[self.offsets[g]:self.offsets[g + 1]]))
-            worst = max(worst, r_g / self.scales[g])
+            worst = max(worst, r_g / scales[g])
         self.ratio = worst
         return worst
 
@@ -670,14 +698,18 @@ class StoppingRule:
         self.feas_tol = feas_tol
         self.objective_scale = objective_scale
         self.feasibility_scale = feasibility_scale
+        # test (3)'s scale: the sizes of b and of the points, no vertex (the module docstring); from_reference
+        # measures it, feasibility_scale (the sets' extent) until then
+        self.point_scale = feasibility_scale
         self._value = math.inf  # |f| at the last observed iterate (inf: none yet, A_t = the range)
+        self._low, self._high = math.inf, -math.inf  # the least and largest f seen (x_ref's and the iterates')
         self.row_units = RowUnits(None)  # points count at their own norm (from_reference measures the rows)
         self.row_pieces = None  # test (3) piece by piece (:class:`RowPieces`; from_reference measures them)
         self._pieces_rel = 0.0  # max_g ||r_g|| / S_g at the last observed residual
 
     @classmethod
     def from_reference(cls, tol, feas_tol, objective, blocks, Mop, b, x_ref, grad_ref=None, Mx_ref=None,
-                       keep=None, out=None):
+                       keep=None, out=None, f_ref=None):
         """Measure G_ref and the set norms at ``x_ref`` (one gradient and one LMO per block).
 
         ``grad_ref`` is grad f(x_ref) and ``Mx_ref`` is M x_ref when the
@@ -688,7 +720,7 @@ class StoppingRule:
         so the setup calls each LMO once; ``out``: an n-size array for s_ref.
         """
         if grad_ref is None:
-            _, grad_ref = objective.value_and_grad(x_ref)
+            f_ref, grad_ref = objective.value_and_grad(x_ref)
         gap, s_ref = objective_gap(blocks, x_ref, grad_ref, with_vertex=True, out=out)
         if math.isfinite(gap) and gap > 0:  # rounding of the LMOs' values is no range (gap_at_rounding)
             gap = gap_at_rounding(gap, blocks, grad_ref, float(norm(x_ref)) + float(norm(s_ref)))
@@ -703,6 +735,11 @@ class StoppingRule:
             norms += [norm(Mx_ref), norm(Ms_ref)]
         feasibility_scale = max(float(v) for v in norms if math.isfinite(v)) if norms else 0.0
         rule = cls(tol, feas_tol, objective_scale, feasibility_scale)
+        if f_ref is not None:
+            rule._see(f_ref)
+        # the points' scale leaves out the vertex s_ref (norms[2]) and M s_ref: the sets' extent, not the points'
+        points = [v for k, v in enumerate(norms) if k != 2 and k != 4]
+        rule.point_scale = max((float(v) for v in points if math.isfinite(v)), default=0.0)
         rule.row_units = row_units
         if Mop.shape[0]:
             rule.row_pieces = RowPieces.of(blocks, Mop, b, x_ref, s_ref, Mx_ref, Ms_ref)
@@ -722,28 +759,47 @@ class StoppingRule:
             self.objective_scale = float(gap_f)
 
     def observe_point(self, x_norm, x=None):
-        """||x_t|| of an iterate (in the rows' units, :class:`RowUnits`, when ``x`` is given): the
-        feasibility scale is the largest size seen."""
+        """||x_t|| of an iterate (in the rows' units, :class:`RowUnits`, when ``x`` is given): both
+        feasibility scales (the points' and the sets') are the largest size seen."""
         if x is not None:
             # the blocks' norms, measured once for the pieces' scales and the rows' units
             block_norms = self.row_pieces.observe_point(x) if self.row_pieces is not None else None
             x_norm = self.row_units.size(x, x_norm, block_norms)
         if math.isfinite(x_norm) and x_norm > self.feasibility_scale:
             self.feasibility_scale = float(x_norm)
+        if math.isfinite(x_norm) and x_norm > self.point_scale:
+            self.point_scale = float(x_norm)
 
     def observe_residual(self, r):
         """r_t = M x_t - b of the iterate the next tests are about: test (3) per piece of rows (:class:`RowPieces`)."""
         if self.row_pieces is not None:
             self._pieces_rel = self.row_pieces.observe_residual(r)
 
+    def _see(self, f):
+        if math.isfinite(f):
+            self._low, self._high = min(self._low, float(f)), max(self._high, float(f))
+
     def observe_value(self, f):
         """f(x_t) of the iterate the next tests are about (it sets the accuracy scale A_t)."""
         self._value = abs(float(f)) if math.isfinite(f) else math.inf
+        self._see(f)
+
+    @property
+    def value_spread(self):
+        """max - min of f over x_ref and the iterates seen (0 before two values): the objective's range over
+        the points, not over the sets."""
+        return self._high - self._low if self._high > self._low else 0.0
 
     @property
     def accuracy_scale(self):
-        """A_t = min(range, max(|f(x_t)|, VALUE_FLOOR * range)): what (2) is relative to."""
-        return min(self.objective_scale, max(self._value, VALUE_FLOOR * self.objective_scale))
+        """A_t = min(range, max(|f(x_t)|, VALUE_FLOOR * min(range, spread))): what (2) is relative to.
+
+        The floor is taken of the values' spread over the points seen (:attr:`value_spread`) where smaller
+        than the range S_f: S_f is f's FW gap over the sets, and a loose box (``abs(y) <= 1e6`` around a
+        solution of norm 3) makes it ~ B ||grad f||_1, so that 1 % of it let ``<y + lam r, r>`` hide an
+        error of 3.5e-4 of |f*| (benchmarks/RESULTS.md, "A loose box around the solution")."""
+        floor = VALUE_FLOOR * min(self.objective_scale, self.value_spread)
+        return min(self.objective_scale, max(self._value, floor))
 
     # ------------------------------------------------------------ tests
     @staticmethod
@@ -770,14 +826,14 @@ class StoppingRule:
         return self._ratio(abs(dual_residual), self.accuracy_scale)
 
     def feas_rel(self, feas):
-        """||Mx - b|| / feasibility_scale, or the largest ||r_g|| / S_g of the pieces of rows at the last
+        """||Mx - b|| / point_scale, or the largest ||r_g|| / S_g of the pieces of rows at the last
         observed residual (:class:`RowPieces`) where larger: (3) holds when this is <= feas_tol."""
-        return max(self._ratio(feas, self.feasibility_scale), self._pieces_rel)
+        return max(self._ratio(feas, self.point_scale), self._pieces_rel)
 
     def pieces_excess(self, feas):
         """How many times further the worst piece of rows is from its test than ||Mx - b|| from the whole
         model's (1: no piece is; the dual schedule and the certificate aim at the pieces' test)."""
-        whole = self._ratio(feas, self.feasibility_scale)
+        whole = self._ratio(feas, self.point_scale)
         if self._pieces_rel <= whole:
             return 1.0
         return self._pieces_rel / whole if whole > 0 else math.inf
@@ -787,14 +843,14 @@ class StoppingRule:
         return self.tol * self.objective_scale
 
     def feasibility_target(self):
-        """feas_tol * feasibility_scale: the ||Mx - b|| the solve has to reach."""
-        return self.feas_tol * self.feasibility_scale
+        """feas_tol * point_scale: the ||Mx - b|| the solve has to reach."""
+        return self.feas_tol * self.point_scale
 
     def proof_target(self):
         """The lower bound on ||Mx - b|| over the sets that proves no point meets (3): feas_tol times the
         smaller of the feasibility scale and sqrt(sum_g S_g^2) (every piece's test met bounds ||r|| by that)."""
         if self.row_pieces is None:
-            return self.feasibility_target()
+            return self.feas_tol * self.feasibility_scale
         return self.feas_tol * min(self.feasibility_scale, self.row_pieces.combined_scale())
 
     def met(self, gap, feas, objective_gap=None, dual_residual=0.0):

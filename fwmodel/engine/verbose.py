@@ -48,15 +48,15 @@ class VerbosePrinter:
                     f"{self.n} primal entries, {self.m} rows of M")
         self._print(f"step={step}  line_search={line_search}  lam0={lam:.3g}")
         self._print(f"stop when FW gap <= tol * S_f = {stopping.tol:.1e} * {stopping.objective_scale:.3e}"
-                    f"  and  ||Mx-b|| <= feas_tol * S_x = {stopping.feas_tol:.1e} * {stopping.feasibility_scale:.3e}")
+                    f"  and  ||Mx-b|| <= feas_tol * S_x = {stopping.feas_tol:.1e} * {stopping.point_scale:.3e}")
         self._print("  and |<y + lam r, r>| <= tol * min(S_f, max(|f|, S_f / 100)) (the error infeasibility can hide)")
         self._print("  S_f: FW gap of f at the starting point (the objective's range); "
-                    "S_x: largest norm of b, points and vertices seen")
+                    "S_x: largest norm of b and of the points seen (not the sets' vertices)")
         pieces = stopping.row_pieces
         if pieces is not None:
-            self._print(f"  and ||r_g|| <= feas_tol * S_g for the groups of rows (of {pieces.scales.size}) more than "
-                        f"{UNITS_APART:g}x below the largest, S_g from {pieces.scales.min():.3e} to "
-                        f"{pieces.scales.max():.3e} (the /S_x column: the worst of the two tests)")
+            self._print(f"  and ||r_g|| <= feas_tol * S_g for the groups of rows (of {pieces.point_scales.size}) more than "
+                        f"{UNITS_APART:g}x below the largest, S_g from {pieces.point_scales.min():.3e} to "
+                        f"{pieces.point_scales.max():.3e} (the /S_x column: the worst of the two tests)")
         self._print("-" * 112)
         self._print(f"{'iter':>7} {'objective':>13} {'FW gap':>10} {'gap/S_f':>9} {'||Mx-b||':>10} "
                     f"{'/S_x':>9} {'lam':>9} {'eta':>9} {'time(s)':>8}  steps")

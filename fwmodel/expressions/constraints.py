@@ -175,6 +175,11 @@ class Inequality:
         if self.piecewise is not None:
             lhs, rhs, self.data_pieces = _piecewise_sides(lhs, rhs, text)
         lhs, rhs = _entrywise_sides(lhs, rhs, text)
+        #: ``(p, divides)`` of ``p * fm.sum_squares(e) <= t`` (also ``quad_form``, ``/ p``), held as ``sum_squares(e)
+        #: <= t / p``: CVXPY's multiplier of the form written is the rewritten one's over p (times p for ``/ p``;
+        #: ``compile.write_norm_duals``)
+        self.data_factor = None
+        lhs, rhs, self.data_factor = _parameter_times_atom(lhs, rhs, text)
         #: ``fm.sum_squares(e) <= t`` (or ``fm.quad_form(e, P) <= t``) written as the ball ``norm2(...) <= sqrt(t)``:
         #: its dual_value is the ball's multiplier over ``2 sqrt(t)`` (``compile.write_norm_duals``)
         self.squared = False
@@ -395,6 +400,80 @@ def _squared_norm_bound(lhs, rhs, text):
             raise ModelError(f"{text}: the bound is negative, so no point satisfies it")
         bound = Constant(np.sqrt(t))
     return norm2(e), bound, ellipsoid
+
+
+def _parameter_times_atom(lhs, rhs, text):
+    """``(lhs, rhs, p)``: ``p * norm(e) <= t`` (also ``norm(e) * p``, ``norm(e) / p``, ``abs``) as ``norm(p * e) <= t``
+    (``norm(e / p)``), and ``p * fm.sum_squares(e) <= t`` (also ``quad_form(e, P)``, ``/ p``) as ``sum_squares(e) <= t
+    / p`` (``t * p``) with ``p`` returned, where p is a scalar fm.Parameter expression of declared sign nonneg
+    (CVXPY's DCP rule: a convex atom times a Parameter is convex only then). The same set for every p > 0; at p = 0
+    the norm's form is ``0 <= t`` (the compiler drops it, ``lowering.ParameterFactor``), the smooth one's bound
+    ``t / 0`` a ModelError naming p. ``(p, divides)`` is returned for the smooth forms (None for the others), whose
+    multiplier the compiler scales back. Other sides come back as they are."""
+    from .affine import DivideExpression, MultiplyExpression
+    from .atoms import QuadFormExpression, SumSquaresExpression
+    from .core import constant_sign
+    from .nonsmooth import EntryExtremumAtom, NormAtom, PiecewiseAtom
+
+    def convex_atom(e):  # a norm (not CVXPY's piecewise atoms nor max / min, which NormAtom also bases) or a square
+        return (isinstance(e, (NormAtom, SumSquaresExpression, QuadFormExpression))
+                and not isinstance(e, (PiecewiseAtom, EntryExtremumAtom)))
+
+    if not isinstance(lhs, MultiplyExpression) or rhs._has_vars:
+        return lhs, rhs, None
+    a, b = lhs.args
+    divides = isinstance(lhs, DivideExpression)
+    atom, f = (a, b) if divides or convex_atom(a) else (b, a)
+    if not convex_atom(atom) or f._has_vars or not f._has_params or f.size != 1:
+        return lhs, rhs, None
+    if constant_sign(f) not in ("nonneg",):
+        raise ModelError(f"{text}: {short_repr(f)} times a convex function is convex only where it is >= 0: declare "
+                         f"its Parameter nonneg=True (as CVXPY requires), or, for a norm, write the factor inside it: "
+                         "norm(p * e) <= t, which holds for either sign of p")
+    if isinstance(atom, NormAtom):
+        inner = atom.args[0]
+        return NormAtom(inner / f if divides else f * inner, atom.kind, atom.call), rhs, None
+    return atom, _ScaledBound(rhs, f, divides, text), (f, divides)
+
+
+class _ScaledBound:
+    """``t / p`` (``t * p``) of ``p * fm.sum_squares(e) <= t`` (``/ p``), re-read at each solve: data (duck-types the
+    part of a Parameter expression that the bound's readers use). At p = 0 the constraint reads ``0 <= t``, which
+    holds or not on data alone; a ball cannot be dropped there (its radius would be infinite), so that solve is
+    a ModelError naming the constraint and what to write instead."""
+
+    _has_vars = False
+    _has_params = True
+    is_leaf = True
+    shape, size, ndim = (), 1, 0
+
+    def __init__(self, bound, factor, divides, text):
+        self.bound, self.factor, self.divides, self.text = as_expression(bound), factor, divides, text
+
+    @property
+    def value(self):
+        t, q = self.bound.value, self.factor.value
+        if t is None or q is None:
+            return None
+        t, q = float(np.asarray(t, dtype=float).reshape(())), float(np.asarray(q, dtype=float).reshape(()))
+        if self.divides:
+            return t * q
+        if q == 0.0:
+            names = ", ".join(p.name for p in self.factor.parameters())
+            raise ModelError(
+                f"{self.text}: {names} is 0 at this solve, so the constraint reads 0 <= t, true or false on data "
+                f"alone; fwmodel holds it as a ball of radius sqrt(t / {short_repr(self.factor)}), which p = 0 leaves "
+                "unbounded. Keep the Parameter > 0, or leave the constraint out for this value (a norm bound, "
+                "norm(p * e) <= t, is dropped at p = 0)")
+        return t / q
+
+    def parameters(self):
+        from ..sets.base import distinct_parameters
+
+        return distinct_parameters([self.bound, self.factor])
+
+    def __repr__(self):
+        return f"{short_repr(self.bound)} {'*' if self.divides else '/'} {short_repr(self.factor)}"
 
 
 def _misplaced_atom(text, inner):

@@ -169,6 +169,55 @@ class AffinePreimage(InnerData, ConvexSet):
         return f"{self.inner!r} (on {self.expr!r})"
 
 
+class MovingPreimage(AffinePreimage):
+    """``{x : a * x + c in S}`` with the offset ``c`` computed from Parameters, re-read at each solve.
+
+    The compiler builds it for ``norm(p * x + c) <= t`` (p a scalar Parameter expression, c a constant or a
+    Parameter expression, x a variable or an elementwise map ``a * x + c0`` of one): with p != 0 that is the
+    ball ``norm(x + c / p) <= t / |p|``, whose center ``-c / p`` moves with p and c as its radius does
+    (``lowering.ParameterFactor``). ``offset`` duck-types a Parameter expression (``value``,
+    ``parameters()``): its value, broadcast to the entries, is ``c`` at each :meth:`refresh`. The data
+    version counts the inner set's changes and the offset's, so a warm start restarts the block when either
+    moved (as for a radius), and the LMO, bounds, membership and projection of :class:`AffinePreimage` read
+    the current offset.
+    """
+
+    def __init__(self, inner, expr, scale, offset):
+        self._offset_source = offset
+        self._moves = 0
+        super().__init__(inner, expr, scale, np.zeros(np.size(scale)))
+        self._read_offset()
+
+    def _read_offset(self):
+        """Read the offset's current value; True when it moved (None while a Parameter has no value)."""
+        value = self._offset_source.value
+        if value is None:
+            return False
+        new = np.array(np.broadcast_to(np.asarray(value, dtype=float).ravel() if np.size(value) == self._a.size
+                                       else np.asarray(value, dtype=float), (self._a.size,)), dtype=float)
+        if np.array_equal(new, self._c):
+            return False
+        self._c = new
+        self._moves += 1
+        return True
+
+    def refresh(self):
+        changed = self.inner.refresh()
+        moved = self._read_offset()
+        if changed or moved:
+            object.__setattr__(self, "_contains_origin", None)
+        return changed or moved
+
+    def parameters(self):
+        from .base import distinct_parameters
+
+        return distinct_parameters([self.inner, self._offset_source])
+
+    @property
+    def data_version(self):
+        return self.inner.data_version + self._moves
+
+
 class _CheckedPreimageLmo:
     """S's LMO with its check (``exact``, ``tighten``: a trace-norm ball's warm-started Lanczos LMO, see
     :class:`~fwmodel.sets.trace_norm.CheckedLmo`) seen through the map ``a * x + c``."""
