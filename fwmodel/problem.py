@@ -52,6 +52,7 @@ SOLVE_DEFAULTS = dict(
     projection="auto",
     sweep="gauss-seidel",
     rank_k="auto",
+    face_step="auto",
     threads=DEFAULT_THREADS,
 )
 
@@ -451,6 +452,13 @@ class Problem:
           Lanczos matvecs, vector passes), never timed: the same model takes
           the same steps on every run; rank-k steps pause while FW steps
           gain more per unit of that cost.
+        - face_step ("auto", True, False): a corrective step that moves all
+          free coordinates of the current face together (free box entries,
+          the active atoms' weights of polytope blocks) to the minimizer of
+          the augmented Lagrangian's quadratic model on that face
+          (``fwmodel.engine.face_step``); quadratic and linear objectives
+          only. "auto": once the face has stayed the same for a few
+          iterations; True: every iteration; False: never.
         - threads: BLAS threads during the solve (a positive integer, default
           1, or None to leave the BLAS as configured; see
           ``fwmodel.engine.threads``).

@@ -58,7 +58,8 @@ from .finish import INTERRUPT_MESSAGE, MAX_FINISH_ATTEMPTS, finish
 from .inface import InFaceStep, inface_blocks
 from .lagrangian import AugmentedLagrangian, Block, IterationState, Iterate, _Operator  # noqa: F401 (re-exported)
 from .line_search import Backtracking
-from .options import check_options
+from .face_step import FaceStep
+from .options import PROJECTION_CHOICES, check_choice, check_options
 from .row_metric import RowMetric
 from .progress import Progress
 from .projection_choice import AutoProjection
@@ -101,6 +102,7 @@ def minimize_fwal(
     projection="auto",
     sweep="gauss-seidel",
     rank_k="auto",
+    face_step="auto",
     **unknown,
 ):
     """Minimize f over the blocks subject to Mx = b with FW-AL.
@@ -169,6 +171,7 @@ def minimize_fwal(
     """
     if unknown:
         raise ValueError(f"unknown option(s) {', '.join(map(repr, sorted(unknown)))} of minimize_fwal")
+    check_choice("face_step", face_step, PROJECTION_CHOICES)
     check_options(max_iter, tol, feas_tol, time_limit, lam, eta, verbose, print_every, callback, seed,
                   infeasibility_check_every, max_drop_steps, step, line_search, inface, projection, sweep,
                   rank_k)
@@ -317,6 +320,8 @@ def minimize_fwal(
     # every block projects from the start (or as the last solve chose): the multiplier step may follow
     _multiplier_step_of_projections(projections, lagrangian, schedule)
     correctives = (projections, infaces)
+    # the step on the free coordinates of the current face (engine/face_step.py), after the other correctives
+    faces_step = FaceStep(blocks, steps, face_step) if face_step is not False else None
     backtracking = Backtracking(warm_state.lipschitz if warm_state is not None else None)
     certificate = InfeasibilityCheck(blocks, Mop, b, infeasibility_check_every, copies_only=cols.all_signed)
     lmo_check = LmoCheck.of(blocks)  # None where every LMO is exact
@@ -400,6 +405,8 @@ def minimize_fwal(
                 if status == "optimal":  # a user LMO that maximizes can give a gap of 0: one call along -g each
                     refuse_maximizing_lmo(blocks, lambda k: _own_block_gradient(grad, blocks, k))
                 break
+            if faces_step is not None and faces_step.blocks:
+                faces_step.observe(it)
             # ---- step sizes per block (line search on L(., y) restricted to each block); x and r move,
             # f and its gradient follow them where f is quadratic (else it.g is None: evaluated below)
             # a projection step follows on tied copies: the sweep keeps y + lam r current for it (one axpy)
@@ -417,7 +424,9 @@ def minimize_fwal(
                 if corrective.blocks:
                     step_counts[corrective.kind] += corrective.take(lagrangian, it)
                     buffers.dual_kept = False  # r may have moved
-            buffers.dual_kept = False  # y moves next
+            if faces_step is not None and faces_step.blocks and faces_step.take(lagrangian, it):
+                step_counts["face"] = step_counts.get("face", 0) + 1
+            buffers.dual_kept = False  # y moves next (and the face step may have moved r)
             # ---- dual step (eq. fwal); Alg. 1 repeats drop steps before it
             if drop and repeat_drops and drops_in_row < max_drops:
                 drops_in_row += 1

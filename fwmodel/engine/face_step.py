@@ -1,0 +1,452 @@
+"""A corrective step on the free coordinates of the current face (all of them together).
+
+FW, away, pairwise and BPCG steps move one atom pair (or, on a box, each
+coordinate on its own) per block and iteration. Where the optimum of
+L(., y) (paper OPT2) lies inside a face of the product of the sets and the
+penalty couples many of that face's coordinates (rows at unit norm whose
+columns are nearly parallel), those steps contract the primal error slowly
+even at the optimal multipliers (measured 0.998 per iteration on the hinge
+models of ``benchmarks/hinge_tails.py``; benchmarks/RESULTS.md, "Oscillations
+of the multipliers on hinge budgets"). This step moves every free coordinate
+of the current face at once:
+
+* the face: on a box block (``Block.intervals``, per-coordinate steps) the
+  coordinates strictly inside their bounds; on a polytope block with an
+  active set, the convex hull of its active atoms, parametrized by their
+  barycentric weights ``w`` (``x_k = A w``, ``sum(w) = 1``); other blocks
+  stay where they are;
+* the direction: the minimizer of the quadratic model of L(., y) on the
+  face's affine hull (``u -> <grad L, D u> + 1/2 u' D' (H_f + lam M'M) D u``,
+  D the face's coordinates: identity columns of the free box entries, the
+  atom matrices A on the weights with ``sum(dw) = 0`` per block), by a few
+  projected conjugate-gradient iterations (the constraint ``sum(dw) = 0`` is
+  kept by projecting every residual; a direction of zero curvature, such as a
+  linear objective along the kernel of M, is followed to the face's edge);
+* the step: an exact line search on the model along ``D u``, truncated by a
+  ratio test so that free box entries stay within their bounds and every
+  weight stays nonnegative (the active set keeps its invariants: weights
+  nonnegative, summing to one, reconstructing x; atoms whose weight reaches
+  zero are dropped, a smaller face for the next step).
+
+This is the fully corrective step of Holloway (1974) and of fully
+corrective FW (Lacoste-Julien & Jaggi 2015, Sec. 3; "the minimization over
+the convex hull of the active set"), taken approximately by CG on the
+active atoms' weights, and in the spirit of BPCG's local phase (Tsuji,
+Tanaka & Pokutta 2022), here with the penalty's Hessian ``lam (M D)'(M D)``
+included, which BPCG's local phase leaves out. The FW-AL structure is
+unchanged: the step is a primal corrective step on L(., y_t) taken after the
+FW sweep, before the dual step of eq. fwal.
+
+It is taken only where the objective is quadratic or linear (the model is
+then exact) and the face is small (``FACE_MAX_DIM`` coordinates in all).
+Faces of at most ``FACE_DENSE_DIM`` coordinates solve the model directly
+from its reduced Hessian, whose columns ``M D e_j`` and ``H_f D e_j`` are
+kept from step to step (M is fixed and a quadratic f has a constant
+Hessian: a coordinate or atom costs one M product and one gradient when it
+first enters a face); larger ones by CG (only with ``face_step=True``: on the TV denoiser of
+``benchmarks/zoo.py``, 200 free coordinates, "auto" with CG took 12-15 s
+against 0.95 s). With ``face_step="auto"`` it is taken on faces the direct
+solve takes, once the face has stayed the same for ``FACE_PATIENCE``
+iterations in a row (read every ``FACE_CHECK_EVERY`` iterations until then;
+the regime of the slow tails: the FW sweep no longer changes which bounds
+and atoms are active), and only while it pays: a step that decreases L(., y)
+less than its iteration's FW sweep did makes the next one wait 1, 2, 4, ...
+iterations (at most ``2^FACE_MAX_BACKOFF``), so that models the FW sweep
+solves quickly take few such steps.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.linalg import null_space
+
+from .steps import IntervalStep, _ActiveSetStep
+from .vector_ops import dot
+
+#: at most this many face coordinates (free box entries plus active atoms) in all
+FACE_MAX_DIM = 400
+#: at most this many entries per dense atom matrix (block size times active atoms)
+FACE_MAX_ATOM_ENTRIES = 200_000
+#: "auto": the face must have stayed the same for this many iterations in a row
+FACE_PATIENCE = 10
+#: faces of at most this many coordinates solve the model directly (dense reduced Hessian), larger ones by CG
+FACE_DENSE_DIM = 100
+#: "auto": while the face is not yet settled, it is read every this many iterations
+FACE_CHECK_EVERY = 5
+#: "auto": a face step pays when it decreases L(., y) at least this many times as much as its iteration's FW sweep
+FACE_PAYOFF = 1.0
+#: "auto": after steps that did not pay, the next waits 2^j iterations, j at most this
+FACE_MAX_BACKOFF = 6
+#: at most this many cached columns (M D e_j and H_f D e_j of face coordinates seen)
+FACE_MAX_COLUMNS = 2000
+#: at most this many CG iterations per step
+FACE_CG_ITERS = 50
+#: CG stops once its residual is below this fraction of the first
+FACE_CG_RTOL = 1e-10
+#: a box entry within this fraction of its interval's width of a bound is at that bound
+BOUND_TOL = 1e-12
+
+
+class _BoxPart:
+    """A box block's free entries (strictly inside their bounds)."""
+
+    def __init__(self, k, block, step, lo, hi):
+        self.k, self.sl, self.step, self.lo, self.hi = k, block.slice, step, lo, hi
+        self.width = np.maximum(hi - lo, 0.0)
+        margin = BOUND_TOL * self.width  # (relative: a box of width 1e-6 is no narrower to the step)
+        self._lo_in, self._hi_in = lo + margin, hi - margin
+
+    def column_keys(self):
+        return [("e", self.k, int(j)) for j in self.free]
+
+    def count_free(self, x):
+        """How many entries are strictly inside their bounds (kept for :meth:`face`)."""
+        x_k = x[self.sl]
+        self._mask = (x_k > self._lo_in) & (x_k < self._hi_in)
+        return int(np.count_nonzero(self._mask))
+
+    def face(self, x):
+        self.free = np.flatnonzero(self._mask)
+        return ("box", self.k, self.free.tobytes())
+
+    @property
+    def dim(self):
+        return self.free.size
+
+    def expand(self, u, out):
+        """out[block] = D_k u (u: the free entries' moves)."""
+        out[self.sl.start + self.free] = u
+
+    def restrict(self, v):
+        """D_k' v."""
+        return v[self.sl.start + self.free]
+
+    def project(self, u):
+        return u
+
+    def max_step(self, x, u):
+        """The largest gamma with x + gamma D u inside the box."""
+        x_f = x[self.sl.start + self.free]
+        lo, hi = self.lo[self.free], self.hi[self.free]
+        up, down = u > 0, u < 0
+        caps = np.concatenate([(hi[up] - x_f[up]) / u[up], (lo[down] - x_f[down]) / u[down]])
+        return float(caps.min()) if caps.size else np.inf
+
+    def apply(self, x, u, gamma):
+        """x += gamma D u, snapped to the bounds it reached; returns the block's move (its slice, a copy)."""
+        idx = self.sl.start + self.free
+        old = x[idx].copy()
+        new = np.clip(old + gamma * u, self.lo[self.free], self.hi[self.free])
+        x[idx] = new
+        d = np.zeros(self.sl.stop - self.sl.start)
+        d[self.free] = new - old
+        return d
+
+
+class _AtomPart:
+    """A polytope block with an active set: its face is the hull of the active atoms (barycentric weights)."""
+
+    def __init__(self, k, block, step):
+        self.k, self.sl, self.step = k, block.slice, step
+        self.size = block.size
+
+    def face(self, x):
+        active = self.step.active
+        atoms = active.atoms
+        # the atoms' identities: the last face's atoms are still referenced (self.atoms) while these are
+        # taken, so an id seen in both is the same atom (cheaper than hashing the keys at every iteration)
+        signature = ("atoms", self.k, frozenset(map(id, atoms)))
+        self.atoms = atoms
+        return signature
+
+    def column_keys(self):
+        return [("a", self.k, a.key) for a in self.atoms]
+
+    @property
+    def dim(self):
+        return len(self.atoms)
+
+    def build(self):
+        """The atom matrix A (block size x atoms), dense, and the atoms' weights."""
+        self.w = self.step.active.weights
+        A = np.zeros((self.size, len(self.atoms)))
+        col = np.zeros(self.size)
+        for j, atom in enumerate(self.atoms):
+            col.fill(0.0)
+            atom.add_to(col, 1.0)
+            A[:, j] = col
+        self.A = A
+
+    def expand(self, u, out):
+        out[self.sl] = self.A @ u
+
+    def restrict(self, v):
+        return self.A.T @ v[self.sl]
+
+    def project(self, u):
+        return u - u.mean()  # keeps sum(w) = 1
+
+    def max_step(self, x, u):
+        down = u < 0
+        return float((self.w[down] / -u[down]).min()) if down.any() else np.inf
+
+    def apply(self, x, u, gamma):
+        w = self.w + gamma * u
+        w[w < 0] = 0.0
+        active = self.step.active
+        if active.atoms != self.atoms:  # cannot happen: the face was read this iteration
+            raise RuntimeError("face step: the active set changed under the step")
+        active.set_weights(w / w.sum())
+        old = x[self.sl].copy()
+        new = active.dense(self.size)
+        x[self.sl] = new
+        return new - old
+
+
+class FaceStep:
+    """The corrective step of the module docstring (``kind``, ``blocks``, ``take(lagrangian, it)``)."""
+
+    kind = "face"
+
+    def __init__(self, blocks, steps, mode="auto"):
+        self.parts = []
+        for k, (blk, st) in enumerate(zip(blocks, steps)):
+            if isinstance(st, IntervalStep):
+                self.parts.append(_BoxPart(k, blk, st, np.asarray(st.lo, float) * np.ones(blk.size),
+                                           np.asarray(st.hi, float) * np.ones(blk.size)))
+            elif isinstance(st, _ActiveSetStep) and blk.is_polytope:
+                self.parts.append(_AtomPart(k, blk, st))
+        self.blocks = [p.k for p in self.parts]
+        self.steps = steps  # the driver's list: a block switched to projection steps leaves the face step
+        self.always = mode is True
+        self._last_face, self._same = None, 0
+        self._skip, self._backoff, self._L_start, self._tick = 0, 0, None, 0
+        self._columns = {}  # column key -> (M D e_j, H_f D e_j): constant within the solve (M fixed, f quadratic)
+        self.taken = 0
+
+    def _due(self, x):
+        """Read the current face; whether a step is due on it, and the parts with free coordinates."""
+        self.parts = [p for p in self.parts if self.steps[p.k] is p.step]
+        # "auto": until the face has been the same for FACE_PATIENCE iterations, it is read only every
+        # FACE_CHECK_EVERY iterations (models whose face never settles pay a fifth of the reading)
+        self._tick += 1
+        sparse = not self.always and self._same < FACE_PATIENCE
+        if sparse and self._tick % FACE_CHECK_EVERY:
+            return None
+        limit = FACE_MAX_DIM if self.always else FACE_DENSE_DIM
+        total = sum(len(p.step.active) if isinstance(p, _AtomPart) else p.count_free(x) for p in self.parts)
+        if total > limit:
+            self._last_face, self._same = None, 0  # (a large face: no step, and no signature formed)
+            return None
+        signature = tuple(p.face(x) for p in self.parts)
+        self._same = self._same + (FACE_CHECK_EVERY if sparse else 1) if signature == self._last_face else 0
+        self._last_face = signature
+        parts = [p for p in self.parts if p.dim > (1 if isinstance(p, _AtomPart) else 0)]
+        if not parts or sum(p.dim for p in parts) > FACE_MAX_DIM:
+            return None
+        if any(isinstance(p, _AtomPart) and p.size * p.dim > FACE_MAX_ATOM_ENTRIES for p in parts):
+            return None
+        if not self.always:
+            if sum(p.dim for p in parts) > FACE_DENSE_DIM:  # "auto": only faces the direct solve takes
+                return None
+            if self._same < FACE_PATIENCE:
+                return None
+            if self._skip > 0:  # backing off after steps that did not pay
+                self._skip -= 1
+                return None
+        return parts
+
+    def observe(self, it):
+        """L(x, y) at the start of the iteration (before the FW sweep), to weigh the face step's decrease."""
+        self._L_start = None
+        if self.blocks and not self.always and self._skip == 0 and self._same + FACE_CHECK_EVERY >= FACE_PATIENCE:
+            self._L_start = self._lagrangian_value(it)  # (only where this iteration may take a step)
+
+    @staticmethod
+    def _lagrangian_value(it):
+        return it.f + dot(it.y, it.r) + 0.5 * it.lam * dot(it.r, it.r) if it.r.size else it.f
+
+    def _weigh(self, L_sweep, L_face):
+        """Under "auto": a face step pays when it decreases L(., y) at least PAYOFF times as much as the FW sweep
+        of its iteration did; after one that does not, the next ones wait 1, 2, 4, ... iterations (at most
+        MAX_BACKOFF), and a step that pays takes them back to every iteration."""
+        if self.always or self._L_start is None:
+            return
+        sweep = self._L_start - L_sweep
+        face = L_sweep - L_face
+        if face >= FACE_PAYOFF * max(sweep, 0.0):
+            self._backoff = 0
+        else:
+            self._skip = 2 ** min(self._backoff, FACE_MAX_BACKOFF)
+            self._backoff += 1
+
+    def take(self, lagrangian, it):
+        """Move ``it`` (x and r in place, f and g refreshed) by one face step; returns 1 if it moved, else 0."""
+        objective = lagrangian.objective
+        if not (lagrangian.quadratic or getattr(objective, "is_linear", False)):
+            return 0
+        parts = self._due(it.x)
+        if parts is None:
+            return 0
+        L_sweep = None if self.always else self._lagrangian_value(it)
+        for p in parts:
+            if isinstance(p, _AtomPart):
+                p.build()
+        Mop, lam, n = lagrangian.Mop, it.lam, it.x.size
+        linear = bool(getattr(objective, "is_linear", False))
+        sizes = [p.dim for p in parts]
+        cuts = np.cumsum([0] + sizes)
+        dx = np.zeros(n)
+
+        def expand(u):
+            dx.fill(0.0)
+            for p, a, b_ in zip(parts, cuts[:-1], cuts[1:]):
+                p.expand(u[a:b_], dx)
+            return dx
+
+        def restrict(v):
+            return np.concatenate([p.restrict(v) for p in parts])
+
+        def project(u):
+            return np.concatenate([p.project(u[a:b_]) for p, a, b_ in zip(parts, cuts[:-1], cuts[1:])])
+
+        g_f = np.asarray(it.g, dtype=float)  # (a lent gradient reads as an array)
+        # grad L = g + M' (y + lam r)
+        grad = g_f + Mop.rmatvec(it.y + lam * it.r) if lagrangian.m else g_f.copy()
+        q = restrict(grad)
+        self._model_curvature = None
+        if cuts[-1] <= FACE_DENSE_DIM:
+            u = self._dense_direction(parts, cuts, q, lagrangian, it, linear)
+        else:
+            u = self._cg_direction(parts, cuts, q, lagrangian, it, linear, expand, restrict, project)
+        if u is None:
+            return 0
+        slope = dot(q, u)
+        if not slope < 0:
+            return 0
+        d = expand(u).copy()
+        curvature = self._model_curvature
+        if curvature is None:
+            Md = Mop.matvec(d) if lagrangian.m else None
+            curvature = lam * dot(Md, Md) if Md is not None else 0.0
+            if not linear:
+                curvature += dot(d, np.asarray(objective.value_and_grad(it.x + d)[1], dtype=float) - g_f)
+        gamma_max = min(p.max_step(it.x, u[a:b_]) for p, a, b_ in zip(parts, cuts[:-1], cuts[1:]))
+        gamma = -slope / curvature if curvature > 0 else np.inf
+        gamma = min(gamma, gamma_max)
+        if not (np.isfinite(gamma) and gamma > 0):
+            return 0
+        moved = np.zeros(n)
+        for p, a, b_ in zip(parts, cuts[:-1], cuts[1:]):
+            moved[p.sl] = p.apply(it.x, u[a:b_], gamma)
+        if lagrangian.m:
+            it.r += Mop.matvec(moved)
+        it.f, it.g = getattr(objective, "value_and_grad_shared", objective.value_and_grad)(it.x)
+        if L_sweep is not None:
+            self._weigh(L_sweep, self._lagrangian_value(it))
+        self.taken += 1
+        return 1
+
+    def _dense_direction(self, parts, cuts, q, lagrangian, it, linear):
+        """The model's minimizer on the face's affine hull from its reduced Hessian, formed column by column.
+
+        ``H = D' (H_f + lam M'M) D`` on an orthonormal basis Z of ``sum(dw) = 0`` per atom block;
+        where f's slope has a part in the kernel of ``Z' H Z`` (a linear f along a direction M does not
+        see) that part alone is the direction (zero curvature: the ratio test ends it), else the
+        Newton step ``-(Z' H Z)^+ Z' q``.
+        """
+        Mop, lam, n, N = lagrangian.Mop, it.lam, it.x.size, int(cuts[-1])
+        D = np.zeros((n, N))
+        C = []
+        for p, a, b_ in zip(parts, cuts[:-1], cuts[1:]):
+            if isinstance(p, _AtomPart):
+                D[p.sl, a:b_] = p.A
+                row = np.zeros(N)
+                row[a:b_] = 1.0
+                C.append(row)
+            else:
+                D[p.sl.start + p.free, np.arange(a, b_)] = 1.0
+        keys = [key for p in parts for key in p.column_keys()]
+        if len(self._columns) + N > FACE_MAX_COLUMNS:
+            self._columns = {}
+        MD = np.zeros((lagrangian.m, N))
+        HfD = None if linear else np.zeros((n, N))
+        for j, key in enumerate(keys):
+            col = self._columns.get(key)
+            if col is None:  # M D e_j and H_f D e_j (a gradient difference: exact for a quadratic f)
+                col = self._columns[key] = (
+                    Mop.matvec(D[:, j]) if lagrangian.m else None,
+                    None if linear else np.asarray(lagrangian.objective.value_and_grad(it.x + D[:, j])[1], dtype=float)
+                    - np.asarray(it.g, dtype=float))
+            if lagrangian.m:
+                MD[:, j] = col[0]
+            if not linear:
+                HfD[:, j] = col[1]
+        H = lam * (MD.T @ MD)
+        if not linear:
+            Hf = D.T @ HfD
+            H += 0.5 * (Hf + Hf.T)
+        # each part in its own units (one factor per part keeps sum(dw) = 0): atoms of 1e-6 next to box
+        # entries of 1 gave curvatures 1e12 apart, and the small ones were taken for a kernel
+        diag = np.maximum(np.diag(H), 0.0)
+        scale = np.ones(N)
+        for a, b_ in zip(cuts[:-1], cuts[1:]):
+            mean = float(diag[a:b_].mean()) if b_ > a else 0.0
+            if mean > 0:
+                scale[a:b_] = 1.0 / np.sqrt(mean)
+        Hs, qs = H * np.outer(scale, scale), q * scale
+        Z = null_space(np.array(C)) if C else np.eye(N)
+        if Z.shape[1] == 0:
+            return None
+        Hz, qz = Z.T @ Hs @ Z, Z.T @ qs
+        ev, V = np.linalg.eigh(Hz)
+        zero = ev <= 1e-10 * max(float(ev[-1]), 0.0) + 1e-300
+        qv = V.T @ qz
+        kernel = V[:, zero] @ qv[zero]
+        if np.linalg.norm(kernel) > 1e-8 * np.linalg.norm(qz):
+            v = -kernel
+        else:
+            v = -V[:, ~zero] @ (qv[~zero] / ev[~zero])
+        u = scale * (Z @ v)
+        self._model_curvature = float(u @ H @ u)  # u' D'(H_f + lam M'M) D u, for the line search
+        return u
+
+    @staticmethod
+    def _cg_direction(parts, cuts, q, lagrangian, it, linear, expand, restrict, project):
+        """The model's minimizer by projected CG (larger faces): products with M and f's gradient only."""
+        Mop, lam, n = lagrangian.Mop, it.lam, it.x.size
+        objective, g_f = lagrangian.objective, np.asarray(it.g, dtype=float)
+
+        def hess(u):
+            """D' (H_f + lam M'M) D u."""
+            d = expand(u)
+            hv = Mop.rmatvec(Mop.matvec(d)) * lam if lagrangian.m else np.zeros(n)
+            if not linear:  # H_f d = grad f(x + d) - grad f(x) (exact for a quadratic f)
+                hv = hv + (np.asarray(objective.value_and_grad(it.x + d)[1], dtype=float) - g_f)
+            return restrict(hv)
+
+        u = np.zeros(cuts[-1])
+        res = -project(q)
+        res0 = float(np.linalg.norm(res))
+        if res0 == 0.0:
+            return None
+        p_dir = res.copy()
+        rr = dot(res, res)
+        top = 0.0  # the largest curvature per unit length seen (zero curvature: relative to it, in any units)
+        for _ in range(min(FACE_CG_ITERS, cuts[-1])):
+            hp = project(hess(p_dir))
+            curv = dot(p_dir, hp)
+            per_length = curv / dot(p_dir, p_dir)
+            top = max(top, per_length)
+            if curv <= 0 or per_length <= 1e-12 * top:
+                if not u.any():  # zero curvature from the start: follow the descent direction to the edge
+                    u = p_dir
+                break
+            alpha = rr / curv
+            u += alpha * p_dir
+            res -= alpha * hp
+            rr_new = dot(res, res)
+            if np.sqrt(rr_new) <= FACE_CG_RTOL * res0:
+                break
+            p_dir = res + (rr_new / rr) * p_dir
+            rr = rr_new
+        return u
