@@ -308,9 +308,10 @@ def test_vertex_steps_reach_the_answer_too():
         prob.solve(projection=False, step=step, tol=tol, max_iter=50000)
         assert prob.status == "optimal", step
         assert prob.value == pytest.approx(ref.value, rel=10 * tol), step
-        if step == "auto":  # pairwise steps on this set (BoxedL1Ball.auto_active_set_step), not BPCG's FW steps
+        if step == "auto":  # pairwise steps on this set (BoxedL1Ball.auto_active_set_step), not BPCG's FW steps;
+            # the face step (engine/face_step.py) may finish on the settled face
             taken = {kind for kind, count in prob.stats.step_counts.items() if count}
-            assert "pairwise" in taken and taken <= {"pairwise", "drop"}, prob.stats.step_counts
+            assert "pairwise" in taken and taken <= {"pairwise", "drop", "face"}, prob.stats.step_counts
 
 
 @pytest.mark.parametrize("sense", ["min", "max"])

@@ -189,6 +189,8 @@ class CompiledProblem:
     _built_from: dict = field(default_factory=dict, repr=False)
     #: {id(equality): its piece of M} (for the equalities' dual values)
     equality_pieces: dict = field(default_factory=dict)
+    #: {block index: its piece of M} for the expression blocks (their rows z - A v = c)
+    expression_pieces: dict = field(default_factory=dict)
     #: what the constraints were lowered to (see fwmodel.compiler.lowering)
     lowered: object = None
     #: sets and equalities on expressions without variables (checked at each solve)
@@ -325,15 +327,16 @@ class CompiledProblem:
             blk.set.initial_atom().add_to(x[blk.slice], 1.0)
             active.pop(k, None)
             active.pop(("face", k), None)
-        self._move_expression_blocks(x, active, changed, getattr(versions, "parameter_values", None))
-        restarted = SolverState(x, state.y, active, state.lam, state.eta, state.lipschitz,
+        y = state.y.copy() if state.y is not None else None
+        self._move_expression_blocks(x, y, active, changed, getattr(versions, "parameter_values", None))
+        restarted = SolverState(x, y, active, state.lam, state.eta, state.lipschitz,
                                 row_norms=getattr(state, "row_norms", None))
         # the units of its duals: the engine carries them to the data's units now (warm_start.in_new_units)
         restarted.reference_scales = getattr(state, "reference_scales", None)
         restarted.data_changed = True
         return restarted
 
-    def _move_expression_blocks(self, x, active, changed, parameter_values):
+    def _move_expression_blocks(self, x, y, active, changed, parameter_values):
         """Carry the expression blocks whose rows read a Parameter that moved to their rows as they are now.
 
         An expression block z (``norm1(multiply(p, x)) <= 1`` holds ``z`` in the L1 ball, with the rows
@@ -348,7 +351,9 @@ class CompiledProblem:
         rows that now say z = 0; the carried multipliers of those rows (about 3.3, two of them within 0.1 %
         of each other) and the old z set the L1 block cycling among its vertices with the dual step
         cancelling each move, and the solve ran to max_iter (10,000 iterations, off the optimum) where a cold
-        one takes 92.
+        one takes 92. The multipliers ``y`` of its rows are dropped too: they priced the rows of the old
+        coefficients (with p -> 0 the constraint is vacuous and its multipliers 0), and the carried ones kept
+        the face step and the L1 block's vertices cycling at the optimum (max_iter at Clarabel's value).
         """
         moved = _moved_parameter_ids(parameter_values) if parameter_values is not None else None
         values = offsets = None
@@ -374,6 +379,9 @@ class CompiledProblem:
                 blk.set.initial_atom().add_to(x[blk.slice], 1.0)
             active.pop(k, None)
             active.pop(("face", k), None)
+            rows = self.rows_of(self.expression_pieces.get(k))
+            if y is not None and rows is not None:
+                y[rows] = 0.0
 
     def write_duals(self, x, y, lam, multipliers=None, slack_tolerance=None):
         """Set ``dual_value`` of the user's equality and inequality constraints.
@@ -948,9 +956,11 @@ def compile_problem(objective_expr, sign, constraints):
                             shape=(blk.size, n))
         return SparseRows(eye - AW, c, label=f"{blk.name} = {blk.set.expr!r}")
 
+    expression_pieces = {}
     for k, _A, _c in expression_rows:
         blk = blocks[k]
         piece = expression_piece(k)
+        expression_pieces[k] = piece
         pieces_in_order.append(piece)
         for var in blk.set.expr.variables():
             graph.add_edge(("block", k), ("variable", var.id), kind="consistency", rows=piece.rows, piece=piece)
@@ -1012,7 +1022,7 @@ def compile_problem(objective_expr, sign, constraints):
     return CompiledProblem(blocks=blocks, n=n, variables=variables, var_layout=var_layout, graph=graph,
                            operator=operator, copy_map=copy_map, objective=objective,
                            equalities=equalities, parametric=parametric, equality_pieces=equality_pieces,
-                           lowered=lowered, fixed_constraints=fixed, parametric_units=parametric_units,
+                           expression_pieces=expression_pieces, lowered=lowered, fixed_constraints=fixed, parametric_units=parametric_units,
                            presolve=presolve)
 
 
