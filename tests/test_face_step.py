@@ -158,6 +158,17 @@ def test_hinge_tails_against_clarabel(seed):
     assert iters["auto"] < iters[False]
 
 
+def _clarabel_and_face_step_values(build, tol):
+    """The optimal values of ``build(cp)`` by Clarabel and of ``build(fm)`` with the face step at every
+    iteration (asserted "optimal")."""
+    ref = build(cp)
+    ref.solve(solver=cp.CLARABEL)
+    prob = build(fm)
+    prob.solve(face_step=True, tol=tol)
+    assert prob.status == fm.OPTIMAL
+    return ref.value, prob.value
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_quadratic_over_simplex_with_rows_against_clarabel(seed):
     """Least squares over a simplex and a box with equality rows, with the step at every iteration."""
@@ -167,19 +178,15 @@ def test_quadratic_over_simplex_with_rows_against_clarabel(seed):
     E = rng.standard_normal((3, 12))
     z = rng.dirichlet(np.ones(12))
     h = E @ z
-    out = []
-    for m in (cp, fm):
+
+    def build(m):
         x = m.Variable(12)
         u = m.Variable(6)
         cons = [x >= 0, m.sum(x) == 1, E @ x == h, u >= -0.2, u <= 0.2, m.sum(u) + x[0] == 0.1]
-        prob = m.Problem(m.Minimize(m.sum_squares(F @ x - g) + m.sum_squares(u - 0.5)), cons)
-        if m is cp:
-            prob.solve(solver=cp.CLARABEL)
-        else:
-            prob.solve(face_step=True, tol=1e-7)
-            assert prob.status == fm.OPTIMAL
-        out.append(prob.value)
-    assert abs(out[0] - out[1]) <= 1e-5 * max(1.0, abs(out[0]))
+        return m.Problem(m.Minimize(m.sum_squares(F @ x - g) + m.sum_squares(u - 0.5)), cons)
+
+    clarabel, ours = _clarabel_and_face_step_values(build, tol=1e-7)
+    assert abs(clarabel - ours) <= 1e-5 * max(1.0, abs(clarabel))
 
 
 def test_bad_option_named():
@@ -195,14 +202,10 @@ def test_box_without_rows_against_clarabel(seed):
     rng = np.random.default_rng(200 + seed)
     F = rng.standard_normal((20, 9))
     g = 3 * rng.standard_normal(20)
-    out = []
-    for m in (cp, fm):
+
+    def build(m):
         x = m.Variable(9)
-        prob = m.Problem(m.Minimize(m.sum_squares(F @ x - g)), [x >= -0.5, x <= 0.5])
-        if m is cp:
-            prob.solve(solver=cp.CLARABEL)
-        else:
-            prob.solve(face_step=True, tol=1e-8)
-            assert prob.status == fm.OPTIMAL
-        out.append(prob.value)
-    assert abs(out[0] - out[1]) <= 1e-6 * max(1.0, abs(out[0]))
+        return m.Problem(m.Minimize(m.sum_squares(F @ x - g)), [x >= -0.5, x <= 0.5])
+
+    clarabel, ours = _clarabel_and_face_step_values(build, tol=1e-8)
+    assert abs(clarabel - ours) <= 1e-6 * max(1.0, abs(clarabel))
