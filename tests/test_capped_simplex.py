@@ -242,3 +242,17 @@ def test_floors_above_zero_keep_pairwise_steps_per_block():
     assert prob.status == "optimal"
     assert prob.stats.step_counts["pairwise"] > 0
     assert prob.value == pytest.approx(ref.value, abs=1e-5)
+
+
+@pytest.mark.parametrize("u, delta", [(1.0, 0.1), (1e-6, 0.1), (1e-10, 0.1), (1e-12, 1.0)])
+def test_emptiness_is_read_in_the_datas_own_units(u, delta):
+    """Box [0, u]^n with sum(x) == u (n + delta) is empty at every u (its upper bounds sum below the total).
+    The emptiness test's rounding slack had an absolute floor (1e-12 max(1, total) n), so at u = 1e-10 the
+    merged set was taken for nonempty and the solve raised "the LMO of CappedSimplex#0 returned no
+    minimizer" (the set has no point to return). Closed form: sum of the upper bounds = n u < total."""
+    n = 15
+    x = fm.Variable(n)
+    capped = CappedSimplex(fm.Simplex(x, u * (n + delta)), fm.Box(x, 0.0, u))
+    assert capped.empty_reason is not None and "below the simplex's total" in capped.empty_reason
+    nonempty = CappedSimplex(fm.Simplex(x, u * (n - delta)), fm.Box(x, 0.0, u))
+    assert nonempty.empty_reason is None

@@ -86,7 +86,11 @@ class CappedSimplex(MergedSets):
         self._budget = self.total - self._lo.sum(axis=1)
         self._sparse_vertices = not np.any(self._lo)
         reason = None
-        slack = 1e-12 * max(1.0, self.total) * self.simplex.group_size
+        # rounding of sums of group_size entries, relative to the data's own size (an absolute floor of 1 took
+        # a box of 1e-10 whose upper bounds sum 1 % below the total for a nonempty set)
+        size = max(abs(float(self.total)), float(np.max(np.abs(self._hi), initial=0.0)),
+                   float(np.max(np.abs(self._lo), initial=0.0)))
+        slack = 1e-12 * size * self.simplex.group_size
         if np.any(self._room < 0):
             reason = "the box's upper bound is below 0 (the simplex's lower bound) at some entry"
         elif np.any(self._budget < -slack):
