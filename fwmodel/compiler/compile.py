@@ -113,13 +113,7 @@ def _moved_parameter_ids(parameter_values):
 
 def _parameters_moved(parameter_values):
     """Whether any Parameter's value differs from the one recorded (``data_versions``); True where none was."""
-    if parameter_values is None:
-        return True
-    for p, old in parameter_values:
-        now = p.value
-        if (old is None) != (now is None) or (now is not None and not np.array_equal(old, np.asarray(now, dtype=float))):
-            return True
-    return False
+    return parameter_values is None or bool(_moved_parameter_ids(parameter_values))
 
 
 def _set_size(s):
