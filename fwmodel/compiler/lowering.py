@@ -1559,6 +1559,8 @@ def lower_constraints(objective_expr, constraints):
     slack_of = {}
     slack_units = []
     for ineq, rows, A, c in general:
+        if getattr(ineq, "implied_domain", None) is not None and _domain_row_holds(ineq, rows, sets, slots, offsets, n_v):
+            continue  # an fm.smooth atom's domain that the sets already keep: no row
         units = _slack_units(A[rows])
         if ineq.parameters():
             slack_units.append((units, lambda ineq=ineq, rows=rows: _slack_units(
@@ -2160,6 +2162,38 @@ def _slack_upper(ineq, rows, touched, holders, offsets, n_v):
                                  f"leaves them unbounded; put all of {var.name} in a set")
             lower[i] += total
     return np.maximum(0.0, -c[rows] - lower)
+
+
+def _domain_row_holds(ineq, rows, sets, slots, offsets, n_v):
+    """Whether the sets keep the rows of an fm.smooth atom's domain (``A x + c >= lo`` on a non-elementwise
+    argument, :func:`~fwmodel.expressions.sympy_atom.implied_domain_constraints`) at every point of theirs; a
+    ModelError where they do not.
+
+    The objective is evaluated at the blocks' points, which lie in the sets; rows hold only in the limit, so
+    a row would leave the iterates free to leave the domain (no objective value there). Where the largest
+    value of ``ineq.expr`` (``lo - argument``) over the sets (one LMO call per row and set, as the slack's
+    bound of step 5) is at most 0 (rounding allowed), the domain needs nothing; else the message says to tie
+    the argument to a variable whose bounds, a set, keep it in the domain."""
+    class _Negated:  # _slack_upper of -expr: max(0, max over the sets of expr)
+        expr, _text = -ineq.expr, ineq._text
+
+    touched = _unique(var for var in ineq.variables())
+    holders = {var.id: _holders(var, sets, slots, offsets, n_v) for var in touched}
+    if all(holders[var.id] for var in touched):
+        reach = _slack_upper(_Negated, rows, touched, holders, offsets, n_v)
+        _, c = linearize(ineq.expr, offsets, n_v)
+        if np.all(reach <= 1e-12 * np.maximum(1.0, np.abs(c[rows]))):
+            return True
+        worst = float(reach.max())
+    else:
+        worst = np.inf
+    atom, symbol, argument, span = ineq.implied_domain
+    raise ModelError(
+        f"{atom}: the formula is real only for {symbol} in {span} (its domain, found by SymPy), and the sets let "
+        f"{symbol} = {argument} leave it (by up to {worst:.3g}): FW-AL evaluates the objective at points of the "
+        f"sets, which rows constrain only in the limit. Tie {symbol} to a new variable t, with the constraint "
+        f"t == {argument} and bounds on t within {span} (t >= lo with t <= hi: a box, which keeps every iterate "
+        f"in the domain), and map {symbol} to t")
 
 
 def _sole_pairs(sets, equalities, first_kinds, second_kinds):
