@@ -43,6 +43,18 @@ Limits: the compiled functions are the formula as written, so
 not; and a function defined only on part of the line (``log``, ``sqrt``)
 must be kept there by the constraint sets (declare the symbol
 ``positive=True`` so that the convexity check works on the right domain).
+
+Implied domain. Where SymPy finds the formula real only on one interval of
+a symbol (``z**1.5``, ``sqrt(z)``, ``log(z)``: ``z >= 0``; the closure of
+``sympy.calculus.util.continuous_domain``), the compiler keeps the atom's
+argument there, as CVXPY's DCP domain (:func:`implied_domain_constraints`):
+on an elementwise map of a variable the domain becomes entry bounds,
+intersected with the variable's box, so every iterate and every FW vertex
+lies in it; on another affine argument the sets must already keep it there
+(checked, else a ModelError saying to tie the argument to a bounded
+variable); on a non-affine argument it is a ModelError. Domains that are not
+one interval (``1 / z``: two half lines) or depend on other symbols are not
+added.
 """
 from __future__ import annotations
 
