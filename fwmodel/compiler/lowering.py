@@ -831,7 +831,8 @@ def _ellipsoids_where_unbounded(norm_sets, sets, variables, slots, offsets, n_v)
         # (a negative Parameter value: the ball's check in the violated list names it; the set reads 0)
         ellipsoid = Ellipsoid(e, P, _clipped_bound(level, ineq, None) if level._has_params
                               else float(np.asarray(level.value).reshape(())), _eigendecomposition=eigen)
-        sets[next(i for i, s in enumerate(sets) if s is ball)] = _on_the_variable(ellipsoid)
+        # (q a Parameter in e = x - q: the center read at each solve, a MovingPreimage on x)
+        sets[next(i for i, s in enumerate(sets) if s is ball)] = _on_the_variable(ellipsoid, moving=True)
         norm_sets[k] = (ineq, ellipsoid)
 
 
@@ -1617,7 +1618,7 @@ def lower_constraints(objective_expr, constraints):
 
 
 # ---------------------------------------------------------------------- helpers
-def _on_the_variable(s):
+def _on_the_variable(s, moving=False):
     """``s`` as a set on the variable when its expression is ``a * x[entries] + c``.
 
     That is: one variable, no Parameters, every entry of the expression a
@@ -1626,6 +1627,11 @@ def _on_the_variable(s):
     (``x``, ``x[2:5]``, ``X.T``, which the compiler copies directly). The
     result is an :class:`~fwmodel.sets.preimage.AffinePreimage` on the
     selected entries, so the set bounds the variable and its block is a copy.
+    With ``moving`` (an ellipsoid where nothing else holds the variable,
+    :func:`_ellipsoids_where_unbounded`), Parameters in ``c`` only
+    (``x - q``) give a :class:`~fwmodel.sets.preimage.MovingPreimage` whose
+    offset is read at each solve; other sets on such an expression keep
+    their block and rows, as before.
     """
     expr = s.expr
     if isinstance(expr, Variable) or len(expr.variables()) != 1:
@@ -1635,9 +1641,9 @@ def _on_the_variable(s):
     A = A.tocsr()
     if A.nnz != A.shape[0] or np.any(np.diff(A.indptr) != 1) or np.any(A.data == 0):
         return s
-    moving = bool(expr.parameters())
-    if moving and not _parameters_in_offset_only(expr, var, A):
+    if expr.parameters() and not (moving and _parameters_in_offset_only(expr, var, A)):
         return s
+    moving = bool(expr.parameters())
     cols = A.indices
     # distinct entries: a count per entry of the variable (O(n); np.unique sorted or hashed 10^6
     # entries in 0.9 s, longer than the solve of TraceNormBall(X - X0) at d = 1000)
