@@ -863,9 +863,13 @@ def _scaled_where_unbounded(norm_sets, sets, bounds, slots, offsets, n_v):
             continue
         var = found[0]
         off, size = slots[var]
-        if (np.all(np.isfinite(bounds.lo[off:off + size])) and np.all(np.isfinite(bounds.hi[off:off + size]))
-                or _held_whole(var, [s for s in sets if s is not ball], slots, offsets, n_v)):
-            continue  # (held by its entry bounds' box or by other sets: the ball stays on the expression)
+        # entries held by both their bounds (the box to come) or by other sets: where all are, the ball stays
+        # on the expression (as before: a p_i = 0 then leaves x_i to them)
+        covered = np.isfinite(bounds.lo[off:off + size]) & np.isfinite(bounds.hi[off:off + size])
+        for _, entries in _holders(var, [s for s in sets if s is not ball], slots, offsets, n_v):
+            covered[slice(None) if entries is None else np.asarray(entries)] = True
+        if covered.all():
+            continue
         pattern = _structural_pattern(expr, {var.id: 0}, var.size)
         if (pattern.nnz != pattern.shape[0] or np.any(np.diff(pattern.indptr) != 1)
                 or np.bincount(pattern.indices, minlength=var.size).max(initial=0) > 1):
