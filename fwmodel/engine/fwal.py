@@ -185,14 +185,15 @@ def minimize_fwal(
         raise ValueError(f"b has shape {b.shape}, expected ({m},) to match the rows of M")
     b_norm = float(norm(b))
     # polytope blocks keep vertex steps for a linear objective and for a step kind asked for by name
-    keep_vertex = step != "auto" or bool(getattr(objective, "is_linear", False))
+    linear = bool(getattr(objective, "is_linear", False))
+    keep_vertex = step != "auto" or linear
     # on polytope models, an L1 block projects only where the objective reads it as its variable's only
     # copy (projection_choice.candidates): not a ball of D x, not one of two tied copies
     read_alone = _read_alone(objective)
     proj_blocks = initial_projection_blocks(blocks, projection, rows=m, keep_vertex_steps=keep_vertex,
                                             read_alone=read_alone)
     auto_projection = (AutoProjection(blocks, projected=proj_blocks, rows=m, keep_vertex_steps=keep_vertex,
-                                      read_alone=read_alone)
+                                      read_alone=read_alone, linear_objective=linear)
                        if projection == "auto" else None)
     warm_choice = warm_state.active_sets.get(("projection",)) if warm_state is not None else None
     if auto_projection is not None and warm_choice is not None:

@@ -134,7 +134,7 @@ def timed(fn, *args):
     return elapsed, out
 
 
-def candidates(blocks, rows=0, keep_vertex_steps=False, read_alone=None):
+def candidates(blocks, rows=0, keep_vertex_steps=False, read_alone=None, linear_objective=False):
     """Blocks that projection="auto" may switch to projection steps.
 
     On a product of polytopes: the blocks whose projection is cheap and that
@@ -148,7 +148,12 @@ def candidates(blocks, rows=0, keep_vertex_steps=False, read_alone=None):
     not read (a ball of ``D @ x``), or reads as one of several tied copies of
     its variable (an L1 ball and a box on x), keeps its vertex steps. They
     project from the start (see the module docstring). Elsewhere: every
-    block with a projection.
+    block with a projection, except, under a linear objective
+    (``linear_objective``), the blocks with a low-rank face (trace-norm and
+    PSD balls): a linear objective is minimized on a low-rank face, which FW
+    and in-face steps reach, while projected-gradient steps, 1 / (lam ||M||^2)
+    long with no curvature of f to scale them, crawled along that face
+    (benchmarks/RESULTS.md, "Linear objectives on PSD balls keep FW steps").
     """
     if all(blk.is_polytope for blk in blocks):
         if keep_vertex_steps:
@@ -156,7 +161,8 @@ def candidates(blocks, rows=0, keep_vertex_steps=False, read_alone=None):
         return [k for k, blk in enumerate(blocks)
                 if blk.project is not None and blk.cheap_projection and not blk.is_box and blk.intervals is None
                 and (read_alone is None or read_alone(blk.slice))]
-    return [k for k, blk in enumerate(blocks) if blk.project is not None]
+    return [k for k, blk in enumerate(blocks)
+            if blk.project is not None and not (linear_objective and blk.face is not None)]
 
 
 def choose(blocks, ks, iteration_time, x, g, max_iterations=MAX_ITERATIONS, measured=None, workspace=None):
@@ -202,10 +208,11 @@ class AutoProjection:
     """
 
     def __init__(self, blocks, probe=PROBE_ITERATIONS, max_iterations=MAX_ITERATIONS, projected=(), rows=0,
-                 keep_vertex_steps=False, read_alone=None):
+                 keep_vertex_steps=False, read_alone=None, linear_objective=False):
         self.blocks = blocks
         # ``projected``: blocks that project from the start (declared cheap), not measured
-        self.ks = [k for k in candidates(blocks, rows, keep_vertex_steps, read_alone) if k not in projected]
+        self.ks = [k for k in candidates(blocks, rows, keep_vertex_steps, read_alone, linear_objective)
+                   if k not in projected]
         self.probe = probe
         self.max_iterations = max_iterations
         self._window = None  # (iteration, clock) where the current timing window began
