@@ -150,7 +150,8 @@ def minimize_fwal(
         with ``cheap_projection``: L1, L2 balls, boxes) take projected-gradient
         steps instead of FW steps (see :mod:`fwmodel.engine.projection_step`); False: never;
         "auto": the cheap ones from the start and, after a few FW iterations,
-        the blocks whose projection costs at most a few iterations, measured;
+        the blocks whose projection costs at most a few iterations, measured
+        (not trace-norm or PSD balls under a linear objective);
         on a model made only of polytopes, none, except L1 balls in a model
         without rows, with a curved objective and ``step="auto"`` (see
         :mod:`fwmodel.engine.projection_choice`).

@@ -90,7 +90,9 @@ solution and then some; a projection step moves every entry at once.
   towards D x, and it took 850 iterations against 430.
 * A linear objective keeps FW steps: its optimum is a vertex, found by an
   LMO call (one iteration against up to 91); so does a step kind asked for
-  by name (``step="fw"``, "away", "pairwise").
+  by name (``step="fw"``, "away", "pairwise"). Elsewhere too, a linear
+  objective keeps FW and in-face steps on trace-norm and PSD balls (see
+  :func:`candidates`).
 
 When every block projects, the dual schedule takes the method of
 multipliers' step eta = lam (``primal_steps_are_projections``); through
@@ -152,8 +154,9 @@ def candidates(blocks, rows=0, keep_vertex_steps=False, read_alone=None, linear_
     (``linear_objective``), the blocks with a low-rank face (trace-norm and
     PSD balls): a linear objective is minimized on a low-rank face, which FW
     and in-face steps reach, while projected-gradient steps, 1 / (lam ||M||^2)
-    long with no curvature of f to scale them, crawled along that face
-    (benchmarks/RESULTS.md, "Linear objectives on PSD balls keep FW steps").
+    long with no curvature of f to scale them, crawled along a face on which
+    f is flat (benchmarks/RESULTS.md, "Linear objectives on PSD balls keep FW steps"; it costs iterations on some
+    random models with one minimizer, the same section).
     """
     if all(blk.is_polytope for blk in blocks):
         if keep_vertex_steps:
