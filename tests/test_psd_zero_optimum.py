@@ -57,8 +57,9 @@ def test_linear_objective_on_a_psd_ball_keeps_fw_steps(row, scale):
     ball (X in the null space of G). projection="auto" switched the small PSD block to projected-gradient
     steps after its probe, which crawled along that face: max_iter (3,000) with `X[0, 1] >= 0.05` at both
     scales, 2,722 iterations with `sum(X) >= 0.1` at scale 1, while FW and in-face steps
-    (projection=False) take 41-46. Under a linear objective a block with a low-rank face now keeps its FW
-    steps (projection_choice.candidates); the bound of 200 iterations is 4x those 46."""
+    (projection=False) take 41-46. Under a linear objective flat along a face of the ball (G's smallest
+    eigenvalue 0, three times) the block now keeps its FW steps (projection_choice.flat_linear_face); the
+    bound of 200 iterations is 4x those 46."""
     G = scale * _rank_one_cost()
     n = G.shape[0]
     answers = []
@@ -76,6 +77,30 @@ def test_linear_objective_on_a_psd_ball_keeps_fw_steps(row, scale):
     assert np.linalg.eigvalsh(Xv).min() >= -1e-9 and np.trace(Xv) <= 0.5 + 1e-9
     lhs, rhs = (Xv[0, 1], 0.05) if row == "X[0, 1] >= 0.05" else (np.sum(Xv), 0.1)
     assert lhs >= rhs * (1 - 1e-3)
+
+
+def test_flat_linear_face_reads_the_ties_of_the_spectrum():
+    """flat_linear_face against the spectrum in closed form: G = b b' (eigenvalues 0, 0, 0, |b|^2) is flat on
+    a PSD ball's face {X >> 0, X b = 0}, and so is G - |b|^2 I / 2; -G has one smallest eigenvalue (one minimizer); a
+    diagonal G with its two smallest entries equal is flat; on a trace-norm ball (not PSD) the top singular
+    value decides. The gradient of a copy of X is taken in X's units (fwal._variable_gradient)."""
+    from fwmodel.engine.inface import LowRankFace
+    from fwmodel.engine.projection_choice import flat_linear_face
+
+    class _Block:
+        def __init__(self, psd, shape=(4, 4)):
+            self.face = LowRankFace(1.0, psd, shape)
+
+    b = np.array([1.0, -2.0, 0.5, 3.0])
+    G = np.outer(b, b)
+    assert flat_linear_face(_Block(True), G.ravel())
+    assert flat_linear_face(_Block(True), (G - 0.5 * (b @ b) * np.eye(4)).ravel())  # -|b|^2 / 2, three times
+    assert not flat_linear_face(_Block(True), (-G).ravel())  # -|b|^2 once: the one minimizer r b b' / |b|^2
+    assert flat_linear_face(_Block(True), np.diag([-2.0, -2.0, 1.0, 3.0]).ravel())
+    assert not flat_linear_face(_Block(True), np.diag([-2.0, -1.0, 1.0, 3.0]).ravel())
+    assert not flat_linear_face(_Block(False), G.ravel())  # rank one: one top singular value
+    assert flat_linear_face(_Block(False), np.diag([3.0, -3.0, 1.0, 0.5]).ravel())
+    assert not flat_linear_face(_Block(True), None)
 
 
 def _psd_target(seed=0, n=4):
