@@ -151,7 +151,8 @@ def minimize_fwal(
         steps instead of FW steps (see :mod:`fwmodel.engine.projection_step`); False: never;
         "auto": the cheap ones from the start and, after a few FW iterations,
         the blocks whose projection costs at most a few iterations, measured
-        (not trace-norm or PSD balls under a linear objective);
+        (not a trace-norm or PSD ball on which a linear objective is flat
+        along a face);
         on a model made only of polytopes, none, except L1 balls in a model
         without rows, with a curved objective and ``step="auto"`` (see
         :mod:`fwmodel.engine.projection_choice`).

@@ -90,9 +90,9 @@ solution and then some; a projection step moves every entry at once.
   towards D x, and it took 850 iterations against 430.
 * A linear objective keeps FW steps: its optimum is a vertex, found by an
   LMO call (one iteration against up to 91); so does a step kind asked for
-  by name (``step="fw"``, "away", "pairwise"). Elsewhere too, a linear
-  objective keeps FW and in-face steps on trace-norm and PSD balls (see
-  :func:`candidates`).
+  by name (``step="fw"``, "away", "pairwise"). Elsewhere, a linear
+  objective keeps FW and in-face steps on a trace-norm or PSD ball on
+  which it is flat along a face (:func:`flat_linear_face`).
 
 When every block projects, the dual schedule takes the method of
 multipliers' step eta = lam (``primal_steps_are_projections``); through
@@ -273,11 +273,13 @@ class AutoProjection:
         return False
 
     def choose(self, x, g, workspace=None):
-        if self.linear_gradient is not None:
-            self.ks = [k for k in self.ks
-                       if not flat_linear_face(self.blocks[k], self.linear_gradient(self.blocks[k].slice, g))]
         new = choose(self.blocks, self.ks, self.iteration_time, x, g, self.max_iterations, self.measured, workspace)
         self.ks = [k for k in self.ks if k not in new]
+        if self.linear_gradient is not None:
+            # tested only on the blocks chosen (their spectrum costs less than the projection just timed);
+            # a linear objective's gradient does not move, so a flat block stays on FW steps for good
+            new = [k for k in new
+                   if not flat_linear_face(self.blocks[k], self.linear_gradient(self.blocks[k].slice, g))]
         self.chosen = (self.chosen or []) + new
         self._window = None  # the next window starts after this decision (not timing the projections)
         return new
