@@ -374,7 +374,7 @@ def minimize_fwal(
             feas_rel = feas / max(1.0, x_norm, b_norm)  # the documented stats value, not the stopping scale
             stopping.observe_point(x_norm, it.x)
             stopping.observe_residual(it.r)
-            stopping.observe_value(it.f)
+            stopping.observe_value(it.f, feas)
             # the worst piece of rows against its own test (stopping.RowPieces): the dual schedule aims at it
             feas_target = stopping.feasibility_target() / stopping.pieces_excess(feas)
             # <y + lam r, r>: how far infeasibility can move f from f* (stopping.py, test (2))
