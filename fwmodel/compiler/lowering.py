@@ -127,6 +127,7 @@ from ..sets.base import ConvexSet, check_nonnegative
 from ..sets.boxed_l1 import BoxedL1Ball
 from ..sets.capped_simplex import CappedSimplex
 from ..sets.preimage import AffinePreimage
+from ..sets.simplex import HingeExcessSimplex
 from ..sets.symmetric import SymmetricPart
 
 
@@ -1387,7 +1388,10 @@ def lower_constraints(objective_expr, constraints):
                 var, a = found
                 total = _data_from(lambda ineq=ineq, r=r, a=a: -float(linearize(ineq.expr, offsets, n_v)[1][r]) / a,
                                    ineq.parameters(), f"bound of {ineq._text}")
-                sets.append(Simplex(var, _feasible_total(total, ineq, var, violated_constant_rows), equality=False))
+                total = _feasible_total(total, ineq, var, violated_constant_rows)
+                # a hinge budget's hidden excess: the same set, projected (HingeExcessSimplex)
+                sets.append(HingeExcessSimplex(var, total) if getattr(var, "hinge_excess", False)
+                            else Simplex(var, total, equality=False))
                 budget_rows.append((ineq, sets[-1], a, np.zeros(var.size, dtype=np.intp), r))  # its dual value
                 continue
             image = _psd_image_trace_row(row, float(c[r]), psd_images, offsets, n_v)

@@ -155,7 +155,7 @@ def candidates(blocks, rows=0, keep_vertex_steps=False, read_alone=None):
             return []
         return [k for k, blk in enumerate(blocks)
                 if blk.project is not None and blk.cheap_projection and not blk.is_box and blk.intervals is None
-                and (read_alone is None or read_alone(blk.slice))]
+                and (read_alone is None or read_alone(blk.slice) or blk.projects_unread)]
     return [k for k, blk in enumerate(blocks) if blk.project is not None]
 
 

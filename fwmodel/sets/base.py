@@ -216,6 +216,10 @@ class ConvexSet:
     #: True when :meth:`project_flat` takes ``out=`` (a flat array, possibly the
     #: point itself) and writes the projection there without a point-size temporary
     projects_in_place = False
+    #: True when the engine may take projected-gradient steps on the set's block although the objective
+    #: does not read it (a hinge budget's hidden excess, :class:`~fwmodel.sets.simplex.HingeExcessSimplex`);
+    #: elsewhere such a block keeps its vertex steps on a model made only of polytopes (``engine.projection_choice``)
+    projects_unread = False
     #: True when :meth:`project_flat` exists, cheap or not (a trace-norm ball's
     #: needs a full eigendecomposition): with ``solve(projection="auto")`` the
     #: engine then measures the projection against an iteration and takes
