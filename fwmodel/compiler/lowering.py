@@ -84,8 +84,11 @@ lays out blocks, rewrites such a model into sets and equalities:
    ``dual_value``. A hinge budget ``fm.sum(fm.pos(e)) <= t``
    (:class:`~fwmodel.expressions.constraints.HingeBudget`) arrives as its
    internal constraints: a hidden ``s >= 0`` whose ``fm.sum(s) <= t`` is the
-   ``Simplex(s, t, equality=False)`` of item 4, and rows ``e - s <= 0`` that
-   get slacks here; its ``dual_value`` is the budget's multiplier.
+   ``Simplex(s, t, equality=False)`` of item 4 (without ``axis``: its
+   projected variant :class:`~fwmodel.sets.simplex.HingeExcessSimplex`, the
+   same set), and rows ``e - s <= 0`` that get slacks here; its
+   ``dual_value`` is the budget's multiplier, the largest of its rows'
+   (:meth:`~fwmodel.expressions.constraints.HingeBudget.multiplier`).
 6. **Symmetric variables.** Every set holding a whole ``symmetric=True`` (or
    ``PSD=True``) variable is replaced by its ``symmetric_variant()`` (an LMO
    along ``sym(D)`` whose vertices are symmetric: the symmetric paths of

@@ -622,7 +622,8 @@ class HingeBudget:
     The auxiliary ``s`` (``aux``, nonneg, hidden from ``prob.variables()``)
     with its total is a simplex with an inequality total (the compiler's
     ``Simplex(s, t, equality=False)``, the convex hull of a simplex and the
-    origin: a bounded set whose LMO is a vertex), and the rows ``p_j - c - s
+    origin: a bounded set whose LMO is a vertex; without ``axis`` its
+    projected variant ``HingeExcessSimplex``), and the rows ``p_j - c - s
     <= 0`` are general inequalities (their slacks bounded by the LMOs).
     ``axis`` (``fm.sum(fm.pos(E), axis=1) <= t``) gives one budget per slice:
     a batched simplex. ``fm.sum(fm.minimum(p, c)) >= t`` is the same with the
@@ -633,7 +634,7 @@ class HingeBudget:
     constraint's place; ``budget`` (``sum(s) <= t - sum(c)``) has the
     multiplier of the constraint as written (the rows' multipliers at the
     optimum are each at most it, equal where ``s_i > 0``: the KKT conditions
-    in s), which CVXPY reports too.
+    in s), which CVXPY reports too; :meth:`multiplier` reads it from the rows.
     """
 
     def __init__(self, lhs, rhs, text):
