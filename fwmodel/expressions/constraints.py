@@ -719,14 +719,18 @@ class HingeBudget:
         block's gradient there gave the kink row's 0.60355 for the binding
         row's 0.60738 (Clarabel's) on ``tests/test_hinge_budgets.py``'s
         Parameter model. Where ``nu`` is not unique (t = 0, no ``s_i > 0``),
-        this is the smallest one. The budget's own value where a row has
-        none.
+        this is the smallest one. 0 where the budget's own value is (its sum
+        of s below t: complementary slackness, not the rows' ~1e-8 of
+        noise); the budget's own value where a row has none.
         """
         duals = [row.dual_value for row in self.rows]
         if not duals or any(d is None for d in duals):
             return self.budget.dual_value
         rows = np.max([np.broadcast_to(np.asarray(d, dtype=float), self.atom.shape) for d in duals], axis=0)
         nu = np.max(rows, axis=self.total.axes, keepdims=self.total.keepdims) if rows.ndim else rows
+        own = self.budget.dual_value
+        if own is not None:  # complementary slackness: 0 where the block's conditions found s's sum below t
+            nu = np.where(np.asarray(own, dtype=float).reshape(np.shape(nu)) == 0.0, 0.0, nu)
         return float(nu) if np.ndim(nu) == 0 else nu
 
 
