@@ -66,6 +66,9 @@ caller tests the set's type):
 - ``has_cheap_projection`` and ``project_flat(point)``: projected-gradient
   steps (option ``projection``); ``has_projection`` (any cost) with an
   optional ``projection_time_estimate()``: measured by ``projection="auto"``.
+- ``projects_unread`` (attribute): projected-gradient steps on the block even
+  where the objective does not read it (a hinge budget's hidden excess,
+  :class:`~fwmodel.sets.simplex.HingeExcessSimplex`).
 - ``batch_group_size()``: S when the set is a batch of polytopes over
   consecutive runs of S entries whose joint vertex splits into the groups'
   vertices: BPCG per group (:class:`~fwmodel.sets.alignment.AlignmentPolytope`).
