@@ -714,6 +714,7 @@ class Problem:
                 project=s.project_flat if (s.has_cheap_projection or s.has_projection) else None,
                 cheap_projection=bool(s.has_cheap_projection),
                 project_in_place=bool(s.projects_in_place),
+                projects_unread=bool(getattr(s, "projects_unread", False)),
                 projection_estimate=s.projection_time_estimate)
 
         return [block(b) for b in compiled.blocks]

@@ -524,7 +524,7 @@ class CompiledProblem:
         write_inequality_duals(self, x, lagrangian_gradient, row_multipliers, entry_multipliers, budget_duals,
                                trace_shares, slack_tolerance)
         for ineq in getattr(self.lowered, "hinges", ()):  # fm.sum(fm.pos(e)) <= t: its budget's multiplier
-            dual = ineq.hinge.budget.dual_value
+            dual = ineq.hinge.multiplier()
             ineq.dual_value = None if dual is None else dual / ineq.scale
         if self.presolve is not None:  # the user's constraints on a presolved PSD variable: the reduced ones'
             self.presolve.write_duals()

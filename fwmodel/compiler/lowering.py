@@ -84,8 +84,11 @@ lays out blocks, rewrites such a model into sets and equalities:
    ``dual_value``. A hinge budget ``fm.sum(fm.pos(e)) <= t``
    (:class:`~fwmodel.expressions.constraints.HingeBudget`) arrives as its
    internal constraints: a hidden ``s >= 0`` whose ``fm.sum(s) <= t`` is the
-   ``Simplex(s, t, equality=False)`` of item 4, and rows ``e - s <= 0`` that
-   get slacks here; its ``dual_value`` is the budget's multiplier.
+   ``Simplex(s, t, equality=False)`` of item 4 (without ``axis``: its
+   projected variant :class:`~fwmodel.sets.simplex.HingeExcessSimplex`, the
+   same set), and rows ``e - s <= 0`` that get slacks here; its
+   ``dual_value`` is the budget's multiplier, the largest of its rows'
+   (:meth:`~fwmodel.expressions.constraints.HingeBudget.multiplier`).
 6. **Symmetric variables.** Every set holding a whole ``symmetric=True`` (or
    ``PSD=True``) variable is replaced by its ``symmetric_variant()`` (an LMO
    along ``sym(D)`` whose vertices are symmetric: the symmetric paths of
@@ -127,6 +130,7 @@ from ..sets.base import ConvexSet, check_nonnegative
 from ..sets.boxed_l1 import BoxedL1Ball
 from ..sets.capped_simplex import CappedSimplex
 from ..sets.preimage import AffinePreimage
+from ..sets.simplex import HingeExcessSimplex
 from ..sets.symmetric import SymmetricPart
 
 
@@ -1452,7 +1456,10 @@ def lower_constraints(objective_expr, constraints):
                 var, a = found
                 total = _data_from(lambda ineq=ineq, r=r, a=a: -float(linearize(ineq.expr, offsets, n_v)[1][r]) / a,
                                    ineq.parameters(), f"bound of {ineq._text}")
-                sets.append(Simplex(var, _feasible_total(total, ineq, var, violated_constant_rows), equality=False))
+                total = _feasible_total(total, ineq, var, violated_constant_rows)
+                # a hinge budget's hidden excess: the same set, projected (HingeExcessSimplex)
+                sets.append(HingeExcessSimplex(var, total) if getattr(var, "hinge_excess", False)
+                            else Simplex(var, total, equality=False))
                 budget_rows.append((ineq, sets[-1], a, np.zeros(var.size, dtype=np.intp), r))  # its dual value
                 continue
             image = _psd_image_trace_row(row, float(c[r]), psd_images, offsets, n_v)

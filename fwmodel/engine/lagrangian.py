@@ -50,6 +50,9 @@ class Block:
     #: True when ``project`` takes ``out=`` and may write the projection over its own input
     #: (no block-size temporary; :class:`~fwmodel.engine.projection_step.ProjectionStep`)
     project_in_place: bool = False
+    #: True when projection="auto" projects the block although the objective does not read it
+    #: (``ConvexSet.projects_unread``: a hinge budget's hidden excess; ``projection_choice.candidates``)
+    projects_unread: bool = False
     #: optional () -> seconds: a guess of ``project``'s cost, so that "auto" does not
     #: time a projection far too slow to be taken
     projection_estimate: Callable = None

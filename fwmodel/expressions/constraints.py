@@ -622,7 +622,8 @@ class HingeBudget:
     The auxiliary ``s`` (``aux``, nonneg, hidden from ``prob.variables()``)
     with its total is a simplex with an inequality total (the compiler's
     ``Simplex(s, t, equality=False)``, the convex hull of a simplex and the
-    origin: a bounded set whose LMO is a vertex), and the rows ``p_j - c - s
+    origin: a bounded set whose LMO is a vertex; without ``axis`` its
+    projected variant ``HingeExcessSimplex``), and the rows ``p_j - c - s
     <= 0`` are general inequalities (their slacks bounded by the LMOs).
     ``axis`` (``fm.sum(fm.pos(E), axis=1) <= t``) gives one budget per slice:
     a batched simplex. ``fm.sum(fm.minimum(p, c)) >= t`` is the same with the
@@ -633,7 +634,7 @@ class HingeBudget:
     constraint's place; ``budget`` (``sum(s) <= t - sum(c)``) has the
     multiplier of the constraint as written (the rows' multipliers at the
     optimum are each at most it, equal where ``s_i > 0``: the KKT conditions
-    in s), which CVXPY reports too.
+    in s), which CVXPY reports too; :meth:`multiplier` reads it from the rows.
     """
 
     def __init__(self, lhs, rhs, text):
@@ -695,12 +696,42 @@ class HingeBudget:
             name = f"{given} - {atom.call}"
         self.aux = Variable(atom.shape, nonneg=True, name=name)
         self.aux.is_slack = True
+        self.aux.hinge_excess = True  # its budget becomes a projected set (sets.simplex.HingeExcessSimplex)
         self.rows = [Inequality(p if zero else add(p, c, sign=-1), self.aux) for p in variable]
         budget_total = bound if zero else add(bound, fm_sum(c, axis=total.axes, keepdims=total.keepdims), sign=-1)
         self.budget = Inequality(fm_sum(self.aux, axis=total.axes, keepdims=total.keepdims), budget_total)
         self.constraints = self.rows + [self.budget]
         for q in self.constraints:
             q._text = text  # (messages about the rows and the budget name the constraint as written)
+
+
+    def multiplier(self):
+        """The budget's multiplier (CVXPY's of the constraint as written), from its rows' (after a solve).
+
+        The KKT conditions in s (``-y_i + nu - mu_i = 0``, ``mu_i >= 0`` zero
+        where ``s_i > 0``) make every row's multiplier ``y_i`` at most the
+        budget's ``nu``, equal where ``s_i > 0``: ``nu`` is the largest of its
+        rows' (per budget along ``axis``), pinned by the stationarity in the
+        user's variables. The budget's own value, read from the simplex
+        block's KKT conditions, is not: where the compiler holds s in a box
+        too (a Parameter t bounds every entry by t), an entry at that cap
+        (all of t on one row) shares its pull with the cap's row, and the
+        block's gradient there gave the kink row's 0.60355 for the binding
+        row's 0.60738 (Clarabel's) on ``tests/test_hinge_budgets.py``'s
+        Parameter model. Where ``nu`` is not unique (t = 0, no ``s_i > 0``),
+        this is the smallest one. 0 where the budget's own value is (its sum
+        of s below t: complementary slackness, not the rows' ~1e-8 of
+        noise); the budget's own value where a row has none.
+        """
+        duals = [row.dual_value for row in self.rows]
+        if not duals or any(d is None for d in duals):
+            return self.budget.dual_value
+        rows = np.max([np.broadcast_to(np.asarray(d, dtype=float), self.atom.shape) for d in duals], axis=0)
+        nu = np.max(rows, axis=self.total.axes, keepdims=self.total.keepdims) if rows.ndim else rows
+        own = self.budget.dual_value
+        if own is not None:  # complementary slackness: 0 where the block's conditions found s's sum below t
+            nu = np.where(np.asarray(own, dtype=float).reshape(np.shape(nu)) == 0.0, 0.0, nu)
+        return float(nu) if np.ndim(nu) == 0 else nu
 
 
 def _piecewise_sides(lhs, rhs, text):

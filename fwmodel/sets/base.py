@@ -66,6 +66,9 @@ caller tests the set's type):
 - ``has_cheap_projection`` and ``project_flat(point)``: projected-gradient
   steps (option ``projection``); ``has_projection`` (any cost) with an
   optional ``projection_time_estimate()``: measured by ``projection="auto"``.
+- ``projects_unread`` (attribute): projected-gradient steps on the block even
+  where the objective does not read it (a hinge budget's hidden excess,
+  :class:`~fwmodel.sets.simplex.HingeExcessSimplex`).
 - ``batch_group_size()``: S when the set is a batch of polytopes over
   consecutive runs of S entries whose joint vertex splits into the groups'
   vertices: BPCG per group (:class:`~fwmodel.sets.alignment.AlignmentPolytope`).
@@ -216,6 +219,10 @@ class ConvexSet:
     #: True when :meth:`project_flat` takes ``out=`` (a flat array, possibly the
     #: point itself) and writes the projection there without a point-size temporary
     projects_in_place = False
+    #: True when the engine may take projected-gradient steps on the set's block although the objective
+    #: does not read it (a hinge budget's hidden excess, :class:`~fwmodel.sets.simplex.HingeExcessSimplex`);
+    #: elsewhere such a block keeps its vertex steps on a model made only of polytopes (``engine.projection_choice``)
+    projects_unread = False
     #: True when :meth:`project_flat` exists, cheap or not (a trace-norm ball's
     #: needs a full eigendecomposition): with ``solve(projection="auto")`` the
     #: engine then measures the projection against an iteration and takes
