@@ -73,8 +73,9 @@ against 0.95 s).
   tests' distance, :meth:`Stopping.merit`) must reach a new best within
   ``FACE_STALL`` iterations; otherwise the step disengages, and until a new
   best merit every step waits ``2^s`` iterations after it, ``s`` the number
-  of such stalls (so a face step that keeps the solve in a cycle is taken
-  ever more rarely, whatever L(., y_t) says of each step alone).
+  of periods of ``FACE_STALL`` iterations without one (so a face step that
+  keeps the solve in a cycle is taken ever more rarely, whatever L(., y_t)
+  says of each step alone).
 """
 from __future__ import annotations
 
@@ -279,15 +280,16 @@ class FaceStep:
             self._L_start = self._lagrangian_value(it)  # (only where this iteration may take a step)
 
     def _stall_guard(self, merit):
-        """Against cycling: engaged steps must see a new best merit within FACE_STALL iterations. Each stall
-        disengages the step and makes every later one wait 2^stalls iterations, until a new best merit.
+        """Against cycling: engaged steps must see a new best merit within FACE_STALL iterations. A stall
+        disengages the step; until a new best merit, every FACE_STALL iterations count one more stall, and every
+        step waits 2^stalls iterations (at most 2^FACE_MAX_BACKOFF) after it.
 
         The step minimizes L(., y_t) on the face; the dual step then moves y, and a step repeated on stale
         multipliers can pull x back and forth between faces (or along one) while each step alone pays."""
         if merit < self._best:
             self._best, self._since_best, self._stalls = merit, 0, 0
             return
-        if not self._engaged:
+        if not (self._engaged or self._stalls):  # (counted while engaged, and after a stall until a new best)
             return
         self._since_best += 1
         if self._since_best >= FACE_STALL:
