@@ -47,7 +47,11 @@ first enters a face); larger ones by CG (only with ``face_step=True``: on the TV
 ``benchmarks/zoo.py``, 200 free coordinates, "auto" with CG took 12-15 s
 against 0.95 s).
 
-``face_step="auto"`` takes it on faces the direct solve takes, and only while it pays:
+``face_step="auto"`` takes it on faces the direct solve takes whose atom
+matrices have at most ``FACE_AUTO_ATOM_ENTRIES`` entries (on the Birkhoff
+projection of ``benchmarks/zoo.py``, 900 entries per atom and 40-100 atoms,
+steps of 25-40 ms against iterations of 2-3 ms took 2.3-2.8x the time for
+207 iterations against 247), and only while it pays:
 
 * until a step has paid, one is tried every ``FACE_CHECK_EVERY`` iterations
   (the face is read only then);
@@ -89,6 +93,8 @@ from .vector_ops import dot
 FACE_MAX_DIM = 400
 #: at most this many entries per dense atom matrix (block size times active atoms)
 FACE_MAX_ATOM_ENTRIES = 200_000
+#: "auto": at most this many entries per dense atom matrix (the direct solve forms A'(H_f + lam M'M)A)
+FACE_AUTO_ATOM_ENTRIES = 10_000
 #: faces of at most this many coordinates solve the model directly (dense reduced Hessian), larger ones by CG
 FACE_DENSE_DIM = 100
 #: "auto": while the face is not yet settled, it is read every this many iterations
@@ -265,7 +271,8 @@ class FaceStep:
         parts = [p for p in self.parts if p.dim > (1 if isinstance(p, _AtomPart) else 0)]
         if not parts or sum(p.dim for p in parts) > FACE_MAX_DIM:
             return None
-        if any(isinstance(p, _AtomPart) and p.size * p.dim > FACE_MAX_ATOM_ENTRIES for p in parts):
+        entries = FACE_MAX_ATOM_ENTRIES if self.always else FACE_AUTO_ATOM_ENTRIES
+        if any(isinstance(p, _AtomPart) and p.size * p.dim > entries for p in parts):
             return None
         return parts
 
