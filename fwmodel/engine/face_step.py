@@ -57,7 +57,11 @@ steps of 25-40 ms against iterations of 2-3 ms took 2.3-2.8x the time for
   (the face is read only then);
 * a step *pays* when it decreases L(., y) by more than 0 and by at least
   ``FACE_PAYOFF`` times what its iteration's FW sweep did; once one has paid
-  the step is *engaged*: due at every iteration, whatever the face. (An
+  the step is *engaged*: due at every iteration, whatever the face, and
+  judged by a lower bar, ``FACE_KEEP`` (after a dual step the sweep takes the
+  bulk of L's decrease and the face step polishes x on the face; on K-sparse
+  models that polish was what let the multipliers converge, and a bar of 0.3
+  there backed off for 130 iterations of a 240-iteration solve). (An
   earlier rule waited for the face to stay the same for 10 iterations, and
   restarted that count at every change, the face step's own ratio test's
   included: K-sparse and box QPs took 5-20x the iterations of
@@ -97,7 +101,7 @@ FACE_MAX_ATOM_ENTRIES = 200_000
 FACE_AUTO_ATOM_ENTRIES = 10_000
 #: faces of at most this many coordinates solve the model directly (dense reduced Hessian), larger ones by CG
 FACE_DENSE_DIM = 100
-#: "auto": while the face is not yet settled, it is read every this many iterations
+#: "auto": until a step has paid (or after a stall), a step is tried (and the face read) every this many iterations
 FACE_CHECK_EVERY = 5
 #: "auto": a face step pays when it decreases L(., y) at least this many times as much as its iteration's FW sweep
 FACE_PAYOFF = 0.3
