@@ -67,8 +67,8 @@ steps of 25-40 ms against iterations of 2-3 ms took 2.3-2.8x the time for
   included: K-sparse and box QPs took 5-20x the iterations of
   ``face_step=True``; benchmarks/RESULTS.md, "The face step's 'auto' gating");
 * a step that does not pay makes the next one wait 1, 2, 4, ... iterations
-  (at most ``2^FACE_MAX_BACKOFF``; while waiting, engaged, the face is not
-  even read), so that models the FW sweep solves quickly take few such steps;
+  (at most ``2^FACE_MAX_BACKOFF``; while waiting the face is not even
+  read), so that models the FW sweep solves quickly take few such steps;
 * a step that would move x by no more than rounding (``FACE_ROUNDING`` of
   the largest entry of the blocks it moves) is not taken at all (x is left bit for bit) and
   does not pay: on degenerate LPs over a simplex the sweep leaves x at the
