@@ -462,8 +462,10 @@ class Problem:
           the active atoms' weights of polytope blocks) to the minimizer of
           the augmented Lagrangian's quadratic model on that face
           (``fwmodel.engine.face_step``); quadratic and linear objectives
-          only. "auto": once the face has stayed the same for a few
-          iterations; True: every iteration; False: never.
+          only. "auto": tried every few iterations, then at every iteration
+          while it pays (decreases the Lagrangian against the FW sweep and
+          the solve keeps progressing), on faces small enough for a direct
+          solve; True: every iteration; False: never.
         - threads: BLAS threads during the solve (a positive integer, default
           1, or None to leave the BLAS as configured; see
           ``fwmodel.engine.threads``).

@@ -209,3 +209,128 @@ def test_box_without_rows_against_clarabel(seed):
 
     clarabel, ours = _clarabel_and_face_step_values(build, tol=1e-8)
     assert abs(clarabel - ours) <= 1e-6 * max(1.0, abs(clarabel))
+
+
+# ---- the "auto" gating (benchmarks/face_gating.py; RESULTS.md, "The face step's 'auto' gating")
+
+def _ks_model(m, seed):
+    """benchmarks/face_gating.py's ``ks`` family: least squares over a K-sparse polytope with equality rows."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(20, 31))
+    r = int(rng.integers(1, n + 3)) if rng.random() < 0.5 else 2
+    A, bb = rng.standard_normal((r, n)), rng.standard_normal(r)
+    me = int(rng.integers(0, 10))
+    rng.integers(0, 10)
+    E = rng.standard_normal((me, n))
+    rng.standard_normal((0, n))
+    c = rng.standard_normal(n)
+    k = 2
+    xf = np.zeros(n)
+    xf[:k] = 0.5
+    x = m.Variable(n)
+    cons = [fm.KSparsePolytope(x, k, 1.0)] if m is fm else [m.norm_inf(x) <= 1, m.norm1(x) <= k]
+    return m.Problem(m.Minimize(m.sum_squares(A @ x - bb) + 0.1 * c @ x), cons + ([E @ x == E @ xf] if me else []))
+
+
+@pytest.mark.parametrize("seed", [103, 104])
+def test_auto_engages_where_the_step_pays_against_clarabel(seed):
+    """K-sparse least squares with rows: "auto" within 1.5x of the step at every iteration (before the gating
+    engaged: 599 against 31 and 1,580 against 100 iterations; the patience restarted at every face change),
+    at Clarabel's value."""
+    ref = _ks_model(cp, seed)
+    ref.solve(solver=cp.CLARABEL)
+    iters = {}
+    for option in ("auto", True):
+        prob = _ks_model(fm, seed)
+        prob.solve(face_step=option)
+        assert prob.status == fm.OPTIMAL
+        assert abs(prob.value - ref.value) <= 1e-3 * max(1.0, abs(ref.value))
+        iters[option] = prob.stats.iterations
+    assert iters["auto"] <= 1.5 * iters[True]
+
+
+def _degenerate_lp(m, seed):
+    """benchmarks/face_gating.py's ``lp`` family: an LP over the simplex with integer rows."""
+    rng = np.random.default_rng(seed)
+    n, me, mi = int(rng.integers(10, 31)), int(rng.integers(1, 8)), int(rng.integers(0, 8))
+    c = rng.integers(-2, 3, n).astype(float)
+    E, G = rng.integers(-2, 3, (me, n)).astype(float), rng.integers(-2, 3, (mi, n)).astype(float)
+    rng.integers(0, 2, n), rng.random(n)
+    xf = rng.dirichlet(np.ones(n))
+    x = m.Variable(n)
+    return m.Problem(m.Minimize(c @ x), [x >= 0, m.sum(x) == 1, E @ x == E @ xf] + ([G @ x <= G @ xf] if mi else []))
+
+
+def test_no_step_at_rounding_level_on_a_degenerate_lp():
+    """The sweep leaves x at the face's minimizer: the face step's moves are ~1e-18. They are not taken, and
+    "auto" has the iterates of face_step=False bit for bit (before: 1,343 against 1,118 iterations), at
+    Clarabel's value."""
+    ref = _degenerate_lp(cp, 49)
+    ref.solve(solver=cp.CLARABEL)
+    out = {}
+    for option in ("auto", False):
+        prob = _degenerate_lp(fm, 49)
+        prob.solve(face_step=option)
+        assert prob.status == fm.OPTIMAL
+        assert abs(prob.value - ref.value) <= 1e-3 * max(1.0, abs(ref.value))
+        out[option] = (prob.stats.iterations, prob.variables()[0].value.copy())
+    assert out["auto"][0] == out[False][0]
+    np.testing.assert_array_equal(out["auto"][1], out[False][1])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_step_at_the_face_minimizer_leaves_x_bit_for_bit(seed):
+    """x at the minimizer of L(., y) on the face (c chosen so that grad L vanishes on the face's coordinates,
+    checked against the closed form): the step's move is rounding; x, r, the gradient and the active set stay
+    exactly as they were, and under "auto" the next step waits (a step that did not pay)."""
+    lag, it, face, st_simplex, Q, c, M, b = _setup(seed)
+    grad_L = Q @ it.x + c + M.T @ (it.y + it.lam * it.r)
+    c[:8] -= grad_L[:8]  # (in place: the objective holds c) box entries and active atoms 0..3
+    it.f, it.g = lag.objective.value_and_grad(it.x)
+    z = _face_minimizer(it.x, it.y, it.lam, Q, c, M, b, 4, 5)
+    np.testing.assert_allclose(z, np.concatenate([it.x[:8], [0.0]]), atol=1e-12)
+    x0, r0, g0, w0 = it.x.copy(), it.r.copy(), it.g.copy(), st_simplex.active.weights.copy()
+    assert face.take(lag, it) == 0
+    np.testing.assert_array_equal(it.x, x0)
+    np.testing.assert_array_equal(it.r, r0)
+    np.testing.assert_array_equal(it.g, g0)
+    np.testing.assert_array_equal(st_simplex.active.weights, w0)
+    auto = FaceStep(lag.blocks, face.steps, mode="auto")
+    for _ in range(face_step.FACE_CHECK_EVERY - 1):
+        assert auto.take(lag, it) == 0  # (not yet due: the first trial is at iteration FACE_CHECK_EVERY)
+    auto.observe(it, 1.0)
+    assert auto.take(lag, it) == 0 and auto._skip == 1 and auto._backoff == 1
+    np.testing.assert_array_equal(it.x, x0)
+
+
+def test_stall_guard_against_cycling_closed_form():
+    """The guard's logic against its closed form: engaged, a merit that reaches no new best for FACE_STALL
+    iterations disengages the step and makes it wait 2^s iterations (s = periods of FACE_STALL iterations
+    without a new best, capped at 2^FACE_MAX_BACKOFF); a step that pays while stalled waits the same and does not
+    engage; a new best merit ends it."""
+    lag, it, face, st_simplex, Q, c, M, b = _setup(0)
+    auto = FaceStep(lag.blocks, face.steps, mode="auto")
+    stall, cap = face_step.FACE_STALL, face_step.FACE_MAX_BACKOFF
+    auto.observe(it, 1.0)  # the best merit so far
+    auto._engaged = True  # (as after a step that paid)
+    for s in range(1, cap + 3):
+        for t in range(stall):
+            auto._skip = 0  # (no step in between: the guard alone)
+            auto.observe(it, 1.0)
+        assert auto._stalls == s and not auto._engaged
+        assert auto._skip == 2 ** min(s, cap)
+        # a step that pays while stalled: waits 2^s, stays disengaged
+        auto._skip, auto._L_start = 0, 3.0
+        auto._weigh(2.0, 1.0)
+        assert auto._skip == 2 ** min(s, cap) and not auto._engaged
+    auto._skip = 0
+    auto.observe(it, 0.5)  # a new best merit: the stalls are over
+    assert auto._stalls == 0
+    auto._L_start = 3.0
+    auto._weigh(2.0, 1.0)  # and a step that pays engages again
+    assert auto._engaged and auto._skip == 0
+    # without engagement and without a stall, a merit that does not improve counts nothing
+    for t in range(3 * stall):
+        auto._engaged = False
+        auto.observe(it, 0.5)
+    assert auto._stalls == 0

@@ -479,7 +479,9 @@ def test_bpcg_local_phase_stops_above_the_gram_size_limit(monkeypatch):
     c = np.random.default_rng(13).standard_normal(n) * 0.3
     monkeypatch.setattr(steps_module, "GRAM_MAX_ATOMS", 8)
     calls = _count_local_phases(monkeypatch)
-    res = minimize_fwal(_WeightedSquares(c, np.ones(n)), [_simplex_block(n)], tol=1e-10)
+    # (face_step=False: the BPCG step alone; "auto"'s face step, engaged from its first paying step, would
+    # solve the projection on the face before the set grows past the limit)
+    res = minimize_fwal(_WeightedSquares(c, np.ones(n)), [_simplex_block(n)], tol=1e-10, face_step=False)
     assert res.status == "optimal"
     assert np.allclose(res.x, _project_simplex(c), atol=1e-7)
     assert res.state.active_sets[0].gram is None and len(res.state.active_sets[0]) > 8

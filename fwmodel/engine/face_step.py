@@ -45,14 +45,45 @@ kept from step to step (M is fixed and a quadratic f has a constant
 Hessian: a coordinate or atom costs one M product and one gradient when it
 first enters a face); larger ones by CG (only with ``face_step=True``: on the TV denoiser of
 ``benchmarks/zoo.py``, 200 free coordinates, "auto" with CG took 12-15 s
-against 0.95 s). With ``face_step="auto"`` it is taken on faces the direct
-solve takes, once the face has stayed the same for ``FACE_PATIENCE``
-iterations in a row (read every ``FACE_CHECK_EVERY`` iterations until then;
-the regime of the slow tails: the FW sweep no longer changes which bounds
-and atoms are active), and only while it pays: a step that decreases L(., y)
-less than its iteration's FW sweep did makes the next one wait 1, 2, 4, ...
-iterations (at most ``2^FACE_MAX_BACKOFF``), so that models the FW sweep
-solves quickly take few such steps.
+against 0.95 s).
+
+``face_step="auto"`` takes it on faces the direct solve takes whose atom
+matrices have at most ``FACE_AUTO_ATOM_ENTRIES`` entries (on the Birkhoff
+projection of ``benchmarks/zoo.py``, 900 entries per atom and 40-100 atoms,
+steps of 25-40 ms against iterations of 2-3 ms took 2.3-2.8x the time for
+207 iterations against 247), and only while it pays:
+
+* until a step has paid, one is tried every ``FACE_CHECK_EVERY`` iterations
+  (the face is read only then);
+* a step *pays* when it decreases L(., y) by more than 0 and by at least
+  ``FACE_PAYOFF`` times what its iteration's FW sweep did; once one has paid
+  the step is *engaged*: due at every iteration, whatever the face, and
+  judged by a lower bar, ``FACE_KEEP`` (after a dual step the sweep takes the
+  bulk of L's decrease and the face step polishes x on the face; on K-sparse
+  models that polish was what let the multipliers converge, and a bar of 0.3
+  there backed off for 130 iterations of a 240-iteration solve). (An
+  earlier rule waited for the face to stay the same for 10 iterations, and
+  restarted that count at every change, the face step's own ratio test's
+  included: K-sparse and box QPs took 5-20x the iterations of
+  ``face_step=True``; benchmarks/RESULTS.md, "The face step's 'auto' gating");
+* a step that does not pay makes the next one wait 1, 2, 4, ... iterations
+  (at most ``2^FACE_MAX_BACKOFF``; while waiting the face is not even
+  read), so that models the FW sweep solves quickly take few such steps;
+* a step that would move x by no more than rounding (``FACE_ROUNDING`` of
+  the largest entry of the blocks it moves) is not taken at all (x is left bit for bit) and
+  does not pay: on degenerate LPs over a simplex the sweep leaves x at the
+  face's minimizer, and moves of 1e-18 cost an iteration's time each, were
+  counted as paying (a decrease of 0 against a sweep's of 0) and perturbed
+  the iterates (5,570 -> 5,970 iterations on one such LP, at 1.4-1.6x the
+  time);
+* against cycling with stale multipliers (the step minimizes L(., y_t), and
+  the dual step then moves y): while engaged, the solve's merit (the stopping
+  tests' distance, :meth:`Stopping.merit`) must reach a new best within
+  ``FACE_STALL`` iterations; otherwise the step disengages, and until a new
+  best merit every step waits ``2^s`` iterations after it, ``s`` the number
+  of periods of ``FACE_STALL`` iterations without one (so a face step that
+  keeps the solve in a cycle is taken ever more rarely, whatever L(., y_t)
+  says of each step alone).
 """
 from __future__ import annotations
 
@@ -66,16 +97,23 @@ from .vector_ops import dot
 FACE_MAX_DIM = 400
 #: at most this many entries per dense atom matrix (block size times active atoms)
 FACE_MAX_ATOM_ENTRIES = 200_000
-#: "auto": the face must have stayed the same for this many iterations in a row
-FACE_PATIENCE = 10
+#: "auto": at most this many entries per dense atom matrix (the direct solve forms A'(H_f + lam M'M)A)
+FACE_AUTO_ATOM_ENTRIES = 10_000
 #: faces of at most this many coordinates solve the model directly (dense reduced Hessian), larger ones by CG
 FACE_DENSE_DIM = 100
-#: "auto": while the face is not yet settled, it is read every this many iterations
+#: "auto": until a step has paid (or after a stall), a step is tried (and the face read) every this many iterations
 FACE_CHECK_EVERY = 5
 #: "auto": a face step pays when it decreases L(., y) at least this many times as much as its iteration's FW sweep
-FACE_PAYOFF = 1.0
+FACE_PAYOFF = 0.3
+#: "auto": once engaged, a step keeps paying while it decreases L(., y) at least this many times as much as the sweep
+FACE_KEEP = 0.01
 #: "auto": after steps that did not pay, the next waits 2^j iterations, j at most this
 FACE_MAX_BACKOFF = 6
+#: "auto": an engaged face step disengages after this many iterations without a new best merit (50 fired on
+#: a hinge model the step was solving: 1,226 iterations against 225; the merit plateaus while y converges)
+FACE_STALL = 200
+#: a step moving x by at most this fraction of its blocks' largest entry is rounding: not taken
+FACE_ROUNDING = 1e-13
 #: at most this many cached columns (M D e_j and H_f D e_j of face coordinates seen)
 FACE_MAX_COLUMNS = 2000
 #: at most this many CG iterations per step
@@ -106,7 +144,6 @@ class _BoxPart:
 
     def face(self, x):
         self.free = np.flatnonzero(self._mask)
-        return ("box", self.k, self.free.tobytes())
 
     @property
     def dim(self):
@@ -150,13 +187,7 @@ class _AtomPart:
         self.size = block.size
 
     def face(self, x):
-        active = self.step.active
-        atoms = active.atoms
-        # the atoms' identities: the last face's atoms are still referenced (self.atoms) while these are
-        # taken, so an id seen in both is the same atom (cheaper than hashing the keys at every iteration)
-        signature = ("atoms", self.k, frozenset(map(id, atoms)))
-        self.atoms = atoms
-        return signature
+        self.atoms = self.step.active.atoms
 
     def column_keys(self):
         return [("a", self.k, a.key) for a in self.atoms]
@@ -218,48 +249,65 @@ class FaceStep:
         self.blocks = [p.k for p in self.parts]
         self.steps = steps  # the driver's list: a block switched to projection steps leaves the face step
         self.always = mode is True
-        self._last_face, self._same = None, 0
         self._skip, self._backoff, self._L_start, self._tick = 0, 0, None, 0
+        # "auto": engaged (the last step paid: the next is due whatever the face), the stall guard's best merit,
+        # iterations engaged since it, and stalls since it
+        self._engaged, self._best, self._since_best, self._stalls = False, np.inf, 0, 0
         self._columns = {}  # column key -> (M D e_j, H_f D e_j): constant within the solve (M fixed, f quadratic)
         self.taken = 0
 
     def _due(self, x):
         """Read the current face; whether a step is due on it, and the parts with free coordinates."""
         self.parts = [p for p in self.parts if self.steps[p.k] is p.step]
-        # "auto": until the face has been the same for FACE_PATIENCE iterations, it is read only every
-        # FACE_CHECK_EVERY iterations (models whose face never settles pay a fifth of the reading)
         self._tick += 1
-        sparse = not self.always and self._same < FACE_PATIENCE
-        if sparse and self._tick % FACE_CHECK_EVERY:
-            return None
+        if not self.always:
+            if self._skip > 0:  # "auto", backing off after a step that did not pay: the face is not even read
+                self._skip -= 1
+                return None
+            if not self._engaged and self._tick % FACE_CHECK_EVERY:  # not engaged: a trial every few iterations
+                return None
         limit = FACE_MAX_DIM if self.always else FACE_DENSE_DIM
         total = sum(len(p.step.active) if isinstance(p, _AtomPart) else p.count_free(x) for p in self.parts)
-        if total > limit:
-            self._last_face, self._same = None, 0  # (a large face: no step, and no signature formed)
+        if total > limit:  # (a large face: no step, and its free entries and atoms are not even listed)
+            self._engaged = False
             return None
-        signature = tuple(p.face(x) for p in self.parts)
-        self._same = self._same + (FACE_CHECK_EVERY if sparse else 1) if signature == self._last_face else 0
-        self._last_face = signature
+        for p in self.parts:
+            p.face(x)
         parts = [p for p in self.parts if p.dim > (1 if isinstance(p, _AtomPart) else 0)]
         if not parts or sum(p.dim for p in parts) > FACE_MAX_DIM:
             return None
-        if any(isinstance(p, _AtomPart) and p.size * p.dim > FACE_MAX_ATOM_ENTRIES for p in parts):
+        entries = FACE_MAX_ATOM_ENTRIES if self.always else FACE_AUTO_ATOM_ENTRIES
+        if any(isinstance(p, _AtomPart) and p.size * p.dim > entries for p in parts):
             return None
-        if not self.always:
-            if sum(p.dim for p in parts) > FACE_DENSE_DIM:  # "auto": only faces the direct solve takes
-                return None
-            if self._same < FACE_PATIENCE:
-                return None
-            if self._skip > 0:  # backing off after steps that did not pay
-                self._skip -= 1
-                return None
         return parts
 
-    def observe(self, it):
-        """L(x, y) at the start of the iteration (before the FW sweep), to weigh the face step's decrease."""
+    def observe(self, it, merit=np.inf):
+        """L(x, y) at the start of the iteration (before the FW sweep), to weigh the face step's decrease;
+        ``merit`` (the stopping tests' distance at this iterate, :meth:`Stopping.merit`) feeds the stall guard."""
         self._L_start = None
-        if self.blocks and not self.always and self._skip == 0 and self._same + FACE_CHECK_EVERY >= FACE_PATIENCE:
+        if not self.blocks or self.always:
+            return
+        self._stall_guard(merit)
+        if self._skip == 0 and (self._engaged or (self._tick + 1) % FACE_CHECK_EVERY == 0):
             self._L_start = self._lagrangian_value(it)  # (only where this iteration may take a step)
+
+    def _stall_guard(self, merit):
+        """Against cycling: engaged steps must see a new best merit within FACE_STALL iterations. A stall
+        disengages the step; until a new best merit, every FACE_STALL iterations count one more stall, and every
+        step waits 2^stalls iterations (at most 2^FACE_MAX_BACKOFF) after it.
+
+        The step minimizes L(., y_t) on the face; the dual step then moves y, and a step repeated on stale
+        multipliers can pull x back and forth between faces (or along one) while each step alone pays."""
+        if merit < self._best:
+            self._best, self._since_best, self._stalls = merit, 0, 0
+            return
+        if not (self._engaged or self._stalls):  # (counted while engaged, and after a stall until a new best)
+            return
+        self._since_best += 1
+        if self._since_best >= FACE_STALL:
+            self._stalls += 1
+            self._engaged, self._since_best = False, 0
+            self._skip = max(self._skip, 2 ** min(self._stalls, FACE_MAX_BACKOFF))
 
     @staticmethod
     def _lagrangian_value(it):
@@ -273,11 +321,27 @@ class FaceStep:
             return
         sweep = self._L_start - L_sweep
         face = L_sweep - L_face
-        if face >= FACE_PAYOFF * max(sweep, 0.0):
+        if face > 0 and face >= (FACE_KEEP if self._engaged else FACE_PAYOFF) * max(sweep, 0.0):
             self._backoff = 0
+            if self._stalls:  # stalled since the last best merit: no engagement, a wait after each step
+                self._skip, self._engaged = 2 ** min(self._stalls, FACE_MAX_BACKOFF), False
+            elif not self._engaged:
+                self._engaged, self._since_best = True, 0
         else:
-            self._skip = 2 ** min(self._backoff, FACE_MAX_BACKOFF)
-            self._backoff += 1
+            self._miss()
+
+    def _no_step(self, L_sweep):
+        """No move (no descent direction, or one at rounding level): under "auto" a step that did not pay."""
+        if L_sweep is not None and self._L_start is not None:
+            self._miss()
+        return 0
+
+    def _miss(self):
+        """A step that did not pay (or was not taken, being rounding): the next waits 2^backoff iterations."""
+        if self.always:
+            return
+        self._skip = 2 ** min(self._backoff, FACE_MAX_BACKOFF)
+        self._backoff += 1
 
     def take(self, lagrangian, it):
         """Move ``it`` (x and r in place, f and g refreshed) by one face step; returns 1 if it moved, else 0."""
@@ -319,10 +383,10 @@ class FaceStep:
         else:
             u = self._cg_direction(parts, cuts, q, lagrangian, it, linear, expand, restrict, project)
         if u is None:
-            return 0
+            return self._no_step(L_sweep)
         slope = dot(q, u)
         if not slope < 0:
-            return 0
+            return self._no_step(L_sweep)
         d = expand(u).copy()
         curvature = self._model_curvature
         if curvature is None:
@@ -334,7 +398,12 @@ class FaceStep:
         gamma = -slope / curvature if curvature > 0 else np.inf
         gamma = min(gamma, gamma_max)
         if not (np.isfinite(gamma) and gamma > 0):
-            return 0
+            return self._no_step(L_sweep)
+        # a move at rounding level leaves x as it is (it would only perturb the iterates: the sweep already
+        # left x at the face's minimizer)
+        reach = max(float(np.abs(it.x[p.sl]).max()) if p.sl.stop > p.sl.start else 0.0 for p in parts)
+        if gamma * float(np.abs(d).max()) <= FACE_ROUNDING * reach:
+            return self._no_step(L_sweep)
         moved = np.zeros(n)
         for p, a, b_ in zip(parts, cuts[:-1], cuts[1:]):
             moved[p.sl] = p.apply(it.x, u[a:b_], gamma)

@@ -410,7 +410,7 @@ def minimize_fwal(
                     refuse_maximizing_lmo(blocks, lambda k: _own_block_gradient(grad, blocks, k))
                 break
             if faces_step is not None and faces_step.blocks:
-                faces_step.observe(it)
+                faces_step.observe(it, merit)
             # ---- step sizes per block (line search on L(., y) restricted to each block); x and r move,
             # f and its gradient follow them where f is quadratic (else it.g is None: evaluated below)
             # a projection step follows on tied copies: the sweep keeps y + lam r current for it (one axpy)

@@ -1,0 +1,99 @@
+"""The face step's "auto" gating against ``face_step=True`` and ``False``, side by side in one process.
+
+Three families of small random models (sizes and data drawn from the seed as below):
+
+* ``ks``: least squares (or, 30 % of seeds, a linear objective) over a K-sparse
+  polytope (K = 1..3, n = 20..30) with up to 9 equality rows: the face step pays;
+* ``box``: the same objectives over the box [0, 1]^n with equality and
+  inequality rows: it pays on most;
+* ``lp``: degenerate LPs over the simplex with integer rows: it does not pay
+  (the sweep leaves x at the face's minimizer).
+
+Per family: total iterations and seconds of ``prob.solve(face_step=...)`` with
+"auto", True and False, options interleaved model by model.
+
+    PYTHONPATH=. OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/face_gating.py
+"""
+import argparse
+import time
+import warnings
+
+import numpy as np
+
+import fwmodel as fm
+
+OPTIONS = ("auto", True, False)
+
+
+def _rows_model(seed, kind):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(20, 31))
+    r = int(rng.integers(1, n + 3)) if rng.random() < 0.5 else 2
+    A, bb = rng.standard_normal((r, n)), rng.standard_normal(r)
+    me, mi = int(rng.integers(0, 10)), int(rng.integers(0, 10))
+    E, G, c = rng.standard_normal((me, n)), rng.standard_normal((mi, n)), rng.standard_normal(n)
+    if rng.random() < 0.3 and me > 1:
+        E[1] = E[0]
+    linear = rng.random() < 0.3
+    if linear:
+        c = np.round(c)
+    x = fm.Variable(n)
+    obj = (c @ x) if linear else (fm.sum_squares(A @ x - bb) + 0.1 * c @ x)
+    if kind == "ks":
+        k = int(rng.integers(1, 4))
+        xf = np.zeros(n)
+        xf[:k] = 0.5
+        cons = [fm.KSparsePolytope(x, k, 1.0)] + ([E @ x == E @ xf] if me else [])
+    else:
+        xf = rng.uniform(0, 1, n)
+        cons = [x >= 0, x <= 1] + ([E @ x == E @ xf] if me else []) + ([G @ x <= G @ xf + 0.05] if mi else [])
+    return fm.Problem(fm.Minimize(obj), cons)
+
+
+def _lp(seed):
+    rng = np.random.default_rng(seed)
+    n, me, mi = int(rng.integers(10, 31)), int(rng.integers(1, 8)), int(rng.integers(0, 8))
+    c = rng.integers(-2, 3, n).astype(float)
+    E, G = rng.integers(-2, 3, (me, n)).astype(float), rng.integers(-2, 3, (mi, n)).astype(float)
+    rng.integers(0, 2, n), rng.random(n)  # (draws of an earlier version of the generator, kept for the seeds)
+    xf = rng.dirichlet(np.ones(n))
+    x = fm.Variable(n)
+    return fm.Problem(fm.Minimize(c @ x), [x >= 0, fm.sum(x) == 1, E @ x == E @ xf] + ([G @ x <= G @ xf] if mi else []))
+
+
+FAMILIES = {"ks": lambda s: _rows_model(s, "ks"), "box": lambda s: _rows_model(s, "box"), "lp": _lp}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, nargs=2, default=(100, 120), help="seed range [a, b)")
+    ap.add_argument("--lp-seeds", type=int, nargs="*", default=[37, 41, 49, 57])
+    ap.add_argument("--families", nargs="*", default=list(FAMILIES))
+    ap.add_argument("--max-iter", type=int, default=20000)
+    ap.add_argument("--verbose", action="store_true")
+    args = ap.parse_args()
+    warnings.simplefilter("ignore")
+    for family in args.families:
+        seeds = args.lp_seeds if family == "lp" else range(*args.seeds)
+        total = {o: [0, 0.0, 0] for o in OPTIONS}
+        for seed in seeds:
+            line = []
+            for option in OPTIONS:
+                prob = FAMILIES[family](seed)
+                prob.compile()
+                start = time.perf_counter()
+                prob.solve(face_step=option, max_iter=args.max_iter)
+                secs = time.perf_counter() - start
+                t = total[option]
+                t[0] += prob.stats.iterations
+                t[1] += secs
+                t[2] += prob.status != "optimal"
+                line.append(f"{option!s}: {prob.status} {prob.stats.iterations} it {secs:.2f} s")
+            if args.verbose:
+                print(f"  {family} {seed}: " + ", ".join(line), flush=True)
+        print(f"{family:4s} " + " | ".join(f"{o!s:>5s}: {t[0]:6d} it {t[1]:7.2f} s, {t[2]} not optimal"
+                                          for o, t in total.items()), flush=True)
+
+
+if __name__ == "__main__":
+    main()
