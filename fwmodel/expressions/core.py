@@ -764,6 +764,15 @@ class Leaf(Expression):
     def _describe(self):
         return f"{type(self).__name__} '{self.name}' of shape {self._shape}"
 
+    def is_nonneg(self):
+        """True when declared ``nonneg=True`` (CVXPY's ``Leaf.is_nonneg``: the attribute, not the bounds or
+        the value); a Constant's from its data."""
+        return bool(getattr(self, "nonneg", False))
+
+    def is_nonpos(self):
+        """True when declared ``nonpos=True`` (CVXPY's ``Leaf.is_nonpos``); a Constant's from its data."""
+        return bool(getattr(self, "nonpos", False))
+
     def _repr(self, arg_texts):
         return self.name
 
@@ -1068,6 +1077,12 @@ class Constant(Leaf):
 
     def _leaf_data(self):
         return self._data
+
+    def is_nonneg(self):
+        return value_sign(self._data) in ("nonneg", "zero")
+
+    def is_nonpos(self):
+        return value_sign(self._data) in ("nonpos", "zero")
 
     def _densified(self):
         """This constant with dense data (itself when already dense)."""
