@@ -74,7 +74,7 @@ import scipy.sparse as sp
 
 from ..errors import ModelError
 from ..expressions import Equality, Inequality, PSDConstraint, Variable, linearize
-from ..expressions.affine import AddExpression, reshape
+from ..expressions.affine import AddExpression, _reshape as reshape
 from ..expressions.core import Constant
 from ..sets import TraceNormBall
 from ..sets.base import ConvexSet

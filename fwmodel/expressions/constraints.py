@@ -732,7 +732,7 @@ def _piecewise_sides(lhs, rhs, text):
     ``minimum(...) <= t`` (some piece beyond t) are unions of half-spaces,
     not convex sets: refused.
     """
-    from .affine import concatenate, reshape
+    from .affine import _reshape as reshape, concatenate
     from .nonsmooth import EntryExtremumAtom, PiecewiseAtom
 
     for atom, wrong in ((lhs, "minimum"), (rhs, "maximum")):

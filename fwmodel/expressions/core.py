@@ -376,17 +376,18 @@ class Expression:
             raise ModelError("sum: the out= argument is not supported for expressions")
         return _sum(self, axis=axis, keepdims=keepdims)
 
-    def reshape(self, *shape, order="C"):
-        """Reshape (C order by default), as ``numpy.ndarray.reshape``."""
+    def reshape(self, *shape, order=None):
+        """Reshape, as ``numpy.ndarray.reshape``: row by row (C order) unless ``order="F"``; without ``order`` a
+        FutureWarning says that CVXPY's default is "F" (:func:`fwmodel.reshape`)."""
         from .affine import reshape
 
         if len(shape) == 1 and not isinstance(shape[0], (numbers.Integral, np.integer)):
             shape = shape[0]
-        return reshape(self, shape, order=order)
+        return reshape(self, shape, order=order, _stacklevel=3)
 
     def flatten(self):
         """The entries as a 1-D expression, in C order."""
-        return self.reshape(-1)
+        return self.reshape(-1, order="C")
 
     def _postorder(self):
         if self._order_cache is None:
