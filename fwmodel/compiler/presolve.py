@@ -218,7 +218,7 @@ class _EqualityPart(Equality):
 
     def __init__(self, original, reduced, rows, constant=None):
         # constant: the entries ``rows`` when they have no variables (numbers, or an expression of Parameters)
-        flat = reduced.expr if reduced.expr.ndim == 1 else reduced.expr.reshape(-1)
+        flat = reduced.expr if reduced.expr.ndim == 1 else reduced.expr.reshape(-1, order="C")
         # without variables: the entries' constants (the expression would still name Y, with zero coefficients)
         super().__init__(flat[rows] if constant is None else constant, 0.0)
         self.original, self.rows = original, rows
@@ -294,7 +294,7 @@ def _split_inequality(original, reduced):
     text = original._text
     part = None
     if rows.size:
-        flat = reduced.expr if reduced.expr.ndim == 1 else reduced.expr.reshape(-1)
+        flat = reduced.expr if reduced.expr.ndim == 1 else reduced.expr.reshape(-1, order="C")
         part = Inequality(flat[rows], 0.0, "<=")
         part._text = f"{text} (its entries {rows.tolist()} with variables)"
     data = _NonPositiveData(_data_rows(reduced.expr, without),
