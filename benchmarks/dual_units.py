@@ -3,6 +3,8 @@ the model in units 1 (every multiplier scales as s, none moves with o).
 
     PYTHONPATH=. python benchmarks/dual_units.py
 
+    PYTHONPATH=. python benchmarks/dual_units.py sets
+
 Per model and s: the largest difference of dual / s from Clarabel's unit-model duals, over the largest of
 those (``err``), and the largest multiplier / s of a bound on an entry strictly inside [o, o + s] (``cs``:
 complementary slackness asks 0).
@@ -58,5 +60,31 @@ def main():
             print(f"{name:10s} {s:8.0e} {o:8.0e} {status:8s} {err:9.2e} {cs:9.2e}  {last[0]:.5g} ({ref[-1][0]:.5g})")
 
 
+SETS = {  # the sets' membership tests in units s: the solution / s against Clarabel's in units 1
+    "box [s, 2s]": lambda m, x, s: (m.sum_squares(x - 0.5 * s), [x >= s, x <= 2 * s]),
+    "simplex": lambda m, x, s: (m.sum_squares(x), [x >= 0, m.sum(x) == s]),
+    "L2 ball at 3s": lambda m, x, s: (m.sum_squares(x), [m.norm(x - 3 * s, 2) <= s]),
+    "L1 ball at 3s": lambda m, x, s: (m.sum_squares(x), [m.norm1(x - 3 * s) <= s]),
+    "capped": lambda m, x, s: (m.sum_squares(x), [x >= 0, m.sum(x) == 3 * s, x <= 2 * s, x[0] >= 1.5 * s]),
+}
+
+
+def sets_in_units():
+    print(f"{'model':14s} {'s':>6s} {'status':8s} {'max |x/s - ref|':>16s}  x / s")
+    for name, build in SETS.items():
+        x = cp.Variable(3)
+        objective, cons = build(cp, x, 1.0)
+        cp.Problem(cp.Minimize(objective), cons).solve(solver="CLARABEL")
+        ref = x.value
+        for s in (1.0, 1e-9, 1e-11):
+            x = fm.Variable(3)
+            objective, cons = build(fm, x, s)
+            p = fm.Problem(fm.Minimize(objective), cons)
+            p.solve()
+            err = float(np.max(np.abs(x.value / s - ref)))
+            print(f"{name:14s} {s:6.0e} {p.status:8s} {err:16.2e}  {np.round(x.value / s, 4)}")
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+    sets_in_units() if sys.argv[1:] == ["sets"] else main()
