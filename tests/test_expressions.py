@@ -128,7 +128,7 @@ VALUE_CASES = [
     ("reshape", lambda x, y, X, T, s: fm.reshape(X, (2, 6), order="C"), lambda x, y, X, T, s: X.reshape(2, 6)),
     ("reshape F", lambda x, y, X, T, s: fm.reshape(X, (6, 2), order="F"),
      lambda x, y, X, T, s: X.reshape((6, 2), order="F")),
-    ("reshape -1", lambda x, y, X, T, s: T.reshape(-1, 4), lambda x, y, X, T, s: T.reshape(-1, 4)),
+    ("reshape -1", lambda x, y, X, T, s: T.reshape(-1, 4, order="C"), lambda x, y, X, T, s: T.reshape(-1, 4, order="C")),
     ("sum", lambda x, y, X, T, s: fm.sum(T), lambda x, y, X, T, s: T.sum()),
     ("sum axis", lambda x, y, X, T, s: fm.sum(T, axis=(0, 2)), lambda x, y, X, T, s: T.sum(axis=(0, 2))),
     ("sum keepdims", lambda x, y, X, T, s: T.sum(axis=-1, keepdims=True),

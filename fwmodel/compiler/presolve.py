@@ -132,7 +132,7 @@ def _data_rows(expr, rows):
     its Parameters alone: ``expr`` with every variable 0 (Parameters are re-read at each solve)."""
     zeros = {v.id: Constant(np.zeros(v.shape)) for v in expr.variables()}
     data = _substitute(expr, zeros, {})
-    flat = data if data.ndim == 1 else data.reshape(-1)
+    flat = data if data.ndim == 1 else data.reshape(-1, order="C")
     return flat[rows]
 
 
