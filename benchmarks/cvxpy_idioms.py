@@ -196,6 +196,12 @@ def idioms():
     yield "norm1(multiply(p, x)) <= r with a box, p a vector Parameter", lambda m: (lambda x, p: (
         m.Minimize(m.sum_squares(x - 2 * x0)), [m.norm1(m.multiply(p, x)) <= 1, m.abs(x) <= 2]))(
         V(m, n), m.Parameter(n, value=w))
+    yield "quad_form(x - q, P) <= r alone, q a Parameter", lambda m: (lambda x, q: (
+        m.Minimize(c @ x + m.sum_squares(x - x0)), [m.quad_form(x - q, P) <= 0.5]))(
+        V(m, n), m.Parameter(n, value=2 * x0))
+    yield "norm1(multiply(p, x) + c) <= r alone, p a vector", lambda m: (lambda x, p: (
+        m.Minimize(m.sum_squares(x - 2 * x0)), [m.norm1(m.multiply(p, x) + 0.2) <= 1]))(
+        V(m, n), m.Parameter(n, value=w))
 
 
 def _duals(constraints):

@@ -31,6 +31,7 @@ from .expressions import Expression, as_expression
 from .expressions.domains import check_parameter_domains
 from .expressions.core import short_repr
 from .expressions.nonsmooth import refuse_in_objective
+from .expressions.sympy_atom import implied_domain_constraints
 from .sets.base import distinct_parameters
 
 #: The options of Problem.solve and their defaults.
@@ -420,7 +421,11 @@ class Problem:
         """The compiled problem (blocks, M, b, graph), built once and reused."""
         if self._compiled is None:
             t0 = time.perf_counter()
-            self._compiled = compile_problem(self.objective.expr, self.objective.sign, self._flat_constraints)
+            # the domains of fm.smooth atoms (z**1.5, log, sqrt: z >= 0) as bounds or rows, as CVXPY's DCP
+            # domain: the user's constraints come first, so that their dual values and messages are unchanged
+            implied = implied_domain_constraints(self.objective.expr)
+            self._compiled = compile_problem(self.objective.expr, self.objective.sign,
+                                             self._flat_constraints + implied)
             self._compile_time = time.perf_counter() - t0
         return self._compiled
 

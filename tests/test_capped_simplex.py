@@ -256,3 +256,31 @@ def test_emptiness_is_read_in_the_datas_own_units(u, delta):
     assert capped.empty_reason is not None and "below the simplex's total" in capped.empty_reason
     nonempty = CappedSimplex(fm.Simplex(x, u * (n - delta)), fm.Box(x, 0.0, u))
     assert nonempty.empty_reason is None
+
+
+@pytest.mark.parametrize("u", [1e-12, 1e-10, 1e-8, 1e-6, 1e-3, 1.0, 1e3, 1e6])
+def test_empty_capped_simplex_is_infeasible_at_every_scale(u):
+    """``0 <= x <= u`` with ``sum(x) == 15.1 u`` (n = 15) has no point at any u > 0: the caps sum to 15 u
+    (closed form). The two sets are not merged (they do not meet), and the infeasibility certificate
+    must report it. In units of 1e-10 and 1e-12 the simplex's ``contains`` at 0, whose slack has a floor
+    of 1, took the origin for a point of the set: its block started at 0, outside, stayed there, and the
+    solve ended max_iter. The status must be "infeasible" at every scale."""
+    rng = np.random.default_rng(0)
+    n = 15
+    A, b = rng.standard_normal((10, n)), rng.standard_normal(10)
+    x = fm.Variable(n)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(A @ x - b)), [x >= 0, x <= u, fm.sum(x) == u * (n + 0.1)])
+    prob.solve(max_iter=5000)
+    assert n * u < u * (n + 0.1)  # the closed form: the caps' sum is below the total
+    assert prob.status == "infeasible", (u, prob.status, prob.stats.message)
+
+
+def test_origin_membership_is_exact_for_tiny_data():
+    """The engine starts a block at the origin only where the set holds it: exactly, whatever the units
+    (a simplex of total 1.5e-9, a box of floors 1e-11, a capped simplex of total 1.5e-9 hold no origin)."""
+    x = fm.Variable(4)
+    assert not fm.Simplex(x, 1.5e-9).contains_origin()
+    assert fm.Simplex(x, 1.5e-9, equality=False).contains_origin()
+    assert not fm.Box(x, 1e-11, 1.0).contains_origin()
+    assert fm.Box(x, 0.0, 1e-11).contains_origin()
+    assert not CappedSimplex(fm.Simplex(x, 1.5e-9), fm.Box(x, 0.0, 1e-9)).contains_origin()

@@ -50,6 +50,59 @@ def test_linear_objective_optimal_at_zero_stops_optimal(options, scale):
     assert np.sum(X.value) <= 0.2 + 1e-6
 
 
+@pytest.mark.parametrize("row", ["X[0, 1] >= 0.05", "sum(X) >= 0.1"])
+@pytest.mark.parametrize("scale", [1.0, 1e6])
+def test_linear_objective_on_a_psd_ball_keeps_fw_steps(row, scale):
+    """min trace(G X) with G PSD of rank one and a row that X = 0 violates: f* = 0 on a face of the PSD
+    ball (X in the null space of G). projection="auto" switched the small PSD block to projected-gradient
+    steps after its probe, which crawled along that face: max_iter (3,000) with `X[0, 1] >= 0.05` at both
+    scales, 2,722 iterations with `sum(X) >= 0.1` at scale 1, while FW and in-face steps
+    (projection=False) take 41-46. Under a linear objective flat along a face of the ball (G's smallest
+    eigenvalue 0, three times) the block now keeps its FW steps (projection_choice.flat_linear_face); the
+    bound of 200 iterations is 4x those 46."""
+    G = scale * _rank_one_cost()
+    n = G.shape[0]
+    answers = []
+    for m in (fm, cp):
+        X = m.Variable((n, n), symmetric=True)
+        rows = [X[0, 1] >= 0.05] if row == "X[0, 1] >= 0.05" else [m.sum(X) >= 0.1]
+        prob = m.Problem(m.Minimize(m.trace(G @ X)), [X >> 0, m.trace(X) <= 0.5] + rows)
+        value = prob.solve(max_iter=3000) if m is fm else prob.solve(solver=cp.CLARABEL)
+        answers.append((prob.status, prob.stats.iterations if m is fm else None, value, X.value))
+    (status, iterations, value, Xv), (ref_status, _, ref, _) = answers
+    assert ref_status == cp.OPTIMAL
+    assert status == fm.OPTIMAL and iterations <= 200, (status, iterations)
+    range_f = 0.5 * np.linalg.eigvalsh(G).max()  # trace(G X) over the ball ranges over [0, 0.5 lambda_max(G)]
+    assert abs(value - ref) <= 1e-6 * range_f
+    assert np.linalg.eigvalsh(Xv).min() >= -1e-9 and np.trace(Xv) <= 0.5 + 1e-9
+    lhs, rhs = (Xv[0, 1], 0.05) if row == "X[0, 1] >= 0.05" else (np.sum(Xv), 0.1)
+    assert lhs >= rhs * (1 - 1e-3)
+
+
+def test_flat_linear_face_reads_the_ties_of_the_spectrum():
+    """flat_linear_face against the spectrum in closed form: G = b b' (eigenvalues 0, 0, 0, |b|^2) is flat on
+    a PSD ball's face {X >> 0, X b = 0}, and so is G - |b|^2 I / 2; -G has one smallest eigenvalue (one minimizer); a
+    diagonal G with its two smallest entries equal is flat; on a trace-norm ball (not PSD) the top singular
+    value decides. The gradient of a copy of X is taken in X's units (fwal._variable_gradient)."""
+    from fwmodel.engine.inface import LowRankFace
+    from fwmodel.engine.projection_choice import flat_linear_face
+
+    class _Block:
+        def __init__(self, psd, shape=(4, 4)):
+            self.face = LowRankFace(1.0, psd, shape)
+
+    b = np.array([1.0, -2.0, 0.5, 3.0])
+    G = np.outer(b, b)
+    assert flat_linear_face(_Block(True), G.ravel())
+    assert flat_linear_face(_Block(True), (G - 0.5 * (b @ b) * np.eye(4)).ravel())  # -|b|^2 / 2, three times
+    assert not flat_linear_face(_Block(True), (-G).ravel())  # -|b|^2 once: the one minimizer r b b' / |b|^2
+    assert flat_linear_face(_Block(True), np.diag([-2.0, -2.0, 1.0, 3.0]).ravel())
+    assert not flat_linear_face(_Block(True), np.diag([-2.0, -1.0, 1.0, 3.0]).ravel())
+    assert not flat_linear_face(_Block(False), G.ravel())  # rank one: one top singular value
+    assert flat_linear_face(_Block(False), np.diag([3.0, -3.0, 1.0, 0.5]).ravel())
+    assert not flat_linear_face(_Block(True), None)
+
+
 def _psd_target(seed=0, n=4):
     rng = np.random.default_rng(seed)
     C = rng.standard_normal((n, n))

@@ -539,3 +539,95 @@ def test_a_loose_box_does_not_loosen_the_multiplier_test(bound):
         values.append(prob.solve() if m is fm else prob.solve(solver=cp.CLARABEL))
         assert prob.status == "optimal"
     assert abs(values[0] - values[1]) <= 1e-4 * abs(values[1])
+
+
+# ---------------------------------------------------------------- the values' spread: points of the problem only
+def _box103(s_obj, s_var):
+    """A box QP with one equality row (n = 26, seed 103 of benchmarks/gap_scale.py's box family): f* = -0.23
+    against a range over the box S_f = 117, in units s_obj (objective) and s_var (variable, box and row)."""
+    rng = np.random.default_rng(103)
+    n = int(rng.integers(20, 31))
+    r = int(rng.integers(1, n + 3)) if rng.random() < 0.5 else 2
+    A, bb = rng.standard_normal((r, n)), rng.standard_normal(r)
+    me, mi = int(rng.integers(0, 10)), int(rng.integers(0, 10))
+    E, _, c = rng.standard_normal((me, n)), rng.standard_normal((mi, n)), rng.standard_normal(n)
+    rng.random()  # (a repeated row where me > 1)
+    assert (me, mi, rng.random() < 0.3) == (1, 0, False)  # the drawn model: one row, quadratic objective
+    xf = rng.uniform(0, 1, n)
+    root = np.sqrt(s_obj)  # the units in the data: s_obj ||A x / s_var - bb||^2 = ||(root A / s_var) x - root bb||^2
+    A_u, bb_u, c_u = root * A / s_var, root * bb, 0.1 * s_obj * c / s_var
+    models = []
+    for m in (fm, cp):
+        x = m.Variable(n)
+        obj = m.sum_squares(A_u @ x - bb_u) + c_u @ x
+        models.append(m.Problem(m.Minimize(obj), [x >= 0, x <= s_var, E @ x == s_var * (E @ xf)]))
+    return models
+
+
+@pytest.mark.parametrize("s_obj, s_var", [(1.0, 1.0), (1e-2, 1e3)])
+def test_a_small_optimum_over_a_box_is_reached_relative_to_itself(s_obj, s_var):
+    """f* = -0.23 with S_f = 117 and a starting point (x = 0) off the row: the spread of f's values behind
+    test (2)'s floor counted f(x_ref), and "optimal" stopped 1.1 % above Clarabel's value (3,596
+    iterations; in units 1e-2 / 1e3 main took another trajectory, 2,148 iterations, 6e-4 off). The spread
+    counts the points that meet test (3) now: within 1e-3 of |f*| (963 iterations, 5e-5) in both units."""
+    prob, ref = _box103(s_obj, s_var)
+    ref.solve(solver="CLARABEL")
+    prob.solve()
+    assert prob.status == "optimal"
+    assert prob.stats.objective_scale > 100 * abs(ref.value)  # the regime: a range far above |f*|
+    assert abs(prob.value - ref.value) <= 1e-3 * abs(ref.value)
+
+
+def _huge_rows(unit, ineq):
+    """``sum_squares(x - 1e6 x0)`` over ``0 <= x <= 1e7`` with rows whose right-hand sides are ~1e6 (f* = 2.4e5,
+    f(x_ref) = 3.6e12, S_f = 1.2e14), data and variable times ``unit``."""
+    rng = np.random.default_rng(1)
+    n = 15
+    rng.standard_normal((10, n)), rng.standard_normal(10)
+    E, G = rng.standard_normal((3, n)), rng.standard_normal((4, n))
+    x0 = rng.uniform(0, 1, n)
+    models = []
+    for m in (fm, cp):
+        x = m.Variable(n)
+        cons = [x >= 0, x <= 1e7 * unit, E @ x == (1e6 * (E @ x0) + 1e3) * unit]
+        cons += [G @ x <= 1e6 * (G @ x0 + 0.1) * unit] if ineq else []
+        models.append(m.Problem(m.Minimize(m.sum_squares(x - 1e6 * unit * x0)), cons))
+    return models
+
+
+@pytest.mark.parametrize("ineq", [True, False])
+@pytest.mark.parametrize("unit", [1.0, 1e-3])
+def test_rows_with_huge_right_hand_sides_are_met_to_the_value_they_move(unit, ineq):
+    """Rows met to feas_tol = 1e-4 relative (||Ex - b|| ~ 260) move f by |y| ||Ex - b|| ~ 5e4, a fifth of
+    f* = 2.4e5: test (2) asks <y + lam r, r> for tol of |f|, but its floor, 1 % of the values' spread, was
+    taken from f(x_ref) = 3.6e12 at x = 0, a point far off the rows, and "optimal" ended 9-17 % off
+    Clarabel's value in 35-37 iterations. Counting only the points that meet test (3): within 1e-3 of |f*|,
+    with the same iterations in both units."""
+    prob, ref = _huge_rows(unit, ineq)
+    ref.solve(solver="CLARABEL")
+    prob.solve()
+    assert prob.status == "optimal"
+    assert abs(prob.value - ref.value) <= 1e-3 * abs(ref.value)
+    reference = _huge_rows_iterations.setdefault(ineq, prob.stats.iterations)
+    assert prob.stats.iterations == reference
+
+
+_huge_rows_iterations = {}
+
+
+def test_the_values_spread_counts_only_points_that_meet_the_feasibility_test():
+    """StoppingRule alone: a value at a point that violates test (3) sets A_t (|f| there) but not the spread
+    behind its floor, in any units."""
+    from fwmodel.engine.stopping import StoppingRule
+
+    for unit, rows in ((1e-6, 1e3), (1.0, 1.0), (1e6, 1e-3)):
+        rule = StoppingRule(1e-4, 1e-4, objective_scale=1e14 * unit, feasibility_scale=1e6 * rows)
+        rule.point_scale = 1e6 * rows
+        rule.observe_value(5e12 * unit, feas=1e6 * rows)  # far off the rows: no value of the problem
+        assert rule.value_spread == 0.0 and rule.accuracy_scale == pytest.approx(5e12 * unit)
+        rule.observe_value(2.0e5 * unit, feas=50.0 * rows)  # meets (3): 5e-5 relative
+        rule.observe_value(2.4e5 * unit, feas=10.0 * rows)
+        assert rule.value_spread == pytest.approx(4e4 * unit)
+        assert rule.accuracy_scale == pytest.approx(2.4e5 * unit)
+        rule.observe_value(0.0, feas=0.0)  # f = 0: 1 % of the spread of the feasible values (2.4e5)
+        assert rule.accuracy_scale == pytest.approx(2.4e3 * unit)

@@ -898,9 +898,11 @@ def compile_problem(objective_expr, sign, constraints):
                         note += (f" {norms[0].written_as}: a norm bound holds {var.name} itself only where its "
                                  f"argument is p * e + c (also e * p, e / p; p a scalar Parameter expression, e "
                                  f"{var.name} or an elementwise map of it without Parameters, c data), as the ball "
-                                 "norm(e + c / p) <= t / |p| whose center and radius are read at each solve; this "
-                                 "argument is not of that form (a vector Parameter such as multiply(p, "
-                                 f"{var.name}), Parameters inside e, several variables), so it is a set on the "
+                                 "norm(e + c / p) <= t / |p| whose center and radius are read at each solve, or "
+                                 f"an elementwise map of {var.name} whose scale and offset Parameters give "
+                                 f"(multiply(p, {var.name}) + c, p a vector Parameter) where no other set holds "
+                                 f"any entry of {var.name}; this argument is not of those forms (a matrix "
+                                 "product, several variables, other sets on some entries), so it is a set on the "
                                  f"expression, which does not hold {var.name}. Bound {var.name} with another set "
                                  f"as well, e.g. fm.Box({var.name}, lo, hi).")
                     elif any(s.expr.parameters() for s in through):  # fm.L1Ball(p * x, r): p may be 0

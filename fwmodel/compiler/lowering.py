@@ -831,8 +831,73 @@ def _ellipsoids_where_unbounded(norm_sets, sets, variables, slots, offsets, n_v)
         # (a negative Parameter value: the ball's check in the violated list names it; the set reads 0)
         ellipsoid = Ellipsoid(e, P, _clipped_bound(level, ineq, None) if level._has_params
                               else float(np.asarray(level.value).reshape(())), _eigendecomposition=eigen)
-        sets[next(i for i, s in enumerate(sets) if s is ball)] = _on_the_variable(ellipsoid)
+        # (q a Parameter in e = x - q: the center read at each solve, a MovingPreimage on x)
+        sets[next(i for i, s in enumerate(sets) if s is ball)] = _on_the_variable(ellipsoid, moving=True)
         norm_sets[k] = (ineq, ellipsoid)
+
+
+def _scaled_where_unbounded(norm_sets, sets, bounds, slots, offsets, n_v):
+    """Hold ``norm(multiply(p, x) + c) <= t`` (p a vector Parameter expression; also ``abs``, x an elementwise map of
+    one variable, c data or Parameters) on x itself where no other set and no pair of entry bounds holds x (in
+    place, in ``sets``).
+
+    Step 1 made it a ball on the expression ``p * x + c``: a block of its own tied to x by rows, which does not
+    bound x (p may have zeros), so a model where it is the only set on x was refused. Where the expression is
+    ``a * x[entries] + c`` with a and c read from Parameters (one entry of x per entry of the expression, the
+    pattern fixed for generic values), the ball becomes a
+    :class:`~fwmodel.sets.preimage.ScaledPreimage` on those entries: ``x* = (LMO_ball(d / a) - c) / a``, with
+    ``a`` and ``c`` read at each solve, exact while no ``a_i`` is 0. An ``a_i = 0`` at a solve leaves x_i
+    unbounded (the constraint no longer involves it): a ModelError naming the constraint, the Parameter and
+    what to write instead. The ball keeps its multiplier (it is the set on ``p * x + c``, CVXPY's).
+    """
+    from ..sets.preimage import ScaledPreimage
+
+    for ineq, ball in norm_sets:
+        if getattr(ineq, "parameter_factor", None) is not None or not any(s is ball for s in sets):
+            continue
+        expr = ball.expr
+        if not isinstance(ball, (L1Ball, L2Ball, LinfBall, Box)) or not expr.parameters():
+            continue
+        found = expr.variables()
+        if len(found) != 1:
+            continue
+        var = found[0]
+        off, size = slots[var]
+        # entries held by both their bounds (the box to come) or by other sets: where all are, the ball stays
+        # on the expression (as before: a p_i = 0 then leaves x_i to them)
+        covered = np.isfinite(bounds.lo[off:off + size]) & np.isfinite(bounds.hi[off:off + size])
+        for _, entries in _holders(var, [s for s in sets if s is not ball], slots, offsets, n_v):
+            covered[slice(None) if entries is None else np.asarray(entries)] = True
+        if covered.all():
+            continue
+        pattern = _structural_pattern(expr, {var.id: 0}, var.size)
+        if (pattern.nnz != pattern.shape[0] or np.any(np.diff(pattern.indptr) != 1)
+                or np.bincount(pattern.indices, minlength=var.size).max(initial=0) > 1):
+            continue
+        cols = pattern.indices.copy()
+        rows = np.arange(cols.size)
+
+        def source(expr=expr, var=var, cols=cols, rows=rows):
+            if any(p.value is None for p in expr.parameters()):
+                return None
+            A, c = linearize(expr, {var.id: 0}, var.size)
+            return np.asarray(A.tocsr()[rows, cols], dtype=float).ravel(), np.asarray(c, dtype=float).ravel()
+
+        names = ", ".join(p.name for p in expr.parameters())
+
+        def zero_message(zero, ineq=ineq, var=var, cols=cols, names=names):
+            entries = ", ".join(str(int(j)) for j in cols[zero][:5]) + (", ..." if zero.size > 5 else "")
+            return (f"{ineq._text}: the values of {names} make the coefficient of {var.name} 0 at its flat entries "
+                    f"{entries} at this solve, so the constraint does not bound them, and no other set holds "
+                    f"{var.name}: FW-AL needs every variable in a bounded set. Keep those coefficients nonzero, or "
+                    f"bound {var.name} with another set as well (fm.Box({var.name}, lo, hi), {var.name} >= lo with "
+                    f"{var.name} <= hi), which holds it for any value of {names}")
+
+        in_order = cols.size == var.size and np.array_equal(cols, np.arange(var.size))
+        selection = var if in_order else (var if var.ndim == 1 else var.reshape(-1))[cols]
+        scaled = ScaledPreimage(ball, selection, source, expr.parameters(), zero_message)
+        scaled.derived_from = ball  # (the multiplier and prob.point_in read the ball through the map)
+        sets[next(i for i, s in enumerate(sets) if s is ball)] = scaled
 
 
 def _held_whole(var, sets, slots, offsets, n_v):
@@ -1473,6 +1538,7 @@ def lower_constraints(objective_expr, constraints):
                     shared_duals.add(id(eq))  # (the row and the bounds share the ball's multiplier: None)
 
     _ellipsoids_where_unbounded(norm_sets, sets, variables, slots, offsets, n_v)
+    _scaled_where_unbounded(norm_sets, sets, bounds, slots, offsets, n_v)
 
     # 2b. single-entry equalities (x[0] == 1, a scalar x == 1, fm.sum(x) == 1 on a one-entry x) on entries
     #     that nothing else bounds on both sides: bounds lo = hi (a box with equal sides), as CVXPY solves them
@@ -1498,6 +1564,8 @@ def lower_constraints(objective_expr, constraints):
     slack_of = {}
     slack_units = []
     for ineq, rows, A, c in general:
+        if getattr(ineq, "implied_domain", None) is not None and _domain_row_holds(ineq, rows, sets, slots, offsets, n_v):
+            continue  # an fm.smooth atom's domain that the sets already keep: no row
         units = _slack_units(A[rows])
         if ineq.parameters():
             slack_units.append((units, lambda ineq=ineq, rows=rows: _slack_units(
@@ -1554,7 +1622,7 @@ def lower_constraints(objective_expr, constraints):
 
 
 # ---------------------------------------------------------------------- helpers
-def _on_the_variable(s):
+def _on_the_variable(s, moving=False):
     """``s`` as a set on the variable when its expression is ``a * x[entries] + c``.
 
     That is: one variable, no Parameters, every entry of the expression a
@@ -1563,27 +1631,71 @@ def _on_the_variable(s):
     (``x``, ``x[2:5]``, ``X.T``, which the compiler copies directly). The
     result is an :class:`~fwmodel.sets.preimage.AffinePreimage` on the
     selected entries, so the set bounds the variable and its block is a copy.
+    With ``moving`` (an ellipsoid where nothing else holds the variable,
+    :func:`_ellipsoids_where_unbounded`), Parameters in ``c`` only
+    (``x - q``) give a :class:`~fwmodel.sets.preimage.MovingPreimage` whose
+    offset is read at each solve; other sets on such an expression keep
+    their block and rows, as before.
     """
     expr = s.expr
-    if isinstance(expr, Variable) or expr.parameters() or len(expr.variables()) != 1:
+    if isinstance(expr, Variable) or len(expr.variables()) != 1:
         return s
     var = expr.variables()[0]
     A, c = linearize(expr, {var.id: 0}, var.size)
     A = A.tocsr()
     if A.nnz != A.shape[0] or np.any(np.diff(A.indptr) != 1) or np.any(A.data == 0):
         return s
+    if expr.parameters() and not (moving and _parameters_in_offset_only(expr, var, A)):
+        return s
+    moving = bool(expr.parameters())
     cols = A.indices
     # distinct entries: a count per entry of the variable (O(n); np.unique sorted or hashed 10^6
     # entries in 0.9 s, longer than the solve of TraceNormBall(X - X0) at d = 1000)
-    if np.bincount(cols, minlength=var.size).max(initial=0) > 1 or (np.all(A.data == 1.0) and not np.any(c)):
+    if np.bincount(cols, minlength=var.size).max(initial=0) > 1 or (
+            not moving and np.all(A.data == 1.0) and not np.any(c)):
         return s
-    from ..sets.preimage import AffinePreimage
+    from ..sets.preimage import AffinePreimage, MovingPreimage
 
     in_order = cols.size == var.size and np.array_equal(cols, np.arange(var.size))
     selection = var if in_order else (var if var.ndim == 1 else var.reshape(-1, order="C"))[cols]
-    preimage = AffinePreimage(s, selection, A.data, c)
+    if moving:
+        # a * x + c(q) with Parameters in the offset only (``fm.quad_form(x - q, P) <= t``, ``fm.Box(x - q, lo,
+        # hi)``): the offset is read at each solve (its rows in the order of S's entries, as A's)
+        def offset():
+            if any(p.value is None for p in expr.parameters()):
+                return None
+            return linearize(expr, {var.id: 0}, var.size)[1]
+
+        data = ComputedData(offset, expr.parameters(), f"offset of {short_repr(expr)}")
+        preimage = MovingPreimage(s, selection, A.data, data)
+    else:
+        preimage = AffinePreimage(s, selection, A.data, c)
     preimage.derived_from = s  # prob.point_in(s) maps the block's x back to a * x + c (see image_of)
     return preimage
+
+
+def _parameters_in_offset_only(expr, var, A):
+    """Whether ``expr = A x + c`` has its Parameters in ``c`` only: ``A`` is the same for two generic values of
+    them (seeded, with their declared signs) as for the current ones (``A``), so that a set on ``expr`` is a
+    set on x around a center that the Parameters move (``x - q``), not one that they scale (``p * x``)."""
+    params = expr.parameters()
+    saved = [p._value for p in params]
+    rng = np.random.default_rng(12345)
+    try:
+        for _ in range(2):
+            for p in params:
+                generic = np.asarray(rng.uniform(1.0, 2.0, size=p.shape), dtype=float)
+                if getattr(p, "psd", False) and len(p.shape) == 2:
+                    generic = (generic + generic.T) / 2 + p.shape[0] * np.eye(p.shape[0])
+                p._value = -generic if p.nonpos else generic
+            other = linearize(expr, {var.id: 0}, var.size)[0].tocsr()
+            if (other.shape != A.shape or not np.array_equal(other.indptr, A.indptr)
+                    or not np.array_equal(other.indices, A.indices) or not np.array_equal(other.data, A.data)):
+                return False
+    finally:
+        for p, value in zip(params, saved):
+            p._value = value
+    return True
 
 
 def _has_attributes(var):
@@ -2060,6 +2172,38 @@ def _slack_upper(ineq, rows, touched, holders, offsets, n_v):
                                  f"leaves them unbounded; put all of {var.name} in a set")
             lower[i] += total
     return np.maximum(0.0, -c[rows] - lower)
+
+
+def _domain_row_holds(ineq, rows, sets, slots, offsets, n_v):
+    """Whether the sets keep the rows of an fm.smooth atom's domain (``A x + c >= lo`` on a non-elementwise
+    argument, :func:`~fwmodel.expressions.sympy_atom.implied_domain_constraints`) at every point of theirs; a
+    ModelError where they do not.
+
+    The objective is evaluated at the blocks' points, which lie in the sets; rows hold only in the limit, so
+    a row would leave the iterates free to leave the domain (no objective value there). Where the largest
+    value of ``ineq.expr`` (``lo - argument``) over the sets (one LMO call per row and set, as the slack's
+    bound of step 5) is at most 0 (rounding allowed), the domain needs nothing; else the message says to tie
+    the argument to a variable whose bounds, a set, keep it in the domain."""
+    class _Negated:  # _slack_upper of -expr: max(0, max over the sets of expr)
+        expr, _text = -ineq.expr, ineq._text
+
+    touched = _unique(var for var in ineq.variables())
+    holders = {var.id: _holders(var, sets, slots, offsets, n_v) for var in touched}
+    if all(holders[var.id] for var in touched):
+        reach = _slack_upper(_Negated, rows, touched, holders, offsets, n_v)
+        _, c = linearize(ineq.expr, offsets, n_v)
+        if np.all(reach <= 1e-12 * np.maximum(1.0, np.abs(c[rows]))):
+            return True
+        worst = float(reach.max())
+    else:
+        worst = np.inf
+    atom, symbol, argument, span = ineq.implied_domain
+    raise ModelError(
+        f"{atom}: the formula is real only for {symbol} in {span} (its domain, found by SymPy), and the sets let "
+        f"{symbol} = {argument} leave it (by up to {worst:.3g}): FW-AL evaluates the objective at points of the "
+        f"sets, which rows constrain only in the limit. Tie {symbol} to a new variable t, with the constraint "
+        f"t == {argument} and bounds on t within {span} (t >= lo with t <= hi: a box, which keeps every iterate "
+        f"in the domain), and map {symbol} to t")
 
 
 def _sole_pairs(sets, equalities, first_kinds, second_kinds):

@@ -64,8 +64,8 @@ def finish(status, message, lagrangian, stopping, it, gap, gap_known, t, active,
         gap_f = objective_gap(blocks, x, objective.value_and_grad(x)[1])
 
     # ---- return the best point found when the last one is not acceptable
-    stopping.observe_value(f)
     stopping.observe_residual(r)
+    stopping.observe_value(f, feas)
     dual_residual = dot(y + lam_value * r, r) if r.size else 0.0  # test (2) of stopping.py
     bound = suboptimality_bound(gap, dual_residual, gap_known and np.isfinite(f))
     final_merit = stopping.merit(gap, feas, gap_f, dual_residual) \

@@ -150,7 +150,9 @@ def minimize_fwal(
         with ``cheap_projection``: L1, L2 balls, boxes) take projected-gradient
         steps instead of FW steps (see :mod:`fwmodel.engine.projection_step`); False: never;
         "auto": the cheap ones from the start and, after a few FW iterations,
-        the blocks whose projection costs at most a few iterations, measured;
+        the blocks whose projection costs at most a few iterations, measured
+        (not a trace-norm or PSD ball on which a linear objective is flat
+        along a face);
         on a model made only of polytopes, none, except L1 balls in a model
         without rows, with a curved objective and ``step="auto"`` (see
         :mod:`fwmodel.engine.projection_choice`).
@@ -185,14 +187,16 @@ def minimize_fwal(
         raise ValueError(f"b has shape {b.shape}, expected ({m},) to match the rows of M")
     b_norm = float(norm(b))
     # polytope blocks keep vertex steps for a linear objective and for a step kind asked for by name
-    keep_vertex = step != "auto" or bool(getattr(objective, "is_linear", False))
+    linear = bool(getattr(objective, "is_linear", False))
+    keep_vertex = step != "auto" or linear
     # on polytope models, an L1 block projects only where the objective reads it as its variable's only
     # copy (projection_choice.candidates): not a ball of D x, not one of two tied copies
     read_alone = _read_alone(objective)
     proj_blocks = initial_projection_blocks(blocks, projection, rows=m, keep_vertex_steps=keep_vertex,
                                             read_alone=read_alone)
     auto_projection = (AutoProjection(blocks, projected=proj_blocks, rows=m, keep_vertex_steps=keep_vertex,
-                                      read_alone=read_alone)
+                                      read_alone=read_alone,
+                                      linear_gradient=_variable_gradient(objective) if linear else None)
                        if projection == "auto" else None)
     warm_choice = warm_state.active_sets.get(("projection",)) if warm_state is not None else None
     if auto_projection is not None and warm_choice is not None:
@@ -370,7 +374,7 @@ def minimize_fwal(
             feas_rel = feas / max(1.0, x_norm, b_norm)  # the documented stats value, not the stopping scale
             stopping.observe_point(x_norm, it.x)
             stopping.observe_residual(it.r)
-            stopping.observe_value(it.f)
+            stopping.observe_value(it.f, feas)
             # the worst piece of rows against its own test (stopping.RowPieces): the dual schedule aims at it
             feas_target = stopping.feasibility_target() / stopping.pieces_excess(feas)
             # <y + lam r, r>: how far infeasibility can move f from f* (stopping.py, test (2))
@@ -597,6 +601,24 @@ def _own_block_gradient(grad, blocks, k):
         out = grad.block_buffer(blk.size) if blk.size >= LARGE_BLOCK else np.empty(blk.size)
         return signed_block_gradient(grad.g[blk.slice], grad.dual_term, grad.signed[k], out)
     return grad[blk.slice]
+
+
+def _variable_gradient(objective):
+    """(block slice, g) -> the objective's gradient on the block in its variable's units, for a block that
+    is a whole copy of one variable: g times each entry's copy count (a variable is the average of its
+    copies, so f's gradient splits among them); None for another block or an objective that does not say."""
+    copy_map = getattr(objective, "copy_map", None)
+    if copy_map is None:
+        return lambda block_slice, g: None
+
+    def gradient(block_slice, g):
+        for var in copy_map.variables:
+            for entries, sl in copy_map.copies[var.id]:
+                if entries is None and (sl.start, sl.stop) == (block_slice.start, block_slice.stop):
+                    off = copy_map.var_layout[var.id][0]
+                    return g[block_slice] * copy_map.counts[off:off + var.size]
+        return None
+    return gradient
 
 
 def _read_alone(objective):

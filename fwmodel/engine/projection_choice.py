@@ -90,7 +90,9 @@ solution and then some; a projection step moves every entry at once.
   towards D x, and it took 850 iterations against 430.
 * A linear objective keeps FW steps: its optimum is a vertex, found by an
   LMO call (one iteration against up to 91); so does a step kind asked for
-  by name (``step="fw"``, "away", "pairwise").
+  by name (``step="fw"``, "away", "pairwise"). Elsewhere, a linear
+  objective keeps FW and in-face steps on a trace-norm or PSD ball on
+  which it is flat along a face (:func:`flat_linear_face`).
 
 When every block projects, the dual schedule takes the method of
 multipliers' step eta = lam (``primal_steps_are_projections``); through
@@ -148,7 +150,9 @@ def candidates(blocks, rows=0, keep_vertex_steps=False, read_alone=None):
     not read (a ball of ``D @ x``), or reads as one of several tied copies of
     its variable (an L1 ball and a box on x), keeps its vertex steps. They
     project from the start (see the module docstring). Elsewhere: every
-    block with a projection.
+    block with a projection (:class:`AutoProjection` leaves out, under a
+    linear objective, a PSD or trace-norm ball on which f is flat along a
+    face: :func:`flat_linear_face`).
     """
     if all(blk.is_polytope for blk in blocks):
         if keep_vertex_steps:
@@ -185,6 +189,40 @@ def choose(blocks, ks, iteration_time, x, g, max_iterations=MAX_ITERATIONS, meas
     return chosen
 
 
+#: relative width of a tie between the extreme eigenvalues (singular values) of a linear objective's gradient
+FLAT_TIE = 1e-8
+
+
+def flat_linear_face(blk, g_k):
+    """Whether a linear objective with gradient ``g_k`` on ``blk`` (flat, in its variable's units) is
+    minimized over the block's trace-norm or PSD ball on a face of positive dimension, not at one point: a
+    PSD ball's gradient G with lambda_min(G) tied with the next eigenvalue or with 0 (within ``FLAT_TIE``
+    of max |lambda|), a trace-norm ball's with its top singular value tied.
+
+    f is then flat along that face and only the rows choose the point in it. There projected-gradient
+    steps, 1 / (lam ||M||^2) long with no curvature of f to scale them, crawled along the face (min
+    trace(G X), G = b b', X >> 0, trace(X) <= 0.5, `X[0, 1] >= 0.05`: max_iter at 3,000 iterations where FW
+    and in-face steps took 46), while with one minimizer they often paid (benchmarks/RESULTS.md, "Linear
+    objectives flat on a face of a PSD ball keep FW steps"). False for a block without a low-rank face,
+    or whose gradient is not a matrix of the face's shape.
+    """
+    face = getattr(blk, "face", None)
+    if face is None or g_k is None or len(face.shape) != 2 or min(face.shape) < 2:
+        return False
+    G = np.asarray(g_k, dtype=float)
+    if G.size != face.shape[0] * face.shape[1] or not np.all(np.isfinite(G)):
+        return False
+    G = G.reshape(face.shape) / face.scale  # the gradient in the ball's z = scale x + offset
+    if face.psd:
+        if face.shape[0] != face.shape[1]:
+            return False
+        w = np.linalg.eigvalsh((G + G.T) / 2)
+        width = FLAT_TIE * max(float(np.abs(w).max()), np.finfo(float).tiny)
+        return bool(w[1] - w[0] <= width or abs(w[0]) <= width)
+    sv = np.linalg.svd(G, compute_uv=False)
+    return bool(sv[0] - sv[1] <= FLAT_TIE * max(float(sv[0]), np.finfo(float).tiny))
+
+
 class AutoProjection:
     """Times the iterations, then picks the blocks to project (see the module docstring).
 
@@ -202,10 +240,13 @@ class AutoProjection:
     """
 
     def __init__(self, blocks, probe=PROBE_ITERATIONS, max_iterations=MAX_ITERATIONS, projected=(), rows=0,
-                 keep_vertex_steps=False, read_alone=None):
+                 keep_vertex_steps=False, read_alone=None, linear_gradient=None):
         self.blocks = blocks
         # ``projected``: blocks that project from the start (declared cheap), not measured
         self.ks = [k for k in candidates(blocks, rows, keep_vertex_steps, read_alone) if k not in projected]
+        # a linear objective: block slice, its gradient -> the gradient in its variable's units (the driver's
+        # fwal._variable_gradient), to leave out the blocks on which f is flat along a face
+        self.linear_gradient = linear_gradient
         self.probe = probe
         self.max_iterations = max_iterations
         self._window = None  # (iteration, clock) where the current timing window began
@@ -234,6 +275,11 @@ class AutoProjection:
     def choose(self, x, g, workspace=None):
         new = choose(self.blocks, self.ks, self.iteration_time, x, g, self.max_iterations, self.measured, workspace)
         self.ks = [k for k in self.ks if k not in new]
+        if self.linear_gradient is not None:
+            # tested only on the blocks chosen (their spectrum costs less than the projection just timed);
+            # a linear objective's gradient does not move, so a flat block stays on FW steps for good
+            new = [k for k in new
+                   if not flat_linear_face(self.blocks[k], self.linear_gradient(self.blocks[k].slice, g))]
         self.chosen = (self.chosen or []) + new
         self._window = None  # the next window starts after this decision (not timing the projections)
         return new

@@ -43,6 +43,18 @@ Limits: the compiled functions are the formula as written, so
 not; and a function defined only on part of the line (``log``, ``sqrt``)
 must be kept there by the constraint sets (declare the symbol
 ``positive=True`` so that the convexity check works on the right domain).
+
+Implied domain. Where SymPy finds the formula real only on one interval of
+a symbol (``z**1.5``, ``sqrt(z)``, ``log(z)``: ``z >= 0``; the closure of
+``sympy.calculus.util.continuous_domain``), the compiler keeps the atom's
+argument there, as CVXPY's DCP domain (:func:`implied_domain_constraints`):
+on an elementwise map of a variable the domain becomes entry bounds,
+intersected with the variable's box, so every iterate and every FW vertex
+lies in it; on another affine argument the sets must already keep it there
+(checked, else a ModelError saying to tie the argument to a bounded
+variable); on a non-affine argument it is a ModelError. Domains that are not
+one interval (``1 / z``: two half lines) or depend on other symbols are not
+added.
 """
 from __future__ import annotations
 
@@ -299,6 +311,38 @@ class _Analysis:
                 break
         return neg, pos
 
+    # --------------------------------------------------------------- domain
+    @property
+    def domains(self):
+        """Per symbol, the closed interval ``(lo, hi)`` (floats, infinite ends allowed) where the formula is
+        real, or None: the closure of SymPy's ``continuous_domain`` of the formula in that symbol on the
+        real line (``z**1.5``, ``sqrt(z)``: ``[0, inf)``; ``log(z)``: ``(0, inf)``, closed to ``[0, inf)``;
+        ``log(1 - z**2)``: ``[-1, 1]``). None where it is the whole line, is not one interval (``1 / z``:
+        two half lines, whose hull is the line), or SymPy cannot say (a formula of several symbols whose
+        domain in one depends on the others). Computed once, on first use (the compiler's)."""
+        found = self.__dict__.get("_domains")
+        if found is None:
+            found = self.__dict__["_domains"] = tuple(self._domain(i) for i in range(len(self.dummies)))
+        return found
+
+    def _domain(self, i):
+        import sympy as sp
+        from sympy.calculus.util import continuous_domain
+
+        d = self.dummies[i]
+        plain = sp.Dummy(d.name, real=True)  # the formula's own domain, not the user's sign declaration
+        f = self.expr.xreplace({d: plain})
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                dom = continuous_domain(f, plain, sp.S.Reals)
+        except Exception:  # (SymPy cannot decide: no implied domain)
+            return None
+        if dom == sp.S.Reals or not isinstance(dom, sp.Interval) or dom.free_symbols:
+            return None
+        lo, hi = float(dom.inf), float(dom.sup)
+        return None if (lo == -np.inf and hi == np.inf) else (lo, hi)
+
     # --------------------------------------------------------- monotonicity
     def monotonicity(self, i):
         """+1 (provably nondecreasing in symbol i), -1 (nonincreasing) or 0 (unknown)."""
@@ -457,6 +501,61 @@ class SympyAtom(Atom):
             head += " [neither convex nor concave]"
         mapping = ", ".join(f"{s}: {t}" for s, t in zip(self._an.symbols, texts))
         return f"smooth({head}, {{{mapping}}})"
+
+
+def _interval_text(lo, hi):
+    """``[0, oo)``, ``[-1, 1]``: a closed interval with infinite ends open."""
+    return (f"{'(-oo' if lo == -np.inf else f'[{lo:g}'}, "
+            f"{'oo)' if hi == np.inf else f'{hi:g}]'}")
+
+
+def implied_domain_constraints(expr):
+    """The constraints that keep every :class:`SympyAtom` of ``expr`` on its formula's domain (CVXPY's DCP
+    domain: ``cp.power(x, 1.5)``, ``cp.log(x)`` and ``cp.sqrt(x)`` imply ``x >= 0``).
+
+    For each atom and symbol whose argument has variables and whose formula is real only on an interval
+    (:attr:`_Analysis.domains`), the bounds ``lo <= argument <= hi`` (the finite ends). On an elementwise map of
+    a variable they are entry bounds, intersected with its box (the set keeps every iterate in the domain).
+    Without them a set that reaches outside the domain (a box ``[-1, 1]`` for ``z**1.5``) keeps the FW gap,
+    measured over the whole set, away from 0 where the optimum lies on the domain's boundary, and the solve
+    never stops. On another affine argument (``A @ x``) a row would hold only in the limit (the objective is
+    evaluated at points of the sets): the compiler checks that the sets keep the argument in the domain (then
+    nothing is added) and raises a ModelError saying how to write it otherwise
+    (``lowering._domain_row_holds``). A domain on an argument that is not affine (a concave argument of
+    ``-log``) is neither a set nor rows: a ModelError, naming the atom.
+    """
+    found = []
+    seen = set()
+
+    def walk(node):
+        if id(node) in seen:
+            return
+        seen.add(id(node))
+        if isinstance(node, SympyAtom):
+            for sym, arg, dom in zip(node.symbols, node.args, node._an.domains):
+                if dom is None or not arg._has_vars:
+                    continue
+                lo, hi = dom
+                if not arg.is_affine():
+                    span = _interval_text(lo, hi)
+                    raise ModelError(
+                        f"{short_repr(node)}: the formula is real only for {sym} in {span} (its domain, found by "
+                        f"SymPy), and {sym} is mapped to {short_repr(arg)}, which is {arg.curvature}, not affine: "
+                        f"fwmodel keeps an atom on its domain by bounds or rows on an affine argument only. Map "
+                        f"{sym} to an affine expression (a variable t with constraints that tie it), or use a "
+                        "formula defined on the whole line")
+                span = _interval_text(lo, hi)
+                pieces = ([arg >= lo] if lo > -np.inf else []) + ([arg <= hi] if hi < np.inf else [])
+                for piece in pieces:
+                    # (on a non-elementwise argument the compiler keeps no row: the sets must hold it already)
+                    piece.implied_domain = (short_repr(node), str(sym), short_repr(arg), span)
+                found.extend(pieces)
+        for child in getattr(node, "args", ()):
+            if isinstance(child, Expression):
+                walk(child)
+
+    walk(expr)
+    return found
 
 
 def _unbroadcast(arr, shape):

@@ -144,6 +144,13 @@ class Box(ConvexSet):
         """Euclidean projection: clip every entry to its bounds."""
         return np.clip(np.asarray(flat_point, dtype=float).ravel(), self._lo, self._hi)
 
+    def contains_origin(self):
+        """Exactly ``lower <= 0 <= upper`` in every entry (not :meth:`contains` at 0, whose slack has a floor
+        of 1: a box of floors 1e-11 held the origin by it, and the engine started the block outside the set)."""
+        if self.lower is None or self.upper is None or self.empty_reason is not None:
+            return super().contains_origin()
+        return bool(np.all(np.asarray(self._lo) <= 0) and np.all(np.asarray(self._hi) >= 0))
+
     def contains(self, point, tol=1e-9):
         x = as_point(self, point)
         if x is None:

@@ -194,6 +194,14 @@ class CappedSimplex(MergedSets):
         return self._ungrouped(X)
 
     # --------------------------------------------------------- other hooks
+    def contains_origin(self):
+        """Exactly: floors 0 and a total of 0 (or ``equality=False``), within caps >= 0 (see
+        :meth:`Simplex.contains_origin`: :meth:`contains`'s slack has a floor of 1)."""
+        if self.empty_reason is not None or not hasattr(self, "_lo"):
+            return super().contains_origin()
+        return bool(not np.any(self._lo) and np.all(self._hi >= 0)
+                    and (not self.equality or not np.any(np.asarray(self.total, dtype=float))))
+
     def contains(self, point, tol=1e-9):
         x = as_point(self, point)
         if x is None:

@@ -218,6 +218,68 @@ class MovingPreimage(AffinePreimage):
         return self.inner.data_version + self._moves
 
 
+class ScaledPreimage(AffinePreimage):
+    """``{x : a * x + c in S}`` with both the scale ``a`` and the offset ``c`` computed from Parameters at each solve.
+
+    The compiler builds it for a norm bound whose argument is an elementwise map of one variable with a vector
+    Parameter factor, ``fm.norm1(fm.multiply(p, x) + c) <= t`` (also ``norm2``, ``norm_inf``, ``abs``; c data or a
+    Parameter expression), where no other set holds x: S is the ball on ``p * x + c`` itself (its multiplier
+    is CVXPY's), and ``source()`` returns the current ``(a, c)`` (flat, in S's order), or None while a Parameter
+    has no value. The LMO is :class:`AffinePreimage`'s, ``x* = (LMO_S(d / a) - c) / a``, exact for every
+    ``a`` without a zero entry. An entry with ``a_i = 0`` at a solve leaves ``x_i`` unbounded in the set (the
+    constraint no longer involves it): :meth:`refresh` raises the ModelError that ``zero_message(indices)``
+    words (naming the constraint, the Parameter and what to write instead). No projection or low-rank face
+    is read through (the scale may differ per entry and per solve). ``parameters`` are the map's (p, and
+    those of c).
+    """
+
+    def __init__(self, inner, expr, source, parameters, zero_message):
+        self._source, self._zero_message = source, zero_message
+        self._map_parameters = list(parameters)  # (the map's: p, and those of c)
+        self._moves = 0
+        scale, offset = self._read()
+        super().__init__(inner, expr, scale, offset)
+        self._uniform_scale = None
+        self.has_projection = False
+        self._declares_face = False
+
+    def _read(self):
+        from ..errors import ModelError
+
+        scale, offset = self._source()
+        scale, offset = np.asarray(scale, dtype=float).ravel(), np.asarray(offset, dtype=float).ravel()
+        zero = np.flatnonzero(scale == 0)
+        if zero.size:
+            raise ModelError(self._zero_message(zero))
+        return scale, offset
+
+    def low_rank_face(self):
+        return None
+
+    def refresh(self):
+        changed = self.inner.refresh()
+        scale, offset = self._read()
+        moved = not (np.array_equal(scale, self._a) and np.array_equal(offset, self._c))
+        if moved:
+            self._a, self._c = scale, offset
+            self._moves += 1
+        if changed or moved:
+            object.__setattr__(self, "_contains_origin", None)
+        return changed or moved
+
+    def parameters(self):
+        from .base import distinct_parameters
+
+        class _Map:
+            parameters = staticmethod(lambda: self._map_parameters)
+
+        return distinct_parameters([self.inner, _Map])
+
+    @property
+    def data_version(self):
+        return self.inner.data_version + self._moves
+
+
 class _CheckedPreimageLmo:
     """S's LMO with its check (``exact``, ``tighten``: a trace-norm ball's warm-started Lanczos LMO, see
     :class:`~fwmodel.sets.trace_norm.CheckedLmo`) seen through the map ``a * x + c``."""

@@ -191,6 +191,15 @@ class Simplex(ConvexSet):
         return SymmetricStochastic(self)  # rows or columns (axis 0, 1, (0,) or (1,))
 
     # ---------------------------------------------------------- optional hooks
+    def contains_origin(self):
+        """Exactly: with ``equality=False``, or where every total is 0. Not :meth:`contains` at 0, whose
+        slack has a floor of 1: a simplex of total 1.5e-9 (a budget in units of 1e-10) held the origin
+        by it, the engine started the block there, outside the set, and a model whose sets do not
+        meet ended max_iter with the block still at 0, not "infeasible"."""
+        if self.total is None:
+            return super().contains_origin()
+        return bool(not self.equality or not np.any(np.asarray(self.total, dtype=float)))
+
     def contains(self, point, tol=1e-9):
         x = as_point(self, point)
         if x is None:
