@@ -60,7 +60,7 @@ def models(s):
     yield ("Simplex(s P x, s) + box", lambda x: [fm.Simplex(s * P @ x, s), fm.Box(x, 0, 1)],
            lambda x: [P @ x >= 0, cp.sum(P @ x) == 1, x >= 0, x <= 1])
     yield ("TraceNormBall(s K X, s) + box",
-           lambda x: [fm.TraceNormBall(s * (K @ fm.reshape(x, (3, 4))), s), fm.Box(x, -1, 1)],
+           lambda x: [fm.TraceNormBall(s * (K @ fm.reshape(x, (3, 4), order="C")), s), fm.Box(x, -1, 1)],
            lambda x: [cp.normNuc(K @ cp.reshape(x, (3, 4), order="C")) <= 1, cp.abs(x) <= 1])
     yield ("L2Ball(s x, s) + L1 ball", lambda x: [fm.L2Ball(s * x, s), fm.L1Ball(x, 1.5)],
            lambda x: [cp.norm2(x) <= 1, cp.norm1(x) <= 1.5])

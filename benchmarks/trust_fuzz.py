@@ -563,7 +563,7 @@ def bad_inputs():
         ("variable without a set", lambda: (lambda y: fm.Problem(fm.Minimize(fm.sum_squares(x) + fm.sum_squares(y)), [fm.L1Ball(x)]).solve())(fm.Variable(2, name="y"))),
         ("sparse matrix of wrong shape", lambda: __import__("scipy.sparse").sparse.random(3, 5, 0.5, random_state=0) @ x),
         ("log_sum_exp of a wrong axis", lambda: fm.log_sum_exp(X, axis=3)),
-        ("reshape to a wrong size", lambda: fm.reshape(X, (4, 2))),
+        ("reshape to a wrong size", lambda: fm.reshape(X, (4, 2), order="C")),
         ("index out of range", lambda: x[7]),
         ("huber with a negative M", lambda: fm.huber(x, -1.0)),
         ("vstack of mismatched widths", lambda: fm.vstack([x, fm.Variable(3)])),

@@ -74,6 +74,58 @@ CVXPY_SOLVE_OPTIONS = {
 }
 
 
+class SizeMetrics:
+    """CVXPY's ``SizeMetrics`` of a Problem, from the model as written (nothing is compiled).
+
+    ``num_scalar_variables``: the entries of the model's variables. ``num_scalar_eq_constr``: the entries of its
+    ``==`` constraints; ``num_scalar_leq_constr``: of its ``<=`` / ``>=`` constraints (``fm.norm1(x) <= t``
+    counts 1; ``>>`` and sets given as constraints count in neither, as in CVXPY). ``num_scalar_data``,
+    ``max_data_dimension``, ``max_big_small_squared``: over the Constants and Parameters of the expressions
+    (CVXPY's count also has the constants of its atoms' canonical forms, such as the 1 inside
+    ``sum_squares``, so these may differ from CVXPY's on the same model).
+    """
+
+    def __init__(self, problem):
+        from .expressions.core import Constant, Parameter, Variable
+        holders = [problem.objective.expr]
+        eq = leq = 0
+        for c in problem._flat_constraints:
+            sides = [side for side in (getattr(c, "lhs", None), getattr(c, "rhs", None)) if isinstance(side, Expression)]
+            expr = getattr(c, "expr", None)
+            holders += sides or ([expr] if isinstance(expr, Expression) else [])
+            kind = type(c).__name__
+            if kind == "Equality":
+                eq += int(c.size)
+            elif kind == "Inequality":
+                leq += int(c.size)
+        seen, variables, data = set(), [], []
+        for holder in holders:
+            for node in holder._postorder():
+                if id(node) in seen:
+                    continue
+                seen.add(id(node))
+                if isinstance(node, Variable):
+                    variables.append(node)
+                elif isinstance(node, (Constant, Parameter)):
+                    data.append(node)
+        self.num_scalar_variables = int(sum(v.size for v in variables))
+        self.num_scalar_eq_constr = eq
+        self.num_scalar_leq_constr = leq
+        self.num_scalar_data = int(sum(d.size for d in data))
+        self.max_data_dimension = 0
+        self.max_big_small_squared = 0
+        for d in data:
+            big = 1 if len(d.shape) == 0 else max(d.shape)
+            small = 1 if len(d.shape) == 0 else min(d.shape)
+            self.max_data_dimension = max(self.max_data_dimension, big)
+            self.max_big_small_squared = max(self.max_big_small_squared, float(big) * float(small) ** 2)
+
+    def __repr__(self):
+        return (f"SizeMetrics(num_scalar_variables={self.num_scalar_variables}, "
+                f"num_scalar_eq_constr={self.num_scalar_eq_constr}, num_scalar_leq_constr={self.num_scalar_leq_constr}, "
+                f"num_scalar_data={self.num_scalar_data}, max_data_dimension={self.max_data_dimension})")
+
+
 class _Objective:
     """Minimize or Maximize: a scalar expression and a sense, fixed once built."""
 
@@ -107,6 +159,14 @@ class _Objective:
     def expr(self):
         """The objective expression (read-only: build a new objective to change it)."""
         return self._expr
+
+    @property
+    def value(self):
+        """The objective expression's value at the variables' current values (None while one is missing), as
+        CVXPY's ``objective.value``: after a solve, ``prob.value`` (for Maximize too: the expression, not its
+        negative)."""
+        value = self._expr.value
+        return None if value is None else float(np.asarray(value, dtype=float).reshape(()))
 
     def __repr__(self):
         return f"{type(self).__name__}({short_repr(self.expr)})"
@@ -392,6 +452,46 @@ class Problem:
         except ModelError:
             return False
         return True
+
+    def is_dpp(self, context="dcp"):
+        """CVXPY's ``Problem.is_dpp()``: the model is DCP (:meth:`is_dcp`) and its Parameters enter as DPP
+        allows: no product of two factors that both have Parameters (``p * q * x``), no Parameter factor that
+        is not affine in them (``fm.square(p) * x``), no division by an expression with Parameters
+        (``x / p``, ``fm.sum_squares(x) / p``). fwmodel re-reads every Parameter at each solve without
+        recompiling whatever the answer; this says whether CVXPY would cache the model's canonicalization.
+        ``context``: "dcp" only (geometric programs are not supported)."""
+        if str(context).lower() != "dcp":
+            raise ModelError(f"Problem.is_dpp: context {context!r} is not supported; fwmodel's models are DCP "
+                             "(context='dcp')")
+        if not self.is_dcp():
+            return False
+        from .expressions.affine import DivideExpression, MatMulExpression, MultiplyExpression
+        holders = [self.objective.expr]
+        for constraint in self._flat_constraints:
+            sides = [getattr(constraint, name, None) for name in ("lhs", "rhs")]
+            holders += [side for side in sides if isinstance(side, Expression)]
+            expr = getattr(constraint, "expr", None)  # (a set given as a constraint: its expression)
+            if not any(isinstance(side, Expression) for side in sides) and isinstance(expr, Expression):
+                holders.append(expr)
+        for holder in holders:
+            if not holder._has_params:
+                continue
+            for node in holder._postorder():
+                if not node._has_params:
+                    continue
+                if isinstance(node, DivideExpression):
+                    if node.args[1]._has_params:
+                        return False
+                elif isinstance(node, (MultiplyExpression, MatMulExpression)):
+                    with_params = [a for a in node.args if a._has_params]
+                    if len(with_params) > 1 or any(not a.is_affine() or a._has_vars for a in with_params):
+                        return False
+        return True
+
+    @property
+    def size_metrics(self):
+        """CVXPY's ``Problem.size_metrics`` (:class:`SizeMetrics`), computed from the model as written."""
+        return SizeMetrics(self)
 
     @property
     def solver_stats(self):

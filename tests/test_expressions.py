@@ -125,10 +125,10 @@ VALUE_CASES = [
     ("ellipsis newaxis", lambda x, y, X, T, s: T[..., None, 1], lambda x, y, X, T, s: T[..., None, 1]),
     ("transpose", lambda x, y, X, T, s: X.T, lambda x, y, X, T, s: X.T),
     ("transpose axes", lambda x, y, X, T, s: T.transpose((1, 0, 2)), lambda x, y, X, T, s: T.transpose((1, 0, 2))),
-    ("reshape", lambda x, y, X, T, s: fm.reshape(X, (2, 6)), lambda x, y, X, T, s: X.reshape(2, 6)),
+    ("reshape", lambda x, y, X, T, s: fm.reshape(X, (2, 6), order="C"), lambda x, y, X, T, s: X.reshape(2, 6)),
     ("reshape F", lambda x, y, X, T, s: fm.reshape(X, (6, 2), order="F"),
      lambda x, y, X, T, s: X.reshape((6, 2), order="F")),
-    ("reshape -1", lambda x, y, X, T, s: T.reshape(-1, 4), lambda x, y, X, T, s: T.reshape(-1, 4)),
+    ("reshape -1", lambda x, y, X, T, s: T.reshape(-1, 4, order="C"), lambda x, y, X, T, s: T.reshape(-1, 4, order="C")),
     ("sum", lambda x, y, X, T, s: fm.sum(T), lambda x, y, X, T, s: T.sum()),
     ("sum axis", lambda x, y, X, T, s: fm.sum(T, axis=(0, 2)), lambda x, y, X, T, s: T.sum(axis=(0, 2))),
     ("sum keepdims", lambda x, y, X, T, s: T.sum(axis=-1, keepdims=True),
@@ -266,7 +266,7 @@ def test_shape_errors_name_the_expressions():
     with pytest.raises(fm.ModelError, match="at least one dimension"):
         fm.Variable() @ np.ones(1)
     with pytest.raises(fm.ModelError, match="reshape"):
-        fm.reshape(X, (3, 3))
+        fm.reshape(X, (3, 3), order="C")
     with pytest.raises(fm.ModelError, match="axis 2 is out of bounds"):
         fm.sum(X, axis=2)
     with pytest.raises(fm.ModelError, match="trace"):
@@ -403,7 +403,7 @@ def test_inequalities_build_constraints(op):
         (lambda x: fm.norm(x, np.inf), "fm.Box"),
         (lambda x: fm.max(x), "fm.LinfBall"),
         (lambda x: fm.min(x), "fm.Box"),
-        (lambda x: fm.norm(fm.reshape(x, (2, 3)), "nuc"), "use fm.TraceNormBall"),
+        (lambda x: fm.norm(fm.reshape(x, (2, 3), order="C"), "nuc"), "use fm.TraceNormBall"),
         (lambda x: fm.norm(x, 3), "ConvexSet"),
     ],
 )

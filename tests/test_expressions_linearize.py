@@ -59,7 +59,7 @@ AFFINE_CASES = {
     "newaxis ellipsis": lambda x, y, X, T, s: T[None, ..., 2],
     "transpose": lambda x, y, X, T, s: X.T,
     "transpose axes": lambda x, y, X, T, s: T.transpose((2, 0, 1)),
-    "reshape": lambda x, y, X, T, s: fm.reshape(X, (2, 6)),
+    "reshape": lambda x, y, X, T, s: fm.reshape(X, (2, 6), order="C"),
     "reshape F": lambda x, y, X, T, s: fm.reshape(X, (6, 2), order="F"),
     "flatten": lambda x, y, X, T, s: T.flatten(),
     "sum all": lambda x, y, X, T, s: fm.sum(T),

@@ -61,7 +61,7 @@ OBJECTIVES = {
         True,
     ),
     "transpose reshape trace": (
-        lambda x, X, s: fm.sum_squares(fm.reshape(X.T, (2, 6)) @ np.ones(6)) + fm.trace(X[:, :3]) * 2 - s,
+        lambda x, X, s: fm.sum_squares(fm.reshape(X.T, (2, 6), order="C") @ np.ones(6)) + fm.trace(X[:, :3]) * 2 - s,
         True,
         True,
     ),
@@ -69,7 +69,7 @@ OBJECTIVES = {
     "scalar broadcast": (lambda x, X, s: fm.sum_squares(X - s) + fm.square(s), True, True),
     "nested atoms": (lambda x, X, s: fm.exp(fm.sum_squares(x) / 10), False, False),
     "lse of exp": (lambda x, X, s: fm.log_sum_exp(fm.exp(x / 2)), False, False),
-    "shape (1,) root": (lambda x, X, s: fm.reshape(fm.sum_squares(x), (1,)), True, True),
+    "shape (1,) root": (lambda x, X, s: fm.reshape(fm.sum_squares(x), (1,), order="C"), True, True),
     "variable root": (lambda x, X, s: s, True, True),
     "division": (lambda x, X, s: fm.sum_squares(X / np.arange(1.0, 5.0)), True, True),
 }

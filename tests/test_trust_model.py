@@ -433,7 +433,7 @@ SETS_WITH_PARAMETER_DATA = [
     (lambda x, q: fm.LinfBall(x, q), "LinfBall.radius"),
     (lambda x, q: fm.KSparsePolytope(x, 2, q), "KSparsePolytope.radius"),
     (lambda x, q: fm.Simplex(x, 2 * q), "Simplex.total"),
-    (lambda x, q: fm.TraceNormBall(fm.reshape(x, (2, 2)), q), "TraceNormBall.radius"),
+    (lambda x, q: fm.TraceNormBall(fm.reshape(x, (2, 2), order="C"), q), "TraceNormBall.radius"),
     (lambda x, q: fm.Box(x, -q, q), "Box.lower"),
 ]
 

@@ -1202,7 +1202,7 @@ def _derived_box_sides(compiled, lowered, ball, x, g, key=None):
         box_lo, box_hi = (np.broadcast_to(np.asarray(b, dtype=float), (entries.size,)) for b in box.coordinate_bounds())
 
         def same(a, b):
-            return np.abs(a - b) <= 1e-12 * np.maximum(1.0, np.abs(b))
+            return np.abs(a - b) <= 1e-12 * np.abs(b)  # (relative: bounds of 1e-13 and 2e-13 differ)
 
         lo_side = (ball_lo > user_lo) & same(box_lo, ball_lo)
         hi_side = (ball_hi < user_hi) & same(box_hi, ball_hi)
@@ -1281,7 +1281,7 @@ def write_psd_duals(compiled, x, lagrangian_gradient, row_multipliers):
                 G = 0.5 * (G + G.T)
                 E = 0.5 * (E + E.T)
                 radius, trace = float(ball.radius), float(np.trace(E))
-                active = trace >= radius - 1e-6 * max(1.0, radius)
+                active = trace >= radius - 1e-6 * radius  # (relative: no floor of 1, which a radius of 1e-7 is under)
                 if not active:
                     mu = 0.0
                 elif trace > 0:
@@ -1409,19 +1409,22 @@ def _boxed_l1_multipliers(boxed, x, g):
     """
     lo, hi = boxed.entry_bounds()
     r = float(boxed.radius)
+    # a bound at least r away from 0 is implied by the ball (the cap r that closes x >= 0): its multiplier is 0
+    lo, hi = np.where(lo <= -r + 1e-6 * r, -np.inf, lo), np.where(hi >= r - 1e-6 * r, np.inf, hi)
     # an entry this near a bound (or 0) is at it: the solve stops within its tolerances, not at rounding (a bound
     # 3e-8 away read as slack gave 0 for binding constraints; an entry read as at a bound while it is free gets
-    # the multiplier of its gradient, about 0 at a solution)
-    near = 1e-6 * max(1.0, r, float(np.max(np.abs(lo))), float(np.max(np.abs(hi))))
-    # a bound at least r away from 0 is implied by the ball (the cap r that closes x >= 0): its multiplier is 0
-    lo, hi = np.where(lo <= -r + near, -np.inf, lo), np.where(hi >= r - near, np.inf, hi)
+    # the multiplier of its gradient, about 0 at a solution). Relative to how far the entry can move (its box
+    # within [-r, r], at most r), never an absolute size: a floor of 1 took every entry of a ball of radius 1e-7
+    # for one at a bound, and the L1 multiplier from those entries' gradients was 4 times CVXPY's
+    width = np.minimum(hi, r) - np.maximum(lo, -r)
+    near = 1e-6 * np.minimum(width, r) + 1e-15 * r  # (and a few units of rounding at the ball's size)
     at_lo, at_hi, at_zero = x - lo <= near, hi - x <= near, np.abs(x) <= near
     sign = np.where(at_zero, 0.0, np.sign(x))
     outward = -g * sign  # -g_i sign(x_i): mu where |x_i| is free to move both ways
     free = ~(at_lo | at_hi | at_zero)
     # a free entry pins mu whether the ball is active or stopped just inside it (mu about 0 where it is slack);
     # without one, a ball clearly inside has mu = 0
-    if not free.any() and np.abs(x).sum() < r - near * max(1.0, np.sqrt(x.size)):
+    if not free.any() and np.abs(x).sum() < r - 1e-6 * r * max(1.0, np.sqrt(x.size)):
         mu = 0.0
     else:
         at_outer = ~at_zero & np.where(sign > 0, at_hi, at_lo) & ~(at_lo & at_hi)
@@ -1492,13 +1495,22 @@ def _simplex_budget(held, simplex, xb, gb, group):
         floor_side = np.full(n_groups, -np.inf)
         np.maximum.at(floor_side, group, -gb)
         cap_side = np.full(n_groups, np.inf)
-        at_floor = xb <= 1e-9 * max(1.0, float(np.max(np.abs(xb))))
+        # at its floor 0 within rounding of its group's largest entry (relative: a floor of 1 took every entry of
+        # a simplex of total 1e-10 for one at 0)
+        peak = np.zeros(n_groups)
+        np.maximum.at(peak, group, np.abs(xb))
+        at_floor = xb <= 1e-9 * peak[group]
         at_cap = np.zeros(xb.size, dtype=bool)
     else:  # a capped simplex: the floors and caps of its entries
         lo, hi = held.entry_bounds()
         # an entry within rounding of a bound is at it (a projection or a vertex lands there up to
-        # the last bits), so that it neither weighs in the mean nor escapes the interval below
-        near = 1e-9 * max(1.0, float(np.max(np.abs(hi))), abs(float(held.total)))
+        # the last bits), so that it neither weighs in the mean nor escapes the interval below. Rounding
+        # relative to how far the entry can move (its cap, its floor plus the budget) and to the entries' own
+        # size (bounds 1e8 + [0, 1]: their last bits), never to an absolute 1 or to the bounds' offset: either
+        # exceeded a box of width 1e-9 (or 1 at offset 1e8), every entry was taken for one at a bound and the
+        # budget's multiplier came out with the wrong sign
+        low, up = held.coordinate_bounds()
+        near = 1e-9 * (up - low) + 1e-15 * np.maximum(np.abs(lo), np.abs(xb))
         at_floor, at_cap = xb - lo <= near, hi - xb <= near
         weights = np.where(at_floor | at_cap, 0.0, np.minimum(xb - lo, hi - xb))
         floor_side = np.full(n_groups, -np.inf)
@@ -1527,7 +1539,10 @@ def _simplex_budget(held, simplex, xb, gb, group):
         else:  # a total per group (fm.sum(X, axis=1) <= t, t a vector), read per entry in the labels of ``group``
             total = np.zeros(n_groups)
             total[group] = simplex._entry_totals()
-        binding = np.where(mass > 0, 1e-3 * np.abs(total), 1e-6 * np.maximum(1.0, np.abs(total)))
+        # (relative to the room the floors leave, total - sum(lo): the total itself counts their offset, and a
+        # floor of 1 took the origin for binding at a total of 1e-9)
+        room = np.abs(total - np.bincount(group, weights=lo, minlength=n_groups))
+        binding = np.where(mass > 0, 1e-3 * room, 1e-6 * room) + 1e-12 * np.abs(total)
         sums = np.bincount(group, weights=xb, minlength=n_groups)
         nu_a = np.where(sums >= total - binding, np.maximum(nu_a, 0.0), 0.0)
     return nu_a, lo, hi, at_floor, at_cap
@@ -1573,7 +1588,7 @@ def _split_pairs(multipliers, bounds, n):
     """
     D, B = np.asarray(multipliers, dtype=float).reshape(n, n), np.asarray(bounds, dtype=float).reshape(n, n)
     with np.errstate(invalid="ignore"):  # (inf - inf: a side no block bounds; NaN: no block holds the entry)
-        same = (B == B.T) | (np.abs(B - B.T) <= 1e-12 * np.maximum(1.0, np.abs(B)))
+        same = (B == B.T) | (np.abs(B - B.T) <= 1e-12 * np.abs(B))  # (relative: tiny bounds that differ do)
     return np.where(same, 0.5 * (D + D.T), D).ravel()
 
 
@@ -1608,7 +1623,8 @@ def _transpose_pairs(expr, cache=None):
         A, n = A.tocsr(), shape[0]
         rows = np.arange(n * n).reshape(n, n).T.ravel()
         c = np.broadcast_to(np.asarray(c, dtype=float).ravel(), (n * n,))
-        scale = max(1.0, float(abs(A).max()) if A.nnz else 0.0, float(np.max(np.abs(c), initial=0.0)))
+        # (the data's own size, no floor of 1: coefficients of 1e-13 that differ are not equal)
+        scale = max(float(abs(A).max()) if A.nnz else 0.0, float(np.max(np.abs(c), initial=0.0)))
         gap = abs(A[rows] - A[:, np.concatenate(cols)])
         if (float(gap.max()) if gap.nnz else 0.0) <= 1e-12 * scale and np.all(np.abs(c[rows] - c) <= 1e-12 * scale):
             answer = n
@@ -1644,7 +1660,10 @@ def _box_multipliers(box, x, g):
     entry just inside a binding bound has g about 0 anyway).
     """
     lo, hi = box.coordinate_bounds()
-    near = 1e-6 * max(1.0, float(np.max(np.abs(lo))), float(np.max(np.abs(hi))))
+    # relative to the box's width per entry (and a few units of rounding at the bounds' size), not to the
+    # bounds' magnitude with a floor of 1: bounds 1e5 + [0, 0.05] read every entry within 0.1 of a bound as at
+    # it, and a box of width 1e-9 every entry
+    near = 1e-6 * (hi - lo) + 1e-15 * np.maximum(np.abs(lo), np.abs(hi))
     above = np.where(hi - x <= near, np.maximum(-g, 0.0), 0.0)
     below = np.where(x - lo <= near, np.maximum(g, 0.0), 0.0)
     return above, below
@@ -1773,7 +1792,7 @@ def write_inequality_duals(compiled, x, lagrangian_gradient, row_multipliers, en
             n = var.shape[0]
             diagonal = bounds.offsets[var.id] + np.arange(n) * (n + 1)
             radius = float(ball.radius)
-            if abs(float(np.sum(hi_held[diagonal])) - radius) <= 1e-9 * max(1.0, abs(radius)):
+            if abs(float(np.sum(hi_held[diagonal])) - radius) <= 1e-9 * abs(radius):  # (relative, no floor of 1)
                 above[diagonal] += mu
             else:
                 above[diagonal] = np.nan
@@ -1902,10 +1921,13 @@ def _write_bound_rows(layout, rows, values, known, held_bounds, multipliers, tak
         mult = np.where(upper, multipliers[1][at], multipliers[0][at])
         taken_all = None
     unheld = np.isnan(held)
+    # a row sets the held bound when the two agree to rounding at the rows' own size (no floor of 1: rows
+    # x <= 1e-13 and x <= 2e-13 are different bounds, and the looser one must not take the multiplier)
     if bound.size and bound[0] == bound[-1] and np.all(bound == bound[0]):  # one bound for all (X <= 1): 2 passes
-        sets_it = np.abs(held - bound[0]) <= 1e-12 * max(1.0, abs(float(bound[0])))  # False where held is NaN
+        sets_it = np.abs(held - bound[0]) <= 1e-12 * abs(float(bound[0]))  # False where held is NaN
     else:
-        sets_it = np.abs(bound - held) <= 1e-12 * np.maximum(1.0, np.abs(bound))
+        finite = np.abs(bound[np.isfinite(bound)])
+        sets_it = np.abs(bound - held) <= 1e-12 * np.maximum(np.abs(bound), float(np.max(finite, initial=0.0)))
     sides = [(sets_it, taken_all[0])] if side else [(sets_it & layout["upper"], taken_sides[1]),
                                                      (sets_it & ~layout["upper"], taken_sides[0])]
     for picked, taken in sides:

@@ -629,7 +629,7 @@ class ParameterFactor:
                     and np.bincount(A.indices, minlength=var.size).max(initial=0) <= 1):
                 cols = A.indices
                 in_order = cols.size == var.size and np.array_equal(cols, np.arange(var.size))
-                held = var if in_order else (var if var.ndim == 1 else var.reshape(-1))[cols]
+                held = var if in_order else (var if var.ndim == 1 else var.reshape(-1, order="C"))[cols]
                 scale, base = np.asarray(A.data, dtype=float), np.asarray(c0, dtype=float).ravel()
 
         def offset():
@@ -1216,12 +1216,12 @@ def _slice_budgets(equalities, general, sets, bounds, slots, offsets, n_v, fixed
                 _implied(var, _holders(var, sets, slots, offsets, n_v))[1])
             if np.all(above[covered]):  # other sets and bounds bound every entry: the rows stay rows
                 continue
-            flat = var.reshape(-1) if var.ndim != 1 else var
+            flat = var.reshape(-1, order="C") if var.ndim != 1 else var
             layouts = []
             for k in sorted({g.size for g, _, _, _ in groups}):  # one simplex per group size
                 order = np.array([i for i, (g, _, _, _) in enumerate(groups) if g.size == k])
                 grouped = np.stack([groups[i][0] for i in order])
-                expr = flat[grouped.ravel()] if order.size == 1 else flat[grouped.ravel()].reshape((order.size, k))
+                expr = flat[grouped.ravel()] if order.size == 1 else flat[grouped.ravel()].reshape((order.size, k), order="C")
                 # (the block is the selection: its entries in the order of grouped's rows)
                 layouts.append((expr, None if order.size == 1 else 1, order,
                                 np.arange(grouped.size).reshape(grouped.shape)))
@@ -1595,7 +1595,7 @@ def lower_constraints(objective_expr, constraints):
             ineq.parameters() + _set_parameters([h for hs in holders.values() for h, _ in hs]),
             f"slack bound of {ineq._text}")
         sets.append(Box(slack, 0.0, upper))
-        flat = ineq.expr if ineq.expr.ndim == 1 else ineq.expr.reshape(-1)
+        flat = ineq.expr if ineq.expr.ndim == 1 else ineq.expr.reshape(-1, order="C")
         picked = flat if rows.size == ineq.expr.size else flat[rows]
         eq = Equality(picked + (slack if np.all(units == 1.0) else units * slack), 0.0)
         eq.written_as = ineq._text  # what error messages about these rows name
@@ -1664,7 +1664,7 @@ def _on_the_variable(s, moving=False):
     from ..sets.preimage import AffinePreimage, MovingPreimage
 
     in_order = cols.size == var.size and np.array_equal(cols, np.arange(var.size))
-    selection = var if in_order else (var if var.ndim == 1 else var.reshape(-1))[cols]
+    selection = var if in_order else (var if var.ndim == 1 else var.reshape(-1, order="C"))[cols]
     if moving:
         # a * x + c(q) with Parameters in the offset only (``fm.quad_form(x - q, P) <= t``, ``fm.Box(x - q, lo,
         # hi)``): the offset is read at each solve (its rows in the order of S's entries, as A's)
@@ -1966,7 +1966,7 @@ def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars, shared_
         expr = var
         shape = var.shape
     else:
-        expr = (var.reshape(-1) if var.ndim != 1 else var)[entries]
+        expr = (var.reshape(-1, order="C") if var.ndim != 1 else var)[entries]
         shape = (entries.size,)
     params = _dynamic_parameters(var, bounds, holders) if dynamic else []
     lower = _data_from(lambda: current()[0].reshape(shape), params, f"lower bound of {var.name}")

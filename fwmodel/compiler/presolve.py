@@ -74,7 +74,7 @@ import scipy.sparse as sp
 
 from ..errors import ModelError
 from ..expressions import Equality, Inequality, PSDConstraint, Variable, linearize
-from ..expressions.affine import AddExpression, reshape
+from ..expressions.affine import AddExpression, _reshape as reshape
 from ..expressions.core import Constant
 from ..sets import TraceNormBall
 from ..sets.base import ConvexSet
@@ -132,7 +132,7 @@ def _data_rows(expr, rows):
     its Parameters alone: ``expr`` with every variable 0 (Parameters are re-read at each solve)."""
     zeros = {v.id: Constant(np.zeros(v.shape)) for v in expr.variables()}
     data = _substitute(expr, zeros, {})
-    flat = data if data.ndim == 1 else data.reshape(-1)
+    flat = data if data.ndim == 1 else data.reshape(-1, order="C")
     return flat[rows]
 
 
@@ -218,7 +218,7 @@ class _EqualityPart(Equality):
 
     def __init__(self, original, reduced, rows, constant=None):
         # constant: the entries ``rows`` when they have no variables (numbers, or an expression of Parameters)
-        flat = reduced.expr if reduced.expr.ndim == 1 else reduced.expr.reshape(-1)
+        flat = reduced.expr if reduced.expr.ndim == 1 else reduced.expr.reshape(-1, order="C")
         # without variables: the entries' constants (the expression would still name Y, with zero coefficients)
         super().__init__(flat[rows] if constant is None else constant, 0.0)
         self.original, self.rows = original, rows
@@ -294,7 +294,7 @@ def _split_inequality(original, reduced):
     text = original._text
     part = None
     if rows.size:
-        flat = reduced.expr if reduced.expr.ndim == 1 else reduced.expr.reshape(-1)
+        flat = reduced.expr if reduced.expr.ndim == 1 else reduced.expr.reshape(-1, order="C")
         part = Inequality(flat[rows], 0.0, "<=")
         part._text = f"{text} (its entries {rows.tolist()} with variables)"
     data = _NonPositiveData(_data_rows(reduced.expr, without),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import builtins
 import numbers
 import operator
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -941,11 +942,29 @@ class ReshapeExpression(Expression):
         return f"reshape({texts[0]}, {self._shape})"
 
 
-def reshape(expr, shape, order="C"):
-    """Reshape ``expr`` to ``shape`` (one entry may be -1), in C order by default.
+#: what ``fm.reshape`` (and ``expr.reshape``) says when ``order`` is not given: fwmodel reads row by row (NumPy's
+#: default) where CVXPY 1.x reads column by column, so a model ported from CVXPY would silently differ
+RESHAPE_ORDER_MESSAGE = (
+    "reshape without order=: fwmodel reads and writes the entries row by row (order='C', NumPy's default), "
+    "while CVXPY 1.x's default is column by column (order='F'), so a reshape ported from CVXPY without an order "
+    "is a different model; pass order='C' or order='F' explicitly (this warning then goes away)")
 
-    ``order="F"`` reads and writes entries in Fortran (column-major) order.
+
+def reshape(expr, shape, order=None, _stacklevel=2):
+    """Reshape ``expr`` to ``shape`` (one entry may be -1): row by row (``order="C"``, NumPy's default), or
+    column by column with ``order="F"`` (Fortran order).
+
+    Without ``order`` it reads C order and warns (a ``FutureWarning``, as CVXPY's own reshape without an
+    order does): CVXPY 1.x's default is "F", so a model ported from CVXPY would otherwise differ silently.
     """
+    if order is None:
+        warnings.warn(RESHAPE_ORDER_MESSAGE, FutureWarning, stacklevel=_stacklevel)
+        order = "C"
+    return _reshape(expr, shape, order)
+
+
+def _reshape(expr, shape, order="C"):
+    """:func:`reshape` without the warning (fwmodel's own reshapes, C order unless told)."""
     expr = as_expression(expr)
     if isinstance(shape, (numbers.Integral, np.integer)):
         shape = (shape,)
@@ -968,7 +987,7 @@ def reshape(expr, shape, order="C"):
             f"cannot reshape {short_repr(expr)} of shape {expr.shape} (size {expr.size}) into shape {shape}"
         )
     if order == "F":
-        return transpose(reshape(transpose(expr), shape[::-1]))
+        return transpose(_reshape(transpose(expr), shape[::-1]))
     if order != "C":
         raise ModelError(f"reshape: order must be 'C' or 'F', got {order!r}")
     if shape == expr.shape:
@@ -1188,7 +1207,7 @@ def concatenate(exprs, axis=0):
     flattened in C order, as NumPy does)."""
     exprs = _as_expression_list(exprs, "concatenate")
     if axis is None:  # NumPy's meaning: every expression flattened (C order), then joined end to end
-        joined = ConcatenateExpression([reshape(e, (e.size,)) for e in exprs], 0, label="concatenate",
+        joined = ConcatenateExpression([_reshape(e, (e.size,)) for e in exprs], 0, label="concatenate",
                                        display=exprs)
         joined.flattened = True
         return joined
@@ -1202,14 +1221,14 @@ def concatenate(exprs, axis=0):
 def vstack(exprs):
     """Stack expressions vertically (as ``numpy.vstack``: 1-D rows become 1 x n)."""
     exprs = _as_expression_list(exprs, "vstack")
-    parts = [reshape(e, (1, e.size if e.ndim else 1)) if e.ndim < 2 else e for e in exprs]
+    parts = [_reshape(e, (1, e.size if e.ndim else 1)) if e.ndim < 2 else e for e in exprs]
     return ConcatenateExpression(parts, 0, label="vstack", display=exprs)
 
 
 def hstack(exprs):
     """Stack expressions horizontally (as ``numpy.hstack``: 1-D are joined end to end)."""
     exprs = _as_expression_list(exprs, "hstack")
-    parts = [reshape(e, (1,)) if e.ndim == 0 else e for e in exprs]
+    parts = [_reshape(e, (1,)) if e.ndim == 0 else e for e in exprs]
     axis = 0 if parts[0].ndim == 1 else 1
     return ConcatenateExpression(parts, axis, label="hstack", display=exprs)
 
@@ -1239,7 +1258,7 @@ def inner(a, b):
             f"inner({short_repr(a)}, {short_repr(b)}): sizes differ ({a.shape} and {b.shape})"
         )
     if a.shape != b.shape:
-        a_flat, b_flat = reshape(a, (-1,)), reshape(b, (-1,))
+        a_flat, b_flat = _reshape(a, (-1,)), _reshape(b, (-1,))
     else:
         a_flat, b_flat = a, b
     return InnerExpression(MultiplyExpression(a_flat, b_flat), (a, b))

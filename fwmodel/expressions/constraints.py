@@ -77,6 +77,11 @@ class Equality(_Satisfaction):
     def size(self):
         return self.expr.size
 
+    @property
+    def args(self):
+        """``[lhs, rhs]``, as CVXPY's ``Equality.args``."""
+        return [self.lhs, self.rhs]
+
     def variables(self):
         """The distinct variables of both sides, in order of first appearance."""
         return self.expr.variables()
@@ -268,6 +273,16 @@ class Inequality(_Satisfaction):
         if self.piecewise is not None:
             return self.expr.shape[1:]
         return self.extremum.shape if self.extremum is not None else self.expr.shape
+
+    @property
+    def size(self):
+        """The number of entries of :attr:`shape` (CVXPY's ``constraint.size``: 1 for ``fm.norm1(x) <= t``)."""
+        return int(np.prod(self.shape, dtype=int))
+
+    @property
+    def args(self):
+        """``[smaller side, larger side]`` as written (``x >= 0`` gives ``[0, x]``), CVXPY's ``Inequality.args``."""
+        return [self.lhs, self.rhs]
 
     def dual_from_entries(self, per_entry):
         """``dual_value`` (CVXPY's shape and meaning) from the multipliers of the entries of ``expr <= 0``.
@@ -748,7 +763,7 @@ def _piecewise_sides(lhs, rhs, text):
     ``minimum(...) <= t`` (some piece beyond t) are unions of half-spaces,
     not convex sets: refused.
     """
-    from .affine import concatenate, reshape
+    from .affine import _reshape as reshape, concatenate
     from .nonsmooth import EntryExtremumAtom, PiecewiseAtom
 
     for atom, wrong in ((lhs, "minimum"), (rhs, "maximum")):
@@ -864,6 +879,15 @@ class PSDConstraint(_Satisfaction):
     @property
     def shape(self):
         return self.expr.shape
+
+    @property
+    def size(self):
+        return self.expr.size
+
+    @property
+    def args(self):
+        """``[lhs - rhs]`` for ``lhs >> rhs`` (``[rhs - lhs]`` for ``<<``): CVXPY's ``PSD`` constraint's args."""
+        return [self.expr]
 
     @property
     def residual(self):

@@ -376,17 +376,18 @@ class Expression:
             raise ModelError("sum: the out= argument is not supported for expressions")
         return _sum(self, axis=axis, keepdims=keepdims)
 
-    def reshape(self, *shape, order="C"):
-        """Reshape (C order by default), as ``numpy.ndarray.reshape``."""
+    def reshape(self, *shape, order=None):
+        """Reshape, as ``numpy.ndarray.reshape``: row by row (C order) unless ``order="F"``; without ``order`` a
+        FutureWarning says that CVXPY's default is "F" (:func:`fwmodel.reshape`)."""
         from .affine import reshape
 
         if len(shape) == 1 and not isinstance(shape[0], (numbers.Integral, np.integer)):
             shape = shape[0]
-        return reshape(self, shape, order=order)
+        return reshape(self, shape, order=order, _stacklevel=3)
 
     def flatten(self):
         """The entries as a 1-D expression, in C order."""
-        return self.reshape(-1)
+        return self.reshape(-1, order="C")
 
     def _postorder(self):
         if self._order_cache is None:
@@ -764,6 +765,15 @@ class Leaf(Expression):
     def _describe(self):
         return f"{type(self).__name__} '{self.name}' of shape {self._shape}"
 
+    def is_nonneg(self):
+        """True when declared ``nonneg=True`` (CVXPY's ``Leaf.is_nonneg``: the attribute, not the bounds or
+        the value); a Constant's from its data."""
+        return bool(getattr(self, "nonneg", False))
+
+    def is_nonpos(self):
+        """True when declared ``nonpos=True`` (CVXPY's ``Leaf.is_nonpos``); a Constant's from its data."""
+        return bool(getattr(self, "nonpos", False))
+
     def _repr(self, arg_texts):
         return self.name
 
@@ -1068,6 +1078,12 @@ class Constant(Leaf):
 
     def _leaf_data(self):
         return self._data
+
+    def is_nonneg(self):
+        return value_sign(self._data) in ("nonneg", "zero")
+
+    def is_nonpos(self):
+        return value_sign(self._data) in ("nonpos", "zero")
 
     def _densified(self):
         """This constant with dense data (itself when already dense)."""

@@ -15,7 +15,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import ModelError
-from .affine import hstack, index, inner, matmul, multiply, reshape, sum, transpose, vstack
+from .affine import hstack, index, inner, matmul, multiply, sum, transpose, vstack
+from .affine import _reshape as reshape  # (fwmodel's own reshapes: C order, no warning)
 from .core import as_expression, short_repr
 
 

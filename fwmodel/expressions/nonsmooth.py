@@ -309,7 +309,7 @@ class EntryExtremumAtom(NormAtom):
 
     def entrywise(self, bound):
         """The affine pair ``(entries, bound broadcast to them)`` of ``max(e) <= bound`` / ``min(e) >= bound``."""
-        from .affine import reshape
+        from .affine import _reshape as reshape
 
         bound = as_expression(bound)
         try:

@@ -156,7 +156,9 @@ class Box(ConvexSet):
         if x is None:
             return False
         x = x.ravel()
-        scale = max(1.0, float(np.max(np.abs(self._lo))), float(np.max(np.abs(self._hi))))
+        # rounding relative to the bounds' own size (no floor of 1: a box [1e-10, 2e-10] then "contained" 0, the
+        # solve started there and returned 5e-11, outside the box, as "optimal")
+        scale = max(float(np.max(np.abs(self._lo))), float(np.max(np.abs(self._hi))))
         slack = tol * scale
         return bool(np.all(x >= np.asarray(self._lo) - slack) and np.all(x <= np.asarray(self._hi) + slack))
 

@@ -95,7 +95,7 @@ class BoxedL1Ball(MergedSets):
         self._floor = np.abs(self._nearest)
         self._budget = float(self.radius) - float(self._floor.sum())
         self._sparse_vertices = not np.any(self._nearest)
-        slack = 1e-12 * max(1.0, float(self.radius)) * self.size
+        slack = 1e-12 * max(float(self.radius), float(np.max(self._floor, initial=0.0))) * self.size  # (no floor of 1)
         if self._budget < -slack:
             reason = (f"the box's entries nearest to 0 have an L1 norm of {self._floor.sum():.6g}, above the "
                       f"L1 ball's radius {float(self.radius):.6g}")
@@ -204,7 +204,7 @@ class BoxedL1Ball(MergedSets):
         if x is None:
             return False
         x = x.ravel()
-        scale = max(1.0, float(self.radius), float(np.max(np.abs(self._lo))), float(np.max(np.abs(self._hi))))
+        scale = max(float(self.radius), float(np.max(np.abs(self._lo))), float(np.max(np.abs(self._hi))))  # (no floor of 1)
         slack = tol * scale
         if np.any(x < self._lo - slack) or np.any(x > self._hi + slack):
             return False

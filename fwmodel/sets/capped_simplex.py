@@ -207,7 +207,7 @@ class CappedSimplex(MergedSets):
         if x is None:
             return False
         X = self.simplex._grouped(x)
-        slack = tol * max(1.0, self.total, float(np.max(np.abs(self._hi))))
+        slack = tol * max(abs(float(self.total)), float(np.max(np.abs(self._hi))))  # (relative: no floor of 1)
         if np.any(X < self._lo - slack) or np.any(X > self._hi + slack):
             return False
         sums = X.sum(axis=1)

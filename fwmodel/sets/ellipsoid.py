@@ -132,7 +132,7 @@ class Ellipsoid(ConvexSet):
         e = e.ravel()
         # in the units of e (as an L2 ball's test): sqrt(e' P e) <= sqrt(bound), relative tolerance tol
         radius = np.sqrt(self.bound)
-        return bool(np.sqrt(max(float(e @ self.P @ e), 0.0)) <= radius + tol * max(1.0, radius))
+        return bool(np.sqrt(max(float(e @ self.P @ e), 0.0)) <= radius * (1.0 + tol))  # (relative)
 
     def diameter(self):
         return 2.0 * float(np.sqrt(self.bound / self._eigenvalues[0]))

@@ -74,7 +74,7 @@ class KSparsePolytope(ConvexSet):
         if x is None:
             return False
         a = np.abs(x.ravel())
-        slack = tol * max(1.0, self.radius)
+        slack = tol * self.radius  # (relative, no floor of 1)
         return bool(a.max() <= self.radius + slack and a.sum() <= self._k_eff * (self.radius + slack))
 
     def diameter(self):

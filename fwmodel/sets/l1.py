@@ -548,7 +548,7 @@ class L1Ball(ConvexSet):
         x = as_point(self, point)
         if x is None:
             return False
-        slack = tol * max(1.0, self.radius)
+        slack = tol * self.radius  # (relative: a floor of 1 let a ball of radius 1e-11 contain points 1e-10 away)
         if self.symmetric and np.max(np.abs(x - x.T), initial=0.0) > slack:
             return False
         return bool(np.abs(x).sum() <= self.radius + slack)

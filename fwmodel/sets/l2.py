@@ -59,7 +59,7 @@ class L2Ball(ConvexSet):
         x = as_point(self, point)
         if x is None:
             return False
-        return bool(np.linalg.norm(x.ravel()) <= self.radius + tol * max(1.0, self.radius))
+        return bool(np.linalg.norm(x.ravel()) <= self.radius * (1.0 + tol))  # (relative: no floor of 1)
 
     def diameter(self):
         return 2.0 * self.radius

@@ -205,7 +205,9 @@ class Simplex(ConvexSet):
         x = as_point(self, point)
         if x is None:
             return False
-        slack = tol * max(1.0, float(np.max(self.total)))
+        # relative to the totals (no floor of 1: a simplex of total 1e-9 then contained 0, the solve started
+        # there and returned x = 0, sum 0, as "optimal")
+        slack = tol * float(np.max(np.abs(self.total)))
         if np.any(x < -slack):
             return False
         sums = self._grouped(x).sum(axis=1)

@@ -63,7 +63,7 @@ class SymmetricPart(InnerData, ConvexSet):
         x = as_point(self, point)
         if x is None:
             return False
-        scale = max(1.0, float(np.max(np.abs(x), initial=0.0)))
+        scale = float(np.max(np.abs(x), initial=0.0))  # (relative to the point's size, no floor of 1)
         return bool(np.max(np.abs(x - x.T), initial=0.0) <= tol * scale) and bool(self.inner.contains(x, tol))
 
     def contains_origin(self):

@@ -796,7 +796,7 @@ class TraceNormBall(ConvexSet):
         x = as_point(self, point)
         if x is None:
             return False
-        slack = tol * max(1.0, self.radius)
+        slack = tol * self.radius  # (relative, no floor of 1)
         if self.symmetric and np.max(np.abs(x - x.T)) > slack:
             return False
         if self.psd:
