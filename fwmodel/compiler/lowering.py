@@ -838,7 +838,8 @@ def _ellipsoids_where_unbounded(norm_sets, sets, variables, slots, offsets, n_v)
         # (a negative Parameter value: the ball's check in the violated list names it; the set reads 0)
         ellipsoid = Ellipsoid(e, P, _clipped_bound(level, ineq, None) if level._has_params
                               else float(np.asarray(level.value).reshape(())), _eigendecomposition=eigen)
-        sets[next(i for i, s in enumerate(sets) if s is ball)] = _on_the_variable(ellipsoid)
+        # (q a Parameter in e = x - q: the center read at each solve, a MovingPreimage on x)
+        sets[next(i for i, s in enumerate(sets) if s is ball)] = _on_the_variable(ellipsoid, moving=True)
         norm_sets[k] = (ineq, ellipsoid)
 
 
@@ -869,9 +870,13 @@ def _scaled_where_unbounded(norm_sets, sets, bounds, slots, offsets, n_v):
             continue
         var = found[0]
         off, size = slots[var]
-        if (np.all(np.isfinite(bounds.lo[off:off + size])) and np.all(np.isfinite(bounds.hi[off:off + size]))
-                or _held_whole(var, [s for s in sets if s is not ball], slots, offsets, n_v)):
-            continue  # (held by its entry bounds' box or by other sets: the ball stays on the expression)
+        # entries held by both their bounds (the box to come) or by other sets: where all are, the ball stays
+        # on the expression (as before: a p_i = 0 then leaves x_i to them)
+        covered = np.isfinite(bounds.lo[off:off + size]) & np.isfinite(bounds.hi[off:off + size])
+        for _, entries in _holders(var, [s for s in sets if s is not ball], slots, offsets, n_v):
+            covered[slice(None) if entries is None else np.asarray(entries)] = True
+        if covered.all():
+            continue
         pattern = _structural_pattern(expr, {var.id: 0}, var.size)
         if (pattern.nnz != pattern.shape[0] or np.any(np.diff(pattern.indptr) != 1)
                 or np.bincount(pattern.indices, minlength=var.size).max(initial=0) > 1):
@@ -1684,7 +1689,7 @@ def lower_constraints(objective_expr, constraints):
 
 
 # ---------------------------------------------------------------------- helpers
-def _on_the_variable(s):
+def _on_the_variable(s, moving=False):
     """``s`` as a set on the variable when its expression is ``a * x[entries] + c``.
 
     That is: one variable, no Parameters, every entry of the expression a
@@ -1693,6 +1698,11 @@ def _on_the_variable(s):
     (``x``, ``x[2:5]``, ``X.T``, which the compiler copies directly). The
     result is an :class:`~fwmodel.sets.preimage.AffinePreimage` on the
     selected entries, so the set bounds the variable and its block is a copy.
+    With ``moving`` (an ellipsoid where nothing else holds the variable,
+    :func:`_ellipsoids_where_unbounded`), Parameters in ``c`` only
+    (``x - q``) give a :class:`~fwmodel.sets.preimage.MovingPreimage` whose
+    offset is read at each solve; other sets on such an expression keep
+    their block and rows, as before.
     """
     expr = s.expr
     if isinstance(expr, Variable) or len(expr.variables()) != 1:
@@ -1702,9 +1712,9 @@ def _on_the_variable(s):
     A = A.tocsr()
     if A.nnz != A.shape[0] or np.any(np.diff(A.indptr) != 1) or np.any(A.data == 0):
         return s
-    moving = bool(expr.parameters())
-    if moving and not _parameters_in_offset_only(expr, var, A):
+    if expr.parameters() and not (moving and _parameters_in_offset_only(expr, var, A)):
         return s
+    moving = bool(expr.parameters())
     cols = A.indices
     # distinct entries: a count per entry of the variable (O(n); np.unique sorted or hashed 10^6
     # entries in 0.9 s, longer than the solve of TraceNormBall(X - X0) at d = 1000)
