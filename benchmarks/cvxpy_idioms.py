@@ -202,6 +202,20 @@ def idioms():
     yield "norm1(multiply(p, x) + c) <= r alone, p a vector", lambda m: (lambda x, p: (
         m.Minimize(m.sum_squares(x - 2 * x0)), [m.norm1(m.multiply(p, x) + 0.2) <= 1]))(
         V(m, n), m.Parameter(n, value=w))
+    yield "p * x <= h, p a Parameter of value -1 (unsigned)", lambda m: (lambda x, p: (
+        m.Minimize(m.sum_squares(A @ x - 3 * b)), [p * x <= 0.3, m.norm_inf(x) <= 1]))(V(m, n), m.Parameter(value=-1.0))
+    yield "multiply(s, x) <= h, s of mixed sign", lambda m: (lambda x, s: (
+        m.Minimize(m.sum_squares(A @ x - 3 * b)), [m.multiply(s, x) <= 0.2, m.norm_inf(x) <= 1]))(
+        V(m, n), m.Parameter(n, value=w - np.mean(w)))
+    yield "norm_inf(p * (x - q)) <= 1, sum(x) == 1", lambda m: (lambda x, p, q: (
+        m.Minimize(m.sum_squares(A @ x - 3 * b)), [m.norm_inf(p * (x - q)) <= 1, m.sum(x) == 1]))(
+        V(m, n), m.Parameter(nonneg=True, value=2.0), m.Parameter(n, value=np.zeros(n)))
+    yield "x <= 0, sum(x) == -1 (a mirrored simplex)", lambda m: (lambda x: (
+        m.Minimize(m.sum_squares(A @ x - 3 * b)), [x <= 0, m.sum(x) == -1]))(V(m, n))
+    yield "-x >= 0, -sum(x) <= 1", lambda m: (lambda x: (
+        m.Minimize(m.sum_squares(A @ x - 3 * b)), [-x >= 0, -m.sum(x) <= 1]))(V(m, n))
+    yield "2x + 1 >= 0, sum(2x + 1) == 3", lambda m: (lambda x: (
+        m.Minimize(m.sum_squares(A @ x - 3 * b)), [2 * x + 1 >= 0, m.sum(2 * x + 1) == 3]))(V(m, n))
 
 
 def _duals(constraints):

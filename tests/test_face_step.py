@@ -141,20 +141,25 @@ def _hinge_model(m, seed):
     x = m.Variable(8)
     return m.Problem(m.Minimize(c @ x), [x >= 0, x <= 0.35, m.sum(m.pos(A @ x - b)) <= 0.94, x[0] + x[1] <= 0.94])
 
+def _iterations_at_clarabels_value(build, seed, options, rtol):
+    """Solve build(fm, seed) with each face_step option: "optimal" within rtol of Clarabel's value; the iterations."""
+    ref = build(cp, seed)
+    ref.solve(solver=cp.CLARABEL)
+    iters = {}
+    for option in options:
+        prob = build(fm, seed)
+        prob.solve(face_step=option)
+        assert prob.status == fm.OPTIMAL
+        assert abs(prob.value - ref.value) <= rtol * max(1.0, abs(ref.value))
+        iters[option] = prob.stats.iterations
+    return iters
+
 
 @pytest.mark.parametrize("seed", [15, 60, 65, 95])
 def test_hinge_tails_against_clarabel(seed):
     """The slow hinge models of benchmarks/hinge_tails.py: optimal at Clarabel's value, in far fewer iterations
     than without the step (60: 4,353 without it)."""
-    ref = _hinge_model(cp, seed)
-    ref.solve(solver=cp.CLARABEL)
-    iters = {}
-    for face_step in ("auto", False):
-        prob = _hinge_model(fm, seed)
-        prob.solve(face_step=face_step)
-        assert prob.status == fm.OPTIMAL
-        assert abs(prob.value - ref.value) <= 2e-4 * max(1.0, abs(ref.value))
-        iters[face_step] = prob.stats.iterations
+    iters = _iterations_at_clarabels_value(_hinge_model, seed, ("auto", False), rtol=2e-4)
     assert iters["auto"] < iters[False]
 
 
@@ -237,15 +242,7 @@ def test_auto_engages_where_the_step_pays_against_clarabel(seed):
     """K-sparse least squares with rows: "auto" within 1.5x of the step at every iteration (before the gating
     engaged: 599 against 31 and 1,580 against 100 iterations; the patience restarted at every face change),
     at Clarabel's value."""
-    ref = _ks_model(cp, seed)
-    ref.solve(solver=cp.CLARABEL)
-    iters = {}
-    for option in ("auto", True):
-        prob = _ks_model(fm, seed)
-        prob.solve(face_step=option)
-        assert prob.status == fm.OPTIMAL
-        assert abs(prob.value - ref.value) <= 1e-3 * max(1.0, abs(ref.value))
-        iters[option] = prob.stats.iterations
+    iters = _iterations_at_clarabels_value(_ks_model, seed, ("auto", True), rtol=1e-3)
     assert iters["auto"] <= 1.5 * iters[True]
 
 

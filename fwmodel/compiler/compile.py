@@ -68,7 +68,7 @@ from ..errors import ModelError
 from ..expressions import Equality, SmoothFunction, Variable, linearize
 from ..sets.base import ConvexSet, distinct_parameters
 from ..sets.box import Box
-from ..sets import Ellipsoid, L1Ball, L2Ball, LinfBall
+from ..sets import Ellipsoid, L1Ball, L2Ball, LinfBall, Simplex
 from ..sets.boxed_l1 import BoxedL1Ball
 from ..sets.preimage import AffinePreimage
 from ..sets.symmetric import SymmetricPart
@@ -490,13 +490,19 @@ class CompiledProblem:
             for blk in self.blocks:
                 for s in (blk.set,) + tuple(getattr(blk.set, "merged_from", ())):
                     by_set[id(s)] = blk
+                if type(blk.set) is AffinePreimage and type(blk.set.inner) is Simplex:
+                    by_set[id(blk.set.inner)] = blk  # a simplex on s * (x - B), held on x (x <= 0, sum(x) == -1)
             sliced = {}  # id(equality) -> (equality, its multipliers, NaN where no simplex gave one)
             for constraint, simplex, a, group, row in budgets:
                 blk = by_set.get(id(simplex))
-                if blk is None or (blk.set is not simplex and not hasattr(blk.set, "entry_bounds")):
+                mirrored = blk is not None and type(blk.set) is AffinePreimage and blk.set.inner is simplex
+                if blk is None or (blk.set is not simplex and not mirrored and not hasattr(blk.set, "entry_bounds")):
                     continue  # (a symmetric variant: its shared entries break the per-entry conditions)
                 xb, gb = x[blk.slice], grad[blk.slice]  # the block: the simplex's entries, in its order
-                nu_a, lo, hi, at_floor, at_cap = _simplex_budget(blk.set, simplex, xb, gb, group)
+                if mirrored:  # KKT in the simplex's coordinate z = s * x + c (``a``: the budget's on z)
+                    xb, gb = blk.set.image_of(xb), blk.set.gradient_in_image(gb)
+                nu_a, lo, hi, at_floor, at_cap = _simplex_budget(simplex if mirrored else blk.set, simplex, xb, gb,
+                                                                 group)
                 nu = nu_a / a
                 if isinstance(constraint, list):  # [(constraint, rows, groups)]: each its groups' multipliers
                     for member, rows, labels in constraint:
@@ -514,6 +520,13 @@ class CompiledProblem:
                         (constraint, int(r), float(v)) for r, v in zip(np.atleast_1d(row), nu))
                 # the entries' floor (and cap) multipliers, for the bound rows: g + nu a + above - below = 0
                 pull = gb + nu_a[group]
+                if mirrored:  # z's floor multiplier, back on x: g_x = s * g_z, so a cap of x where s < 0
+                    floor = np.where(at_floor, np.maximum(pull, 0.0), 0.0)
+                    scale = blk.set._a
+                    lo, hi = blk.set.coordinate_bounds()
+                    entry_multipliers[id(blk)] = (np.where(scale < 0, -scale * floor, 0.0),
+                                                  np.where(scale > 0, scale * floor, 0.0), lo, hi)
+                    continue
                 entry_multipliers[id(blk)] = (np.where(at_cap, np.maximum(-pull, 0.0), 0.0),
                                               np.where(at_floor, np.maximum(pull, 0.0), 0.0), lo, hi)
             for eq, values in sliced.values():

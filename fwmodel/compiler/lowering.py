@@ -292,6 +292,9 @@ class EntryBounds:
         self.current = {}
         # (inequality, rows, constants, entries) whose coefficient a Parameter value makes 0 at this solve
         self.zero_rows = []
+        # (inequality, rows, entries, upper?) whose coefficient a Parameter value gives the other sign than the
+        # structural one at this solve (their bound is on the other side)
+        self.flipped = []
         # entries that a row bounds on that side for some Parameter value (the compiled pattern of bounds)
         self.may_lo = np.zeros(n_v, dtype=bool)
         self.may_hi = np.zeros(n_v, dtype=bool)
@@ -367,17 +370,21 @@ class EntryBounds:
                 zero_rows.append((ineq, rows[zero], c[zero], cols[zero]))
             current[id(ineq)] = (cols, coef, value)
             pattern.append((cols.copy(), upper, zero))
+        flipped = []
         if self._pattern is not None:
-            for (ineq, _), (cols0, up0, _), (cols1, up1, zero1) in zip(self.rows, self._pattern, pattern):
-                if not (np.array_equal(cols0, cols1) and np.array_equal(up0[~zero1], up1[~zero1])):
-                    raise ModelError(
-                        f"{short_repr(ineq)}: a Parameter changed the sign of a coefficient, so an upper bound "
-                        "became a lower bound; declare the Parameter's sign (nonneg=True or nonpos=True) or "
-                        "write the bound with a constant coefficient"
-                    )
-            # (the sides of the rows whose coefficient is 0 now are those of the solve that compiled them)
-            pattern = [(cols1, np.where(zero1, up0, up1), zero1)
-                       for (cols0, up0, _), (cols1, up1, zero1) in zip(self._pattern, pattern)]
+            for (ineq, _), (cols0, _, _), (cols1, up1, zero1) in zip(self.rows, self._pattern, pattern):
+                if not np.array_equal(cols0, cols1):  # (the structural entries are read once: never met)
+                    raise ModelError(f"{short_repr(ineq)}: a Parameter changed which entries the rows bound")
+        for (ineq, rows), (cols1, up1, zero1) in zip(self.rows, pattern):
+            # A Parameter value of the other sign (p * x <= h with p < 0: x >= h / p) turns an upper bound
+            # into a lower one: the constraint is affine for either sign, as CVXPY takes it, and the bound is
+            # read on its side at this solve (the box of the entry reads both, _bound_box)
+            known = self._columns.get(id(ineq))
+            if known is not None:
+                turned = ~zero1 & (up1 != known[1])
+                if turned.any():
+                    flipped.append((ineq, rows[turned], cols1[turned], up1[turned]))
+        self.flipped = flipped
         self._pattern = pattern
         self.zero_rows, self.current = zero_rows, current
         for eq, rows in self.equality_rows:  # a x_j + c == 0: lo = hi = -c / a (a box with equal sides)
@@ -1256,6 +1263,47 @@ def _whole_var_with_equal_coefficients(A, var_slots):
     return None
 
 
+def _mirrored_simplex(constraint, row, a, var, slots, bounds, param_bound_vars, offsets, n_v, violated, equality):
+    """The set of ``a * sum(x) + c == 0`` (``<= 0``: ``equality`` False) on a variable x whose every entry is
+    bounded on one side only, all on the same side, by a fixed bound ``B`` that is not a floor ``>= 0``:
+    ``x <= 0`` (``Variable(nonpos=True)``, ``-x >= 0``) or ``2 * x + 1 >= 0``. With ``s`` the side's sign (+1
+    for floors ``x >= B``, -1 for caps ``x <= B``), ``z = s * (x - B) >= 0`` and the constraint reads
+    ``sum(z) == T`` (``<= T``), ``T = (-c - a * sum(B)) / (a * s)``: a simplex on z (``<=``: needs
+    ``a * s > 0``), held on x as its preimage (:class:`~fwmodel.sets.preimage.AffinePreimage`, x = s * z + B;
+    its LMO is the simplex's, mapped). Returns ``(preimage, simplex, a * s)`` or None. ``row``: the
+    constraint's row (None: its only one). The total may read Parameters (read at each solve; a negative one
+    is "infeasible" naming the constraint, as for a simplex); the bounds may not (the map is fixed)."""
+    if var.id in param_bound_vars or var.size <= 1 or a == 0:
+        return None
+    off, size = slots[var]
+    lo, hi = bounds.lo[off:off + size], bounds.hi[off:off + size]
+    floors, caps = np.isfinite(lo), np.isfinite(hi)
+    if floors.all() and not caps.any():
+        if np.all(lo >= 0.0):
+            return None  # (a simplex on x itself: the usual path)
+        sign, base = 1.0, lo.copy()
+    elif caps.all() and not floors.any():
+        sign, base = -1.0, hi.copy()
+    else:
+        return None
+    if not equality and a * sign <= 0:
+        return None  # (sum(z) >= T: no bounded set)
+    shift = float(np.sum(base))
+
+    def total(constraint=constraint, row=row):
+        c = np.asarray(linearize(constraint.expr, offsets, n_v)[1], dtype=float).ravel()
+        return (-float(c[0 if row is None else row]) - a * shift) / (a * sign)
+
+    held = _feasible_total(_data_from(total, constraint.parameters(), f"total of {short_repr(constraint)}"),
+                           constraint, var, violated, domain="within its bounds")
+    shaped = base.reshape(var.shape) if var.ndim else float(base[0])
+    simplex = Simplex(sign * (var - shaped), held, equality=equality)
+    preimage = _on_the_variable(simplex)
+    if not isinstance(preimage, AffinePreimage):
+        return None
+    return preimage, simplex, a * sign
+
+
 def lower_constraints(objective_expr, constraints):
     """Rewrite ``constraints`` into sets and equalities; see the module docstring.
 
@@ -1421,6 +1469,17 @@ def lower_constraints(objective_expr, constraints):
             absorbed[id(eq)] = (simplex, a, group_of_entry)
             absorbed_equalities.append(eq)
             continue
+        if found is not None and found[3] is None and not (eq.parameters()
+                                                            and _coefficients_read_parameters(eq.expr)):
+            # sum(x) == t with x <= 0, or with floors below 0 (sum(2 * x + 1) == 3, 2 * x + 1 >= 0): a simplex
+            # on the image s * (x - B) >= 0 of x
+            mirrored = _mirrored_simplex(eq, None, found[1], found[0], slots, bounds, param_bound_vars, offsets,
+                                         n_v, violated_constant_rows, True)
+            if mirrored is not None:
+                sets.append(mirrored[0])
+                absorbed[id(eq)] = (mirrored[1], mirrored[2], found[2])
+                absorbed_equalities.append(eq)
+                continue
         kept_equalities.append(eq)
         if not getattr(eq, "role", None) and psd_ids and not eq.parameters():
             found_diagonal = _psd_diagonal_rows(A, c, slots, psd_ids)
@@ -1462,6 +1521,14 @@ def lower_constraints(objective_expr, constraints):
                             else Simplex(var, total, equality=False))
                 budget_rows.append((ineq, sets[-1], a, np.zeros(var.size, dtype=np.intp), r))  # its dual value
                 continue
+            if found is not None and not (ineq.parameters() and _coefficients_read_parameters(ineq.expr)):
+                # -fm.sum(x) <= 1 with x <= 0: a simplex with <= on the image -x >= 0 (see _mirrored_simplex)
+                mirrored = _mirrored_simplex(ineq, r, found[1], found[0], slots, bounds, param_bound_vars, offsets,
+                                             n_v, violated_constant_rows, False)
+                if mirrored is not None:
+                    sets.append(mirrored[0])
+                    budget_rows.append((ineq, mirrored[1], mirrored[2], np.zeros(found[0].size, dtype=np.intp), r))
+                    continue
             image = _psd_image_trace_row(row, float(c[r]), psd_images, offsets, n_v)
             if image is not None:
                 constraint, radius = image
@@ -1923,6 +1990,15 @@ def _bound_box(var, bounds, sets, slots, offsets, n_v, param_bound_vars, shared_
             if type(s) is Simplex:
                 floor_zero[np.arange(var.size) if s_entries is None else np.asarray(s_entries)] = True
         needed &= ~(floor_zero & (lo <= 0) & ~np.isfinite(hi))
+        # likewise a simplex on s * (x - B) held on x (_mirrored_simplex): x >= B (s > 0) or x <= B (s < 0)
+        # whatever its total, so the bound B alone on that side adds no box
+        for s, s_entries in holders:
+            if type(s) is AffinePreimage and type(s.inner) is Simplex:
+                idx = np.arange(var.size) if s_entries is None else np.asarray(s_entries)
+                base = -s._c / s._a
+                kept = np.where(s._a > 0, (lo[idx] <= base) & ~np.isfinite(hi[idx]),
+                                (hi[idx] >= base) & ~np.isfinite(lo[idx]))
+                needed[idx[kept]] = False
     if not needed.any():
         return None
     entries = np.flatnonzero(needed)
@@ -2019,6 +2095,15 @@ def _open_by_zero_coefficient(var, entries, lo_box, hi_box, bounds, off):
     flat = off + int(entries[j])
     culprit = next((ineq for ineq, _, _, cols in bounds.zero_rows if flat in cols), None)
     where = var.name if var.size == 1 else f"{var.name} (flat entry {int(entries[j])})"
+    turned = next((ineq for ineq, _, cols, _ in bounds.flipped if flat in cols), None)
+    if culprit is None and turned is not None:  # p * x <= h with p < 0 now: x >= h / p, nothing bounds x above
+        text = getattr(turned, '_text', short_repr(turned))
+        raise ModelError(
+            f"{where} is unbounded {side}: a Parameter value of the other sign makes the constraint {text} bound "
+            f"it {'below' if side == 'above' else 'above'} at this solve, and nothing else bounds it {side}. "
+            f"FW-AL needs every variable in a bounded set: add a bound on that side (fm.Box, {var.name} "
+            f"{'<=' if side == 'above' else '>='} ..., bounds=[lo, hi]) or declare the Parameter's sign "
+            "(nonneg=True or nonpos=True)")
     by = (f"the constraint {getattr(culprit, '_text', short_repr(culprit))} bounds it for other values, but a "
           "Parameter value makes its coefficient 0 at this solve, and nothing else bounds it") if culprit is not None \
         else "a Parameter value leaves it without a bound at this solve"
