@@ -25,6 +25,8 @@ or not at all for a Ctrl-C:
 """
 from __future__ import annotations
 
+import contextvars
+import functools
 import signal
 import threading
 
@@ -200,3 +202,23 @@ def call_holding(held, function, *args, **kwargs):
                 except KeyboardInterrupt:
                     continue
     return result
+
+
+def in_own_context(function):
+    """Decorate a solver so that it runs in a copy of its caller's ``contextvars`` context.
+
+    NumPy keeps its floating-point error state (``np.errstate``) in a context
+    variable. A KeyboardInterrupt that lands inside an ``np.errstate`` block,
+    one of ours or one of NumPy's own (``np.linalg.svd`` holds one), between
+    its enter and its reset, leaves that block's state in force: after such a
+    Ctrl-C, overflow warnings were silenced, or an invalid value raised "SVD did
+    not converge" in the caller's later, unrelated code. In a copy of the
+    context the solve sees the caller's settings, and whatever it leaves set
+    goes away with the copy.
+    """
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        return contextvars.copy_context().run(function, *args, **kwargs)
+
+    return wrapper

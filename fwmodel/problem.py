@@ -26,6 +26,7 @@ from .engine import minimize_fwal
 from .engine.pages import with_plain_pages
 from .engine.result import History
 from .engine.threads import DEFAULT_THREADS
+from ._shared_setting import in_own_context
 from .errors import ModelError
 from .expressions import Expression, as_expression
 from .expressions.domains import check_parameter_domains
@@ -511,6 +512,7 @@ class Problem:
 
     # ------------------------------------------------------------ solve
     @with_plain_pages  # compile and solve allocate without huge pages (engine/pages.py)
+    @in_own_context
     def solve(self, **options):
         """Solve with FW-AL and return the objective value at the returned point.
 

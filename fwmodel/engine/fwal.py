@@ -69,12 +69,14 @@ from .schedules import make_dual_schedule, default_penalty
 from .steps import LAZY_CHECK_EVERY, DeferredProposal, make_step, takes_rank_k_steps
 from .stopping import (LmoCheck, StoppingRule, certifies, gap_at_rounding, lowest_gap, objective_gap, reference_point,
                        row_norm_equilibration, suboptimality_bound)
+from .._shared_setting import in_own_context
 from .pages import with_plain_pages
 from .threads import with_blas_threads
 from .vector_ops import dot, norm
 from .warm_start import data_changed, in_new_units, initial_point
 
 
+@in_own_context
 @with_plain_pages
 @with_blas_threads
 def minimize_fwal(

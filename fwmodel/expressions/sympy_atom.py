@@ -462,15 +462,17 @@ class SympyAtom(Atom):
 
     def _second(self, vals, out, aux, tangents):
         # d^2/dt^2 f(u + t du) = sum_ij H_ij du_i du_j, entrywise.
+        total = np.zeros(self._shape)
+        # at a domain's edge a Hessian entry is infinite (z**1.5 at 0) and inf * 0 is NaN: the engine
+        # judges non-finite curvatures, so no warning here
         with np.errstate(all="ignore"):
             entries = self._an.hess_fn(*vals)
-        total = np.zeros(self._shape)
-        for (i, j), h in zip(self._an.pairs, entries):
-            ti, tj = tangents[i], tangents[j]
-            if ti is None or tj is None:  # a constant argument has no tangent
-                continue
-            term = np.asarray(h, dtype=float) * ti * tj
-            total = total + (term if i == j else 2.0 * term)
+            for (i, j), h in zip(self._an.pairs, entries):
+                ti, tj = tangents[i], tangents[j]
+                if ti is None or tj is None:  # a constant argument has no tangent
+                    continue
+                term = np.asarray(h, dtype=float) * ti * tj
+                total = total + (term if i == j else 2.0 * term)
         return self._as_output(total)
 
     # ------------------------------------------------------------ DCP
