@@ -333,6 +333,9 @@ def _block_of(compiled, constraint):
                          if s is constraint or any(m is constraint for m in getattr(s, "merged_from", ()))), None)
         if position is not None:
             found.append((blk, chain[:position]))
+    kept = getattr(getattr(compiled, "lowered", None), "redundant_balls", {}).get(id(constraint))
+    if not found and kept is not None:  # a ball containing another on the same variable, dropped: the same point
+        return _block_of(compiled, kept)
     if len(found) != 1:
         raise ValueError(f"point_in: {constraint!r} is not one of this problem's sets with a block of its own "
                          "(pass a set object given to fm.Problem, such as fm.L1Ball(X, r); constraints written "

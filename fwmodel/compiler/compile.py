@@ -1079,7 +1079,11 @@ def write_norm_duals(compiled, x, lagrangian_gradient):
         return
     g = lagrangian_gradient()  # (a callable: formed once per solve's end, shared with the other duals)
     shared = getattr(lowered, "shared_duals", set())
+    redundant = getattr(lowered, "redundant_balls", ())
     for ineq, ball in lowered.norm_sets:
+        if id(ball) in redundant:  # a ball containing another one, dropped: the smaller one's KKT hold alone
+            ineq.dual_value = 0.0
+            continue
         if isinstance(ball, Ellipsoid):  # quad_form(e, P) <= t: the multiplier of the form written
             ineq.dual_value = _ellipsoid_multiplier(compiled, lowered, shared, ball, x, g)
             _scale_back(ineq)
