@@ -1084,6 +1084,9 @@ def write_norm_duals(compiled, x, lagrangian_gradient):
         if id(ball) in redundant:  # a ball containing another one, dropped: the smaller one's KKT hold alone
             ineq.dual_value = 0.0
             continue
+        if id(ball) in getattr(lowered, "tangent_balls", {}):  # a ball left a single point: no multiplier attained
+            ineq.dual_value = None
+            continue
         if isinstance(ball, Ellipsoid):  # quad_form(e, P) <= t: the multiplier of the form written
             ineq.dual_value = _ellipsoid_multiplier(compiled, lowered, shared, ball, x, g)
             _scale_back(ineq)

@@ -264,6 +264,9 @@ class Lowered:
     #: id(ball) -> the ball it contains, for the balls that contain another ball on the same variable,
     #: dropped (:func:`_without_nested_balls`): their multiplier is 0
     redundant_balls: dict = field(default_factory=dict)
+    #: id(ball) -> the box of its single point, for the L2 balls that equalities leave without room
+    #: (:func:`_points_of_tangent_balls`): no multiplier is attained, their ``dual_value`` is None
+    tangent_balls: dict = field(default_factory=dict)
 
     def prepare(self):
         if self.entry_bounds is not None and self.entry_bounds.dynamic():
@@ -1370,6 +1373,7 @@ def lower_constraints(objective_expr, constraints):
                 ineq.parameter_factor.own = sets[-1]
     # 1b. a ball that contains another ball on the same variable constrains nothing: dropped (its multiplier is 0)
     sets, redundant_balls = _without_nested_balls(sets)
+    tangent_balls = {}  # id(ball) -> the box of the single point it was replaced by (_points_of_tangent_balls)
     affine = [q for q in inequalities if q.kind == "affine"]
     # the data pieces of maximum(x, 0) <= t (the 0, t data): no rows, true or false on data at each solve
     violated_constant_rows.extend(q.violated_data for q in affine if q.data_pieces)
@@ -1381,6 +1385,8 @@ def lower_constraints(objective_expr, constraints):
         off += var.size
     n_v = off
     slots = {var: (offsets[var.id], var.size) for var in variables}
+    # 1c. an L2 ball whose equalities on single entries leave it no room: the single point it is
+    sets = _points_of_tangent_balls(sets, equalities, offsets, n_v, tangent_balls)
 
     # 2. single-entry rows are bounds; the other rows are general
     bounds = EntryBounds(variables, offsets, n_v)
@@ -1701,7 +1707,70 @@ def lower_constraints(objective_expr, constraints):
                    semidefinite=semidefinite, budget_rows=budget_rows, slice_budgets=slice_budgets,
                    trace_bounds=[(q, ball) for q, ball in trace_bounds if q.expr.size == 1],
                    violated_constant_rows=violated_constant_rows, constant_rows=constant_rows, hinges=hinges,
-                   redundant_balls=redundant_balls)
+                   redundant_balls=redundant_balls, tangent_balls=tangent_balls)
+
+
+def _points_of_tangent_balls(sets, equalities, offsets, n_v, replaced):
+    """Replace each L2 ball that equalities on single entries leave without room by its single point.
+
+    ``sum_squares(x - 1) <= 0.04`` with ``x[0] == 1.2``: the hyperplane is tangent to the ball, and the
+    feasible set is the one point ``(1.2, 1, ..., 1)``. Slater's condition fails, no multiplier is
+    attained (an interior-point solver's grow without limit: Clarabel answered "optimal_inaccurate" with
+    5,571 and -2,233), and FW-AL approached the point for 10,000 iterations ("max_iter",
+    benchmarks/small_degenerate.py). For a ball ``||a * x + c||_2 <= r`` on a whole variable (no
+    Parameters) whose entries ``i`` in I are fixed at ``v_i`` by Parameter-free equalities, the others
+    satisfy ``sum_{j not in I} z_j^2 <= r^2 - sum_{i in I} z_i^2`` (``z = a * x + c``); where that room is 0 up
+    to the data's rounding (1.2 - 1 squared is 0.04 + 7e-18; 1.0002 - 1 is 2e-4 to 7e-13 relative: each z_i
+    within 4 eps (|a_i v_i| + |c_i|), the sums within 64 eps of their size), the ball is the box
+    whose sides are both that point (z_j = 0: ``x_j = -c_j / a_j``; ``x_i = v_i``), which holds it exactly;
+    the equalities stay rows, met there. A room clearly negative is left to the solve (infeasible), a
+    positive one is a ball with an interior. ``replaced`` gets ``id(ball) -> box``; the ball's ``dual_value``
+    is None (no multiplier is attained).
+    """
+    fixed = {}  # variable offset -> {entry: value} from single-entry equalities without Parameters
+    for eq in equalities:
+        if eq.parameters():
+            continue
+        A, c = linearize(eq.expr, offsets, n_v)
+        A = A.tocsr()
+        for r in np.flatnonzero(np.diff(A.indptr) == 1):
+            col, coef = int(A.indices[A.indptr[r]]), float(A.data[A.indptr[r]])
+            if coef != 0.0:
+                fixed.setdefault(col, set()).add(-float(np.asarray(c).ravel()[r]) / coef)
+    if not fixed:
+        return sets
+    out = []
+    for s in sets:
+        inner = s.inner if type(s) is AffinePreimage else s
+        if (type(inner) is not L2Ball or not isinstance(s.expr, Variable) or s.parameters()
+                or s.expr.id not in offsets):
+            out.append(s)
+            continue
+        var = s.expr
+        a = s._a if type(s) is AffinePreimage else np.ones(var.size)
+        c = s._c if type(s) is AffinePreimage else np.zeros(var.size)
+        a, c = np.broadcast_to(a, (var.size,)), np.broadcast_to(c, (var.size,))
+        values = [fixed.get(offsets[var.id] + j) for j in range(var.size)]
+        known = np.array([v is not None and len(v) == 1 for v in values])
+        if not known.any() or any(v is not None and len(v) > 1 for v in values):
+            out.append(s)
+            continue
+        point = -c / a
+        point[known] = [next(iter(values[j])) for j in np.flatnonzero(known)]
+        z = a[known] * point[known] + c[known]
+        taken = float(np.sum(z ** 2))
+        radius2 = float(inner.radius) ** 2
+        # rounding: each z_i = a_i v_i + c_i carries eps (|a_i v_i| + |c_i|) of the data's own rounding (1.0002 - 1
+        # is 2e-4 to 5e-13 relative), its square twice |z_i| that; the sums a few eps of their size
+        err = 4 * np.finfo(float).eps * (np.abs(a[known] * point[known]) + np.abs(c[known]))
+        if abs(radius2 - taken) > float(np.sum(2 * np.abs(z) * err + err ** 2)) + 64 * np.finfo(float).eps * (
+                radius2 + taken):
+            out.append(s)
+            continue
+        box = Box(var, point.reshape(var.shape), point.reshape(var.shape))
+        replaced[id(inner)] = box
+        out.append(box)
+    return out
 
 
 #: ``_BALL_CONTAINS[(inner, outer)](n)``: the factor c such that the inner kind's ball of radius r lies in the

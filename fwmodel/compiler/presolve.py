@@ -32,7 +32,11 @@ Which models it takes (else the general path, unchanged):
 - an entry is fixed by an affine inequality without Parameters whose entry
   reads ``a X_ii + c <= 0`` with ``a > 0``, ``-c / a <= 0``, or an equality
   without Parameters ``a X_ii + c == 0`` with ``-c / a <= 0`` (a negative
-  bound: infeasible, found as above);
+  bound: infeasible, found as above), or by a Parameter-free trace bound
+  (``trace(X) <= t``, ``trace(X) == t``, the PSD trace ball's radius) that
+  positive lower bounds on other diagonal entries fill (``X[0, 0] >= l_0``,
+  ``X[0, 0] == l_0`` with ``sum l_i >= t``: the entries without a bound are 0,
+  see :func:`_zero_diagonal`);
 - every other constraint on X is an affine equality or inequality, ``X >>
   0`` itself, ``fm.TraceNormBall(X, r, psd=True)``, or, without Parameters,
   a norm bound (``fm.norm(X, "fro") <= r``) or an inequality the compiler
@@ -177,27 +181,50 @@ def _plain_affine(c):
 
 
 def _zero_diagonal(var, constraints):
-    """The diagonal indices of ``var`` fixed at (or below) 0 by Parameter-free bounds and equalities."""
+    """The diagonal indices of ``var`` fixed at (or below) 0 by Parameter-free bounds and equalities.
+
+    Also those that a trace bound leaves no room for: ``trace(X) <= t`` (a row, an equality, or the PSD
+    trace ball's radius) next to lower bounds ``X_ii >= l_i`` (``X[i, i] == l_i`` included) whose positive
+    ones sum to t or more. The diagonal of a PSD X is nonnegative, so ``sum_i X_ii <= t <= sum_{l_i > 0} l_i``
+    holds only with every other diagonal entry at 0 (and the bounded ones at their bounds): ``X >> 0,
+    trace(X) <= 0.2, X[0, 0] == 0.2`` is the single point ``0.2 e_0 e_0'``, a set without interior that
+    FW-AL approached for 10,000 iterations ("max_iter", benchmarks/small_degenerate.py). A sum above t
+    leaves no point at all: the reduced model is infeasible as the user's is.
+    """
     n = var.shape[0]
     zero = np.zeros(n, dtype=bool)
+    lower = np.zeros(n)  # the largest positive lower bound of each diagonal entry (0: none)
+    trace = [float(c.radius) for c in constraints
+             if isinstance(c, TraceNormBall) and c.psd and c.expr is var and not c.parameters()]
+    diagonal = np.arange(n) * (n + 1)
     for c in constraints:
         if isinstance(c, Equality) or (isinstance(c, Inequality) and c.kind == "affine"):
             if c.parameters() or not any(v is var for v in c.expr.variables()):
                 continue
             A, b, offsets = _linearized(c.expr)
             A = A.tocsr()
+            start = offsets[var.id]
+            for r in np.flatnonzero(np.diff(A.indptr) == n):  # rows a * trace(X) + b (a > 0 for <=)
+                cols, coef = A.indices[A.indptr[r]:A.indptr[r + 1]], A.data[A.indptr[r]:A.indptr[r + 1]]
+                if (np.array_equal(np.sort(cols - start), diagonal) and np.all(coef == coef[0])
+                        and (coef[0] > 0 or isinstance(c, Equality))):
+                    trace.append(-b[r] / coef[0])
             single = np.flatnonzero(np.diff(A.indptr) == 1)
             if not single.size:
                 continue
             cols, coef = A.indices[A.indptr[single]], A.data[A.indptr[single]]
-            start = offsets[var.id]
             local = cols - start
             on_diag = (local >= 0) & (local < var.size) & (local % (n + 1) == 0)
             value = -b[single] / np.where(coef == 0, 1.0, coef)
             fixed = on_diag & (value <= 0.0) & (coef != 0)
+            below = on_diag & (value > 0.0) & (coef != 0)  # a lower bound X_ii >= value > 0 (or X_ii == value)
             if isinstance(c, Inequality):
                 fixed &= coef > 0  # an upper bound X_ii <= value <= 0
+                below &= coef < 0
             zero[local[fixed] // (n + 1)] = True
+            np.maximum.at(lower, local[below] // (n + 1), value[below])
+    if trace and lower.any() and float(np.sum(lower)) >= min(trace):
+        zero |= lower == 0  # no room left by the trace bound (docstring)
     return np.flatnonzero(zero)
 
 
