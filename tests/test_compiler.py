@@ -164,7 +164,9 @@ def test_star_pattern_spectrum(K):
     """K copies tied in a star: rows x_k - x_1, so the nonzero eigenvalues of
     M'M lie in [1, K] (a chain's would decay like 1/K^2)."""
     x = fm.Variable(4, name="x")
-    sets = [fm.L1Ball(x, radius=1.0 + k) for k in range(K)]
+    # sets none of which contains another (nested balls would be dropped: lowering._without_nested_balls)
+    sets = [fm.L1Ball(x, 1.0), fm.L2Ball(x, 0.9), fm.LinfBall(x, 0.8), fm.Ellipsoid(x, np.diag([1.0, 2, 3, 4])),
+            fm.Ellipsoid(x, np.diag([4.0, 3, 2, 1]))][:K]
     c = fm.Problem(fm.Minimize(fm.sum_squares(x)), sets).compile()
     M = c.M.toarray()
     assert M.shape == (4 * (K - 1), 4 * K)

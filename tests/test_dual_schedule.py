@@ -217,6 +217,9 @@ def test_y_on_a_steady_course_or_a_fast_zigzag_is_not_moved():
     for path in (lambda t: np.array([1.0, 2.0]) * (1 - 0.99 ** t),
                  lambda t: np.array([1.0, -1.0]) * (-1) ** (t // AdaptiveMultiplier.window)):
         sched = AdaptiveMultiplier(lam=1.0)
+        # (the oscillation rule alone: the geometric approach is the extrapolation's to move, to its limit,
+        # tests/test_dual_extrapolation.py)
+        sched.extrapolation_q = (0.5, 0.5)
         for t in range(40 * sched.window):
             y = path(t)
             expected = y.copy()
