@@ -11,7 +11,10 @@ lays out blocks, rewrites such a model into sets and equalities:
    ``fm.Box(x + 5, 0, 1)``, ``fm.norm(x - x0, 2) <= r``) becomes an
    ``AffinePreimage`` on the selected entries of x, whose LMO is one call
    to the set's LMO (``x* = (LMO_S(d / a) - c) / a``): its block is a copy
-   of x, and it bounds x like any set on x.
+   of x, and it bounds x like any set on x. With ``c`` read from Parameters
+   (``fm.L1Ball(x - q, r)``) it is a ``MovingPreimage`` around a center
+   read at each solve, where no other set holds every entry of x
+   (:func:`_moving_where_unbounded`).
 1. **Norm bounds are sets.** ``norm1(e) <= t`` is ``L1Ball(e, t)``;
    ``norm(e, 2)``, ``norm2``, ``norm(E, "fro")`` give ``L2Ball``;
    ``norm(e, "inf")``, ``norm_inf`` give ``LinfBall``; ``normNuc(E)``,
@@ -57,7 +60,10 @@ lays out blocks, rewrites such a model into sets and equalities:
    families of disjoint groups per variable: a family whose groups are an
    axis's gives that axis's simplex (the same sets, so the same
    iterations), another a simplex per group size on the selected entries
-   where no other set or bound bounds them (:func:`_slice_budgets`); a row
+   where no other set or bound bounds them (:func:`_slice_budgets`); on
+   entries bounded on one side only by other fixed bounds B (``x <= 0``
+   with ``fm.sum(x[:5]) >= -1``, ``X >= -1`` with row budgets) the same
+   simplices on ``s (x - B)``, held on x as preimages; a row
    that bounds an entry but stays a row is named, with the reason, where
    the entry is refused (:func:`_bound_box`). Floors above 0 (``x >= 0.05``,
    ``x[0] >= 0.2`` next to ``x >= 0``) stay in the bound box (2-3), which
@@ -1389,8 +1395,9 @@ def lower_constraints(objective_expr, constraints):
         # steps below read the sets' data (slack bounds, merged sets, closed boxes), so read it now; a
         # Parameter still without a value is a ModelError naming it
         s.refresh()
-    # a set on a * x + c (elementwise, a != 0) holds x itself (see AffinePreimage)
-    sets = [_on_the_variable(s) for s in sets]
+    # a set on a * x + c (elementwise, a != 0) holds x itself (see AffinePreimage); with c read from
+    # Parameters (fm.L1Ball(x - q, r)) where nothing else holds x, around a center moved at each solve
+    sets = _moving_where_unbounded([_on_the_variable(s) for s in sets])
     if not inequalities and not semidefinite and not any(
             _has_attributes(v) for v in _all_variables(objective_expr, sets, equalities)):
         # the explicit-set model: nothing to rewrite but the merged pairs of sets (7)
@@ -1811,6 +1818,32 @@ def _on_the_variable(s, moving=False):
         preimage = AffinePreimage(s, selection, A.data, c)
     preimage.derived_from = s  # prob.point_in(s) maps the block's x back to a * x + c (see image_of)
     return preimage
+
+
+def _moving_where_unbounded(sets):
+    """Hold a set given on ``a * x + c(q)`` (``fm.L1Ball(x - q, r)``, ``fm.Box(x - q, lo, hi)``,
+    ``fm.Simplex(x - q)``; q a Parameter, in the offset only) on x itself, as a
+    :class:`~fwmodel.sets.preimage.MovingPreimage` whose center is read at each solve, where no other of the
+    sets holds every entry of x (a new list).
+
+    Such a set was an expression block tied to x by rows, which does not bound x: alone on x the model was
+    refused ("not in any bounded set"), where the same set around a constant center, or the norm bound
+    ``fm.norm1(x - q) <= r``, already held x (item 0, item 1). Next to a set that holds x the block is kept
+    as before.
+    """
+    out = list(sets)
+    for i, s in enumerate(out):
+        expr = getattr(s, "expr", None)
+        if expr is None or isinstance(s, AffinePreimage) or not expr.parameters():
+            continue
+        found = expr.variables()
+        if len(found) != 1:
+            continue
+        var = found[0]
+        if _held_whole(var, out[:i] + out[i + 1:], None, {var.id: 0}, var.size):
+            continue
+        out[i] = _on_the_variable(s, moving=True)
+    return out
 
 
 def _parameters_in_offset_only(expr, var, A):
