@@ -388,12 +388,15 @@ def minimize_fwal(
                 # test against it never held: max_iter at the exact optimum)
                 gap_f = gap_at_rounding(objective_gap(blocks, it.x, it.g), blocks, it.g, stopping.feasibility_scale)
                 stopping.observe_objective_gap(gap_f)
+            if lmo_check is None:  # the best certified lower bound on f* (test (1b)); checked gaps below
+                stopping.observe_bound(it.f, suboptimality_bound(gap, dual_residual, certified))
             checked = False  # the gap of blocks with an inexact LMO re-measured at this iterate (stopping.LmoCheck)
             if lmo_check is not None and gap_known and (
                     t == max_iter or stopping.met(gap, feas, gap_f, dual_residual)):
                 gap, certified = _checked_gap(lmo_check, blocks, it.x, grad, gap, block_gaps, stopping,
                                               (feas, gap_f, dual_residual))
                 checked = True
+                stopping.observe_bound(it.f, suboptimality_bound(gap, dual_residual, certified))
             elif lmo_check is not None:
                 certified = False  # an unchecked gap of an inexact LMO certifies nothing
             elapsed, eta_now = progress.elapsed(), schedule.current

@@ -704,6 +704,12 @@ class RowPieces:
         return float(np.sqrt(np.sum(self.scales ** 2)))
 
 
+#: test (1b) holds the certified bound to tol * REL_FACTOR * |f(x_t)| (where below tol * S_f): the FW gap
+#: is 10-1,000x the error near the optimum, so this asks about tol * |f| of the error itself
+REL_FACTOR = 100.0
+#: |f| below this fraction of min(S_f, V_t) counts as that fraction in (1b): f* ~ 0 has no relative accuracy
+REL_FLOOR = 1e-3
+
 #: the accuracy scale A_t is never finer than this fraction of the objective's range
 #: (see the module docstring): where |f| is smaller, f is "about 0" at this tolerance
 VALUE_FLOOR = 1e-2
@@ -727,6 +733,9 @@ class StoppingRule:
         # measures it, feasibility_scale (the sets' extent) until then
         self.point_scale = feasibility_scale
         self._value = math.inf  # |f| at the last observed iterate (inf: none yet, A_t = the range)
+        self._f = math.nan  # f at the last observed iterate (signed)
+        # the best certified lower bound on f* seen: max_s f(x_s) + <w_s, r_s> - gap_s (:meth:`observe_bound`)
+        self.lower_bound = -math.inf
         # the least and largest f seen at the points that meet test (3) (x_ref's and the iterates')
         self._low, self._high = math.inf, -math.inf
         self.row_units = RowUnits(None)  # points count at their own norm (from_reference measures the rows)
@@ -815,7 +824,32 @@ class StoppingRule:
         """f(x_t) of the iterate the next tests are about (it sets the accuracy scale A_t); ``feas``:
         ||M x_t - b||, given after :meth:`observe_residual` (see :meth:`_see`)."""
         self._value = abs(float(f)) if math.isfinite(f) else math.inf
+        self._f = float(f)
         self._see(f, feas)
+
+    def observe_bound(self, f, bound):
+        """A certified bound f(x_t) - f* <= ``bound`` (:func:`suboptimality_bound`; NaN: not certified) at an
+        iterate of value f: f - bound is a lower bound on f* (weak duality), kept where it is the best seen."""
+        if math.isfinite(bound) and math.isfinite(f):
+            self.lower_bound = max(self.lower_bound, float(f) - float(bound))
+
+    @property
+    def relative_scale(self):
+        """R_t = min(S_f, REL_FACTOR * max(|f(x_t)|, REL_FLOOR * min(S_f, V_t))): what test (1b) holds
+        the certified bound to."""
+        if not math.isfinite(REL_FACTOR):
+            return self.objective_scale
+        floor = REL_FLOOR * min(self.objective_scale, self.value_spread)
+        return min(self.objective_scale, REL_FACTOR * max(self._value, floor))
+
+    def bound_rel(self, gap, dual_residual=0.0):
+        """The certified bound at the last observed iterate (the smaller of gap - <w, r> and
+        f(x_t) - the best lower bound seen) over R_t: (1b) holds when this is <= tol."""
+        scale = self.relative_scale
+        if not scale < self.objective_scale:
+            return 0.0
+        bound = min(gap - dual_residual, self._f - self.lower_bound)
+        return self._ratio(bound, scale)
 
     @property
     def value_spread(self):
@@ -874,7 +908,7 @@ class StoppingRule:
 
     def gap_target(self):
         """tol * objective_scale: the FW gap the solve has to reach (dual schedules and lazy steps use it)."""
-        return self.tol * self.objective_scale
+        return self.tol * self.relative_scale
 
     def feasibility_target(self):
         """feas_tol * point_scale: the ||Mx - b|| the solve has to reach."""
@@ -890,9 +924,16 @@ class StoppingRule:
     def met(self, gap, feas, objective_gap=None, dual_residual=0.0):
         """(1)-(3) at the iterate last given to :meth:`observe_value`; ``dual_residual`` = <y + lam r, r>."""
         return (self.gap_rel(gap, objective_gap) <= self.tol and self.feas_rel(feas) <= self.feas_tol
-                and self.dual_rel(dual_residual, objective_gap) <= self.tol)
+                and self.dual_rel(dual_residual, objective_gap) <= self.tol
+                and self._bound_rel(gap, objective_gap, dual_residual) <= self.tol)
+
+    def _bound_rel(self, gap, objective_gap, dual_residual):
+        if objective_gap is not None and objective_gap <= 0:
+            return 0.0
+        return self.bound_rel(gap, dual_residual)
 
     def merit(self, gap, feas, objective_gap=None, dual_residual=0.0):
         """How far an iterate is from meeting (1)-(3) (<= 1: met), for keeping the best point."""
         return max(self.gap_rel(gap, objective_gap) / self.tol, self.feas_rel(feas) / self.feas_tol,
-                   self.dual_rel(dual_residual, objective_gap) / self.tol)
+                   self.dual_rel(dual_residual, objective_gap) / self.tol,
+                   self._bound_rel(gap, objective_gap, dual_residual) / self.tol)
