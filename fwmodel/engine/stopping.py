@@ -706,7 +706,7 @@ class RowPieces:
 
 #: test (1b) holds the certified bound to tol * REL_FACTOR * |f(x_t)| (where below tol * S_f): the FW gap
 #: is 10-1,000x the error near the optimum, so this asks about tol * |f| of the error itself
-REL_FACTOR = 100.0
+REL_FACTOR = 200.0
 #: |f| below this fraction of min(S_f, V_t) counts as that fraction in (1b): f* ~ 0 has no relative accuracy
 REL_FLOOR = 1e-3
 
