@@ -708,7 +708,7 @@ class RowPieces:
 #: is 10-1,000x the error near the optimum, so this asks about tol * |f| of the error itself
 REL_FACTOR = 200.0
 #: |f| below this fraction of min(S_f, V_t) counts as that fraction in (1b): f* ~ 0 has no relative accuracy
-REL_FLOOR = 1e-3
+REL_FLOOR = 1e-5
 
 #: the accuracy scale A_t is never finer than this fraction of the objective's range
 #: (see the module docstring): where |f| is smaller, f is "about 0" at this tolerance
@@ -839,7 +839,7 @@ class StoppingRule:
         the certified bound to."""
         if not math.isfinite(REL_FACTOR):
             return self.objective_scale
-        floor = REL_FLOOR * min(self.objective_scale, self.value_spread)
+        floor = REL_FLOOR * self.objective_scale
         return min(self.objective_scale, REL_FACTOR * max(self._value, floor))
 
     def bound_rel(self, gap, dual_residual=0.0):
