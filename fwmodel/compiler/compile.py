@@ -1535,8 +1535,9 @@ def _simplex_budget(held, simplex, xb, gb, group):
     mass = np.bincount(group, weights=weights, minlength=n_groups)
     weighted = np.bincount(group, weights=weights * gb, minlength=n_groups)
     # no weight (every entry at a bound): the middle of [floor_side, cap_side], or its finite end
-    middle = np.where(np.isfinite(floor_side) & np.isfinite(cap_side), 0.5 * (floor_side + cap_side),
-                      np.where(np.isfinite(floor_side), floor_side, cap_side))
+    both = np.isfinite(floor_side) & np.isfinite(cap_side)
+    middle = np.where(both, 0.5 * (np.where(both, floor_side, 0.0) + np.where(both, cap_side, 0.0)),
+                      np.where(np.isfinite(floor_side), floor_side, cap_side))  # (no -inf + inf formed)
     nu_a = np.where(mass > 0, -weighted / np.where(mass > 0, mass, 1.0), middle)
     if held is not simplex or not simplex.equality:  # the KKT signs bound nu a to [floor_side, cap_side]
         agree = floor_side <= cap_side

@@ -333,7 +333,8 @@ def minimize_fwal(
     lmo_check = LmoCheck.of(blocks)  # None where every LMO is exact
     progress = Progress(start, n, m, blocks, verbose, print_every, callback,
                         [c.kind for c in correctives if c.blocks]
-                        + (["rank_k"] if any(getattr(st, "replaces_inface", False) for st in steps) else []))
+                        + (["rank_k"] if any(getattr(st, "replaces_inface", False) for st in steps) else []),
+                        objective_sign=getattr(objective, "sign", 1.0))  # (-1: a compiled Maximize)
     progress.printer.header(step=step, line_search=line_search, lam=it.lam, stopping=stopping)
     step_counts = progress.step_counts
     # Alg. 1 repeats drop steps before the dual step (pairwise and BPCG steps do not)
