@@ -133,7 +133,7 @@ def test_every_lower_bound_the_rule_keeps_is_below_f_star(seed, monkeypatch):
 
 def test_rule_holds_the_certified_bound_relative_to_the_value():
     """StoppingRule alone, in several units: (1b) asks min(gap - <w, r>, f - best lower bound) for
-    tol * REL_FACTOR * max(|f|, REL_FLOOR S_f) where that is below S_f, and nothing more elsewhere."""
+    tol * min(S_f, REL_FACTOR |f|), and nothing beyond test (1) where |f| <= REL_FLOOR S_f."""
     K, floor = stopping.REL_FACTOR, stopping.REL_FLOOR
     for unit in (1e-6, 1.0, 1e6):
         rule = StoppingRule(1e-4, 1e-4, objective_scale=15.0 * unit, feasibility_scale=1.0)
@@ -155,6 +155,10 @@ def test_rule_holds_the_certified_bound_relative_to_the_value():
         rule.observe_value(3.0 * unit)
         assert rule.relative_scale == pytest.approx(15.0 * unit)
         assert rule.met(gap=1e-4 * 15.0 * unit, feas=0.0)
-        # f = 0: the floor, a fraction of S_f
-        rule.observe_value(0.0)
-        assert rule.relative_scale == pytest.approx(K * floor * 15.0 * unit)
+        # |f| at most REL_FLOOR of the range (f* certified about 0): (1b) asks nothing beyond test (1)
+        for tiny in (0.0, 0.9 * floor * 15.0 * unit, -0.9 * floor * 15.0 * unit):
+            rule.observe_value(tiny)
+            assert rule.relative_scale == 15.0 * unit
+            assert rule.met(gap=1e-4 * 15.0 * unit, feas=0.0)
+        rule.observe_value(1.1 * floor * 15.0 * unit)  # just above: relative to |f|
+        assert rule.relative_scale == pytest.approx(K * 1.1 * floor * 15.0 * unit)
