@@ -905,7 +905,8 @@ def compile_problem(objective_expr, sign, constraints):
                             f"{'s' if len(through) == 1 else ''} an expression of {var.name}, not {var.name} itself: "
                             "such a set gets its own block, tied to the variables by equality rows, and does not "
                             f"bound {var.name}. Only a set on {var.name}, a selection of its entries, or an "
-                            f"elementwise map a * {var.name} + c (a != 0, constants) holds {var.name}.")
+                            f"elementwise map a * {var.name} + c (a != 0 constants; c constants or Parameters) holds "
+                            f"{var.name}.")
                     norms = [s for s in through if getattr(s, "written_as", None) and s.expr.parameters()]
                     if norms:  # norm1(multiply(p, x)) <= 1: only p * e + c (p scalar) becomes a ball on x
                         note += (f" {norms[0].written_as}: a norm bound holds {var.name} itself only where its "
