@@ -155,9 +155,12 @@ def minimize_fwal(
         the blocks whose projection costs at most a few iterations, measured
         (not a trace-norm or PSD ball on which a linear objective is flat
         along a face);
-        on a model made only of polytopes, none, except L1 balls in a model
-        without rows, with a curved objective and ``step="auto"`` (see
-        :mod:`fwmodel.engine.projection_choice`).
+        on a model made only of polytopes, none, except L1 balls (and capped
+        simplices) read by a curved objective, curvature measured (a quadratic
+        nearly linear over the sets keeps vertex steps), with or without rows
+        (see :mod:`fwmodel.engine.projection_choice`). A step kind named by
+        ``step`` (not "auto") turns "auto" into False: the named step is taken
+        on every block.
     rank_k : True: blocks with a low-rank face (trace-norm balls) that do not
         take projection steps take BlockFW rank-k steps instead of FW steps
         (:mod:`fwmodel.engine.rank_k`; no in-face steps on them); "auto" (the
