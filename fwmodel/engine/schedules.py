@@ -154,7 +154,9 @@ class AdaptiveMultiplier:
     a window, when the FW gap relative to its target (test (1) of
     :mod:`fwmodel.engine.stopping`) is more than ``balance`` (10) times the
     larger of ||Mx - b|| and |<y + lam r, r>| relative to theirs (tests (3)
-    and (2)), lam is halved, down to ``lam0 / 16``: a penalty stiffer than
+    and (2); ||Mx - b||'s ratio taken times feas_tol / tol, in the FW gap's
+    units, so that targets the caller set apart do not read as a lag:
+    ``_balance``), lam is halved, down to ``lam0 / 16``: a penalty stiffer than
     the constraints need slows every FW step. It is never raised this way:
     on the TV denoiser, raising lam when the multiplier test lagged took 3x
     the iterations. Not once every block moves by projections on tied
@@ -402,8 +404,8 @@ class AdaptiveMultiplier:
         target) times ``feas_units`` = feas_tol / tol is ||Mx - b|| relative to tol's. Relative to their
         own targets, a loose ``tol`` with the default ``feas_tol`` made feasibility look 10^3 times behind
         a gap that had barely started: tol = 0.1 doubled lam 5 times in the first 140 iterations and took
-        958 iterations, against 173 at tol = 1e-3 (benchmarks/RESULTS.md, "A looser tol no longer
-        stiffens the penalty"). Identical where tol = feas_tol (the defaults)."""
+        958 iterations, against 173 at tol = 1e-3 (benchmarks/RESULTS.md, "Nearly linear objectives
+        keep vertex steps", its third part). Identical where tol = feas_tol (the defaults)."""
         if gap_ratio is None or feas_ratio is None:
             return
         feas_common = feas_ratio * feas_units
