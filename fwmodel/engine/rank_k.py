@@ -310,7 +310,7 @@ def single_in_place(A):
 #: a lean rank-k step on a symmetric block (eigenpairs) of at least this many rows takes its Krylov
 #: products in single precision (:class:`SingleProducts`); None: never (the default). Measured on
 #: the paper's problem at d = 4000 (benchmarks/RESULTS.md, "Krylov products in single precision"):
-#: 0.04-0.16 s less per loop iteration outside the LMOs (two runs), but the iterates part from the
+#: 0.04-0.23 s less per loop iteration outside the LMOs (three runs), but the iterates part from the
 #: float64 ones within a few steps (objective 0.9 % apart at iteration 15), and the Fig. 2 race's average lost
 #: support F1 from iteration 24 on (0.619 against 0.651 at iteration 29): off until a race shows
 #: the float32 iterates as good
