@@ -216,6 +216,37 @@ def idioms():
         m.Minimize(m.sum_squares(A @ x - 3 * b)), [-x >= 0, -m.sum(x) <= 1]))(V(m, n))
     yield "2x + 1 >= 0, sum(2x + 1) == 3", lambda m: (lambda x: (
         m.Minimize(m.sum_squares(A @ x - 3 * b)), [2 * x + 1 >= 0, m.sum(2 * x + 1) == 3]))(V(m, n))
+    yield "x <= 0, sum(x[:5]) >= -1, sum(x[5:]) >= -1", lambda m: (lambda x: (
+        m.Minimize(m.sum_squares(A @ x - 3 * b)), [x <= 0, m.sum(x[:5]) >= -1, m.sum(x[5:]) >= -1]))(V(m, n))
+    yield "X <= 0, sum(X, axis=0) >= -1", lambda m: (lambda X: (
+        m.Minimize(m.sum_squares(X - Y6)), [X <= 0, m.sum(X, axis=0) >= -1]))(V(m, (6, 5)))
+    yield "X >= -1, [sum(X[i]) <= 0.5 for i]", lambda m: (lambda X: (
+        m.Minimize(m.sum_squares(X - Y6)), [X >= -1] + [m.sum(X[i]) <= 0.5 for i in range(6)]))(V(m, (6, 5)))
+    yield "-sum(log(x)) + c @ x, 0 <= x <= 1", lambda m: (lambda x: (
+        m.Minimize(-m.sum(_log(m, x)) + c @ x), [x >= 0, x <= 1]))(V(m, n))
+    yield "-sum(log(x)) + c @ x, x >= 0, sum(x) == 1", lambda m: (lambda x: (
+        m.Minimize(-m.sum(_log(m, x)) + c @ x), [x >= 0, m.sum(x) == 1]))(V(m, n))
+    yield "fm.L1Ball(x - q, r) alone, q a Parameter", lambda m: (lambda x, q: (
+        m.Minimize(m.sum_squares(x - 2 * x0)), [_set(m, "L1Ball", x - q, 1.0)]))(V(m, n), m.Parameter(n, value=x0))
+    yield "fm.Box(x - q, -r, r) alone, q a Parameter", lambda m: (lambda x, q: (
+        m.Minimize(m.sum_squares(x - 2 * x0)), [_set(m, "Box", x - q, 0.3)]))(V(m, n), m.Parameter(n, value=x0))
+
+
+def _log(m, x):
+    """``log(x)``: CVXPY's atom, or fwmodel's smooth atom of SymPy's log (fm.log is refused: see its message)."""
+    if m is fm:
+        import sympy
+
+        z = sympy.Symbol("z", positive=True)
+        return fm.smooth(sympy.log(z), {z: x})
+    return cp.log(x)
+
+
+def _set(m, kind, e, r):
+    """fwmodel's explicit set on ``e``, or CVXPY's constraint for it."""
+    if m is fm:
+        return fm.L1Ball(e, r) if kind == "L1Ball" else fm.Box(e, -r, r)
+    return cp.norm1(e) <= r if kind == "L1Ball" else cp.abs(e) <= r
 
 
 def _duals(constraints):

@@ -18,7 +18,11 @@ import sympy as sp
 import fwmodel as fm
 
 
-def parameter_maps():
+def quad_form_around_a_center(nonneg=False):
+    """``min c'x + ||x - w||^2`` s.t. ``fm.quad_form(x - q, P) <= 2`` (q a Parameter; ``x >= 0`` too with
+    ``nonneg``), data from seed 1: ``(prob, x, q, con, centers, reference)``, ``centers`` the four values of q
+    the solves take and ``reference(q_value)`` the same model in CVXPY at that q, ``(problem, x, constraint)``,
+    unsolved (also tests/test_moving_preimages.py)."""
     rng = np.random.default_rng(1)
     n = 5
     M = rng.standard_normal((n, n))
@@ -26,14 +30,24 @@ def parameter_maps():
     c, w = rng.standard_normal(n), rng.standard_normal(n)
     x, q = fm.Variable(n), fm.Parameter(n)
     con = fm.quad_form(x - q, P) <= 2.0
-    prob = fm.Problem(fm.Minimize(c @ x + fm.sum_squares(x - w)), [con])
-    print("quad_form(x - q, P) <= 2 alone, q moved between warm solves")
-    for q_value in (rng.standard_normal(n) + 3, np.zeros(n), 5 * rng.standard_normal(n) + 6, np.full(n, 10.0)):
-        q.value = q_value
-        value = prob.solve(warm_start=True)
+    prob = fm.Problem(fm.Minimize(c @ x + fm.sum_squares(x - w)), [con] + ([x >= 0] if nonneg else []))
+    centers = (rng.standard_normal(n) + 3, np.zeros(n), 5 * rng.standard_normal(n) + 6, np.full(n, 10.0))
+
+    def reference(q_value):
         xc = cp.Variable(n)
         cc = cp.quad_form(xc - q_value, P) <= 2.0
-        ref = cp.Problem(cp.Minimize(c @ xc + cp.sum_squares(xc - w)), [cc])
+        return cp.Problem(cp.Minimize(c @ xc + cp.sum_squares(xc - w)), [cc] + ([xc >= 0] if nonneg else [])), xc, cc
+
+    return prob, x, q, con, centers, reference
+
+
+def parameter_maps():
+    prob, x, q, con, centers, reference = quad_form_around_a_center()
+    print("quad_form(x - q, P) <= 2 alone, q moved between warm solves")
+    for q_value in centers:
+        q.value = q_value
+        value = prob.solve(warm_start=True)
+        ref, _, cc = reference(q_value)
         ref.solve(solver="CLARABEL")
         print(f"  {prob.status:8s} {prob.stats.iterations:4d} it  f {value:.6f} (Clarabel {ref.value:.6f})  "
               f"dual {float(con.dual_value):.6f} ({float(np.ravel(cc.dual_value)[0]):.6f})")

@@ -16,6 +16,8 @@ may be feasible at one solve and infeasible at the next.
 """
 from __future__ import annotations
 
+import functools
+import threading
 import time
 
 import numpy as np
@@ -355,6 +357,31 @@ def _point_in(compiled, x, constraint):
     return np.array(point, dtype=float).reshape(constraint.expr.shape)
 
 
+def _one_solve_at_a_time(solve):
+    """Decorate ``Problem.solve``: solves of one Problem from several threads run one after another.
+
+    The compiled model, the warm-start state and the answer's attributes
+    belong to the Problem: two solves interleaving on them returned a
+    mixture, "optimal" 2.5e-3 off the optimum. A solve started from inside
+    a solve of the same Problem (from its callback) would have to wait for
+    itself, and raises instead.
+    """
+
+    @functools.wraps(solve)
+    def wrapper(self, **options):
+        if self._solving_thread == threading.get_ident():
+            raise ModelError("Problem.solve: called while this thread is solving the same problem (from its "
+                             "callback?); a solve of another Problem, or of a copy (copy.deepcopy), may run there")
+        with self._solve_lock:
+            try:
+                self._solving_thread = threading.get_ident()
+                return solve(self, **options)
+            finally:
+                self._solving_thread = None
+
+    return wrapper
+
+
 class Problem:
     """``Problem(objective, constraints)``: a model to solve with FW-AL.
 
@@ -386,6 +413,8 @@ class Problem:
         self._compile_time = None
         self._state = None
         self._versions = None
+        self._solve_lock = threading.Lock()  # solves of this problem run one at a time (Problem.solve)
+        self._solving_thread = None
         self.status = None
         self.value = None
         self.stats = None
@@ -513,6 +542,7 @@ class Problem:
     # ------------------------------------------------------------ solve
     @with_plain_pages  # compile and solve allocate without huge pages (engine/pages.py)
     @in_own_context
+    @_one_solve_at_a_time
     def solve(self, **options):
         """Solve with FW-AL and return the objective value at the returned point.
 
@@ -830,7 +860,13 @@ class Problem:
         # Everything else (the model, the last results, the warm-start state) is.
         state = dict(self.__dict__)
         state["_compiled"] = None
+        del state["_solve_lock"], state["_solving_thread"]  # (a lock is not pickled: a new one on load)
         return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._solve_lock = threading.Lock()
+        self._solving_thread = None
 
     def __repr__(self):
         return f"Problem({self.objective!r}, {len(self._constraints)} constraints)"

@@ -10,6 +10,20 @@ TIGHT = dict(tol=1e-8, feas_tol=1e-8, max_iter=50000)
 OBJ_RTOL, X_ATOL, DUAL_RTOL, DUAL_ATOL = 2e-4, 2e-4, 2e-3, 2e-4
 
 
+def solve_on(m, build, shape, *args):
+    """``x = m.Variable(shape)`` and ``build(m, x, *args)`` -> (objective, constraints), minimized by fwmodel at
+    ``TIGHT`` (asserted "optimal") or by CVXPY + Clarabel (m is cp): ``(problem, x, constraints)``."""
+    x = m.Variable(shape)
+    objective, constraints = build(m, x, *args)
+    prob = m.Problem(m.Minimize(objective), constraints)
+    if m is fm:
+        prob.solve(**TIGHT)
+        assert prob.status == fm.OPTIMAL, prob.stats.message
+    else:
+        prob.solve(solver=cp.CLARABEL)
+    return prob, x, constraints
+
+
 def solve_both(build):
     """``build(m)`` -> (problem, variables, constraints) for m in (fm, cp): both solved, and their answers."""
     answers = []

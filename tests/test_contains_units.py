@@ -10,6 +10,8 @@ import pytest
 
 import fwmodel as fm
 
+from _against_clarabel import solve_on
+
 cp = pytest.importorskip("cvxpy")
 
 MODELS = {
@@ -26,14 +28,7 @@ MODELS = {
 
 
 def _solution(m, name, s):
-    x = m.Variable(3)
-    objective, constraints = MODELS[name](m, x, s)
-    prob = m.Problem(m.Minimize(objective), constraints)
-    if m is fm:
-        prob.solve(tol=1e-8, feas_tol=1e-8, max_iter=50000)
-        assert prob.status == fm.OPTIMAL, prob.stats.message
-    else:
-        prob.solve(solver=cp.CLARABEL)
+    _, x, _ = solve_on(m, MODELS[name], 3, s)
     return np.asarray(x.value, dtype=float)
 
 

@@ -51,7 +51,7 @@ def test_whole_array_cumsum_mean_and_vec_are_numpys():
     np.testing.assert_allclose(fm.cumsum(T, axis=None).value, np.cumsum(T.value))
     np.testing.assert_allclose(fm.mean(T).value, np.mean(T.value))
     np.testing.assert_allclose(fm.mean(T, (0, 2), keepdims=True).value, np.mean(T.value, (0, 2), keepdims=True))
-    np.testing.assert_allclose(fm.vec(X).value, X.value.ravel(order="F"))  # CVXPY's default: column by column
+    np.testing.assert_allclose(fm.vec(X, "F").value, X.value.ravel(order="F"))
     np.testing.assert_allclose(fm.vec(X, "C").value, X.value.ravel())
 
 

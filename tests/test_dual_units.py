@@ -17,6 +17,8 @@ import pytest
 
 import fwmodel as fm
 
+from _against_clarabel import solve_on
+
 cp = pytest.importorskip("cvxpy")
 
 N = 10
@@ -26,14 +28,8 @@ A21, B21 = RNG21.standard_normal((12, N)), RNG21.standard_normal(12)
 
 
 def _duals(m, build, s, offset=0.0):
-    x = m.Variable(N)
-    objective, constraints = build(m, x, s, offset)
-    prob = m.Problem(m.Minimize(objective), constraints)
-    if m is fm:
-        prob.solve(tol=1e-8, feas_tol=1e-8, max_iter=50000)
-        assert prob.status == fm.OPTIMAL, prob.stats.message
-    else:
-        prob.solve(solver=cp.CLARABEL)
+    prob, x, constraints = solve_on(m, build, N, s, offset)
+    if m is cp:
         assert prob.status == cp.OPTIMAL
     duals = [c.dual_value for c in constraints]
     assert all(d is not None for d in duals)

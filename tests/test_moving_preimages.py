@@ -20,22 +20,26 @@ def _clarabel(problem):
     return problem
 
 
+def _benchmark_models():
+    """benchmarks/maps_and_domains.py, whose model builders these tests share."""
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "maps_and_domains.py"
+    spec = importlib.util.spec_from_file_location("maps_and_domains", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.mark.parametrize("nonneg", [False, True])
 def test_quad_form_around_a_parameter_center(nonneg):
-    rng = np.random.default_rng(1)
-    n = 5
-    M = rng.standard_normal((n, n))
-    P = M @ M.T + np.eye(n)
-    c, w = rng.standard_normal(n), rng.standard_normal(n)
-    x, q = fm.Variable(n), fm.Parameter(n)
-    con = fm.quad_form(x - q, P) <= 2.0
-    prob = fm.Problem(fm.Minimize(c @ x + fm.sum_squares(x - w)), [con] + ([x >= 0] if nonneg else []))
-    for q_value in (rng.standard_normal(n) + 3, np.zeros(n), 5 * rng.standard_normal(n) + 6, np.full(n, 10.0)):
+    prob, x, q, con, centers, reference = _benchmark_models().quad_form_around_a_center(nonneg)
+    for q_value in centers:
         q.value = q_value
         value = prob.solve(tol=1e-9, feas_tol=1e-9, warm_start=True)
-        xc = cp.Variable(n)
-        cc = cp.quad_form(xc - q_value, P) <= 2.0
-        ref = _clarabel(cp.Problem(cp.Minimize(c @ xc + cp.sum_squares(xc - w)), [cc] + ([xc >= 0] if nonneg else [])))
+        ref, xc, cc = reference(q_value)
+        ref = _clarabel(ref)
         assert prob.status == "optimal", prob.stats.message
         assert value == pytest.approx(ref.value, rel=1e-6, abs=1e-6)
         np.testing.assert_allclose(x.value, xc.value, atol=2e-3)

@@ -187,9 +187,7 @@ REFUSED = [
      r"'x'.*nonneg=True and nonpos=True"),
     ("symmetric-nonsquare", lambda: fm.Variable((2, 3), name="S", symmetric=True), E, r"'S'.*symmetric=True needs"),
     ("psd-nonsquare", lambda: fm.Variable((2, 3), name="S", PSD=True), E, r"'S'.*PSD=True needs"),
-    ("parameter-radius-negative-value",
-     lambda: least_squares(lambda x: [fm.L1Ball(x, fm.Parameter(name="r", value=-1.0))]), E,
-     r"L1Ball: radius must be nonnegative.*parameter r"),
+    # (a Parameter radius that is negative ends the solve "infeasible": tests/test_negative_parameter_sets.py)
     # user-defined sets with broken oracles
     ("user-lmo-wrong-shape", lambda: least_squares(lambda x: [WrongShapeOracle(x)]), E,
      r"WrongShapeOracle.lmo returned shape"),

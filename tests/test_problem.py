@@ -300,6 +300,25 @@ def test_verbose_prints_a_table(lasso, capsys):
     assert float(rows[0].split()[1]) == pytest.approx(prob.history["objective"][0], rel=1e-5)
 
 
+def test_verbose_shows_a_maximize_in_the_users_sign(capsys):
+    """The engine minimizes -f for a Maximize; the table, like prob.value and the history, shows f."""
+    y = fm.Variable(3)
+    prob = fm.Problem(fm.Maximize(-fm.sum_squares(y - 2) + 100), [fm.norm1(y) <= 1, fm.sum(y) == 0.5])
+    value = prob.solve(verbose=True)
+    cp = pytest.importorskip("cvxpy")
+    yc = cp.Variable(3)
+    ref = cp.Problem(cp.Maximize(-cp.sum_squares(yc - 2) + 100), [cp.norm1(yc) <= 1, cp.sum(yc) == 0.5])
+    assert value == pytest.approx(ref.solve(solver=cp.CLARABEL), rel=1e-5)
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.strip() and line.split()[0].isdigit()]
+    by_iteration = dict(zip(prob.history["iteration"], prob.history["objective"]))
+    for row in rows:  # (the history ends at the returned point: its last row may repeat an iteration)
+        assert float(row.split()[1]) == pytest.approx(by_iteration[int(row.split()[0])], rel=1e-5)
+    summary = next(line for line in out.splitlines() if line.startswith("objective "))
+    assert float(summary.split()[1]) == pytest.approx(value, rel=1e-7)
+    assert "certified: optimum - objective <=" in out
+
+
 def test_silent_by_default(lasso, capsys):
     prob, _, _, _ = lasso
     prob.solve()

@@ -292,7 +292,7 @@ def test_trace_ball_box_log_sum_exp_does_not_crash(shape, symmetric):
     """A first direction along which log-sum-exp is exactly linear (all ones): the backtracking probe's estimate
     of 1.7e-33 made the projection step's target ~3e32 and the projection raise IndexError on main."""
     X = fm.Variable(shape)
-    p = fm.Problem(fm.Minimize(fm.log_sum_exp(fm.vec(X))),
+    p = fm.Problem(fm.Minimize(fm.log_sum_exp(fm.vec(X, order="F"))),
                    [fm.TraceNormBall(X, 2.0, symmetric=symmetric), X <= 0.2, X >= -0.2])
     p.solve()
     Z = cp.Variable(shape, symmetric=symmetric)

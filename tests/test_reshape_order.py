@@ -63,3 +63,28 @@ def test_ported_model_with_cvxpys_order_gives_cvxpys_answer():
         p.solve(**kw)
         values.append(p.value)
     assert values[1] == pytest.approx(values[0], rel=1e-5)
+
+
+def test_vec_without_order_reads_f_and_warns_as_cvxpy_does():
+    """CVXPY 1.x's ``cp.vec`` without an order reads F and warns (a FutureWarning: its default is to become C);
+    ``fm.vec`` did the same reading silently, while ``fm.reshape`` warned. Both warn now; vec reads CVXPY's F."""
+    X_val = np.arange(6.0).reshape(2, 3)
+    X = fm.Variable((2, 3))
+    X.value = X_val
+    Xc = cp.Variable((2, 3))
+    Xc.value = X_val
+    for module, var in ((fm, X), (cp, Xc)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            value = np.asarray(module.vec(var).value)
+        np.testing.assert_array_equal(value, X_val.ravel(order="F"))
+        future = [w for w in caught if issubclass(w.category, FutureWarning) and "order" in str(w.message)]
+        assert len(future) == 1, (module.__name__, [str(w.message) for w in caught])
+        if module is fm:
+            text = str(future[0].message)
+            assert "order='F'" in text and "order='C'" in text and "CVXPY" in text
+            assert future[0].filename == __file__
+    for order in ("F", "C"):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("error", category=FutureWarning)
+            np.testing.assert_array_equal(fm.vec(X, order=order).value, X_val.ravel(order=order))

@@ -160,7 +160,7 @@ def test_a_row_ten_to_a_hundred_times_from_unit_scale(s):
     D = np.array([[1.0, 0.2, -0.3], [0.0, -0.7, 0.5], [0.3, 0.3, 0.9]])
     X = fm.Variable((3, 3))
     prob = fm.Problem(fm.Minimize(fm.sum_squares(X - D)),
-                      [fm.norm1(X) <= 3, fm.norm2(fm.vec(X)) <= 1.5, s * (X[0, 0] + X[1, 2]) >= 0.6 * s])
+                      [fm.norm1(X) <= 3, fm.norm2(fm.vec(X, order="F")) <= 1.5, s * (X[0, 0] + X[1, 2]) >= 0.6 * s])
     prob.solve()
     Xc = cp.Variable((3, 3))
     ref = cp.Problem(cp.Minimize(cp.sum_squares(Xc - D)),

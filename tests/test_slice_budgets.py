@@ -259,10 +259,13 @@ def test_bounded_entries_are_not_called_unbounded():
         weighted.solve()
     text = str(info.value)
     assert "unbounded" not in text and "bounds it above (to at most 1)" in text and "not all equal" in text
-    below = fm.Problem(fm.Minimize(fm.sum_squares(x - 0.3)), [x >= -1, fm.sum(x[:3]) == 1, x[3:] <= 1])
+    # (x >= -1 with a cap on x[2] too: not one side only, so not a mirrored simplex; the other two entries
+    # are >= -1, so x_0 <= 3)
+    below = fm.Problem(fm.Minimize(fm.sum_squares(x - 0.3)),
+                       [x >= -1, x[2] <= 5, fm.sum(x[:3]) == 1, x[3:] <= 1])
     with pytest.raises(fm.ModelError) as info:
         below.solve()
-    text = str(info.value)  # (x >= -1: the other two entries >= -1, so x_0 <= 3)
+    text = str(info.value)
     assert "unbounded" not in text and "at most 3" in text and "floor >= 0" in text
     loose = fm.Problem(fm.Minimize(fm.sum_squares(x - 0.3)), [x >= 0, fm.sum(x[:3]) == 1])
     with pytest.raises(fm.ModelError, match=r"leaves x \(flat entry 3 and 2 more\) unbounded above"):

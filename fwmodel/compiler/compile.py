@@ -905,7 +905,8 @@ def compile_problem(objective_expr, sign, constraints):
                             f"{'s' if len(through) == 1 else ''} an expression of {var.name}, not {var.name} itself: "
                             "such a set gets its own block, tied to the variables by equality rows, and does not "
                             f"bound {var.name}. Only a set on {var.name}, a selection of its entries, or an "
-                            f"elementwise map a * {var.name} + c (a != 0, constants) holds {var.name}.")
+                            f"elementwise map a * {var.name} + c (a != 0 constants; c constants or Parameters) holds "
+                            f"{var.name}.")
                     norms = [s for s in through if getattr(s, "written_as", None) and s.expr.parameters()]
                     if norms:  # norm1(multiply(p, x)) <= 1: only p * e + c (p scalar) becomes a ball on x
                         note += (f" {norms[0].written_as}: a norm bound holds {var.name} itself only where its "
@@ -1535,8 +1536,9 @@ def _simplex_budget(held, simplex, xb, gb, group):
     mass = np.bincount(group, weights=weights, minlength=n_groups)
     weighted = np.bincount(group, weights=weights * gb, minlength=n_groups)
     # no weight (every entry at a bound): the middle of [floor_side, cap_side], or its finite end
-    middle = np.where(np.isfinite(floor_side) & np.isfinite(cap_side), 0.5 * (floor_side + cap_side),
-                      np.where(np.isfinite(floor_side), floor_side, cap_side))
+    both = np.isfinite(floor_side) & np.isfinite(cap_side)
+    middle = np.where(both, 0.5 * (np.where(both, floor_side, 0.0) + np.where(both, cap_side, 0.0)),
+                      np.where(np.isfinite(floor_side), floor_side, cap_side))  # (no -inf + inf formed)
     nu_a = np.where(mass > 0, -weighted / np.where(mass > 0, mass, 1.0), middle)
     if held is not simplex or not simplex.equality:  # the KKT signs bound nu a to [floor_side, cap_side]
         agree = floor_side <= cap_side

@@ -11,7 +11,10 @@ lays out blocks, rewrites such a model into sets and equalities:
    ``fm.Box(x + 5, 0, 1)``, ``fm.norm(x - x0, 2) <= r``) becomes an
    ``AffinePreimage`` on the selected entries of x, whose LMO is one call
    to the set's LMO (``x* = (LMO_S(d / a) - c) / a``): its block is a copy
-   of x, and it bounds x like any set on x.
+   of x, and it bounds x like any set on x. With ``c`` read from Parameters
+   (``fm.L1Ball(x - q, r)``) it is a ``MovingPreimage`` around a center
+   read at each solve, where no other set holds every entry of x
+   (:func:`_moving_where_unbounded`).
 1. **Norm bounds are sets.** ``norm1(e) <= t`` is ``L1Ball(e, t)``;
    ``norm(e, 2)``, ``norm2``, ``norm(E, "fro")`` give ``L2Ball``;
    ``norm(e, "inf")``, ``norm_inf`` give ``LinfBall``; ``normNuc(E)``,
@@ -57,7 +60,10 @@ lays out blocks, rewrites such a model into sets and equalities:
    families of disjoint groups per variable: a family whose groups are an
    axis's gives that axis's simplex (the same sets, so the same
    iterations), another a simplex per group size on the selected entries
-   where no other set or bound bounds them (:func:`_slice_budgets`); a row
+   where no other set or bound bounds them (:func:`_slice_budgets`); on
+   entries bounded on one side only by other fixed bounds B (``x <= 0``
+   with ``fm.sum(x[:5]) >= -1``, ``X >= -1`` with row budgets) the same
+   simplices on ``s (x - B)``, held on x as preimages; a row
    that bounds an entry but stays a row is named, with the reason, where
    the entry is refused (:func:`_bound_box`). Floors above 0 (``x >= 0.05``,
    ``x[0] >= 0.2`` next to ``x >= 0``) stay in the bound box (2-3), which
@@ -1079,8 +1085,8 @@ def _coefficients_read_parameters(expr):
                for node in expr._postorder())
 
 
-def _slice_budget_groups(A, slots, fixed_zero_lower, skip, equality):
-    """``(var, groups, a)`` when every row of A is ``a_r * fm.sum`` of entries of one variable, else None.
+def _slice_budget_groups(A, slots, fixed_zero_lower, skip, equality, mirror_side=None):
+    """``(var, groups, a, sign)`` when every row of A is ``a_r * fm.sum`` of entries of one variable, else None.
 
     That is: each row has two or more entries, all of one variable, with one coefficient ``a_r`` (nonzero;
     ``> 0`` for the rows of an inequality, ``a_r * sum <= t``), no entry is in two rows, and the variable
@@ -1089,6 +1095,12 @@ def _slice_budget_groups(A, slots, fixed_zero_lower, skip, equality):
     whose trace rows are balls). ``groups``: the sorted flat entries of each row, ``a`` the coefficients.
     The rows of ``fm.sum(X[0])``, ``fm.sum(x[:3])``, ``fm.sum(X[1:], axis=1)``, ``fm.sum(X[:, j])`` or
     ``fm.sum(x[[4, 1]])`` are such rows.
+
+    ``sign`` is None for such rows; where the entries are not fixed ``>= 0`` but ``mirror_side(var, entries)``
+    gives a side ``s`` (+1: every entry has a fixed floor ``B`` and no cap, some ``B < 0``; -1: every entry a
+    fixed cap ``B`` and no floor: ``x <= 0``), the budget is a simplex on ``z = s (x - B) >= 0``
+    (:func:`_slice_budgets`), and ``sign`` is s; an inequality then needs ``a_r * s > 0`` (``fm.sum(x[:3]) >= -1``
+    with ``x <= 0``).
     """
     A = A.tocsr()
     counts = np.diff(A.indptr)
@@ -1096,23 +1108,31 @@ def _slice_budget_groups(A, slots, fixed_zero_lower, skip, equality):
         return None
     cols, data = A.indices, A.data
     first = data[A.indptr[:-1]]
-    if np.any(data != np.repeat(first, counts)) or np.any(first == 0) or (not equality and np.any(first < 0)):
+    if np.any(data != np.repeat(first, counts)) or np.any(first == 0):
         return None
     for var, (off, size) in slots.items():
         if cols.min() < off or cols.max() >= off + size:
             continue
         local = cols - off
-        if size <= 1 or var.id in skip or not fixed_zero_lower(var, local):  # (floors on the budget's entries)
+        if size <= 1 or var.id in skip:
+            return None
+        sign = None
+        if not fixed_zero_lower(var, local):  # (floors on the budget's entries)
+            sign = mirror_side(var, local) if mirror_side is not None else None
+            if sign is None:
+                return None
+        if not equality and np.any(first * (1.0 if sign is None else sign) < 0):  # (a sum bounded on the open side)
             return None
         if np.bincount(local, minlength=size).max() > 1:  # groups that overlap: not one product of simplices
             return None
         groups = [np.sort(local[lo:hi]) for lo, hi in zip(A.indptr[:-1], A.indptr[1:])]
-        return var, groups, first.astype(float)
+        return var, groups, first.astype(float), sign
     return None
 
 
-def _slice_totals(picked, offsets, n_v, common=True):
-    """The total ``-c_r / a`` of each group ``(constraint, row r, a)`` of ``picked``, in that order.
+def _slice_totals(picked, offsets, n_v, common=True, shifts=None):
+    """The total ``-c_r / a - shift`` of each group ``(constraint, row r, a)`` of ``picked``, in that order
+    (``shifts``: fixed data, one per group, 0 where None: a mirrored budget's ``s * sum(B)``).
 
     One number when all are equal and read no Parameter; with Parameters, one number read at each solve
     when all the constraints read the same scalar Parameters and the totals are equal now (``common``: a
@@ -1124,6 +1144,8 @@ def _slice_totals(picked, offsets, n_v, common=True):
     def totals():
         consts = {id(c): np.asarray(linearize(c.expr, offsets, n_v)[1], dtype=float).ravel() for c in constraints}
         out = np.array([-consts[id(c)][r] / a for c, r, a in picked])
+        if shifts is not None:
+            out = out - shifts
         return out if out.size > 1 else float(out[0])
 
     def equal(values):
@@ -1153,7 +1175,7 @@ def _slice_totals(picked, offsets, n_v, common=True):
 
 
 def _slice_budgets(equalities, general, sets, bounds, slots, offsets, n_v, fixed_zero_lower, skip, shared_duals,
-                   violated):
+                   violated, mirror_side=None):
     """Budgets on selections of a variable's entries become simplices (item 4, per slice).
 
     ``x >= 0`` (fixed floors ``>= 0``) with ``fm.sum(X[0]) == 1``, ``fm.sum(x[:3]) <= t``,
@@ -1169,6 +1191,14 @@ def _slice_budgets(equalities, general, sets, bounds, slots, offsets, n_v, fixed
     cap ``fm.sum(w[:3]) <= 0.5`` next to ``fm.sum(w) == 1`` is a slack row). Totals: :func:`_slice_totals`,
     negative ones infeasible (:func:`_feasible_total`).
 
+    Mirrored budgets: where the entries are bounded on one side only, all on the same side, by fixed bounds
+    B that are not floors ``>= 0`` (``x <= 0`` with ``fm.sum(x[:5]) >= -1``, ``X <= 0`` with
+    ``fm.sum(X, axis=0) == -1``, floors below 0; ``mirror_side``, see :func:`_slice_budget_groups`), the
+    family's simplex is on ``z = s (x - B) >= 0``, held on x as its preimage (as :func:`_mirrored_simplex` does
+    for a budget on the whole variable): ``a_r * sum(x_g) + c_r`` reads ``(a_r s) sum(z_g) + a_r sum(B_g) + c_r``,
+    so the total of group g is ``s (t_g - sum(B_g))`` and its coefficient ``a_r s``; its multipliers come from
+    the simplex's KKT conditions read in z, as the whole variable's.
+
     Returns ``(records, equalities, general)``: records ``(simplex, a, groups, members)`` for the dual
     values (see ``Lowered.slice_budgets``) and the equalities and general rows that stay rows.
     """
@@ -1178,36 +1208,42 @@ def _slice_budgets(equalities, general, sets, bounds, slots, offsets, n_v, fixed
         return (len(found) == 1 and found[0].size > 1 and found[0].id not in skip
                 and not (constraint.parameters() and _coefficients_read_parameters(constraint.expr)))
 
-    candidates = []  # (constraint, equality?, its rows, var, groups, coefficients)
+    candidates = []  # (constraint, equality?, its rows, var, groups, coefficients, mirror sign or None)
     for eq in equalities:
         if getattr(eq, "role", None) or id(eq) in shared_duals or not on_one_budget_variable(eq):
             continue
-        found = _slice_budget_groups(linearize(eq.expr, offsets, n_v)[0], slots, fixed_zero_lower, skip, True)
+        found = _slice_budget_groups(linearize(eq.expr, offsets, n_v)[0], slots, fixed_zero_lower, skip, True,
+                                     mirror_side)
         if found is not None:
             candidates.append((eq, True, np.arange(eq.size)) + found)
     for ineq, rows, A, _ in general:
         if not on_one_budget_variable(ineq):
             continue
-        found = _slice_budget_groups(A[rows], slots, fixed_zero_lower, skip, False)
+        found = _slice_budget_groups(A[rows], slots, fixed_zero_lower, skip, False, mirror_side)
         if found is not None:
             candidates.append((ineq, False, rows) + found)
     if not candidates:
         return [], equalities, general
 
-    families = []  # [var, equality?, entries covered, [(constraint, rows, groups, a)]]
-    for constraint, equality, rows, var, groups, a in candidates:
+    families = []  # [var, equality?, entries covered, [(constraint, rows, groups, a)], mirror sign or None]
+    for constraint, equality, rows, var, groups, a, sign in candidates:
         entries = np.concatenate(groups)
-        family = next((f for f in families if f[0] is var and f[1] == equality and not f[2][entries].any()), None)
+        family = next((f for f in families if f[0] is var and f[1] == equality and f[4] == sign
+                       and not f[2][entries].any()), None)
         if family is None:
-            family = [var, equality, np.zeros(var.size, dtype=bool), []]
+            family = [var, equality, np.zeros(var.size, dtype=bool), [], sign]
             families.append(family)
         family[2][entries] = True
         family[3].append((constraint, rows, groups, a))
 
     records, used = [], set()
-    for var, equality, covered, members in families:
+    for var, equality, covered, members, sign in families:
         # every group of the family: (entries, constraint, its row, coefficient)
         groups = [(g, c, int(r), float(a_r)) for c, rows, gs, a in members for g, r, a_r in zip(gs, rows, a)]
+        base = None
+        if sign is not None:  # a simplex on z = s (x - B): B the bounds on the side s, fixed (mirror_side)
+            off, size = slots[var]
+            base = (bounds.lo if sign > 0 else bounds.hi)[off:off + size].copy()
         axis = False
         if covered.all() and len(groups) > 1 and var.ndim > 1:
             label = np.empty(var.size, dtype=np.intp)
@@ -1219,8 +1255,10 @@ def _slice_budgets(equalities, general, sets, bounds, slots, offsets, n_v, fixed
             layouts = [(var, axis, label[grouped[:, 0]], grouped)]
         else:
             off, size = slots[var]
-            above = np.isfinite(bounds.hi[off:off + size]) | np.isfinite(
-                _implied(var, _holders(var, sets, slots, offsets, n_v))[1])
+            # (the side the simplex closes: above for floors, below for a mirrored budget on caps)
+            other = 0 if sign is not None and sign < 0 else 1
+            above = np.isfinite((bounds.lo, bounds.hi)[other][off:off + size]) | np.isfinite(
+                _implied(var, _holders(var, sets, slots, offsets, n_v))[other])
             if np.all(above[covered]):  # other sets and bounds bound every entry: the rows stay rows
                 continue
             flat = var.reshape(-1, order="C") if var.ndim != 1 else var
@@ -1232,14 +1270,32 @@ def _slice_budgets(equalities, general, sets, bounds, slots, offsets, n_v, fixed
                 # (the block is the selection: its entries in the order of grouped's rows)
                 layouts.append((expr, None if order.size == 1 else 1, order,
                                 np.arange(grouped.size).reshape(grouped.shape)))
+        if sign is not None:  # in z: coefficients a_r s, totals shifted by s sum(B_g)
+            groups = [(g, c, r, a_r * sign) for g, c, r, a_r in groups]
+            shift = np.array([sign * float(base[g].sum()) for g, _, _, _ in groups])
+        domain = ">= 0" if sign is None else "within its bounds"
         for constraint in _unique(c for _, c, _, _ in groups):  # negative totals: infeasible, named
-            own = [(c, r, a_r) for _, c, r, a_r in groups if c is constraint]
-            _feasible_total(_slice_totals(own, offsets, n_v, common=False), constraint, var, violated)
+            mine = [i for i, (_, c, _, _) in enumerate(groups) if c is constraint]
+            own = [groups[i][1:] for i in mine]
+            _feasible_total(_slice_totals(own, offsets, n_v, common=False,
+                                          shifts=None if sign is None else shift[mine]),
+                            constraint, var, violated, domain=domain)
         for expr, simplex_axis, order, grouped in layouts:
             picked = [groups[i][1:] for i in order]
-            total = _feasible_total(_slice_totals(picked, offsets, n_v), picked[0][0], var, [])  # (clipped at 0)
-            simplex = Simplex(expr, total, axis=simplex_axis, equality=equality)
-            sets.append(simplex)
+            total = _feasible_total(_slice_totals(picked, offsets, n_v, shifts=None if sign is None else shift[order]),
+                                    picked[0][0], var, [])  # (clipped at 0)
+            if sign is None:
+                simplex = Simplex(expr, total, axis=simplex_axis, equality=equality)
+                sets.append(simplex)
+            else:  # x = s z + B: the simplex on z, held on x (its block a copy of the entries, no rows)
+                flat_base = base if expr is var else base[np.concatenate([groups[i][0] for i in order])]
+                shaped = flat_base.reshape(expr.shape) if expr.shape else float(flat_base[0])
+                simplex = Simplex(sign * (expr - shaped), total, axis=simplex_axis, equality=equality)
+                preimage = _on_the_variable(simplex)
+                if not isinstance(preimage, AffinePreimage):  # (not expected: x - B on distinct entries)
+                    raise ModelError(f"{short_repr(picked[0][0])}: internal error, a budget on {var.name}'s bounded "
+                                     "entries did not map to a set on the variable")
+                sets.append(preimage)
             block_group = np.empty(grouped.size, dtype=np.intp)
             block_group[grouped.ravel()] = np.repeat(np.arange(order.size), grouped.shape[1])
             out = []
@@ -1339,8 +1395,9 @@ def lower_constraints(objective_expr, constraints):
         # steps below read the sets' data (slack bounds, merged sets, closed boxes), so read it now; a
         # Parameter still without a value is a ModelError naming it
         s.refresh()
-    # a set on a * x + c (elementwise, a != 0) holds x itself (see AffinePreimage)
-    sets = [_on_the_variable(s) for s in sets]
+    # a set on a * x + c (elementwise, a != 0) holds x itself (see AffinePreimage); with c read from
+    # Parameters (fm.L1Ball(x - q, r)) where nothing else holds x, around a center moved at each solve
+    sets = _moving_where_unbounded([_on_the_variable(s) for s in sets])
     if not inequalities and not semidefinite and not any(
             _has_attributes(v) for v in _all_variables(objective_expr, sets, equalities)):
         # the explicit-set model: nothing to rewrite but the merged pairs of sets (7)
@@ -1445,6 +1502,21 @@ def lower_constraints(objective_expr, constraints):
         off, size = slots[var]
         floors = bounds.lo[off:off + size]
         return var.id not in param_bound_vars and np.all((floors if entries is None else floors[entries]) >= 0.0)
+
+    def mirror_side(var, entries):
+        """The side (+1 floors, -1 caps) on which every one of ``entries`` (flat in var) is bounded, fixed (no
+        Parameter), with no bound on the other side: a budget on them is a simplex on ``s (x - B)``
+        (:func:`_slice_budgets`); None otherwise."""
+        if var.id in param_bound_vars:
+            return None
+        off, size = slots[var]
+        floors = np.isfinite(bounds.lo[off:off + size][entries])
+        caps = np.isfinite(bounds.hi[off:off + size][entries])
+        if floors.all() and not caps.any():
+            return 1.0
+        if caps.all() and not floors.any():
+            return -1.0
+        return None
 
     # 4. recognized structures: simplices from sum(x) == t and sum(x) <= t, PSD trace balls
     absorbed, absorbed_equalities = {}, []
@@ -1563,7 +1635,7 @@ def lower_constraints(objective_expr, constraints):
     #     rows or columns): simplices, as their axis forms are
     slice_budgets, equalities, general = _slice_budgets(
         equalities, general, sets, bounds, slots, offsets, n_v, fixed_zero_lower, psd_ids,
-        shared_duals, violated_constant_rows)
+        shared_duals, violated_constant_rows, mirror_side)
 
     # 6a. symmetric variables: symmetric variants of the sets that hold them whole. A simplex
     #     that replaced the user's equality keeps its symmetry rows: its equality's dual is
@@ -1746,6 +1818,32 @@ def _on_the_variable(s, moving=False):
         preimage = AffinePreimage(s, selection, A.data, c)
     preimage.derived_from = s  # prob.point_in(s) maps the block's x back to a * x + c (see image_of)
     return preimage
+
+
+def _moving_where_unbounded(sets):
+    """Hold a set given on ``a * x + c(q)`` (``fm.L1Ball(x - q, r)``, ``fm.Box(x - q, lo, hi)``,
+    ``fm.Simplex(x - q)``; q a Parameter, in the offset only) on x itself, as a
+    :class:`~fwmodel.sets.preimage.MovingPreimage` whose center is read at each solve, where no other of the
+    sets holds every entry of x (a new list).
+
+    Such a set was an expression block tied to x by rows, which does not bound x: alone on x the model was
+    refused ("not in any bounded set"), where the same set around a constant center, or the norm bound
+    ``fm.norm1(x - q) <= r``, already held x (item 0, item 1). Next to a set that holds x the block is kept
+    as before.
+    """
+    out = list(sets)
+    for i, s in enumerate(out):
+        expr = getattr(s, "expr", None)
+        if expr is None or isinstance(s, AffinePreimage) or not expr.parameters():
+            continue
+        found = expr.variables()
+        if len(found) != 1:
+            continue
+        var = found[0]
+        if _held_whole(var, out[:i] + out[i + 1:], None, {var.id: 0}, var.size):
+            continue
+        out[i] = _on_the_variable(s, moving=True)
+    return out
 
 
 def _parameters_in_offset_only(expr, var, A):
@@ -2181,13 +2279,21 @@ def _why_a_row(constraint, A, r, var, off, size, bounds, param_bound_vars):
     floors = bounds.lo[off:off + size][row.indices[~outside] - off]  # (the floors of the row's entries)
     if var.id in param_bound_vars:
         return f"the bounds of {var.name} read Parameters"
-    if not np.all(floors >= 0):
-        return (f"not every entry of {var.name} in it has a fixed floor >= 0 ({var.name} >= 0, nonneg=True), "
-                "which a budget needs to be a simplex")
+    caps = bounds.hi[off:off + size][row.indices[~outside] - off]
+    one_side = (np.isfinite(floors).all() and not np.isfinite(caps).any()) or (
+        np.isfinite(caps).all() and not np.isfinite(floors).any())
+    if not np.all(floors >= 0) and not one_side:
+        return (f"not every entry of {var.name} in it has a fixed floor >= 0 ({var.name} >= 0, nonneg=True), nor "
+                f"are they all bounded on one same side only ({var.name} >= lo, or {var.name} <= hi), which a "
+                "budget needs to be a simplex")
     if _coefficients_read_parameters(constraint.expr):
         return "its coefficients read a Parameter"
-    if isinstance(constraint, Inequality) and row.data[0] < 0:
+    if isinstance(constraint, Inequality) and np.all(floors >= 0) and row.data[0] < 0:
         return "it bounds a sum from below"
+    if isinstance(constraint, Inequality) and not np.all(floors >= 0) and (
+            (row.data[0] < 0) == np.isfinite(floors).all()):
+        return (f"it bounds a sum {'from below' if row.data[0] < 0 else 'from above'} where the entries are "
+                f"bounded {'below' if np.isfinite(floors).all() else 'above'}, the same side")
     if var.PSD:
         return f"{var.name} is PSD (its trace rows are trace balls)"
     return ("it is not a budget fm.sum(...) == t or <= t on entries of one variable that no other budget "

@@ -73,7 +73,7 @@ from .._shared_setting import in_own_context
 from .pages import with_plain_pages
 from .threads import with_blas_threads
 from .vector_ops import dot, norm
-from .warm_start import data_changed, in_new_units, initial_point
+from .warm_start import data_changed, in_new_units, initial_point, interior_start
 
 
 @in_own_context
@@ -223,6 +223,12 @@ def minimize_fwal(
     loop_value_and_grad = getattr(objective, "value_and_grad_shared", objective.value_and_grad)
     f, g = loop_value_and_grad(x)
     cold = warm_state is None  # the scales of the stopping rule: at the cold starting point (stopping.py)
+    if cold and not _is_finite(Iterate(x, None, r, f, g, 0.0)) and interior_start(blocks, x, active, faces,
+                                                                                  objective):
+        # -log(z) on a box 0 <= z <= 1: infinite at the starting vertex; start inside the sets instead
+        r = Mop.matvec(x)
+        r -= b
+        f, g = loop_value_and_grad(x)
     # a cold start begins at the reference point: its gradient, M x (= r + b) and the
     # LMOs there serve both the stopping scales and the default penalty (the penalty's
     # direction is formed in the LMOs' vertex array)
@@ -333,7 +339,8 @@ def minimize_fwal(
     lmo_check = LmoCheck.of(blocks)  # None where every LMO is exact
     progress = Progress(start, n, m, blocks, verbose, print_every, callback,
                         [c.kind for c in correctives if c.blocks]
-                        + (["rank_k"] if any(getattr(st, "replaces_inface", False) for st in steps) else []))
+                        + (["rank_k"] if any(getattr(st, "replaces_inface", False) for st in steps) else []),
+                        objective_sign=getattr(objective, "sign", 1.0))  # (-1: a compiled Maximize)
     progress.printer.header(step=step, line_search=line_search, lam=it.lam, stopping=stopping)
     step_counts = progress.step_counts
     # Alg. 1 repeats drop steps before the dual step (pairwise and BPCG steps do not)
@@ -388,12 +395,15 @@ def minimize_fwal(
                 # test against it never held: max_iter at the exact optimum)
                 gap_f = gap_at_rounding(objective_gap(blocks, it.x, it.g), blocks, it.g, stopping.feasibility_scale)
                 stopping.observe_objective_gap(gap_f)
+            if lmo_check is None:  # the best certified lower bound on f* (test (1b)); checked gaps below
+                stopping.observe_bound(it.f, suboptimality_bound(gap, dual_residual, certified))
             checked = False  # the gap of blocks with an inexact LMO re-measured at this iterate (stopping.LmoCheck)
             if lmo_check is not None and gap_known and (
                     t == max_iter or stopping.met(gap, feas, gap_f, dual_residual)):
                 gap, certified = _checked_gap(lmo_check, blocks, it.x, grad, gap, block_gaps, stopping,
                                               (feas, gap_f, dual_residual))
                 checked = True
+                stopping.observe_bound(it.f, suboptimality_bound(gap, dual_residual, certified))
             elif lmo_check is not None:
                 certified = False  # an unchecked gap of an inexact LMO certifies nothing
             elapsed, eta_now = progress.elapsed(), schedule.current

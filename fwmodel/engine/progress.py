@@ -34,10 +34,10 @@ BEST_POINT_FACTOR = 0.5
 class Progress:
     """Step counts, history rows, verbose rows, the best-point snapshot and the user's callback."""
 
-    def __init__(self, start, n, m, blocks, verbose, print_every, callback, corrective_kinds=()):
+    def __init__(self, start, n, m, blocks, verbose, print_every, callback, corrective_kinds=(), objective_sign=1.0):
         self.start = start
         self.history = History()
-        self.printer = VerbosePrinter(verbose, print_every, n=n, m=m, blocks=blocks)
+        self.printer = VerbosePrinter(verbose, print_every, n=n, m=m, blocks=blocks, objective_sign=objective_sign)
         self.step_counts = {"fw": 0, "away": 0, "pairwise": 0, "drop": 0}
         for kind in corrective_kinds:  # counted from the start when some block takes them
             self.step_counts[kind] = 0

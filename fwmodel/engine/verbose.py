@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 import time
 
-from .stopping import UNITS_APART
+from .stopping import REL_FACTOR, REL_FLOOR, UNITS_APART
 
 #: the step kinds counted in the last column, in order (projection: projected-gradient block steps)
 STEP_COLUMNS = ("fw", "away", "pairwise", "drop", "projection", "inface", "rank_k")
@@ -27,8 +27,10 @@ class VerbosePrinter:
     #: a row is printed at least this often (seconds), whatever the iteration schedule
     print_seconds = 2.0
 
-    def __init__(self, verbose, print_every, n, m, blocks, stream=None, clock=time.perf_counter):
+    def __init__(self, verbose, print_every, n, m, blocks, stream=None, clock=time.perf_counter, objective_sign=1.0):
         self.on = bool(verbose)
+        # -1 for a Maximize: the engine minimizes -f, the table shows the user's f (as prob.value does)
+        self.objective_sign = -1.0 if objective_sign == -1.0 else 1.0
         self.every = print_every
         self.n, self.m, self.blocks = n, m, blocks
         self.stream = stream or sys.stdout
@@ -50,6 +52,8 @@ class VerbosePrinter:
         self._print(f"stop when FW gap <= tol * S_f = {stopping.tol:.1e} * {stopping.objective_scale:.3e}"
                     f"  and  ||Mx-b|| <= feas_tol * S_x = {stopping.feas_tol:.1e} * {stopping.point_scale:.3e}")
         self._print("  and |<y + lam r, r>| <= tol * min(S_f, max(|f|, S_f / 100)) (the error infeasibility can hide)")
+        self._print("  and the certified bound (FW gap - <y + lam r, r>, or f - the best lower bound seen) <= "
+                    f"tol * min(S_f, {REL_FACTOR:g} |f|) where |f| > {REL_FLOOR:g} S_f")
         self._print("  S_f: FW gap of f at the starting point (the objective's range); "
                     "S_x: largest norm of b and of the points seen (not the sets' vertices)")
         pieces = stopping.row_pieces
@@ -79,7 +83,7 @@ class VerbosePrinter:
     def row(self, t, f, gap, feas, stopping, lam, eta, elapsed, counts):
         if not self.on or not self._due(t):
             return
-        self._print(f"{t:7d} {f:13.6e} {gap:10.3e} {stopping.gap_rel(gap):9.2e} {feas:10.3e} "
+        self._print(f"{t:7d} {self.objective_sign * f:13.6e} {gap:10.3e} {stopping.gap_rel(gap):9.2e} {feas:10.3e} "
                     f"{stopping.feas_rel(feas):9.2e} {lam:9.2e} {eta:9.2e} {elapsed:8.2f}  {self.steps(counts)}")
         self._last_print = self.clock()
 
@@ -88,10 +92,13 @@ class VerbosePrinter:
             return
         self._print("-" * 112)
         self._print(f"status: {status} ({message}) after {t} iterations, {elapsed:.3f} s")
-        self._print(f"objective {f:.8e}   FW gap {gap:.3e} (tol * S_f = {stopping.gap_target():.3e})   "
+        self._print(f"objective {self.objective_sign * f:.8e}   FW gap {gap:.3e} (tol * S_f = "
+                    f"{stopping.tol * stopping.objective_scale:.3e})   "
                     f"||Mx-b|| {feas:.3e} (feas_tol * S_x = {stopping.feasibility_target():.3e})")
         certified = f"{bound:.3e} (FW gap - <y + lam r, r>)" if bound == bound else \
             "not certified (the last FW gap was not measured, or an LMO was inexact)"
-        self._print(f"certified: objective - optimum <= {certified}")
+        # (negative where the point is infeasible enough to beat the optimum)
+        error = "objective - optimum" if self.objective_sign == 1.0 else "optimum - objective"
+        self._print(f"certified: {error} <= {certified}")
         self._print(f"steps: {self.steps(counts)}")
         self._print("-" * 112)

@@ -222,3 +222,60 @@ def _ratio(new, old):
     if new is not None and old is not None and new > 0 and old > 0 and np.isfinite(new) and np.isfinite(old):
         return new / old
     return None
+
+
+#: at most this many LMO calls per block for :func:`interior_start` (one per coordinate where the
+#: objective's gradient is not finite); past it the first coordinates of the block are taken
+INTERIOR_START_LMOS = 4096
+
+
+def interior_start(blocks, x, active, faces, objective):
+    """A cold starting point where the objective is finite, when it is not at the sets' initial vertices.
+
+    An objective that is infinite on part of the sets' boundary (``-log(z)`` on a box ``0 <= z <= 1``, the
+    box's implied domain; ``-log`` on a simplex) is infinite at the vertices the iterates start from
+    (:func:`initial_point`: the origin or the LMO of a zero direction), and the solve ended "diverged" at
+    iteration 0, where CVXPY solves it. Frank-Wolfe needs a first point in the set (Alg. 1, x_0 in X), not a
+    vertex: each block whose slice of the gradient has entries that are not finite moves to the uniform mean
+    of its starting atom(s) and, per such coordinate j, the vertex that goes furthest in the direction the
+    gradient asks: ``LMO(-e_j)`` where ``g_j = -inf`` (``-log(z_j)`` at ``z_j = 0``), ``LMO(e_j)`` where
+    ``+inf``, both where NaN. The mean is a point of the set (a convex combination of its atoms, kept as
+    the block's active set), and each such coordinate lies strictly inside its range over the set unless the
+    set fixes it. Blocks with a low-rank face (``faces``: trace-norm balls) are left as they are.
+    ``x`` is changed in place; returns whether any block moved.
+    """
+    _, g = objective.value_and_grad(x)
+    g = np.asarray(g, dtype=float).ravel()
+    moved = False
+    for k, blk in enumerate(blocks):
+        if k in faces:
+            continue
+        gk = g[blk.slice]
+        bad = np.flatnonzero(~np.isfinite(gk))
+        if bad.size == 0:
+            continue
+        bad = bad[:INTERIOR_START_LMOS]
+        aset = active.get(k)
+        atoms = list(aset.atoms) if aset is not None else []
+        weights = list(aset.weights) if aset is not None else []
+        start = None
+        if not atoms:  # a block without an active set: its current point counts as one atom
+            start = x[blk.slice].copy()
+        direction = np.zeros(blk.size)
+        found = []
+        for j in bad:
+            for sign in ((-1.0,) if gk[j] == -np.inf else (1.0,) if gk[j] == np.inf else (-1.0, 1.0)):
+                direction[j] = sign
+                found.append(blk.lmo(direction.copy()))
+                direction[j] = 0.0
+        share = 1.0 / (len(found) + 1)
+        if aset is not None:
+            active[k] = ActiveSet.from_atoms(atoms + found, [w * share for w in weights] + [share] * len(found))
+            x[blk.slice] = active[k].dense(blk.size)
+        else:
+            point = start * share
+            for atom in found:
+                atom.add_to(point, share)
+            x[blk.slice] = point
+        moved = True
+    return moved

@@ -113,9 +113,26 @@ def mean(expr, axis=None, keepdims=False):
     return multiply(1.0 / count, total)
 
 
-def vec(expr, order="F"):
-    """The entries of ``expr`` as a vector, column by column (``order="F"``, CVXPY's default) or row by row ("C")."""
+VEC_ORDER_MESSAGE = (
+    "vec without order=: fwmodel reads the entries column by column (order='F'), as CVXPY 1.x's vec does by default, "
+    "which CVXPY says will change to row by row (order='C', NumPy's default); fm.reshape without an order reads 'C'. "
+    "Pass order='F' or order='C' explicitly (this warning then goes away)")
+
+
+def vec(expr, order=None):
+    """The entries of ``expr`` as a vector, column by column (``order="F"``) or row by row (``order="C"``).
+
+    Without ``order`` it reads F order, CVXPY 1.x's default for ``cp.vec``, and warns (a ``FutureWarning``, as
+    CVXPY's own ``vec`` and ``reshape`` do without an order, since CVXPY announced that their default will become
+    NumPy's "C"). :func:`fwmodel.reshape` without an order warns too but reads C (NumPy's order): a model that
+    relies on either default is ambiguous across versions, so pass ``order`` explicitly.
+    """
     expr = as_expression(expr)
+    if order is None:
+        import warnings
+
+        warnings.warn(VEC_ORDER_MESSAGE, FutureWarning, stacklevel=2)
+        order = "F"
     if order not in ("F", "C"):
         raise ModelError(f"vec({short_repr(expr)}): order must be 'F' or 'C', got {order!r}")
     return reshape(expr, (expr.size,), order=order)

@@ -337,11 +337,31 @@ class ConvexSet:
         object.__setattr__(self, name, check(value))
 
     def _checked(self, name, source, check):
+        value = source.value
         try:
-            return check(source.value)
+            return check(value)
         except ValueError as err:
             names = ", ".join(p.name for p in source.parameters())
-            raise ModelError(f"{err} (from parameter {names}); give it a valid value") from None
+            # a radius or total that a Parameter made negative leaves the set empty: the solve ends
+            # "infeasible" naming it, as for `norm1(x) <= t` and as in CVXPY (the magnitude is kept,
+            # so that the set stays well formed for the compiler until the value is valid again)
+            magnitude = self._negative_only(check, value)
+            if magnitude is None:
+                raise ModelError(f"{err} (from parameter {names}); give it a valid value") from None
+            low = float(np.min(value))
+            self.__dict__.setdefault("_negative_data", {})[name] = (
+                f"{type(self).__name__}({self.expr!r}) holds no point with the current values of {names}: its {name} is {low:g} < 0")
+            return magnitude
+
+    @staticmethod
+    def _negative_only(check, value):
+        """``check`` of |value| where only value's sign failed ``check``, else None."""
+        try:
+            if not np.any(np.asarray(value, dtype=float) < 0):
+                return None
+            return check(np.abs(value) if np.ndim(value) else abs(value))
+        except (ValueError, TypeError):
+            return None
 
     def data_source(self, name):
         """The fm.Parameter expression behind data field ``name``, else its stored value."""
@@ -372,6 +392,7 @@ class ConvexSet:
         a ModelError naming it.
         """
         changed = False
+        previous_negative = self.__dict__.pop("_negative_data", None)
         for name, (source, check) in self.__dict__.get("_sources", {}).items():
             if source.value is None:
                 names = ", ".join(p.name for p in source.parameters() if p.value is None)
@@ -382,10 +403,16 @@ class ConvexSet:
             if old is None or np.shape(old) != np.shape(new) or not np.array_equal(old, new):
                 object.__setattr__(self, name, new)
                 changed = True
+        negative = self.__dict__.get("_negative_data")
+        changed = changed or bool(negative) != bool(previous_negative)
         if changed:
             object.__setattr__(self, "_version", self.data_version + 1)
             object.__setattr__(self, "_contains_origin", None)
             self._data_changed()
+        if negative:
+            object.__setattr__(self, "empty_reason", "; ".join(negative.values()))
+        elif previous_negative and self.__dict__.get("empty_reason") in ("; ".join(previous_negative.values()),):
+            object.__setattr__(self, "empty_reason", None)  # (a set whose _data_changed does not set its own)
         return changed
 
     def _data_changed(self):
