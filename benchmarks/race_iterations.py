@@ -29,7 +29,14 @@ def main():
     parser.add_argument("--iterations", type=int, default=8)
     parser.add_argument("--threshold", type=float, default=0.9)
     parser.add_argument("--options", default="", help='solve options, e.g. "rank_k=False, projection=False"')
+    parser.add_argument("--single-products", type=int, default=None, metavar="D",
+                        help="Krylov products of rank-k steps in float32 on blocks of at least D rows "
+                             "(engine/rank_k.py, SINGLE_PRODUCTS_MIN_DIM; off by default)")
     args = parser.parse_args()
+    if args.single_products is not None:
+        import fwmodel.engine.rank_k as rank_k
+
+        rank_k.SINGLE_PRODUCTS_MIN_DIM = args.single_products
     options = eval(f"dict({args.options})")  # a benchmark's command line, not user input
     data = sparse_low_rank_covariance(args.size, threshold=args.threshold, seed=0)
 

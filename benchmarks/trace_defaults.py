@@ -176,6 +176,10 @@ def cmd_iteration(args):
     import tracemalloc
 
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    if args.single_products is not None:
+        import fwmodel.engine.rank_k as rank_k
+
+        rank_k.SINGLE_PRODUCTS_MIN_DIM = args.single_products
 
     rows = ["| d | options | iterations | s / iteration | LMOs / iteration (s) | iteration / LMOs | "
             "loop only: s / iteration | LMOs | iteration / LMOs | "
@@ -279,6 +283,9 @@ def main(argv=None):
                    help="option sets to run at each size")
     q.add_argument("--clock", choices=["wall", "cpu"], default="wall",
                    help="wall-clock seconds, or this process's CPU seconds (steadier on a busy machine)")
+    q.add_argument("--single-products", type=int, default=None, metavar="D",
+                   help="Krylov products of rank-k steps in float32 on blocks of at least D rows "
+                        "(engine/rank_k.py, SINGLE_PRODUCTS_MIN_DIM; off by default)")
     q = sub.add_parser("iterates")
     q.add_argument("--size", type=int, default=150)
     q.add_argument("--iters", type=int, default=150)

@@ -567,7 +567,11 @@ class Problem:
           or the variables (``fwmodel.engine.stopping``).
         - lam, eta (number, callable or "adaptive" / "theorem2" / "theorem3").
         - step ("auto", "fw", "away", "pairwise"), line_search ("auto",
-          "exact", "backtracking").
+          "exact", "backtracking"). A step kind named here is taken on every
+          block: projection="auto" then switches no block to projected-gradient
+          steps ("away" and "pairwise" apply to polytope blocks, the others take
+          FW steps); ``projection=True`` with it still projects the blocks with
+          a cheap projection.
         - verbose (True/False), print_every: a table row every few
           iterations and at least every 2 s.
         - callback (called with a :class:`CallbackState` each iteration;
@@ -583,8 +587,12 @@ class Problem:
           iterations, every block whose projection costs at most five
           iterations, measured (a trace-norm ball's up to d of about 2000 on
           one core); on a model made only of polytopes, none, except L1
-          balls in a model without rows, with a curved objective and
-          ``step="auto"`` (see ``fwmodel.engine.projection_choice``).
+          balls (and capped simplices) read by a curved objective, with or
+          without rows, under ``step="auto"``. Curved is measured: a quadratic
+          whose curvature along its first FW step is below 1e-3 of its slope
+          (a linear term plus a least-squares term of tiny or zero weight)
+          keeps the vertex steps of a linear objective (see
+          ``fwmodel.engine.projection_choice``).
         - rank_k ("auto", True, False): BlockFW rank-k steps on trace-norm
           blocks that take FW steps (``fwmodel.engine.rank_k``); "auto" (the
           default): on those of at least 1000 rows and columns, with the

@@ -62,7 +62,7 @@ from .face_step import FaceStep
 from .options import PROJECTION_CHOICES, check_choice, check_options
 from .row_metric import RowMetric
 from .progress import Progress
-from .projection_choice import AutoProjection
+from .projection_choice import AutoProjection, nearly_linear
 from .projection_step import ProjectedBlock, ProjectionStep, initial_projection_blocks
 from .result import FWALResult, SolverState  # noqa: F401 (the result types of minimize_fwal)
 from .schedules import make_dual_schedule, default_penalty
@@ -155,9 +155,12 @@ def minimize_fwal(
         the blocks whose projection costs at most a few iterations, measured
         (not a trace-norm or PSD ball on which a linear objective is flat
         along a face);
-        on a model made only of polytopes, none, except L1 balls in a model
-        without rows, with a curved objective and ``step="auto"`` (see
-        :mod:`fwmodel.engine.projection_choice`).
+        on a model made only of polytopes, none, except L1 balls (and capped
+        simplices) read by a curved objective, curvature measured (a quadratic
+        nearly linear over the sets keeps vertex steps), with or without rows
+        (see :mod:`fwmodel.engine.projection_choice`). A step kind named by
+        ``step`` (not "auto") turns "auto" into False: the named step is taken
+        on every block.
     rank_k : True: blocks with a low-rank face (trace-norm balls) that do not
         take projection steps take BlockFW rank-k steps instead of FW steps
         (:mod:`fwmodel.engine.rank_k`; no in-face steps on them); "auto" (the
@@ -188,9 +191,13 @@ def minimize_fwal(
     if b.shape != (m,):
         raise ValueError(f"b has shape {b.shape}, expected ({m},) to match the rows of M")
     b_norm = float(norm(b))
-    # polytope blocks keep vertex steps for a linear objective and for a step kind asked for by name
+    # a step kind asked for by name is taken on every block: "auto" then switches none to projections
+    if step != "auto" and projection == "auto":
+        projection = False
+    # polytope blocks keep vertex steps for a linear objective, and for one measured nearly linear over
+    # the sets (a quadratic of tiny or zero weight: projection_choice.nearly_linear)
     linear = bool(getattr(objective, "is_linear", False))
-    keep_vertex = step != "auto" or linear
+    keep_vertex = linear or (projection == "auto" and _nearly_linear_on_polytopes(objective, blocks, n))
     # on polytope models, an L1 block projects only where the objective reads it as its variable's only
     # copy (projection_choice.candidates): not a ball of D x, not one of two tied copies
     read_alone = _read_alone(objective)
@@ -306,6 +313,9 @@ def minimize_fwal(
             y.fill(0.0)
     it = Iterate(x, y, r, f, g, float(lam))
     schedule = make_dual_schedule(eta, it.lam, warm_state)
+    # feasibility's target relative to the FW gap's (feas_tol / tol): the penalty's balance rule compares
+    # the two tests in the same units, not against targets the caller set apart (AdaptiveMultiplier._balance)
+    feas_units = stopping.feas_tol / stopping.tol if stopping.tol > 0 else 1.0
     # ---- one step object per block, and the corrective steps
     cols = BlockColumns(M, Mop, blocks)
     if BlockLagrangianGradient.applies(cols) and any(blk.size == n - m for blk in blocks):
@@ -395,12 +405,15 @@ def minimize_fwal(
                 # test against it never held: max_iter at the exact optimum)
                 gap_f = gap_at_rounding(objective_gap(blocks, it.x, it.g), blocks, it.g, stopping.feasibility_scale)
                 stopping.observe_objective_gap(gap_f)
+            if lmo_check is None:  # the best certified lower bound on f* (test (1b)); checked gaps below
+                stopping.observe_bound(it.f, suboptimality_bound(gap, dual_residual, certified))
             checked = False  # the gap of blocks with an inexact LMO re-measured at this iterate (stopping.LmoCheck)
             if lmo_check is not None and gap_known and (
                     t == max_iter or stopping.met(gap, feas, gap_f, dual_residual)):
                 gap, certified = _checked_gap(lmo_check, blocks, it.x, grad, gap, block_gaps, stopping,
                                               (feas, gap_f, dual_residual))
                 checked = True
+                stopping.observe_bound(it.f, suboptimality_bound(gap, dual_residual, certified))
             elif lmo_check is not None:
                 certified = False  # an unchecked gap of an inexact LMO certifies nothing
             elapsed, eta_now = progress.elapsed(), schedule.current
@@ -450,7 +463,7 @@ def minimize_fwal(
                 eta_t = schedule.step(t, feas=r_norm, lam=it.lam, gap=gap,
                                       gap_target=stopping.gap_target(), feas_target=feas_target,
                                       dual_residual=dual_residual, dual_target=stopping.tol * stopping.accuracy_scale,
-                                      y=it.y, r=it.r)
+                                      y=it.y, r=it.r, feas_units=feas_units)
                 buffers.add_scaled(it.y, eta_t, it.r)
                 new_lam = schedule.penalty(it.lam)
                 if new_lam != it.lam:
@@ -628,6 +641,20 @@ def _variable_gradient(objective):
                     return g[block_slice] * copy_map.counts[off:off + var.size]
         return None
     return gradient
+
+
+def _nearly_linear_on_polytopes(objective, blocks, n):
+    """projection="auto" on a product of polytopes: whether the objective, not linear by structure, is
+    measured nearly linear at the cold starting point (:func:`projection_choice.nearly_linear`); it then
+    keeps the vertex steps of a linear objective. Measured only where the answer changes a choice: a
+    quadratic objective and a block that would project (``projection_choice.candidates``)."""
+    if not getattr(objective, "is_quadratic", False) or not all(blk.is_polytope for blk in blocks):
+        return False
+    if not any(blk.project is not None and blk.cheap_projection and not blk.is_box and blk.intervals is None
+               for blk in blocks):
+        return False
+    x_ref = reference_point(blocks, n)
+    return nearly_linear(objective, blocks, x_ref, objective.value_and_grad(x_ref)[1])
 
 
 def _read_alone(objective):

@@ -227,8 +227,104 @@ class _Plain:
         return self.terms[0]
 
 
+class SingleProducts:
+    """A symmetric matrix held in float32 (:func:`single_in_place`), whose block Krylov products are
+    taken by ``sgemm``: the operator of a large symmetric rank-k step's Krylov rounds.
+
+    A lean rank-k step's Krylov products with ``Y`` are five d x (k + OVERSAMPLING) products per
+    step at d = 4000 (the start and ``MAX_ROUNDS`` rounds), each bound by its flops and by reading
+    Y: the largest cost of an iteration after the two LMOs. On a float32 copy (half the bytes to
+    read, twice the flops per cycle) each takes about half the time (d = 4000, 36 columns: 0.024 s
+    against 0.045 s, single-threaded). The products are rounded to about eps32 ||Y||_F (a Rayleigh
+    quotient u' Y u of the result's vectors, from float32 products against float64 ones, differed by
+    1e-8 to 3.5e-8 of ||Y||_F on the paper's problem at d = 2000, that is 0.1-0.3 eps32), far below
+    what the rounds leave anyway (they stop at ``RITZ_RTOL`` = 1e-4 or at ``MAX_ROUNDS``); the Ritz
+    vectors stay orthonormal in float64 (QR and Rayleigh-Ritz are float64), so the rank-k point is
+    in the ball as before. The step's slope reads the carried products (``Y V``), so its rounding
+    bound is float32's (:meth:`RankKStep._lean_rank_k_direction`).
+
+    ``rounding``: the relative size below which a column of ``A Q - Q Q' A Q`` is taken as
+    rounding noise (:func:`_extend_in_place`): float32's, with a margin (a column of float32 noise
+    above float64's threshold would be orthogonalized into the basis as a direction).
+    """
+
+    rounding = 1e-5
+
+    def __init__(self, A32):
+        self.terms = (A32,)
+        self.shape = A32.shape
+        self._scratch = {}
+
+    @staticmethod
+    def combine(products):
+        return products[0]
+
+    def product_into(self, Q, out):
+        """out <- A Q by ``sgemm`` (Q rounded to float32), widened to float64."""
+        cols = Q.shape[1]
+        if cols not in self._scratch:
+            self._scratch = {cols: (np.empty((Q.shape[0], cols), dtype=np.float32, order="F"),
+                                    np.empty((self.shape[0], cols), dtype=np.float32, order="F"))}
+        q32, p32 = self._scratch[cols]
+        np.copyto(q32, Q, casting="same_kind")
+        np.matmul(self.terms[0], q32, out=p32)
+        np.copyto(out, p32)
+        return out
+
+    @property
+    def T(self):
+        return self  # symmetric
+
+    def dense(self):
+        return self.terms[0].astype(np.float64)
+
+
+#: entries per chunk of :func:`single_in_place` (the chunk's float64 norm read from cache)
+_SINGLE_CHUNK = 1 << 15
+
+
+def single_in_place(A):
+    """A (float64, C-contiguous, square) rounded to float32 in its own memory (the first half of its
+    bytes), chunk by chunk; returns (the float32 matrix, ||A||_F^2 of the float64 entries).
+
+    A's float64 content is gone. Entry i is written at byte 4 i after entries up to 2 i were read:
+    from the second chunk on, a chunk's writes land on entries already read; the first chunk, whose
+    writes overlap its own reads, goes through a temporary. No new array of A's size: a fresh one
+    cost its page faults at every step (0.06 s for 64 MB at d = 4000, as much as its products saved).
+    """
+    flat = A.reshape(-1)
+    n = flat.size
+    single = flat.view(np.float32)[:n]
+    total = 0.0
+    for start in range(0, n, _SINGLE_CHUNK):
+        stop = min(start + _SINGLE_CHUNK, n)
+        part = flat[start:stop]
+        total += float(np.dot(part, part))
+        if start == 0:
+            single[start:stop] = part.astype(np.float32)
+        else:
+            np.copyto(single[start:stop], part, casting="same_kind")
+    return single.reshape(A.shape), total
+
+
+#: a lean rank-k step on a symmetric block (eigenpairs) of at least this many rows takes its Krylov
+#: products in single precision (:class:`SingleProducts`); None: never (the default). Measured on
+#: the paper's problem at d = 4000 (benchmarks/RESULTS.md, "Krylov products in single precision"):
+#: 0.04-0.23 s less per loop iteration outside the LMOs (three runs), but the iterates part from the
+#: float64 ones within a few steps (objective 0.9 % apart at iteration 15), and the Fig. 2 race's average lost
+#: support F1 from iteration 24 on (0.619 against 0.651 at iteration 29): off until a race shows
+#: the float32 iterates as good
+SINGLE_PRODUCTS_MIN_DIM = None
+#: the rounding of the slope read from float32 products, in units of eps32 ||Y||_F per unit of
+#: sum(s) (measured 0.1-0.3; see :class:`SingleProducts`), and the least multiple of it that a slope
+#: must reach to be trusted (its relative rounding then about 1e-3 or less; the step size follows
+#: it, a 1e-3 error changes the step's decrease by 1e-6 of itself). Below, the FW direction.
+SINGLE_SLOPE_ROUNDING = 1.0
+SINGLE_SLOPE_TRUST = 100.0
+
+
 def _operator(A):
-    return A if isinstance(A, ShiftedMatrix) else _Plain(A)
+    return A if isinstance(A, (ShiftedMatrix, SingleProducts)) else _Plain(A)
 
 
 class KrylovWork:
@@ -387,7 +483,7 @@ def _eigenpairs(op, k, which, start, rng, max_rounds, rtol, work=None):
     for _ in range(max_rounds):
         W = K[:, b:]
         np.copyto(W, AK[:, :b])  # A Q, then the new directions in its place
-        w = _extend_in_place(K[:, :b], W)
+        w = _extend_in_place(K[:, :b], W, getattr(op, "rounding", 1e-10))
         m = b + w
         if w:
             op.product_into(K[:, b:m], AK[:, b:m])
@@ -437,7 +533,7 @@ def _first_columns(owners, k):
     return owner.T
 
 
-def _extend_in_place(Q, W):
+def _extend_in_place(Q, W, rounding=1e-10):
     """:func:`_extend` in place: W (column-major, holding A Q) receives the orthonormal columns that
     extend Q to span[Q, A Q], packed to the left; returns their number.
 
@@ -448,7 +544,7 @@ def _extend_in_place(Q, W):
     """
     top = float(np.sqrt(_column_norms2(W).max(initial=0.0)))
     blas.dgemm(-1.0, Q, Q.T @ W, beta=1.0, c=W, overwrite_c=1)
-    w = _pack_columns(W, np.sqrt(_column_norms2(W)) > 1e-10 * max(top, 1e-300))
+    w = _pack_columns(W, np.sqrt(_column_norms2(W)) > rounding * max(top, 1e-300))
     if w:
         w = _orth_in_place(W[:, :w])
     if w:
@@ -918,6 +1014,7 @@ class RankKStep:
         self.start = None  # the list is emptied once stacked: the last vectors are not kept through the rounds
         over_gradient = _overwritable_gradient(g_k, lend, self.block)
         scale = 1.0
+        yy = None  # ||G - L X||_F^2 where the Krylov products are taken in float32
         if over_gradient:
             # Y = X - G / L as -1/L times G - L X, formed over G by one BLAS axpy (one pass; G is not
             # read after this proposal, its array receives the direction); the prox takes the scale
@@ -928,6 +1025,15 @@ class RankKStep:
                 G *= -1.0 / L
                 G += X
             operator = G
+            n = min(self.shape)
+            if ((symmetric or self.psd) and scale != 1.0 and SINGLE_PRODUCTS_MIN_DIM is not None
+                    and n >= SINGLE_PRODUCTS_MIN_DIM
+                    and G.flags.c_contiguous and min(n, k + OVERSAMPLING) < DENSE_FRACTION * n):
+                # the Krylov products in float32, in G's own memory (SingleProducts); ||G - L X||_F for
+                # the slope's rounding bound
+                single, yy = single_in_place(G)
+                operator = SingleProducts(single)
+                single = None
         else:
             operator = ShiftedMatrix(X, G, L)
         G = None
@@ -946,6 +1052,10 @@ class RankKStep:
             rounding = SLOPE_ROUNDING * np.finfo(float).eps * L * np.sqrt(xx * float(sk @ sk))
             if not abs(gs - xg) > SLOPE_TRUST * rounding:
                 return None, None, None
+            if yy is not None:  # <Y, V> from float32 products: about eps32 ||Y||_F sum(s), ||L Y||_F^2 = yy
+                rounding = SINGLE_SLOPE_ROUNDING * float(np.finfo(np.float32).eps) * np.sqrt(yy) * float(np.sum(sk))
+                if not abs(gs - xg) > SINGLE_SLOPE_TRUST * rounding:
+                    return None, None, None
         else:
             XV, GV = products
             xs = float(sk @ np.einsum("ij,ij->j", Uk, XV[:, :kept]))  # <X, V>

@@ -154,7 +154,9 @@ class AdaptiveMultiplier:
     a window, when the FW gap relative to its target (test (1) of
     :mod:`fwmodel.engine.stopping`) is more than ``balance`` (10) times the
     larger of ||Mx - b|| and |<y + lam r, r>| relative to theirs (tests (3)
-    and (2)), lam is halved, down to ``lam0 / 16``: a penalty stiffer than
+    and (2); ||Mx - b||'s ratio taken times feas_tol / tol, in the FW gap's
+    units, so that targets the caller set apart do not read as a lag:
+    ``_balance``), lam is halved, down to ``lam0 / 16``: a penalty stiffer than
     the constraints need slows every FW step. It is never raised this way:
     on the TV denoiser, raising lam when the multiplier test lagged took 3x
     the iterations. Not once every block moves by projections on tied
@@ -308,7 +310,7 @@ class AdaptiveMultiplier:
             self.balance = math.inf
 
     def step(self, t, feas=None, lam=None, gap=None, gap_target=0.0, feas_target=0.0, dual_residual=0.0,
-             dual_target=0.0, y=None, r=None, **info):
+             dual_target=0.0, y=None, r=None, feas_units=1.0, **info):
         if lam is not None:
             self.lam = lam
         self._steps += 1
@@ -321,7 +323,7 @@ class AdaptiveMultiplier:
             dual_ratio = abs(dual_residual) / dual_target if dual_target > 0 else 0.0
             if gap_ratio is not None and feas_ratio is not None:
                 multiplier_binds = dual_target > 0 and dual_ratio >= max(gap_ratio, feas_ratio)
-            self._balance(gap_ratio, feas_ratio, dual_ratio)
+            self._balance(gap_ratio, feas_ratio, dual_ratio, feas_units)
         if feas is not None:
             # FW iterates are noisy: compare the best feasibility of each
             # window with the previous window's best.
@@ -474,14 +476,23 @@ class AdaptiveMultiplier:
             self._pending_lam = self.drift_factor * self.lam
             self._drift_feas = [feas]
 
-    def _balance(self, gap_ratio, feas_ratio, dual_ratio):
+    def _balance(self, gap_ratio, feas_ratio, dual_ratio, feas_units=1.0):
         """Halve lam when the FW gap lags ``balance`` times behind both feasibility tests (class docs); double
-        it when feasibility lags ``balance`` times behind the FW gap (and its own target)."""
+        it when feasibility lags ``balance`` times behind the FW gap (and its own target).
+
+        The FW gap and ||Mx - b|| are compared in the same units: ``feas_ratio`` (relative to feas_tol's
+        target) times ``feas_units`` = feas_tol / tol is ||Mx - b|| relative to tol's. Relative to their
+        own targets, a loose ``tol`` with the default ``feas_tol`` made feasibility look 10^3 times behind
+        a gap that had barely started: tol = 0.1 doubled lam 5 times in the first 140 iterations and took
+        958 iterations, against 173 at tol = 1e-3 (benchmarks/RESULTS.md, "Nearly linear objectives
+        keep vertex steps", its third part). Identical where tol = feas_tol (the defaults)."""
         if gap_ratio is None or feas_ratio is None:
             return
-        if gap_ratio > self.balance * max(feas_ratio, dual_ratio) and self.lam > self.lam_min_factor * self.lam0:
+        feas_common = feas_ratio * feas_units
+        if gap_ratio > self.balance * max(feas_common, dual_ratio) and self.lam > self.lam_min_factor * self.lam0:
             self._pending_lam = 0.5 * self.lam
-        elif (feas_ratio > self.balance * max(gap_ratio, 1.0) and self.lam < self.max_growth * self.lam0):
+        elif (feas_common > self.balance * gap_ratio and feas_ratio > self.balance
+              and self.lam < self.max_growth * self.lam0):
             # the mirror: ||Mx - b|| lags the FW gap as far behind: a penalty too weak for the rows, doubled
             # (Markowitz's risk bound, n = 20: lam 0.26 held the rows 543 iterations, 230 with the mirror;
             # fuzz 0-1599: 57,365 -> 42,236 over the 231 models changed, none 2x slower, 0 flagged)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 import time
 
-from .stopping import UNITS_APART
+from .stopping import REL_FACTOR, REL_FLOOR, UNITS_APART
 
 #: the step kinds counted in the last column, in order (projection: projected-gradient block steps)
 STEP_COLUMNS = ("fw", "away", "pairwise", "drop", "projection", "inface", "rank_k")
@@ -52,6 +52,8 @@ class VerbosePrinter:
         self._print(f"stop when FW gap <= tol * S_f = {stopping.tol:.1e} * {stopping.objective_scale:.3e}"
                     f"  and  ||Mx-b|| <= feas_tol * S_x = {stopping.feas_tol:.1e} * {stopping.point_scale:.3e}")
         self._print("  and |<y + lam r, r>| <= tol * min(S_f, max(|f|, S_f / 100)) (the error infeasibility can hide)")
+        self._print("  and the certified bound (FW gap - <y + lam r, r>, or f - the best lower bound seen) <= "
+                    f"tol * min(S_f, {REL_FACTOR:g} |f|) where |f| > {REL_FLOOR:g} S_f")
         self._print("  S_f: FW gap of f at the starting point (the objective's range); "
                     "S_x: largest norm of b and of the points seen (not the sets' vertices)")
         pieces = stopping.row_pieces
@@ -90,7 +92,8 @@ class VerbosePrinter:
             return
         self._print("-" * 112)
         self._print(f"status: {status} ({message}) after {t} iterations, {elapsed:.3f} s")
-        self._print(f"objective {self.objective_sign * f:.8e}   FW gap {gap:.3e} (tol * S_f = {stopping.gap_target():.3e})   "
+        self._print(f"objective {self.objective_sign * f:.8e}   FW gap {gap:.3e} (tol * S_f = "
+                    f"{stopping.tol * stopping.objective_scale:.3e})   "
                     f"||Mx-b|| {feas:.3e} (feas_tol * S_x = {stopping.feasibility_target():.3e})")
         certified = f"{bound:.3e} (FW gap - <y + lam r, r>)" if bound == bound else \
             "not certified (the last FW gap was not measured, or an LMO was inexact)"
