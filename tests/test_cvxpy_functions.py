@@ -100,7 +100,7 @@ def test_cumsum_mean_and_vec_in_a_model_match_cvxpy():
     d = rng.standard_normal(n)
     x, xc = fm.Variable(n), cp.Variable(n)
     _compare(
-        fm.Problem(fm.Minimize(fm.sum_squares(x - fm.mean(x) - c) + d @ fm.vec(fm.reshape(x, (3, 4), order="C"))),
+        fm.Problem(fm.Minimize(fm.sum_squares(x - fm.mean(x) - c) + d @ fm.vec(fm.reshape(x, (3, 4), order="C"), order="F")),
                    [x >= 0, fm.sum(x) == 1, fm.cumsum(x)[: n // 2] <= 0.3]),
         cp.Problem(cp.Minimize(cp.sum_squares(xc - cp.mean(xc) - c) + d @ cp.vec(cp.reshape(xc, (3, 4), order="C"), order="F")),
                    [xc >= 0, cp.sum(xc) == 1, cp.cumsum(xc)[: n // 2] <= 0.3]))
