@@ -84,21 +84,11 @@ def test_covariance_solve_with_the_kept_dual_term_and_factor_norms_matches_the_p
     """The paper's covariance problem at d = 200 (both copies past LARGE_BLOCK, rank-k steps on the
     trace-norm copy, projection steps on the L1 copy): y + lam r kept through the sweep and ||V - X||^2
     from the factors give the iterates of the solve that forms both afresh, up to rounding."""
-    import fwmodel as fm
     import fwmodel.engine.fwal as fwal
     import fwmodel.engine.rank_k as rank_k
-    from fwmodel.datasets import sparse_low_rank_covariance
+    from _covariance_trace import covariance_solver
 
-    data = sparse_low_rank_covariance(200, seed=0)
-
-    def solve():
-        X = fm.Variable((200, 200))
-        prob = fm.Problem(fm.Minimize(fm.sum_squares(X - data.sigma_hat)),
-                          [fm.L1Ball(X, data.radius_l1), fm.TraceNormBall(X, data.radius_trace)])
-        trace = []
-        prob.solve(max_iter=25, tol=1e-12, feas_tol=1e-12, rank_k=True, projection=True,
-                   callback=lambda s: trace.append((s.objective, s.fw_gap, s.feasibility)))
-        return prob, X.value.copy(), np.array(trace)
+    solve = covariance_solver()
 
     kept_reads = []
     original = fwal._Buffers.dual_term

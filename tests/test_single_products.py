@@ -93,19 +93,9 @@ def test_covariance_solve_with_single_products_follows_the_float64_solve(monkeyp
     feasibility within 1e-2 relative (measured: 1.3e-4, 2e-6 and 1.3e-3; the 4 Krylov rounds stop
     short of convergence, so float32 rounding of the products moves the Ritz vectors by more than
     itself, amplified by the inverse gaps of the clustered noise eigenvalues, as any rounding does)."""
-    import fwmodel as fm
-    from fwmodel.datasets import sparse_low_rank_covariance
+    from _covariance_trace import covariance_solver
 
-    data = sparse_low_rank_covariance(200, seed=0)
-
-    def solve():
-        X = fm.Variable((200, 200))
-        prob = fm.Problem(fm.Minimize(fm.sum_squares(X - data.sigma_hat)),
-                          [fm.L1Ball(X, data.radius_l1), fm.TraceNormBall(X, data.radius_trace)])
-        trace = []
-        prob.solve(max_iter=25, tol=1e-12, feas_tol=1e-12, rank_k=True, projection=True,
-                   callback=lambda s: trace.append((s.objective, s.fw_gap, s.feasibility)))
-        return prob, X.value.copy(), np.array(trace)
+    solve = covariance_solver()
 
     made = []
     init = SingleProducts.__init__
