@@ -55,21 +55,16 @@ def test_min_variance_portfolio_is_optimal_relative_to_its_own_value(min_varianc
 
 
 def _box_qp(m, seed=103):
-    """The box family of benchmarks/gap_scale.py, seed 103: least squares plus a linear term over [0, 1]^n
-    with equality and inequality rows (f* = -0.23, S_f = 117)."""
-    rng = np.random.default_rng(seed)
-    n = int(rng.integers(20, 31))
-    r = int(rng.integers(1, n + 3)) if rng.random() < 0.5 else 2
-    A, bb = rng.standard_normal((r, n)), rng.standard_normal(r)
-    me, mi = int(rng.integers(0, 10)), int(rng.integers(0, 10))
-    E, G, c = rng.standard_normal((me, n)), rng.standard_normal((mi, n)), rng.standard_normal(n)
-    if rng.random() < 0.3 and me > 1:
-        E[1] = E[0]
-    assert not rng.random() < 0.3  # seed 103 draws the quadratic objective
-    xf = rng.uniform(0, 1, n)
-    x = m.Variable(n)
-    cons = [x >= 0, x <= 1] + ([E @ x == E @ xf] if me else []) + ([G @ x <= G @ xf + 0.05] if mi else [])
-    return m.Problem(m.Minimize(m.sum_squares(A @ x - bb) + 0.1 * c @ x), cons)
+    """The box family of benchmarks/gap_scale.py (its builder, loaded from there), seed 103: least squares
+    plus a linear term over [0, 1]^n with equality and inequality rows (f* = -0.23, S_f = 117)."""
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "gap_scale.py"
+    spec = importlib.util.spec_from_file_location("gap_scale", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.box_model(seed)(m)
 
 
 def test_box_qp_without_the_face_step_is_optimal_relative_to_its_own_value():

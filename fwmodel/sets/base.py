@@ -411,7 +411,7 @@ class ConvexSet:
             self._data_changed()
         if negative:
             object.__setattr__(self, "empty_reason", "; ".join(negative.values()))
-        elif previous_negative and self.__dict__.get("empty_reason") in ("; ".join(previous_negative.values()),):
+        elif previous_negative and self.__dict__.get("empty_reason") == "; ".join(previous_negative.values()):
             object.__setattr__(self, "empty_reason", None)  # (a set whose _data_changed does not set its own)
         return changed
 
