@@ -378,7 +378,7 @@ class ProjectionStep:
         Where the set finds the direction ``d = P(x_k - grad_k / L) - x_k`` on
         its support (``Block.project_sparse_step``: an L1 ball, whose
         soft-thresholded points are sparse; on the paper's problem at d = 4000
-        the L1 copy holds about 1 % nonzeros) in one pass over x_k, g_k and w,
+        the L1 copy holds about 0.2 % nonzeros) in one pass over x_k, g_k and w,
         the step reads and moves only those entries: the slopes, ||d||^2, the
         moves of x_k, r and f's followed gradient. d's entries and the level are
         the dense path's; the dots are summed over the support in another order,

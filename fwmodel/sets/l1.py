@@ -288,7 +288,7 @@ def _project_from_hint(x, radius, q):
 
 #: the sparse projected step of :func:`_sparse_projected_step` gathers at most this fraction of the
 #: entries (the support of x and the entries above the warm start's guess): at d = 4000 on the paper's
-#: problem about 1 % of them, on a point that soft-thresholding keeps sparse
+#: problem 0.2-0.3 % of them, on a point that soft-thresholding keeps sparse
 SPARSE_STEP_FRACTION = 1.0 / 32
 
 
