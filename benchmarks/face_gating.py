@@ -40,18 +40,20 @@ def _ks_model(seed):
     return fm.Problem(fm.Minimize(obj), cons)
 
 
-def _lp(seed):
+def lp_model(seed, L=fm):
+    """The ``lp`` family in the modeling language ``L`` (fwmodel or CVXPY): a degenerate LP over the simplex
+    with integer rows through a point of it."""
     rng = np.random.default_rng(seed)
     n, me, mi = int(rng.integers(10, 31)), int(rng.integers(1, 8)), int(rng.integers(0, 8))
     c = rng.integers(-2, 3, n).astype(float)
     E, G = rng.integers(-2, 3, (me, n)).astype(float), rng.integers(-2, 3, (mi, n)).astype(float)
     rng.integers(0, 2, n), rng.random(n)  # (draws of an earlier version of the generator, kept for the seeds)
     xf = rng.dirichlet(np.ones(n))
-    x = fm.Variable(n)
-    return fm.Problem(fm.Minimize(c @ x), [x >= 0, fm.sum(x) == 1, E @ x == E @ xf] + ([G @ x <= G @ xf] if mi else []))
+    x = L.Variable(n)
+    return L.Problem(L.Minimize(c @ x), [x >= 0, L.sum(x) == 1, E @ x == E @ xf] + ([G @ x <= G @ xf] if mi else []))
 
 
-FAMILIES = {"ks": _ks_model, "box": lambda s: box_model(s)(fm), "lp": _lp}
+FAMILIES = {"ks": _ks_model, "box": lambda s: box_model(s)(fm), "lp": lp_model}
 
 
 def main():
