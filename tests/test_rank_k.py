@@ -230,6 +230,42 @@ def test_auto_cost_cap_shrinks_k_to_what_the_iteration_affords():
         assert capped.k == expected
 
 
+def test_auto_k_of_a_coupled_copy_stops_growing_at_its_cap():
+    """k doubles while the prox keeps every value (rank-k steps, ``_follow_rank``); with rank_k="auto"
+    a coupled copy (consistency or equality rows) stops at AUTO_MAX_COUPLED_RANK whatever the cost budget
+    admits (at d = 4000 the first rank-128 step of the paper's problem took gamma 0.91 and raised the
+    infeasibility 3x); an untied block, and rank_k=True, keep doubling up to the block's rank."""
+    from fwmodel.engine.fwal import Block
+    from fwmodel.engine.inface import LowRankFace
+    from fwmodel.engine.rank_k import AUTO_MAX_COUPLED_RANK, INITIAL_RANK, OVERSAMPLING, RankKStep
+
+    n = 4000
+    blk = Block(offset=0, size=n * n, lmo=None, initial_atom=None, face=LowRankFace(1.0, True, (n, n)))
+
+    def ks(step, rounds=8):
+        """k after each step whose prox kept all of its k values, from the initial rank."""
+        seen = []
+        for _ in range(rounds):
+            k = step.k
+            step._follow_rank(k, k, np.zeros((n, 1)), None)
+            seen.append(step.k)
+        return seen
+
+    doubling = [INITIAL_RANK * 2 ** i for i in range(1, 9)]  # 8, 16, ..., 1024
+    tied = RankKStep(blk, blk.face, np.ones(1), cost_cap=4.0, coupled=True)
+    assert ks(tied) == [min(k, AUTO_MAX_COUPLED_RANK) for k in doubling]
+    assert max(ks(tied)) == AUTO_MAX_COUPLED_RANK == 64
+    # the margin after a prox that kept fewer values than k is capped too; below the cap it is unchanged
+    tied._follow_rank(AUTO_MAX_COUPLED_RANK - 1, AUTO_MAX_COUPLED_RANK, np.zeros((n, 1)), None)
+    assert tied.k == AUTO_MAX_COUPLED_RANK
+    tied._follow_rank(20, AUTO_MAX_COUPLED_RANK, np.zeros((n, 1)), None)
+    assert tied.k == 20 + OVERSAMPLING
+    untied = RankKStep(blk, blk.face, np.ones(1), cost_cap=4.0, coupled=False)
+    assert ks(untied) == doubling
+    forced = RankKStep(blk, blk.face, np.ones(1), coupled=True)  # rank_k=True: no cost cap, no rank cap
+    assert ks(forced) == doubling
+
+
 class _SharedDirection:
     """The driver's shared direction array (fwal._Buffers.shared_direction), lent to a lean rank-k step."""
 

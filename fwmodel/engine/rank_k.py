@@ -104,6 +104,17 @@ AUTO_MIN_DIM = 1000
 #: k capped at 48 gave 0.58-0.63)
 AUTO_COST_CAP = 4.0
 AUTO_MAX_COST = 64.0
+#: rank_k="auto" on a coupled block (a copy tied to other copies, or under the model's equality rows):
+#: k never grows past this, whatever the cost budget admits. The block's step is the prox of L(., y)
+#: with the other copies and y fixed, and the sweep's line search takes the step length that is best
+#: for L(., y) alone; the wider the prox, the further that step moves the copy from the others. On the
+#: paper's problem at d = 4000 the first rank-128 step (the budget admitted it at iteration 20 on two
+#: of four data draws) took gamma 0.91 where rank-64 steps took 0.18-0.44, raised the relative
+#: infeasibility 3.9 -> 11.1 and cost the average's support F1 0.03-0.09 for about 7 iterations;
+#: capped at 64, no such fall on any draw (benchmarks/RESULTS.md, "The rank-k steps' k capped at 64
+#: on a coupled copy"). An uncoupled block keeps the cost budget alone (its gain extension needs the
+#: higher ranks)
+AUTO_MAX_COUPLED_RANK = 64
 #: the cost model (module docstring, "Costs"), in passes over an array of the block's size.
 #: Measured single-threaded at d = 1000-2000 (benchmarks/RESULTS.md, "Rank-k steps by counted
 #: cost"): a column of a thin block product 0.1-0.4 pass, a Lanczos matvec 0.4-0.7, a dense
@@ -1084,6 +1095,8 @@ class RankKStep:
             self.k = min(2 * k, self.max_rank)
         else:
             self.k = max(INITIAL_RANK, min(self.max_rank, kept + OVERSAMPLING))
+        if self.coupled and self.cost_cap is not None:  # rank_k="auto" on a coupled block
+            self.k = min(self.k, max(AUTO_MAX_COUPLED_RANK, INITIAL_RANK))
         self.start = V if V is not None else U
         return kept
 
