@@ -25,7 +25,9 @@ or, on a block without equality rows or ties to other copies, more where the
 last step's gain pays for more, never above ``AUTO_MAX_COST`` (on the paper's covariance
 problem the prox rank grows towards d, and an uncapped k reached a dense
 eigendecomposition of 14 s per step at d = 4000; benchmarks/RESULTS.md,
-"The Fig. 2 race").
+"The Fig. 2 race"). On a coupled block (consistency or equality rows) k
+also stops at ``AUTO_MAX_COUPLED_RANK`` (64): a wider prox of L(., y) with
+the other copies fixed moved the copy away from them (see that constant).
 
 On the PSD trace ball ``{X psd, tr X <= r}`` the same holds with the top-k
 eigenpairs of sym(Y) (largest eigenvalues, negative ones projected to 0);
