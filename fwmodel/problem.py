@@ -860,7 +860,8 @@ class Problem:
                 cheap_projection=bool(s.has_cheap_projection),
                 project_in_place=bool(s.projects_in_place),
                 projects_unread=bool(getattr(s, "projects_unread", False)),
-                projection_estimate=s.projection_time_estimate)
+                projection_estimate=s.projection_time_estimate,
+                projection_warm_starts=bool(getattr(s, "projection_warm_starts", False)))
 
         return [block(b) for b in compiled.blocks]
 

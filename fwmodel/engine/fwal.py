@@ -62,7 +62,7 @@ from .face_step import FaceStep
 from .options import PROJECTION_CHOICES, check_choice, check_options
 from .row_metric import RowMetric
 from .progress import Progress
-from .projection_choice import AutoProjection, nearly_linear
+from .projection_choice import AutoProjection, nearly_linear, polytope_may_project
 from .projection_step import ProjectedBlock, ProjectionStep, initial_projection_blocks
 from .result import FWALResult, SolverState  # noqa: F401 (the result types of minimize_fwal)
 from .schedules import make_dual_schedule, default_penalty
@@ -650,8 +650,7 @@ def _nearly_linear_on_polytopes(objective, blocks, n):
     quadratic objective and a block that would project (``projection_choice.candidates``)."""
     if not getattr(objective, "is_quadratic", False) or not all(blk.is_polytope for blk in blocks):
         return False
-    if not any(blk.project is not None and blk.cheap_projection and not blk.is_box and blk.intervals is None
-               for blk in blocks):
+    if not any(polytope_may_project(blk) for blk in blocks):
         return False
     x_ref = reference_point(blocks, n)
     return nearly_linear(objective, blocks, x_ref, objective.value_and_grad(x_ref)[1])
