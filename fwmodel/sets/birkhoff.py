@@ -310,6 +310,8 @@ class BirkhoffPolytope(ConvexSet):
         :class:`WarmStartedAssignment` (SciPy) or :class:`CompiledWarmAssignment` (numba), by ``backend``.
         """
         solver = CompiledWarmAssignment(self.n) if self.backend == "numba" else WarmStartedAssignment(self.n)
+        # the projection's warm start begins afresh with each solve too: a solve repeated gives the same iterates
+        self._projector.reset()
 
         def lmo_atom(flat_direction):
             D = as_flat_direction(self, flat_direction).reshape(self.n, self.n)
