@@ -60,6 +60,36 @@ def affine_start(Z):
     return (1.0 - rows) / n + shift, (1.0 - cols) / n + shift
 
 
+#: cold or warm start: sweeps of row-then-column diagonal Newton passes before the full Newton steps
+#: (sweeps, passes per side): (2, 2) measured 40 % less time at n = 100 and 200 over 48 projections of
+#: dense and sparse points (85 -> 34 Newton steps at n = 200), (0, 0) 5 % more at n = 30
+DIAGONAL_SWEEPS = (2, 2)
+#: ... taken where the start's residual ||X 1 - 1||_1 + ||X^T 1 - 1||_1 is above this (a warm start near
+#: the answer: the sweeps, which fix one side's sums and upset the other's, cost it a Newton step)
+SWEEP_RESIDUAL = 1.0
+
+
+def diagonal_sweeps(Z, u, v, sweeps=None):
+    """(u, v) after a few passes of diagonal Newton on phi, rows then columns in turn (the Sinkhorn-like
+    block coordinate steps of the quadratic dual): row i moves u_i by ``(1 - sum_j X_ij) / |support of
+    row i|``, the exact 1-D Newton step for its own sum. O(n^2) each, against O(n^3) for a full Newton
+    step: they bring the support near the solution's (far from it the full steps need backtracking)."""
+    sweeps, passes = DIAGONAL_SWEEPS if sweeps is None else sweeps
+    Y = np.empty_like(Z)
+    for _ in range(sweeps):
+        for axis in (1, 0):
+            for _ in range(passes):
+                np.add(Z, u[:, None], out=Y)
+                Y += v[None, :]
+                np.maximum(Y, 0.0, out=Y)
+                step = (1.0 - Y.sum(axis=axis)) / np.maximum(np.count_nonzero(Y, axis=axis), 1)
+                if axis == 1:
+                    u = u + step
+                else:
+                    v = v + step
+    return u, v
+
+
 def _phi(Z, u, v, buf):
     """phi(u, v) and X(u, v) (written in ``buf``)."""
     np.add(Z, u[:, None], out=buf)
@@ -190,6 +220,8 @@ class BirkhoffProjector:
                 wu, wv = self.duals
                 if _phi(Z, wu, wv, buf)[0] < _phi(Z, u, v, buf)[0]:
                     u, v = wu.copy(), wv.copy()
+            if _residual(_phi(Z, u, v, np.empty_like(Z))[1]) > SWEEP_RESIDUAL:
+                u, v = diagonal_sweeps(Z, u, v)
             u, v, X, res, steps = newton_duals(Z, u, v)
             self.last_steps, self.last_residual = steps, res
             if np.isfinite(u).all() and np.isfinite(v).all():
