@@ -219,3 +219,22 @@ def test_vertex_path_when_asked(options):
     f_star = float(((clarabel_projection(C) - C) ** 2).sum())
     assert prob.status == "optimal"
     assert -1e-9 <= prob.value - f_star <= prob.stats.suboptimality_bound + 1e-9
+
+
+def test_birkhoff_of_an_affine_image_projects_and_matches_clarabel(monkeypatch):
+    # BirkhoffPolytope(2 X + 1): a preimage with one scale, projected through the inner set's projection
+    set_budget(monkeypatch, 1e9)
+    rng = np.random.default_rng(7)
+    n = 8
+    C = rng.random((n, n))
+    X = fm.Variable((n, n))
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.BirkhoffPolytope(2 * X + 1)])
+    prob.solve()
+    Z = cp.Variable((n, n))
+    ref = cp.Problem(cp.Minimize(cp.sum_squares(Z - C)),
+                     [2 * Z + 1 >= 0, cp.sum(2 * Z + 1, axis=0) == 1, cp.sum(2 * Z + 1, axis=1) == 1])
+    ref.solve(solver="CLARABEL")
+    assert prob.status == "optimal" and prob.stats.step_counts.get("projection", 0) >= 1
+    assert abs(prob.value - ref.value) <= 1e-5 * abs(ref.value)
+    assert prob.value - ref.value <= prob.stats.suboptimality_bound + 1e-8 * abs(ref.value)
+    assert_doubly_stochastic(2 * X.value + 1, tol=1e-9)

@@ -156,7 +156,7 @@ def minimize_fwal(
         (not a trace-norm or PSD ball on which a linear objective is flat
         along a face);
         on a model made only of polytopes, none, except L1 balls (and capped
-        simplices) read by a curved objective, curvature measured (a quadratic
+        simplices; Birkhoff polytopes by measured cost) read by a curved objective, curvature measured (a quadratic
         nearly linear over the sets keeps vertex steps), with or without rows
         (see :mod:`fwmodel.engine.projection_choice`). A step kind named by
         ``step`` (not "auto") turns "auto" into False: the named step is taken
