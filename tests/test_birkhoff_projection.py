@@ -147,8 +147,9 @@ MEASURED_CHOOSE = projection_choice.choose
 def set_budget(monkeypatch, iterations):
     """projection="auto" with a budget of ``iterations`` iterations per projection (default 5): the choice
     made deterministic (a wide budget takes every measured projection, 0 none)."""
-    def choose(blocks, ks, iteration_time, x, g, max_iterations=None, measured=None, workspace=None):
-        return MEASURED_CHOOSE(blocks, ks, iteration_time, x, g, iterations, measured, workspace)
+    def choose(blocks, ks, iteration_time, x, g, max_iterations=None, measured=None, workspace=None,
+               curvature=None):
+        return MEASURED_CHOOSE(blocks, ks, iteration_time, x, g, iterations, measured, workspace, curvature)
 
     monkeypatch.setattr(projection_choice, "choose", choose)
 

@@ -369,7 +369,7 @@ def minimize_fwal(
                 break
             if auto_projection is not None and auto_projection.due(t):
                 # the point to time is made in the per-block gradient array (free before the sweep)
-                chosen = auto_projection.choose(it.x, it.g, buffers.block_gradient)
+                chosen = auto_projection.choose(it.x, it.g, buffers.block_gradient, lagrangian.curvature)
                 _switch_to_projections(chosen, projections, infaces, steps, active, step_counts)
                 _multiplier_step_of_projections(projections, lagrangian, schedule)
             # ---- gradient of the augmented Lagrangian (paper OPT2), into reused buffers

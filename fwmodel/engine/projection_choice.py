@@ -182,19 +182,40 @@ def polytope_may_project(blk):
 WARM_POINTS = 4
 
 
-def timed_warm(project, x, g, point):
-    """Seconds of a warm-started projection as a solve calls it: the least over the points ``x - g / 2^j``,
-    j = 1 .. ``WARM_POINTS`` - 1, each projected from the state of the one before (j = 0, ``x - g``, in
-    ``point``, starts it).
+def step_curvature(curvature, x, g, sl):
+    """L = d' Hf d / ||d||^2 along d = -g on the block ``sl`` (0 elsewhere), the curvature by which a
+    projected-gradient step scales its target ``x - g / L`` (``ProjectionStep.take``, without the
+    penalty's term); 1 where f tells none (a linear objective) or it is not positive and finite."""
+    if curvature is None:
+        return 1.0
+    d = np.zeros(x.size)
+    np.negative(g[sl], out=d[sl])
+    dd = float(np.dot(d[sl], d[sl]))
+    c = curvature(x, d)
+    if c is None or not dd > 0:
+        return 1.0
+    L = float(c) / dd
+    return L if L > 0 and np.isfinite(L) else 1.0
+
+
+def timed_warm(project, x, step, point):
+    """Seconds of a warm-started projection as a solve calls it: the least over the targets
+    ``x - (1 + 2^-(j + 2)) step``, j = 1 .. ``WARM_POINTS`` - 1, each projected from the state of the one
+    before (``x - step``, in ``point``, starts it): targets that settle, as a solve's do (``step``: the
+    gradient over f's curvature, :func:`step_curvature`: the projected-gradient step's own target).
 
     Timing one point again, as :func:`timed` does, would measure a warm start at the answer itself
     (the Birkhoff projection's Newton then takes no step: 0.8 ms at n = 200 where a solve's projections
     took 3-4 ms), and its first call a cold start (10-14 ms): neither is what the solve's steps pay.
+    Targets at a unit step ``x - g`` instead of ``x - g / L`` (L = 2 for ``||X - C||^2``, whose target
+    is then C) were near permutations, where Newton needs 7-10 steps: 10-12 ms at n = 200 against 1-2 ms
+    per iteration, though the solve took one projection (6 iterations against 328 with vertex steps).
     """
+    np.subtract(x, step, out=point)
     project(point)
     best = np.inf
     for j in range(1, WARM_POINTS):
-        np.multiply(g, -0.5 ** j, out=point)
+        np.multiply(step, -(1.0 + 0.5 ** (j + 2)), out=point)
         point += x
         t0 = time.perf_counter()
         project(point)
@@ -266,8 +287,13 @@ def nearly_linear(objective, blocks, x, g):
     return bool(np.isfinite(c_f) and 0.0 <= c_f < NEARLY_LINEAR * slope)
 
 
-def choose(blocks, ks, iteration_time, x, g, max_iterations=MAX_ITERATIONS, measured=None, workspace=None):
+def choose(blocks, ks, iteration_time, x, g, max_iterations=MAX_ITERATIONS, measured=None, workspace=None,
+           curvature=None):
     """The blocks among ``ks`` whose projection at ``x - g`` costs at most ``max_iterations`` iterations.
+
+    ``curvature``: the objective's ``(x, d) -> d' Hf d`` (or None): a warm-started projection is timed
+    at the projected-gradient step's own targets, ``x - g / L`` with L f's curvature along g on the block
+    (:func:`timed_warm`), where its cost depends on the point.
 
     ``measured`` (block -> seconds) keeps the projection times already taken:
     a block is timed once per solve, whatever the number of decisions.
@@ -285,7 +311,7 @@ def choose(blocks, ks, iteration_time, x, g, max_iterations=MAX_ITERATIONS, meas
             sl = blk.slice
             point = np.subtract(x[sl], g[sl], out=workspace(blk.size) if workspace is not None else None)
             if blk.projection_warm_starts:
-                measured[k] = timed_warm(blk.project, x[sl], g[sl], point)
+                measured[k] = timed_warm(blk.project, x[sl], g[sl] / step_curvature(curvature, x, g, sl), point)
             else:
                 # projected in the point's own array where the set can (no second block-size array)
                 measured[k] = timed(lambda: blk.project(point, out=point) if blk.project_in_place
@@ -378,8 +404,9 @@ class AutoProjection:
             return True
         return False
 
-    def choose(self, x, g, workspace=None):
-        new = choose(self.blocks, self.ks, self.iteration_time, x, g, self.max_iterations, self.measured, workspace)
+    def choose(self, x, g, workspace=None, curvature=None):
+        new = choose(self.blocks, self.ks, self.iteration_time, x, g, self.max_iterations, self.measured, workspace,
+                     curvature)
         self.ks = [k for k in self.ks if k not in new]
         if self.linear_gradient is not None:
             # tested only on the blocks chosen (their spectrum costs less than the projection just timed);
