@@ -1,5 +1,6 @@
-"""Timing helper shared by the benchmark scripts (imported from the scripts' own folder)."""
+"""Timing helpers shared by the benchmark scripts (imported from the scripts' own folder), and :func:`bpcg`."""
 import time
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -26,3 +27,15 @@ def best_time(solve, repeat):
         out = solve()
         best = min(best, time.perf_counter() - t)
     return best, out
+
+
+@contextmanager
+def bpcg(set_class):
+    """Within the block, step="auto" takes BPCG (blended pairwise steps, the engine's default on the other
+    polytopes) on the sets of ``set_class`` too, whose ``auto_active_set_step`` names another step kind."""
+    original = set_class.auto_active_set_step
+    set_class.auto_active_set_step = lambda self: None
+    try:
+        yield
+    finally:
+        set_class.auto_active_set_step = original

@@ -14,29 +14,17 @@ value relative to max(|f*|, S_f / 100), as benchmarks/zoo.py.
 import argparse
 import os
 import sys
-from contextlib import contextmanager
 
 from fwmodel.sets.boxed_l1 import BoxedL1Ball
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _timing import best_time  # noqa: E402
+from _timing import best_time, bpcg  # noqa: E402
 from rows_projection import l1_box, logistic_box  # noqa: E402
 
 try:
     import cvxpy as cp
 except ImportError:  # the reference column is then left out
     cp = None
-
-
-@contextmanager
-def bpcg():
-    """step="auto" takes BPCG on the boxed L1 ball (as on the other polytopes)."""
-    original = BoxedL1Ball.auto_active_set_step
-    BoxedL1Ball.auto_active_set_step = lambda self: None
-    try:
-        yield
-    finally:
-        BoxedL1Ball.auto_active_set_step = original
 
 
 def models():
@@ -68,7 +56,7 @@ def main():
             def run():
                 prob = fw(copies=True) if label == "copies" else fw()
                 if label == "bpcg":
-                    with bpcg():
+                    with bpcg(BoxedL1Ball):
                         prob.solve(max_iter=50000, projection=False)
                 elif label == "pairwise":
                     prob.solve(max_iter=50000, projection=False)

@@ -5,7 +5,7 @@ Three families of small random models (sizes and data drawn from the seed as bel
 * ``ks``: least squares (or, 30 % of seeds, a linear objective) over a K-sparse
   polytope (K = 1..3, n = 20..30) with up to 9 equality rows: the face step pays;
 * ``box``: the same objectives over the box [0, 1]^n with equality and
-  inequality rows: it pays on most;
+  inequality rows (benchmarks/gap_scale.py's box family): it pays on most;
 * ``lp``: degenerate LPs over the simplex with integer rows: it does not pay
   (the sweep leaves x at the face's minimizer).
 
@@ -21,47 +21,39 @@ import warnings
 import numpy as np
 
 import fwmodel as fm
+from gap_scale import box_model, rows_data, rows_objective  # (benchmarks/: the script's own folder)
 
 OPTIONS = ("auto", True, False)
 
 
-def _rows_model(seed, kind):
+def _ks_model(seed):
+    """The ``ks`` family: benchmarks/gap_scale.py's box-family data (:func:`gap_scale.rows_data`) over a
+    K-sparse polytope, with the equality rows through one of its points."""
     rng = np.random.default_rng(seed)
-    n = int(rng.integers(20, 31))
-    r = int(rng.integers(1, n + 3)) if rng.random() < 0.5 else 2
-    A, bb = rng.standard_normal((r, n)), rng.standard_normal(r)
-    me, mi = int(rng.integers(0, 10)), int(rng.integers(0, 10))
-    E, G, c = rng.standard_normal((me, n)), rng.standard_normal((mi, n)), rng.standard_normal(n)
-    if rng.random() < 0.3 and me > 1:
-        E[1] = E[0]
-    linear = rng.random() < 0.3
-    if linear:
-        c = np.round(c)
+    n, A, bb, E, G, c, lin = rows_data(rng)
+    k = int(rng.integers(1, 4))
+    xf = np.zeros(n)
+    xf[:k] = 0.5
     x = fm.Variable(n)
-    obj = (c @ x) if linear else (fm.sum_squares(A @ x - bb) + 0.1 * c @ x)
-    if kind == "ks":
-        k = int(rng.integers(1, 4))
-        xf = np.zeros(n)
-        xf[:k] = 0.5
-        cons = [fm.KSparsePolytope(x, k, 1.0)] + ([E @ x == E @ xf] if me else [])
-    else:
-        xf = rng.uniform(0, 1, n)
-        cons = [x >= 0, x <= 1] + ([E @ x == E @ xf] if me else []) + ([G @ x <= G @ xf + 0.05] if mi else [])
+    obj = rows_objective(fm, x, A, bb, c, lin)
+    cons = [fm.KSparsePolytope(x, k, 1.0)] + ([E @ x == E @ xf] if len(E) else [])
     return fm.Problem(fm.Minimize(obj), cons)
 
 
-def _lp(seed):
+def lp_model(seed, L=fm):
+    """The ``lp`` family in the modeling language ``L`` (fwmodel or CVXPY): a degenerate LP over the simplex
+    with integer rows through a point of it."""
     rng = np.random.default_rng(seed)
     n, me, mi = int(rng.integers(10, 31)), int(rng.integers(1, 8)), int(rng.integers(0, 8))
     c = rng.integers(-2, 3, n).astype(float)
     E, G = rng.integers(-2, 3, (me, n)).astype(float), rng.integers(-2, 3, (mi, n)).astype(float)
     rng.integers(0, 2, n), rng.random(n)  # (draws of an earlier version of the generator, kept for the seeds)
     xf = rng.dirichlet(np.ones(n))
-    x = fm.Variable(n)
-    return fm.Problem(fm.Minimize(c @ x), [x >= 0, fm.sum(x) == 1, E @ x == E @ xf] + ([G @ x <= G @ xf] if mi else []))
+    x = L.Variable(n)
+    return L.Problem(L.Minimize(c @ x), [x >= 0, L.sum(x) == 1, E @ x == E @ xf] + ([G @ x <= G @ xf] if mi else []))
 
 
-FAMILIES = {"ks": lambda s: _rows_model(s, "ks"), "box": lambda s: _rows_model(s, "box"), "lp": _lp}
+FAMILIES = {"ks": _ks_model, "box": lambda s: box_model(s)(fm), "lp": lp_model}
 
 
 def main():

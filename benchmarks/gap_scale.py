@@ -23,16 +23,15 @@ import time
 import warnings
 
 import numpy as np
-import cvxpy as cp
 
 import fwmodel as fm
 
-warnings.filterwarnings("ignore")
 
-
-def box_model(seed):
-    """The box family (n = 20..30): least squares plus a linear term, or a linear objective, with rows."""
-    rng = np.random.default_rng(seed)
+def rows_data(rng):
+    """The random data of the box family, drawn from ``rng`` in this order (benchmarks/face_gating.py's
+    families draw theirs the same way): ``(n, A, bb, E, G, c, lin)``, n = 20..30, the objective
+    ``sum_squares(A x - bb) + 0.1 c'x`` or, with ``lin`` (30 %), ``c'x`` with c rounded to integers, and
+    up to 9 equality rows ``E`` (30 %: the first repeated) and 9 inequality rows ``G``."""
     n = int(rng.integers(20, 31))
     r = int(rng.integers(1, n + 3)) if rng.random() < 0.5 else 2
     A = rng.standard_normal((r, n))
@@ -44,11 +43,25 @@ def box_model(seed):
     lin = rng.random() < 0.3
     if lin:
         c = np.round(c)
+    return n, A, bb, E, G, c, lin
+
+
+def rows_objective(L, x, A, bb, c, lin):
+    """:func:`rows_data`'s objective in the modeling language ``L`` (fwmodel or CVXPY)."""
+    return (c @ x) if lin else (L.sum_squares(A @ x - bb) + 0.1 * c @ x)
+
+
+def box_model(seed):
+    """The box family (n = 20..30): least squares plus a linear term, or a linear objective, with rows
+    through a point of the box (:func:`rows_data`). Returns ``build(L)``, the problem in ``L`` (fm or cp)."""
+    rng = np.random.default_rng(seed)
+    n, A, bb, E, G, c, lin = rows_data(rng)
+    me, mi = len(E), len(G)
     xf = rng.uniform(0, 1, n)
 
     def build(L):
         x = L.Variable(n)
-        obj = (c @ x) if lin else (L.sum_squares(A @ x - bb) + 0.1 * c @ x)
+        obj = rows_objective(L, x, A, bb, c, lin)
         cons = [x >= 0, x <= 1] + ([E @ x == E @ xf] if me else []) + ([G @ x <= G @ xf + 0.05] if mi else [])
         return L.Problem(L.Minimize(obj), cons)
     return build
@@ -82,6 +95,8 @@ def logistic_model():
 
 
 def run(name, build):
+    import cvxpy as cp
+
     pc = build(cp)
     try:
         pc.solve(solver="CLARABEL")
@@ -107,6 +122,7 @@ def main():
     parser.add_argument("--seeds", type=int, default=40, help="box models: seeds 0..N-1 (and 103)")
     parser.add_argument("--only", nargs="*", default=["box", "hugeb", "logistic"])
     args = parser.parse_args()
+    warnings.filterwarnings("ignore")
     families = {
         "box": [(f"box {s}", box_model(s)) for s in list(range(args.seeds)) + [103]],
         "hugeb": [(f"hugeb U={U:g} ineq={ineq} unit={unit:g}", hugeb_model(U, ineq, unit))

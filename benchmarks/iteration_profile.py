@@ -29,13 +29,13 @@ def main(argv=None):
     p.add_argument("--size", type=int, default=4000)
     p.add_argument("--iters", type=int, default=15)
     p.add_argument("--top", type=int, default=40, help="rows of each listing")
-    p.add_argument("--single-products", type=int, default=None, metavar="D",
-                   help="Krylov products of rank-k steps in float32 on blocks of at least D rows")
+    p.add_argument("--single-products", default=None, metavar="D",
+                   help="Krylov products of rank-k steps in float32 on blocks of at least D rows, or 'off' (float64)")
     args = p.parse_args(argv)
     if args.single_products is not None:
         import fwmodel.engine.rank_k as rank_k
 
-        rank_k.SINGLE_PRODUCTS_MIN_DIM = args.single_products
+        rank_k.SINGLE_PRODUCTS_MIN_DIM = None if args.single_products == "off" else int(args.single_products)
     C, r1, r2 = cov_data(args.size)
     X = fm.Variable((args.size, args.size), name="X")
     prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.L1Ball(X, r1), fm.TraceNormBall(X, r2)])

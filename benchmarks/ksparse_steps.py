@@ -19,7 +19,6 @@ benchmarks/zoo.py.
 import argparse
 import os
 import sys
-from contextlib import contextmanager
 
 import numpy as np
 
@@ -27,23 +26,12 @@ import fwmodel as fm
 from fwmodel.sets.ksparse import KSparsePolytope
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _timing import best_time  # noqa: E402
+from _timing import best_time, bpcg  # noqa: E402
 
 try:
     import cvxpy as cp
 except ImportError:  # the reference column is then left out
     cp = None
-
-
-@contextmanager
-def bpcg():
-    """step="auto" takes BPCG on the K-sparse polytope (as on the other polytopes)."""
-    original = KSparsePolytope.auto_active_set_step
-    KSparsePolytope.auto_active_set_step = lambda self: None
-    try:
-        yield
-    finally:
-        KSparsePolytope.auto_active_set_step = original
 
 
 def regression(m, n, k, c, seed, rows=0, objective="ls", second=None):
@@ -137,7 +125,7 @@ def main():
             def run():
                 prob = fw()
                 if label == "bpcg":
-                    with bpcg():
+                    with bpcg(KSparsePolytope):
                         prob.solve()
                 elif label == "away":
                     prob.solve(step="away")

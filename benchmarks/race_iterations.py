@@ -13,6 +13,7 @@ Usage::
 
     PYTHONPATH=. OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/race_iterations.py --size 4000 --iterations 6
     ... --options "rank_k=False"     # solve options, as Python keyword arguments
+    ... --seed 1 --single-products off   # another data draw; float64 Krylov products
 """
 from __future__ import annotations
 
@@ -29,16 +30,17 @@ def main():
     parser.add_argument("--iterations", type=int, default=8)
     parser.add_argument("--threshold", type=float, default=0.9)
     parser.add_argument("--options", default="", help='solve options, e.g. "rank_k=False, projection=False"')
-    parser.add_argument("--single-products", type=int, default=None, metavar="D",
-                        help="Krylov products of rank-k steps in float32 on blocks of at least D rows "
-                             "(engine/rank_k.py, SINGLE_PRODUCTS_MIN_DIM; off by default)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the paper's data generator (default 0)")
+    parser.add_argument("--single-products", default=None, metavar="D",
+                        help="Krylov products of rank-k steps in float32 on blocks of at least D rows, "
+                             "or 'off' for float64 products (engine/rank_k.py, SINGLE_PRODUCTS_MIN_DIM)")
     args = parser.parse_args()
     if args.single_products is not None:
         import fwmodel.engine.rank_k as rank_k
 
-        rank_k.SINGLE_PRODUCTS_MIN_DIM = args.single_products
+        rank_k.SINGLE_PRODUCTS_MIN_DIM = None if args.single_products == "off" else int(args.single_products)
     options = eval(f"dict({args.options})")  # a benchmark's command line, not user input
-    data = sparse_low_rank_covariance(args.size, threshold=args.threshold, seed=0)
+    data = sparse_low_rank_covariance(args.size, threshold=args.threshold, seed=args.seed)
 
     def scores(S):
         recall, precision, _ = support_scores(S, data.support)

@@ -23,7 +23,6 @@ import numpy as np
 
 import fwmodel as fm
 
-warnings.filterwarnings("ignore")
 N, M_EQ, M_IN = 15, 3, 4
 
 
@@ -126,5 +125,6 @@ def part2():
 
 
 if __name__ == "__main__":
+    warnings.filterwarnings("ignore")
     part1(range(3))
     part2()

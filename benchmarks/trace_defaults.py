@@ -179,7 +179,7 @@ def cmd_iteration(args):
     if args.single_products is not None:
         import fwmodel.engine.rank_k as rank_k
 
-        rank_k.SINGLE_PRODUCTS_MIN_DIM = args.single_products
+        rank_k.SINGLE_PRODUCTS_MIN_DIM = None if args.single_products == "off" else int(args.single_products)
 
     rows = ["| d | options | iterations | s / iteration | LMOs / iteration (s) | iteration / LMOs | "
             "loop only: s / iteration | LMOs | iteration / LMOs | "
@@ -199,6 +199,12 @@ def cmd_iteration(args):
                     projections[_name] += 1
                     return _project(point, *args, **kwargs)
                 s.project_flat = counted
+            if hasattr(l1, "projected_step_sparse"):  # the L1 copy's projection steps taken on its support
+                def counted_sparse(*args, _step=l1.projected_step_sparse):
+                    found = _step(*args)
+                    projections["L1"] += found is not None
+                    return found
+                l1.projected_step_sparse = counted_sparse
             for s in (l1, trace):  # accumulate the time of every LMO call of the solve (FW steps, gap, certificates)
                 def timed_lmo_for_solve(_make=s.lmo_for_solve):
                     lmo = _make()  # the solve's LMO (the trace-norm ball's has its own Lanczos warm start)
@@ -283,9 +289,9 @@ def main(argv=None):
                    help="option sets to run at each size")
     q.add_argument("--clock", choices=["wall", "cpu"], default="wall",
                    help="wall-clock seconds, or this process's CPU seconds (steadier on a busy machine)")
-    q.add_argument("--single-products", type=int, default=None, metavar="D",
-                   help="Krylov products of rank-k steps in float32 on blocks of at least D rows "
-                        "(engine/rank_k.py, SINGLE_PRODUCTS_MIN_DIM; off by default)")
+    q.add_argument("--single-products", default=None, metavar="D",
+                   help="Krylov products of rank-k steps in float32 on blocks of at least D rows, or 'off' (float64) "
+                        "(engine/rank_k.py, SINGLE_PRODUCTS_MIN_DIM)")
     q = sub.add_parser("iterates")
     q.add_argument("--size", type=int, default=150)
     q.add_argument("--iters", type=int, default=150)

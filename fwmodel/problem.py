@@ -859,6 +859,7 @@ class Problem:
                 project=s.project_flat if (s.has_cheap_projection or s.has_projection) else None,
                 cheap_projection=bool(s.has_cheap_projection),
                 project_in_place=bool(s.projects_in_place),
+                project_sparse_step=getattr(s, "projected_step_sparse", None),
                 projects_unread=bool(getattr(s, "projects_unread", False)),
                 projection_estimate=s.projection_time_estimate,
                 projection_warm_starts=bool(getattr(s, "projection_warm_starts", False)))

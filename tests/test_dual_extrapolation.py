@@ -1,18 +1,15 @@
 """The adaptive dual schedule's extrapolation of a geometric approach of y (schedules.AdaptiveMultiplier,
 "Geometric approaches of y"): on two models whose multipliers approach their limit by a steady ratio close
 to 1, fewer iterations at default options, and Clarabel's answer."""
-import os
-import sys
-
 import numpy as np
 import pytest
 
 import fwmodel as fm
 from fwmodel.engine.schedules import AdaptiveMultiplier
+from _benchmarks import benchmark
 
 cp = pytest.importorskip("cvxpy")
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "benchmarks"))
-from psd_zero_diagonal import build  # noqa: E402
+build = benchmark("psd_zero_diagonal").build
 
 
 def _l1_halfspace_l2(m):

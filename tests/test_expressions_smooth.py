@@ -274,7 +274,7 @@ def apply_op(expr, op, rng):
     if op == "fancy":
         return expr[rng.integers(0, expr.shape[0], size=3)]
     if op == "flatten":
-        return expr.flatten()
+        return expr.flatten(order="C")
     if op == "sum" and expr.ndim == 2:
         return fm.sum(expr, axis=int(rng.integers(0, 2)))
     if op == "stack" and expr.ndim <= 2:

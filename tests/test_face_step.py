@@ -16,6 +16,7 @@ from fwmodel.engine.face_step import FaceStep
 from fwmodel.engine.lagrangian import AugmentedLagrangian, Block, Iterate, _Operator
 from fwmodel.engine.steps import BlendedPairwiseStep, IntervalStep
 from fwmodel.sets.atoms import SparseAtom
+from _benchmarks import benchmark
 
 cp = pytest.importorskip("cvxpy")
 
@@ -219,7 +220,8 @@ def test_box_without_rows_against_clarabel(seed):
 # ---- the "auto" gating (benchmarks/face_gating.py; RESULTS.md, "The face step's 'auto' gating")
 
 def _ks_model(m, seed):
-    """benchmarks/face_gating.py's ``ks`` family: least squares over a K-sparse polytope with equality rows."""
+    """Least squares over a K-sparse polytope (K = 2) with equality rows: the first draws of
+    benchmarks/face_gating.py's ``ks`` family (A, b, E, c), its CVXPY form written out."""
     rng = np.random.default_rng(seed)
     n = int(rng.integers(20, 31))
     r = int(rng.integers(1, n + 3)) if rng.random() < 0.5 else 2
@@ -247,15 +249,8 @@ def test_auto_engages_where_the_step_pays_against_clarabel(seed):
 
 
 def _degenerate_lp(m, seed):
-    """benchmarks/face_gating.py's ``lp`` family: an LP over the simplex with integer rows."""
-    rng = np.random.default_rng(seed)
-    n, me, mi = int(rng.integers(10, 31)), int(rng.integers(1, 8)), int(rng.integers(0, 8))
-    c = rng.integers(-2, 3, n).astype(float)
-    E, G = rng.integers(-2, 3, (me, n)).astype(float), rng.integers(-2, 3, (mi, n)).astype(float)
-    rng.integers(0, 2, n), rng.random(n)
-    xf = rng.dirichlet(np.ones(n))
-    x = m.Variable(n)
-    return m.Problem(m.Minimize(c @ x), [x >= 0, m.sum(x) == 1, E @ x == E @ xf] + ([G @ x <= G @ xf] if mi else []))
+    """benchmarks/face_gating.py's ``lp`` family (its generator): an LP over the simplex with integer rows."""
+    return benchmark("face_gating").lp_model(seed, m)
 
 
 def test_no_step_at_rounding_level_on_a_degenerate_lp():

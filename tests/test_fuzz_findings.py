@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import fwmodel as fm
+from _benchmarks import benchmark
 
 
 def _linear_over_l2_and_linf(s, s_obj, c):
@@ -112,14 +113,7 @@ def test_backtracking_does_not_blow_up_on_a_decrease_below_rounding():
 
 def _fuzz_model(index):
     """Model ``index`` of benchmarks/trust_fuzz.py (its own generator, seed 20261126 + index)."""
-    import importlib.util
-    import pathlib
-
-    path = pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "trust_fuzz.py"
-    spec = importlib.util.spec_from_file_location("trust_fuzz", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.make_model(index, 20261126)
+    return benchmark("trust_fuzz").make_model(index, 20261126)
 
 
 @pytest.mark.parametrize("s", [1.0, 1e6])

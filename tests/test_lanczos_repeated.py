@@ -13,23 +13,13 @@ import pytest
 
 import fwmodel as fm
 from fwmodel.sets.trace_norm import lanczos_extreme
-
-
-def _project_l1(a, r):
-    if a.sum() <= r:
-        return a
-    u = np.sort(a)[::-1]
-    css = np.cumsum(u) - r
-    k = np.flatnonzero(u - css / np.arange(1, a.size + 1) > 0)[-1]
-    return np.maximum(a - css[k] / (k + 1), 0.0)
+from _benchmarks import benchmark
 
 
 def _f_star(w, psd, r=3.0):
-    """The closed form: the eigenvalues (psd) or their magnitudes projected onto {t >= 0, sum t <= r}."""
-    if psd:
-        return float(np.sum((_project_l1(np.maximum(w, 0.0), r) - w) ** 2))
-    a = np.abs(w)
-    return float(np.sum((a - _project_l1(a, r)) ** 2))
+    """The closed form (benchmarks/lanczos_repeated.py's ``f_star``): the eigenvalues (psd) or their
+    magnitudes projected onto {t >= 0, sum t <= r}."""
+    return benchmark("lanczos_repeated").f_star(w, "psd" if psd else "trace", r)
 
 
 def _rotated(w, seed):

@@ -11,6 +11,7 @@ import pytest
 
 import fwmodel as fm
 from fwmodel.errors import ModelError
+from _benchmarks import benchmark
 
 cp = pytest.importorskip("cvxpy")
 
@@ -22,14 +23,7 @@ def _clarabel(problem):
 
 def _benchmark_models():
     """benchmarks/maps_and_domains.py, whose model builders these tests share."""
-    import importlib.util
-    import pathlib
-
-    path = pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "maps_and_domains.py"
-    spec = importlib.util.spec_from_file_location("maps_and_domains", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark("maps_and_domains")
 
 
 @pytest.mark.parametrize("nonneg", [False, True])

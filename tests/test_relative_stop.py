@@ -9,6 +9,7 @@ import pytest
 import fwmodel as fm
 from fwmodel.engine import stopping
 from fwmodel.engine.stopping import StoppingRule
+from _benchmarks import benchmark
 
 
 def _min_variance(m, s_obj=1.0, s_var=1.0, n=50, sectors=5, seed=28):
@@ -57,14 +58,7 @@ def test_min_variance_portfolio_is_optimal_relative_to_its_own_value(min_varianc
 def _box_qp(m, seed=103):
     """The box family of benchmarks/gap_scale.py (its builder, loaded from there), seed 103: least squares
     plus a linear term over [0, 1]^n with equality and inequality rows (f* = -0.23, S_f = 117)."""
-    import importlib.util
-    import pathlib
-
-    path = pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "gap_scale.py"
-    spec = importlib.util.spec_from_file_location("gap_scale", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.box_model(seed)(m)
+    return benchmark("gap_scale").box_model(seed)(m)
 
 
 def test_box_qp_without_the_face_step_is_optimal_relative_to_its_own_value():

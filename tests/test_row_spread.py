@@ -12,23 +12,15 @@ import numpy as np
 import pytest
 
 import fwmodel as fm
+from _benchmarks import benchmark
 
 N = 15
 
 
 def _instance(seed, set_name):
-    rng = np.random.default_rng(seed)
-    A, G = rng.standard_normal((3, N)), rng.standard_normal((4, N))
-    if set_name == "L1 ball":
-        x0 = rng.standard_normal(N)
-        x0 *= 0.5 / np.abs(x0).sum()
-    elif set_name == "simplex":
-        x0 = rng.dirichlet(np.ones(N))
-    else:
-        x0 = rng.uniform(-0.5, 0.5, N)
-    b, h = A @ x0, G @ x0 + rng.uniform(0.0, 0.2, 4)
-    C, d, c = rng.standard_normal((20, N)), rng.standard_normal(20), rng.standard_normal(N)
-    return A, b, G, h, C, d, c, 10.0 ** rng.uniform(-3, 3, 3), 10.0 ** rng.uniform(-3, 3, 4)
+    """benchmarks/row_spread.py's part-1 instance (its generator): ``A, b, G, h, C, d, c`` and the rows'
+    factors 10^u of ``A`` (3 rows) and ``G`` (4 rows)."""
+    return benchmark("row_spread").instance(seed, set_name)
 
 
 def _sets(x, set_name, lib):

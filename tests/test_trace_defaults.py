@@ -11,26 +11,14 @@ import numpy as np
 import pytest
 
 import fwmodel as fm
-from fwmodel.datasets import sparse_low_rank_covariance
+from _benchmarks import benchmark
 
 cp = pytest.importorskip("cvxpy")
 
 
-def lrs_data(d, seed):
-    """Rank 3 + sparse + noise (not symmetric), radii half of C's norms."""
-    rng = np.random.default_rng(seed)
-    L = rng.standard_normal((d, 3)) @ rng.standard_normal((3, d))
-    S = np.zeros((d, d))
-    support = rng.random((d, d)) < 0.05
-    S[support] = 3.0 * rng.standard_normal(int(support.sum()))
-    C = L + S + 0.1 * rng.standard_normal((d, d))
-    return C, 0.5 * np.abs(C).sum(), 0.5 * np.linalg.svd(C, compute_uv=False).sum()
-
-
-def cov_data(d, seed):
-    """The paper's covariance problem, radii the true norms."""
-    data = sparse_low_rank_covariance(d, seed=seed)
-    return data.sigma_hat, data.radius_l1, data.radius_trace
+# the benchmark's generators: rank 3 + sparse + noise (not symmetric), radii half of C's norms; the paper's
+# covariance problem, radii the true norms
+lrs_data, cov_data = benchmark("trace_defaults").lrs_data, benchmark("trace_defaults").cov_data
 
 
 def reference(C, r1, r2):

@@ -7,7 +7,9 @@ Convention shared by all tutorials (``tutorials/NN_name.py``):
 - figures are saved only under ``if __name__ == "__main__"``, to
   ``$FWMODEL_FIGURES_DIR`` (by default a temporary folder), never into the
   checkout;
-- each tutorial ends with a module-level dict ``RESULTS`` of its key numbers.
+- each tutorial ends with a module-level dict ``RESULTS`` of its key numbers;
+- every ``fm.reshape``, ``fm.vec`` and ``.flatten()`` names its ``order`` (without one fwmodel warns, as
+  CVXPY does): here that warning is an error.
 
 Every tutorial present is run as a script (``__name__ == "__main__"``, the
 figure folder left at its default) from a scratch working folder: it must
@@ -23,6 +25,7 @@ import re
 import runpy
 import shutil
 import subprocess
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -56,7 +59,10 @@ def run_tutorial(path, monkeypatch, tmp_path):
         pass
     monkeypatch.chdir(tmp_path)  # anything a tutorial writes lands in a scratch folder
     try:
-        return runpy.run_path(str(path), run_name="__main__")
+        with warnings.catch_warnings():
+            # a tutorial writes the order of every reshape, vec and flatten (fwmodel warns without one)
+            warnings.filterwarnings("error", message="(reshape|vec) without order", category=FutureWarning)
+            return runpy.run_path(str(path), run_name="__main__")
     finally:
         try:
             import matplotlib.pyplot as plt

@@ -230,8 +230,7 @@ def minimize_fwal(
     loop_value_and_grad = getattr(objective, "value_and_grad_shared", objective.value_and_grad)
     f, g = loop_value_and_grad(x)
     cold = warm_state is None  # the scales of the stopping rule: at the cold starting point (stopping.py)
-    if cold and not _is_finite(Iterate(x, None, r, f, g, 0.0)) and interior_start(blocks, x, active, faces,
-                                                                                  objective):
+    if cold and not _is_finite(Iterate(x, None, r, f, g, 0.0)) and interior_start(blocks, x, active, faces, g):
         # -log(z) on a box 0 <= z <= 1: infinite at the starting vertex; start inside the sets instead
         r = Mop.matvec(x)
         r -= b

@@ -50,6 +50,10 @@ class Block:
     #: True when ``project`` takes ``out=`` and may write the projection over its own input
     #: (no block-size temporary; :class:`~fwmodel.engine.projection_step.ProjectionStep`)
     project_in_place: bool = False
+    #: optional (x_k, g_k, w, sign, scale) -> (positions, d, g, w) or None: the direction
+    #: ``project(x_k + scale (g_k + sign w)) - x_k`` on its support, found without a block-size array
+    #: where it is sparse (``L1Ball.projected_step_sparse``; the tied-copies projection step)
+    project_sparse_step: Callable = None
     #: True when projection="auto" projects the block although the objective does not read it
     #: (``ConvexSet.projects_unread``: a hinge budget's hidden excess; ``projection_choice.candidates``)
     projects_unread: bool = False

@@ -263,7 +263,8 @@ def nearly_linear(objective, blocks, x, g):
     its curvature d' Hf d is below ``schedules.NEARLY_LINEAR`` times the slope |<g, d>|, so over a
     whole step across the sets f moves by less than that fraction through its curvature.
 
-    The same test, at the same point and direction, by which :func:`fwmodel.engine.schedules.default_penalty`
+    The same test (:func:`fwmodel.engine.schedules.nearly_linear_along`), at the same point and direction,
+    by which :func:`fwmodel.engine.schedules.default_penalty`
     gives such an objective the slope's penalty, as to a linear one; the driver then keeps the vertex steps
     of a linear objective on products of polytopes too (:func:`candidates`). With projected-gradient
     steps on an L1 ball and that penalty, a linear objective plus ``1e-6 * sum_squares(A x - b)`` (or a
@@ -272,24 +273,17 @@ def nearly_linear(objective, blocks, x, g):
     False where the objective does not tell its curvature, or the slope is 0 (x already minimizes the
     linearization: nothing measured).
     """
-    from .schedules import NEARLY_LINEAR
+    from .schedules import nearly_linear_along, toward_vertices
 
     curvature = getattr(objective, "curvature", None)
     if curvature is None or not getattr(objective, "is_quadratic", False):
         return False
-    d = np.empty(x.size)
-    for blk in blocks:
-        sl = blk.slice
-        np.negative(x[sl], out=d[sl])
-        blk.lmo(g[sl]).add_to(d[sl], 1.0)
+    d = toward_vertices(blocks, x, lambda blk: g[blk.slice])
     slope = abs(float(np.dot(g, d)))
     if not (slope > 0 and np.isfinite(slope)):
         return False
     c_f = curvature(x, d)
-    if c_f is None:
-        return False
-    c_f = float(c_f)
-    return bool(np.isfinite(c_f) and 0.0 <= c_f < NEARLY_LINEAR * slope)
+    return c_f is not None and nearly_linear_along(float(c_f), slope)
 
 
 def choose(blocks, ks, iteration_time, x, g, max_iterations=MAX_ITERATIONS, measured=None, workspace=None,

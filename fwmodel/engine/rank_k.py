@@ -312,8 +312,11 @@ def single_in_place(A):
 #: the paper's problem at d = 4000 (benchmarks/RESULTS.md, "Krylov products in single precision"):
 #: 0.04-0.23 s less per loop iteration outside the LMOs (three runs), but the iterates part from the
 #: float64 ones within a few steps (objective 0.9 % apart at iteration 15), and the Fig. 2 race's average lost
-#: support F1 from iteration 24 on (0.619 against 0.651 at iteration 29): off until a race shows
-#: the float32 iterates as good
+#: support F1 from iteration 24 on (0.619 against 0.651 at iteration 29). Over four data draws
+#: (seeds 0-3, "Krylov products in float32 over four data draws"): the trace-norm copy's estimate
+#: fell back once (error +0.01, its F1 to about 0.3, recovered over about 7 iterations) in all four
+#: float32 races against two of the four float64 ones, and the average's F1 over iterations 24-40
+#: was 0.015 lower on the mean (-0.031 .. +0.010): off, the float64 products stay the default
 SINGLE_PRODUCTS_MIN_DIM = None
 #: the rounding of the slope read from float32 products, in units of eps32 ||Y||_F per unit of
 #: sum(s) (measured 0.1-0.3; see :class:`SingleProducts`), and the least multiple of it that a slope

@@ -667,6 +667,26 @@ CURVATURE_ROUNDING = 64 * np.finfo(float).eps
 NEARLY_LINEAR = 1e-3
 
 
+def nearly_linear_along(c_f, slope):
+    """Whether a curvature ``c_f`` = d' Hf d along a FW direction d is below ``NEARLY_LINEAR`` times the
+    slope |<grad f, d>| there: over a whole step along d, f then moves by less than that fraction through
+    its curvature, and it is treated as linear. The one test behind :func:`default_penalty`'s slope
+    penalty and :func:`fwmodel.engine.projection_choice.nearly_linear`'s vertex steps."""
+    return bool(np.isfinite(c_f) and 0.0 <= c_f < NEARLY_LINEAR * slope)
+
+
+def toward_vertices(blocks, x, direction_of):
+    """d = s - x, a fresh array: s the product of the blocks' LMO vertices, block k's at the direction
+    ``direction_of(blk)`` (the first FW direction where that is the gradient's slice, as in Alg. 1).
+    The blocks are visited in order (a random direction is drawn block by block)."""
+    d = np.empty(x.size)
+    for blk in blocks:
+        sl = blk.slice
+        np.negative(x[sl], out=d[sl])
+        blk.lmo(direction_of(blk)).add_to(d[sl], 1.0)
+    return d
+
+
 def default_penalty(objective, blocks, Mop, x, g, rng, fallback=1.0, vertex=None, slope=None):
     """A penalty lam matched to the problem's scale.
 
@@ -721,19 +741,11 @@ def default_penalty(objective, blocks, Mop, x, g, rng, fallback=1.0, vertex=None
             Md = Ms
             Md -= Mx
     else:
-        d, Md = np.empty(n), None
-        for blk in blocks:
-            sl = blk.slice
-            np.negative(x[sl], out=d[sl])
-            blk.lmo(g[sl]).add_to(d[sl], 1.0)
+        d, Md = toward_vertices(blocks, x, lambda blk: g[blk.slice]), None
     if not np.any(d):
         # the start already minimizes f's linearization over the sets (a linear objective started at its
         # own vertex): toward the vertices of a random direction instead, a move of the sets' own size
-        d, Md, slope = np.empty(n), None, None
-        for blk in blocks:
-            sl = blk.slice
-            np.negative(x[sl], out=d[sl])
-            blk.lmo(rng.standard_normal(blk.size)).add_to(d[sl], 1.0)
+        d, Md, slope = toward_vertices(blocks, x, lambda blk: rng.standard_normal(blk.size)), None, None
     if not np.any(d):  # every set a single point
         d = rng.standard_normal(n)
     if Md is None:
@@ -759,7 +771,7 @@ def default_penalty(objective, blocks, Mop, x, g, rng, fallback=1.0, vertex=None
     # d = 4000 in the paper's problem)
     if not (c_f > 0 and np.isfinite(c_f)):
         slope = abs(float(np.dot(g, d)))
-    elif slope is not None and c_f < NEARLY_LINEAR * slope:
+    elif slope is not None and nearly_linear_along(c_f, slope):
         c_f = 0.0  # nearly linear along d: the slope's lam (the docstring)
     else:
         slope = None

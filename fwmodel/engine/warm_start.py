@@ -229,7 +229,7 @@ def _ratio(new, old):
 INTERIOR_START_LMOS = 4096
 
 
-def interior_start(blocks, x, active, faces, objective):
+def interior_start(blocks, x, active, faces, g):
     """A cold starting point where the objective is finite, when it is not at the sets' initial vertices.
 
     An objective that is infinite on part of the sets' boundary (``-log(z)`` on a box ``0 <= z <= 1``, the
@@ -242,9 +242,9 @@ def interior_start(blocks, x, active, faces, objective):
     ``+inf``, both where NaN. The mean is a point of the set (a convex combination of its atoms, kept as
     the block's active set), and each such coordinate lies strictly inside its range over the set unless the
     set fixes it. Blocks with a low-rank face (``faces``: trace-norm balls) are left as they are.
-    ``x`` is changed in place; returns whether any block moved.
+    ``g``: the objective's gradient at ``x``, as the caller already has it (only which of its entries are not
+    finite, and their signs, are read). ``x`` is changed in place; returns whether any block moved.
     """
-    _, g = objective.value_and_grad(x)
     g = np.asarray(g, dtype=float).ravel()
     moved = False
     for k, blk in enumerate(blocks):

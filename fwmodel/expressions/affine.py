@@ -942,24 +942,27 @@ class ReshapeExpression(Expression):
         return f"reshape({texts[0]}, {self._shape})"
 
 
-#: what ``fm.reshape`` (and ``expr.reshape``) says when ``order`` is not given: fwmodel reads row by row (NumPy's
-#: default) where CVXPY 1.x reads column by column, so a model ported from CVXPY would silently differ
+#: what ``fm.reshape`` (and ``expr.reshape``, ``expr.flatten``) says when ``order`` is not given: the
+#: entries are read column by column (order='F') as CVXPY 1.x reads them, a default CVXPY has announced
+#: will become NumPy's row by row (order='C')
 RESHAPE_ORDER_MESSAGE = (
-    "reshape without order=: fwmodel reads and writes the entries row by row (order='C', NumPy's default), "
-    "while CVXPY 1.x's default is column by column (order='F'), so a reshape ported from CVXPY without an order "
-    "is a different model; pass order='C' or order='F' explicitly (this warning then goes away)")
+    "reshape without order=: fwmodel reads and writes the entries column by column (order='F'), as CVXPY 1.x "
+    "does by default, which CVXPY says will change to row by row (order='C', NumPy's default); "
+    "pass order='F' or order='C' explicitly (this warning then goes away)")
 
 
 def reshape(expr, shape, order=None, _stacklevel=2):
-    """Reshape ``expr`` to ``shape`` (one entry may be -1): row by row (``order="C"``, NumPy's default), or
-    column by column with ``order="F"`` (Fortran order).
+    """Reshape ``expr`` to ``shape`` (one entry may be -1), as ``cvxpy.reshape``: column by column
+    (``order="F"``, Fortran order) or row by row (``order="C"``, NumPy's order).
 
-    Without ``order`` it reads C order and warns (a ``FutureWarning``, as CVXPY's own reshape without an
-    order does): CVXPY 1.x's default is "F", so a model ported from CVXPY would otherwise differ silently.
+    Without ``order`` it reads F order, CVXPY 1.x's default, and warns (a ``FutureWarning``, as CVXPY's
+    own ``reshape`` and ``vec`` do without an order, since CVXPY announced that the default will become
+    NumPy's "C"): a model written for CVXPY gets CVXPY's answer, and one that relies on the default is
+    ambiguous across versions, so pass ``order`` explicitly.
     """
     if order is None:
         warnings.warn(RESHAPE_ORDER_MESSAGE, FutureWarning, stacklevel=_stacklevel)
-        order = "C"
+        order = "F"
     return _reshape(expr, shape, order)
 
 

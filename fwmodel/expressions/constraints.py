@@ -436,7 +436,7 @@ def _squared_norm_bound(lhs, rhs, text):
             # positive definite: the compiler holds e in fm.Ellipsoid(e, P, t) (it bounds e itself)
             ellipsoid = (e, P, (w, Q))  # (its eigendecomposition, formed once: the ellipsoid reads it)
         factor = np.sqrt(w[keep])[:, None] * Q[:, keep].T  # L' with P = L L'
-        e = Constant(factor) @ (e if e.ndim == 1 else e.flatten())
+        e = Constant(factor) @ (e if e.ndim == 1 else e.flatten(order="C"))
     if rhs._has_params:
         bound = _SquareRoot(rhs)
     else:

@@ -377,17 +377,22 @@ class Expression:
         return _sum(self, axis=axis, keepdims=keepdims)
 
     def reshape(self, *shape, order=None):
-        """Reshape, as ``numpy.ndarray.reshape``: row by row (C order) unless ``order="F"``; without ``order`` a
-        FutureWarning says that CVXPY's default is "F" (:func:`fwmodel.reshape`)."""
+        """``fm.reshape(self, shape, order)``, as CVXPY's ``Expression.reshape`` (the shape as one tuple or
+        as several ints, as NumPy's): column by column (``order="F"``) or row by row (``order="C"``); without
+        ``order`` it reads "F", CVXPY 1.x's default, with a FutureWarning (:func:`fwmodel.reshape`)."""
         from .affine import reshape
 
         if len(shape) == 1 and not isinstance(shape[0], (numbers.Integral, np.integer)):
             shape = shape[0]
         return reshape(self, shape, order=order, _stacklevel=3)
 
-    def flatten(self):
-        """The entries as a 1-D expression, in C order."""
-        return self.reshape(-1, order="C")
+    def flatten(self, order=None):
+        """The entries as a 1-D expression, as CVXPY's ``Expression.flatten``: column by column
+        (``order="F"``) or row by row (``order="C"``); without ``order`` it reads "F", CVXPY 1.x's default,
+        with a FutureWarning (:func:`fwmodel.reshape`)."""
+        from .affine import reshape
+
+        return reshape(self, (-1,), order=order, _stacklevel=3)
 
     def _postorder(self):
         if self._order_cache is None:

@@ -115,8 +115,8 @@ def mean(expr, axis=None, keepdims=False):
 
 VEC_ORDER_MESSAGE = (
     "vec without order=: fwmodel reads the entries column by column (order='F'), as CVXPY 1.x's vec does by default, "
-    "which CVXPY says will change to row by row (order='C', NumPy's default); fm.reshape without an order reads 'C'. "
-    "Pass order='F' or order='C' explicitly (this warning then goes away)")
+    "which CVXPY says will change to row by row (order='C', NumPy's default); fm.reshape, expr.reshape and "
+    "expr.flatten read 'F' without an order too. Pass order='F' or order='C' explicitly (this warning then goes away)")
 
 
 def vec(expr, order=None):
@@ -124,7 +124,7 @@ def vec(expr, order=None):
 
     Without ``order`` it reads F order, CVXPY 1.x's default for ``cp.vec``, and warns (a ``FutureWarning``, as
     CVXPY's own ``vec`` and ``reshape`` do without an order, since CVXPY announced that their default will become
-    NumPy's "C"). :func:`fwmodel.reshape` without an order warns too but reads C (NumPy's order): a model that
+    NumPy's "C"). :func:`fwmodel.reshape` without an order reads "F" and warns the same way: a model that
     relies on either default is ambiguous across versions, so pass ``order`` explicitly.
     """
     expr = as_expression(expr)
@@ -202,7 +202,7 @@ def upper_tri(expr):
     shape ``(k, 1)`` while its value is ``(k,)``; with that shape
     ``cp.upper_tri(X) == v`` for a vector ``v`` of k entries broadcasts to k x k
     equalities. Here it is the k equalities it reads as (a column is
-    ``fm.reshape(fm.upper_tri(X), (k, 1))``).
+    ``fm.reshape(fm.upper_tri(X), (k, 1), order="F")``).
     """
     expr = as_expression(expr)
     if expr.ndim != 2 or expr.shape[0] != expr.shape[1]:
