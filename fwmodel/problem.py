@@ -861,7 +861,8 @@ class Problem:
                 project_in_place=bool(s.projects_in_place),
                 project_sparse_step=getattr(s, "projected_step_sparse", None),
                 projects_unread=bool(getattr(s, "projects_unread", False)),
-                projection_estimate=s.projection_time_estimate)
+                projection_estimate=s.projection_time_estimate,
+                projection_warm_starts=bool(getattr(s, "projection_warm_starts", False)))
 
         return [block(b) for b in compiled.blocks]
 

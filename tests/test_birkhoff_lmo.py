@@ -97,16 +97,18 @@ def test_warm_assignment_after_forbidden_and_invalid_costs(backend):
         assert permutation_cost(D, solver(D)) == pytest.approx(brute_force_value(D))
 
 
-def test_birkhoff_solve_lmo_is_fresh_per_solve():
-    """Each solve gets its own warm state: solving twice gives the same iterates, as the first solve."""
+@pytest.mark.parametrize("projection", [False, "auto"])
+def test_birkhoff_solve_lmo_is_fresh_per_solve(projection):
+    """Each solve gets its own warm state: solving twice gives the same iterates, as the first solve (vertex
+    steps; and the projection's warm start, where "auto" projects, afresh too)."""
     rng = np.random.default_rng(0)
     n = 12
     C = (1.0 + rng.standard_normal((n, n))) / n
     X = fm.Variable((n, n))
     prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.BirkhoffPolytope(X)])
-    prob.solve()
+    prob.solve(projection=projection)
     first = (prob.stats.iterations, X.value.copy())
-    prob.solve()
+    prob.solve(projection=projection)
     assert prob.stats.iterations == first[0]
     np.testing.assert_array_equal(X.value, first[1])
     # the same vertices as the stateless LMO: a sequence of directions through both
@@ -125,7 +127,7 @@ def test_birkhoff_projection_matches_clarabel():
     C = (1.0 + rng.standard_normal((n, n))) / n
     X = fm.Variable((n, n))
     prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.BirkhoffPolytope(X)])
-    prob.solve(tol=1e-6)
+    prob.solve(tol=1e-6, projection=False)  # vertex steps (projection="auto" may project the block)
     Z = cp.Variable((n, n), nonneg=True)
     ref = cp.Problem(cp.Minimize(cp.sum_squares(Z - C)), [cp.sum(Z, axis=0) == 1, cp.sum(Z, axis=1) == 1])
     ref.solve(solver="CLARABEL")
@@ -182,7 +184,7 @@ def test_compiled_assignment_on_projection_gradients():
         return lmo_atom
 
     S.lmo_for_solve = recording
-    prob.solve()
+    prob.solve(projection=False)  # the vertex path's gradients (projection steps would end in a few)
     assert len(costs) > 30
     solver = compiled_solver(n)
     for D in costs:
@@ -248,7 +250,7 @@ def test_numba_backend_solve_matches_scipy_backend():
     for backend in ("scipy", "numba"):
         X = fm.Variable((n, n))
         prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.BirkhoffPolytope(X, backend=backend)])
-        prob.solve(tol=1e-6)
+        prob.solve(tol=1e-6, projection=False)  # the backends' LMOs at work (not the projection)
         assert prob.status == "optimal"
         assert fm.BirkhoffPolytope(fm.Variable((n, n))).contains(X.value, tol=1e-6)
         values[backend] = (prob.value, prob.stats.fw_gap)

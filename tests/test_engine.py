@@ -119,7 +119,12 @@ def test_auto_projection_rule_weighs_a_projection_against_an_iteration():
     assert candidates(both_cheap, rows=3, read_alone=lambda sl: sl.start == 0) == [0]
     assert AutoProjection(both_cheap, rows=3, read_alone=lambda sl: sl.start == 0, projected=[0]).ks == []
     assert candidates(both_cheap, keep_vertex_steps=True) == []
-    assert candidates([cheap, block(5, polytope=True, project=np.copy, cheap=False)], rows=2) == [0]
+    # a polytope whose projection is not cheap (the Birkhoff polytope's Newton projection) is a candidate
+    # too, measured: it does not project from the start
+    measured_polytope = [cheap, block(5, polytope=True, project=np.copy, cheap=False)]
+    assert candidates(measured_polytope, rows=2) == [0, 1]
+    assert initial_projection_blocks(measured_polytope, "auto", rows=2) == [0]
+    assert AutoProjection(measured_polytope, rows=2, projected=[0]).ks == [1]
     assert candidates([cheap, block(5, polytope=True)]) == [0]
     box = Block(offset=5, size=5, lmo=None, initial_atom=None, is_polytope=True, project=np.copy,
                 intervals=(np.zeros(5), np.ones(5)))

@@ -62,7 +62,7 @@ from .face_step import FaceStep
 from .options import PROJECTION_CHOICES, check_choice, check_options
 from .row_metric import RowMetric
 from .progress import Progress
-from .projection_choice import AutoProjection, nearly_linear
+from .projection_choice import AutoProjection, nearly_linear, polytope_may_project
 from .projection_step import ProjectedBlock, ProjectionStep, initial_projection_blocks
 from .result import FWALResult, SolverState  # noqa: F401 (the result types of minimize_fwal)
 from .schedules import make_dual_schedule, default_penalty
@@ -156,7 +156,7 @@ def minimize_fwal(
         (not a trace-norm or PSD ball on which a linear objective is flat
         along a face);
         on a model made only of polytopes, none, except L1 balls (and capped
-        simplices) read by a curved objective, curvature measured (a quadratic
+        simplices; Birkhoff polytopes by measured cost) read by a curved objective, curvature measured (a quadratic
         nearly linear over the sets keeps vertex steps), with or without rows
         (see :mod:`fwmodel.engine.projection_choice`). A step kind named by
         ``step`` (not "auto") turns "auto" into False: the named step is taken
@@ -368,7 +368,7 @@ def minimize_fwal(
                 break
             if auto_projection is not None and auto_projection.due(t):
                 # the point to time is made in the per-block gradient array (free before the sweep)
-                chosen = auto_projection.choose(it.x, it.g, buffers.block_gradient)
+                chosen = auto_projection.choose(it.x, it.g, buffers.block_gradient, lagrangian.curvature)
                 _switch_to_projections(chosen, projections, infaces, steps, active, step_counts)
                 _multiplier_step_of_projections(projections, lagrangian, schedule)
             # ---- gradient of the augmented Lagrangian (paper OPT2), into reused buffers
@@ -649,8 +649,7 @@ def _nearly_linear_on_polytopes(objective, blocks, n):
     quadratic objective and a block that would project (``projection_choice.candidates``)."""
     if not getattr(objective, "is_quadratic", False) or not all(blk.is_polytope for blk in blocks):
         return False
-    if not any(blk.project is not None and blk.cheap_projection and not blk.is_box and blk.intervals is None
-               for blk in blocks):
+    if not any(polytope_may_project(blk) for blk in blocks):
         return False
     x_ref = reference_point(blocks, n)
     return nearly_linear(objective, blocks, x_ref, objective.value_and_grad(x_ref)[1])

@@ -60,6 +60,10 @@ class Block:
     #: optional () -> seconds: a guess of ``project``'s cost, so that "auto" does not
     #: time a projection far too slow to be taken
     projection_estimate: Callable = None
+    #: True when ``project`` starts from its previous call's state (the Birkhoff polytope's Newton
+    #: multipliers): "auto" then times it as a solve calls it, on nearby points in turn
+    #: (``projection_choice.choose``), not at one point again, which a warm start answers at once
+    projection_warm_starts: bool = False
     #: optional :class:`~fwmodel.engine.steps.SimplexGroups`: the block is a
     #: product of simplices (enables per-group pairwise steps)
     groups: object = None

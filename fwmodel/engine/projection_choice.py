@@ -52,7 +52,8 @@ projection is timed once.
 On a model made only of polytopes, the blocks that project are its L1
 balls and capped simplices (cheap projections that are not boxes: a box
 keeps its exact per-coordinate FW steps, a plain simplex declares no
-projection), from the start, with or without rows (equality rows, the slacks of inequality rows),
+projection), from the start, and its Birkhoff polytopes where their
+projection's measured cost fits the budget above, with or without rows (equality rows, the slacks of inequality rows),
 where the objective is curved and reads the block as its variable's only
 copy. A vertex (BPCG) iterate needs about one iteration per atom of the
 solution and then some; a projection step moves every entry at once.
@@ -70,6 +71,18 @@ solution and then some; a projection step moves every entry at once.
   took 482 iterations against 274, 2x the time (on
   benchmarks/rows_projection.py's instance 507 against 343), and
   projecting the slacks' box too of 5 inequality rows 1,159 against 73.
+* The Birkhoff polytope (``BirkhoffPolytope``: semismooth Newton on the
+  projection's dual, ``sets/_birkhoff_projection.py``) declares a projection
+  that is not cheap (a few O(n^3) Newton steps, against one O(n^3)
+  assignment LMO): it is a candidate on polytope models under the same
+  conditions, but is timed first (:func:`timed_warm`: the Newton
+  projection starts from its previous multipliers, so it is timed on
+  nearby points in turn, as a solve calls it) and projects when that costs
+  at most ``MAX_ITERATIONS`` iterations. The projection of a matrix C onto
+  it then takes one projection step where vertex steps needed about one
+  iteration per permutation of X*'s face (tens of thousands at n = 200):
+  at n = 200, 6 iterations against 1,577 (benchmarks/RESULTS.md, "The
+  Birkhoff polytope's Euclidean projection").
 * A capped simplex (a simplex and a box on one variable, one set where no
   other set and no row touches the variable): the portfolio of
   ``benchmarks/zoo.py`` took 8 projection steps against 34 BPCG
@@ -157,11 +170,65 @@ def timed(fn, *args):
     return elapsed, out
 
 
+def polytope_may_project(blk):
+    """Whether a polytope block may take projection steps under projection="auto" on a product of polytopes:
+    it has a projection and is not a box (a box keeps its exact per-coordinate FW steps). A cheap one
+    (L1 balls, capped simplices) projects from the start; another one (the Birkhoff polytope's Newton
+    projection) when :func:`choose` measures it at most ``MAX_ITERATIONS`` iterations."""
+    return blk.project is not None and not blk.is_box and blk.intervals is None
+
+
+#: points of a warm-started projection's timing (:func:`timed_warm`): the first warms it up, the others are timed
+WARM_POINTS = 4
+
+
+def step_curvature(curvature, x, g, sl):
+    """L = d' Hf d / ||d||^2 along d = -g on the block ``sl`` (0 elsewhere), the curvature by which a
+    projected-gradient step scales its target ``x - g / L`` (``ProjectionStep.take``, without the
+    penalty's term); 1 where f tells none (a linear objective) or it is not positive and finite."""
+    if curvature is None:
+        return 1.0
+    d = np.zeros(x.size)
+    np.negative(g[sl], out=d[sl])
+    dd = float(np.dot(d[sl], d[sl]))
+    c = curvature(x, d)
+    if c is None or not dd > 0:
+        return 1.0
+    L = float(c) / dd
+    return L if L > 0 and np.isfinite(L) else 1.0
+
+
+def timed_warm(project, x, step, point):
+    """Seconds of a warm-started projection as a solve calls it: the least over the targets
+    ``x - (1 + 2^-(j + 2)) step``, j = 1 .. ``WARM_POINTS`` - 1, each projected from the state of the one
+    before (``x - step``, in ``point``, starts it): targets that settle, as a solve's do (``step``: the
+    gradient over f's curvature, :func:`step_curvature`: the projected-gradient step's own target).
+
+    Timing one point again, as :func:`timed` does, would measure a warm start at the answer itself
+    (the Birkhoff projection's Newton then takes no step: 0.8 ms at n = 200 where a solve's projections
+    took 3-4 ms), and its first call a cold start (10-14 ms): neither is what the solve's steps pay.
+    Targets at a unit step ``x - g`` instead of ``x - g / L`` (L = 2 for ``||X - C||^2``, whose target
+    is then C) were near permutations, where Newton needs 7-10 steps: 10-12 ms at n = 200 against 1-2 ms
+    per iteration, though the solve took one projection (6 iterations against 328 with vertex steps).
+    """
+    np.subtract(x, step, out=point)
+    project(point)
+    best = np.inf
+    for j in range(1, WARM_POINTS):
+        np.multiply(step, -(1.0 + 0.5 ** (j + 2)), out=point)
+        point += x
+        t0 = time.perf_counter()
+        project(point)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
 def candidates(blocks, rows=0, keep_vertex_steps=False, read_alone=None):
     """Blocks that projection="auto" may switch to projection steps.
 
-    On a product of polytopes: the blocks whose projection is cheap and that
-    are not boxes (L1 balls, a capped simplex; a box keeps its exact
+    On a product of polytopes: the blocks with a projection that are not
+    boxes (:func:`polytope_may_project`: L1 balls, a capped simplex, cheap,
+    from the start; the Birkhoff polytope, measured; a box keeps its exact
     per-coordinate FW steps), with or without rows (``rows``, M's, no longer
     changes the answer: kept for the callers), unless ``keep_vertex_steps`` (the driver
     sets it for a linear objective, minimized at a vertex that FW steps
@@ -175,15 +242,19 @@ def candidates(blocks, rows=0, keep_vertex_steps=False, read_alone=None):
     project from the start (see the module docstring). Elsewhere: every
     block with a projection (:class:`AutoProjection` leaves out, under a
     linear objective, a PSD or trace-norm ball on which f is flat along a
-    face: :func:`flat_linear_face`).
+    face: :func:`flat_linear_face`; and a linear objective, minimized at a
+    vertex, keeps the vertex steps of a polytope whose projection is not
+    cheap: the Birkhoff polytope).
     """
     if all(blk.is_polytope for blk in blocks):
         if keep_vertex_steps:
             return []
         return [k for k, blk in enumerate(blocks)
-                if blk.project is not None and blk.cheap_projection and not blk.is_box and blk.intervals is None
-                and (read_alone is None or read_alone(blk.slice) or blk.projects_unread)]
-    return [k for k, blk in enumerate(blocks) if blk.project is not None]
+                if polytope_may_project(blk) and (read_alone is None or read_alone(blk.slice) or blk.projects_unread)]
+    # a linear objective: a polytope whose projection is measured (the Birkhoff polytope) keeps its vertex
+    # steps here too (fuzz model 44, PSD and Birkhoff sets under c' X: 179 iterations so, 239 projected)
+    return [k for k, blk in enumerate(blocks) if blk.project is not None
+            and not (keep_vertex_steps and blk.is_polytope and not blk.cheap_projection)]
 
 
 def nearly_linear(objective, blocks, x, g):
@@ -215,8 +286,13 @@ def nearly_linear(objective, blocks, x, g):
     return c_f is not None and nearly_linear_along(float(c_f), slope)
 
 
-def choose(blocks, ks, iteration_time, x, g, max_iterations=MAX_ITERATIONS, measured=None, workspace=None):
+def choose(blocks, ks, iteration_time, x, g, max_iterations=MAX_ITERATIONS, measured=None, workspace=None,
+           curvature=None):
     """The blocks among ``ks`` whose projection at ``x - g`` costs at most ``max_iterations`` iterations.
+
+    ``curvature``: the objective's ``(x, d) -> d' Hf d`` (or None): a warm-started projection is timed
+    at the projected-gradient step's own targets, ``x - g / L`` with L f's curvature along g on the block
+    (:func:`timed_warm`), where its cost depends on the point.
 
     ``measured`` (block -> seconds) keeps the projection times already taken:
     a block is timed once per solve, whatever the number of decisions.
@@ -233,9 +309,12 @@ def choose(blocks, ks, iteration_time, x, g, max_iterations=MAX_ITERATIONS, meas
                 continue
             sl = blk.slice
             point = np.subtract(x[sl], g[sl], out=workspace(blk.size) if workspace is not None else None)
-            # projected in the point's own array where the set can (no second block-size array)
-            measured[k] = timed(lambda: blk.project(point, out=point) if blk.project_in_place
-                                else blk.project(point))[0]
+            if blk.projection_warm_starts:
+                measured[k] = timed_warm(blk.project, x[sl], g[sl] / step_curvature(curvature, x, g, sl), point)
+            else:
+                # projected in the point's own array where the set can (no second block-size array)
+                measured[k] = timed(lambda: blk.project(point, out=point) if blk.project_in_place
+                                    else blk.project(point))[0]
         if measured[k] <= budget:
             chosen.append(k)
     return chosen
@@ -324,8 +403,9 @@ class AutoProjection:
             return True
         return False
 
-    def choose(self, x, g, workspace=None):
-        new = choose(self.blocks, self.ks, self.iteration_time, x, g, self.max_iterations, self.measured, workspace)
+    def choose(self, x, g, workspace=None, curvature=None):
+        new = choose(self.blocks, self.ks, self.iteration_time, x, g, self.max_iterations, self.measured, workspace,
+                     curvature)
         self.ks = [k for k in self.ks if k not in new]
         if self.linear_gradient is not None:
             # tested only on the blocks chosen (their spectrum costs less than the projection just timed);

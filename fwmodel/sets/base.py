@@ -234,6 +234,9 @@ class ConvexSet:
     empty_reason = None
     #: optional () -> seconds: a guess of :meth:`project_flat`'s cost (``projection="auto"``)
     projection_time_estimate = None
+    #: True when :meth:`project_flat` starts from its previous call's state (cheaper on a point near the
+    #: last one): ``projection="auto"`` then times it on a sequence of nearby points, as a solve calls it
+    projection_warm_starts = False
     #: True when every point of the set, and every vertex its LMO returns, is a symmetric matrix
     keeps_symmetric = False
     #: True when the set holds its expression symmetric positive semidefinite

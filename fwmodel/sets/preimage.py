@@ -55,6 +55,8 @@ class AffinePreimage(InnerData, ConvexSet):
         # one scale for every entry: x -> a x + c is a similarity (a projection and a face read through)
         self._uniform_scale = float(self._a[0]) if self._a.size and np.all(self._a == self._a[0]) else None
         self.has_projection = bool(getattr(inner, "has_projection", False)) and self._uniform_scale is not None
+        # a warm-started projection (the Birkhoff polytope's) is timed as one by projection="auto"
+        self.projection_warm_starts = bool(getattr(inner, "projection_warm_starts", False))
         self._declares_face = self.low_rank_face() is not None
 
     def lmo_atom(self, flat_direction):
