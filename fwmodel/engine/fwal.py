@@ -68,6 +68,7 @@ from .result import FWALResult, SolverState  # noqa: F401 (the result types of m
 from .schedules import make_dual_schedule, default_penalty
 from .steps import LAZY_CHECK_EVERY, DeferredProposal, make_step, takes_rank_k_steps
 from .stopping import (LmoCheck, StoppingRule, certifies, gap_at_rounding, lowest_gap, objective_gap, reference_point,
+                       sets_width,
                        row_norm_equilibration, suboptimality_bound)
 from .._shared_setting import in_own_context
 from .pages import with_plain_pages
@@ -415,6 +416,10 @@ def minimize_fwal(
                 stopping.observe_bound(it.f, suboptimality_bound(gap, dual_residual, certified))
             elif lmo_check is not None:
                 certified = False  # an unchecked gap of an inexact LMO certifies nothing
+            if gap_known and stopping.floor_skips and stopping.met(gap, feas, gap_f, dual_residual):
+                # (1b)'s "f* ~ 0" judged where the solve is too, not only against S_f taken at the cold start
+                # (stopping.py): one LMO per block on -grad f, only where the skip would end the solve
+                stopping.observe_width(sets_width(blocks, it.x, it.g))
             elapsed, eta_now = progress.elapsed(), schedule.current
             # an unchecked gap of an inexact LMO may understate: such an iterate does not compete for
             # the best point (its merit would beat checked ones on a gap that is not true)
