@@ -428,7 +428,10 @@ def _squared_norm_bound(lhs, rhs, text):
         P = P.toarray() if hasattr(P, "toarray") else np.asarray(P, dtype=float)
         P = P.reshape(e.size, e.size)
         w, Q = np.linalg.eigh(0.5 * (P + P.T))
-        keep = w > 1e-12 * max(float(w[-1]), 0.0)
+        # directions kept down to eigh's own rounding (a few eps n of the largest eigenvalue): a positive definite
+        # P with eigenvalues 1e-6 .. 1e6 lost its smallest direction at a cut of 1e-12 and the model was refused
+        # as "not in any bounded set" (Clarabel solves it)
+        keep = w > 64 * np.finfo(float).eps * P.shape[0] * max(float(w[-1]), 0.0)
         if not np.any(keep):
             raise ModelError(f"{text}: P is zero, so the constraint does not involve {short_repr(e)} (it holds for "
                              "every point when the bound is >= 0); leave it out")
