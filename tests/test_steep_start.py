@@ -21,12 +21,11 @@ from tests._benchmarks import benchmark  # noqa: E402
 DEFAULT_TOL = 1e-4
 
 
-@pytest.mark.parametrize("k", [20.0, 50.0])
-@pytest.mark.parametrize("which", [0, 1])
+# (k, model): 0 the Birkhoff polytope (k = 20: 44 iterations to 14x f* before), 1 the simplex (k = 50: stopped at
+# the cold start, the gradient's norm overflowed)
+@pytest.mark.parametrize("k, which", [(20.0, 0), (20.0, 1), (50.0, 1)])
 def test_steep_objective_optimal_means_within_the_certified_accuracy(k, which):
     name, build_fm, build_cp = benchmark("steep_start").models(k)[which]
-    if which == 0 and k == 50.0:
-        pytest.skip("the Birkhoff model at k = 50 takes ~400 iterations; k = 20 covers it")
     ref = build_cp()
     ref.solve(solver="CLARABEL")
     prob = build_fm()
