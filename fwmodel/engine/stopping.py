@@ -253,16 +253,18 @@ def gap_at_rounding(gap_f, blocks, grad_f, size):
     is at or near X = 0"). Against ||grad f|| times the size of the points (Cauchy-Schwarz bounds every term by it)
     such a gap is 0: the point minimizes f's linearization over the sets.
     """
-    # norms scaled by the largest entry: squares of entries above 1e154 overflow (exp(50 x) at x = 8 made
-    # ||grad f|| inf, every gap "rounding", S_f = 0 and "optimal" at the cold start: benchmarks/steep_start.py)
     g_size = 0.0
     for blk in blocks:
         g = np.asarray(grad_f[blk.slice])
-        top = float(np.max(np.abs(g))) if g.size else 0.0
-        if top > 0 and math.isfinite(top):
-            g_size = math.hypot(g_size, top * float(norm(g / top)))
-        elif top > 0:
-            g_size = math.inf
+        block_size = float(norm(g))
+        if math.isinf(block_size) and g.size:
+            # squares of entries above 1e154 overflow (exp(50 x) at x = 8 made ||grad f|| inf, every gap
+            # "rounding", S_f = 0 and "optimal" at the cold start: benchmarks/steep_start.py): scaled by the
+            # largest entry, only here (no block-size temporary on the usual path)
+            top = max(abs(float(g.max())), abs(float(g.min())))
+            if math.isfinite(top):
+                block_size = top * float(norm(g / top))
+        g_size = math.hypot(g_size, block_size)
     if gap_f <= TERMS_ROUNDING * g_size * size:
         return 0.0
     return gap_f

@@ -99,6 +99,7 @@ def newton_duals(Z, u, v, tol=None, max_steps=MAX_NEWTON):
     scale = max(1.0, float(np.abs(Z).max()) if Z.size else 1.0)
     tol = RESIDUAL_TOL * n * scale if tol is None else tol
     X, trial = np.empty_like(Z), np.empty_like(Z)
+    z_norm = float(np.vdot(Z, Z)) ** 0.5  # (for phi's rounding below)
     f, X = _phi(Z, u, v, X)
     steps = 0
     while True:
@@ -116,12 +117,10 @@ def newton_duals(Z, u, v, tol=None, max_steps=MAX_NEWTON):
             f, X = _phi(Z, u, v, X)
             steps += 1
             continue
-        # an empty row or column (possible after a long step): its own entry 1 keeps the system
-        # regular and still gives a descent direction (Newton's local rate needs only the true
-        # Hessian near the solution, where every row and column has support)
+        # every row and column has support here (the branch above)
         delta = DELTA * max(1.0, n)  # Lorenz-Manns-Meyer's regularization of the singular direction (1, -1)
-        dr = np.maximum(r_cnt, 1.0) + delta
-        dc = np.maximum(c_cnt, 1.0) + delta
+        dr = r_cnt + delta
+        dc = c_cnt + delta
         # [[diag(dr), S], [S^T, diag(dc)]] (du, dv) = -(rr, rc): eliminate du = -(rr + S dv) / dr
         # K = diag(dc) - S^T diag(1 / dr) S, formed as -W^T W + diag(dc) with W = diag(dr)^(-1/2) S by
         # one symmetric rank-k update (half the flops of the product; K's upper triangle only)
@@ -143,7 +142,7 @@ def newton_duals(Z, u, v, tol=None, max_steps=MAX_NEWTON):
         t = 1.0
         # phi's rounding (a few ulps of |phi|) hides the decrease t * slope ~ residual^2 near the
         # solution; there a step that lowers the residual is taken instead (a Newton step's own test)
-        rounding = 64 * np.finfo(float).eps * (abs(f) + float(np.vdot(Z, Z)) ** 0.5 + 1.0)
+        rounding = 64 * np.finfo(float).eps * (abs(f) + z_norm + 1.0)
         below = 0
         for _ in range(MAX_HALVINGS):
             f_new, _ = _phi(Z, u + t * du, v + t * dv, trial)
@@ -166,7 +165,6 @@ def newton_duals(Z, u, v, tol=None, max_steps=MAX_NEWTON):
 def round_to_polytope(X):
     """Altschuler, Weed & Rigollet 2017, Alg. 2: a doubly stochastic matrix near a nonnegative X (in place)."""
     n = X.shape[0]
-    rows = X.sum(axis=1)
     np.maximum(X, 0.0, out=X)
     rows = X.sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -224,6 +224,23 @@ _HINT_CHUNK = 1 << 16
 _HINT_CAPACITY = 1 << 16
 
 
+def _level_of_candidates(candidates, radius, q):
+    """The soft-thresholding level tau from the entries ``candidates`` (the |x_i| > q, in order), or None.
+
+    ``(sum |x_i| - radius) / count`` over any set of entries is at most tau (Condat 2016); where that bound
+    is at least q the candidates hold every entry above tau, and Michelot's fixed point on them alone gives
+    tau. None where the guess q fails (the bound below q, or NaN / inf entries: the general path decides)
+    or the level is not exact at the radius' scale, or 0.
+    """
+    bound = (candidates.sum() - radius) / candidates.size
+    if not (bound >= q and np.isfinite(bound)):
+        return None
+    tau = _michelot(candidates, radius, bound)
+    if tau is None or not tau > 0:
+        return None
+    return tau
+
+
 def _project_from_hint(x, radius, q):
     """:func:`_project_in_place` in two passes over x, given a guess ``q > 0`` of a lower bound of the level.
 
@@ -270,11 +287,8 @@ def _project_from_hint(x, radius, q):
     if not filled:
         return None
     positions, candidates = positions[:filled], magnitudes[:filled]
-    bound = (candidates.sum() - radius) / filled
-    if not (bound >= q and np.isfinite(bound)):  # NaN or inf entries: the general path raises
-        return None
-    tau = _michelot(candidates, radius, bound)
-    if tau is None or not tau > 0:  # not exact at the radius' scale, or 0: the general path decides
+    tau = _level_of_candidates(candidates, radius, q)
+    if tau is None:
         return None
     # soft-thresholding of the gathered entries, the same operations as the chunked pass of
     # _project_in_place (|x_i| - tau, max with 0, the sign of x_i)
@@ -352,11 +366,8 @@ def _sparse_projected_step(x, g, w, sign, scale, radius, q):
     candidates = magnitudes[~(magnitudes <= q)]  # the entries |t_i| > q (or NaN), in order
     if not candidates.size:
         return None
-    bound = (candidates.sum() - radius) / candidates.size
-    if not (bound >= q and np.isfinite(bound)):
-        return None
-    tau = _michelot(candidates, radius, bound)
-    if tau is None or not tau > 0:
+    tau = _level_of_candidates(candidates, radius, q)
+    if tau is None:
         return None
     # soft-thresholding at the gathered entries (0 at those at most q: tau >= q), then - x
     magnitudes -= tau
