@@ -21,7 +21,14 @@ or not at all for a Ctrl-C:
   again when an interrupt (any ``KeyboardInterrupt``, from SIGINT or from
   another handler) lands in it. :func:`call_holding` (what the solves use)
   holds settings around a call this way, with no gap where an interrupt
-  leaves a block counted or the setting switched.
+  leaves a block counted or the setting switched (tests/test_shared_setting.py
+  makes one arrive after each bytecode instruction in turn).
+
+A KeyboardInterrupt raised by another signal's handler (not deferred) that
+lands between a setting's switch and the store of what the switch found
+leaves the setting switched for the process, with no block counted; the
+next solve saves and restores that state. Nothing short of deferring every
+signal closes that window in Python.
 """
 from __future__ import annotations
 
@@ -189,18 +196,25 @@ def call_holding(held, function, *args, **kwargs):
     and the result returned.
     """
     tokens = [(setting, object()) for setting, _ in held]
+    held_left = len(tokens)  # the tokens not yet released, the last entered first (counted before the try)
     try:
         for (setting, token), (_, request) in zip(tokens, held):
             setting.enter(token, request)
         result = function(*args, **kwargs)
     finally:
-        for setting, token in reversed(tokens):
-            while True:  # also when the interrupt lands as release is called, before its first line
-                try:
-                    setting.release(token)
-                    break
-                except KeyboardInterrupt:
-                    continue
+        # Python runs a signal's handler where a call returns and where a loop jumps back. The release, its
+        # loop included, lies within the try: an interrupt landing anywhere in it (as a release returns,
+        # between two settings) starts the rest of the release again. A loop over reversed(tokens) around
+        # the try lost the settings not yet released to an interrupt landing as reversed() returned or at
+        # the loop's jump back: the huge-page switch stayed held for the rest of the process.
+        while held_left:
+            try:
+                while held_left:
+                    setting, token = tokens[held_left - 1]
+                    setting.release(token)  # a token already released: nothing
+                    held_left -= 1
+            except KeyboardInterrupt:
+                pass
     return result
 
 

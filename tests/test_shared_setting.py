@@ -122,6 +122,112 @@ def _interrupt_every_event(trial, settings, knobs, module_file):
     assert 0 < interrupted < events
 
 
+def _interrupt_after_instruction(k, module_file, ctrl_c):
+    """A trace hook that makes an interrupt arrive after the k-th bytecode instruction run in ``module_file``, where
+    Python would run a signal's handler: at the next point where it checks for signals (as a call returns, at a
+    loop's jump back, as a function starts), also where no profile event comes (after ``reversed(...)``
+    returned: a type's call has none). ``ctrl_c``: the handler then in place for SIGINT runs there (Python's
+    raises KeyboardInterrupt; the bookkeeping's own records it for later); else KeyboardInterrupt is raised
+    there, as another signal's handler may raise it (a timeout written with ``signal.alarm``). A handler run by
+    ``_thread.interrupt_main`` would run in the hook's own code, at any instruction."""
+    import dis
+    import signal
+
+    count = [0]
+    pending = [False]
+
+    def checks_signals(previous, op):
+        # CPython checks after a call returns, at a loop's jump back and as a function starts (3.11+;
+        # JUMP_ABSOLUTE and CALL_FUNCTION/CALL_METHOD before)
+        return (previous is not None and previous.startswith("CALL") and not previous.startswith("CALL_INTRINSIC")) \
+            or op in ("JUMP_BACKWARD", "JUMP_ABSOLUTE", "RESUME")
+
+    def tracer(frame, event, arg):
+        if frame.f_code.co_filename != module_file:
+            return None
+        frame.f_trace_opcodes = True
+        frame.f_trace_lines = False
+        code = frame.f_code.co_code
+        previous = [None]
+
+        def local(frame, event, arg):
+            if event != "opcode":
+                return local
+            op = dis.opname[code[frame.f_lasti]]
+            if pending[0] and checks_signals(previous[0], op):
+                pending[0] = False
+                if ctrl_c:
+                    signal.getsignal(signal.SIGINT)(signal.SIGINT, frame)
+                else:
+                    raise KeyboardInterrupt
+            previous[0] = op
+            count[0] += 1
+            if count[0] == k:
+                pending[0] = True
+            return local
+
+        return local
+
+    return tracer, count
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="signals need the main thread")
+@pytest.mark.parametrize("nested", [False, True])
+@pytest.mark.parametrize("ctrl_c", [True, False], ids=["ctrl_c", "other_handler"])
+def test_an_interrupt_after_any_instruction_leaves_no_block_counted(python_sigint_handler, nested, ctrl_c):
+    """An interrupt arrives after every bytecode instruction of call_holding and the bookkeeping, one per trial.
+    The release once looped over reversed(tokens) outside its try: an interrupt landing as reversed() returned,
+    or at the loop's jump back, left the settings not yet released counted (the huge-page switch stayed held
+    for the rest of the process, and a later solve's tests/test_pages.py checks failed). A Ctrl-C also leaves
+    the settings as they were; a KeyboardInterrupt raised by another signal's handler, which the bookkeeping
+    cannot defer, may land between a setting's switch and the store of what it found (the module's notes):
+    no block stays counted either way."""
+    from fwmodel import _shared_setting
+
+    knobs = [_Knob(False), _Knob(8)]
+    settings = [SharedSetting(lambda on: knobs[0].set(True), knobs[0].set, combine=any),
+                SharedSetting(knobs[1].set, knobs[1].set, combine=min)]
+    held = [(settings[0], True), (settings[1], 2)]
+
+    def trial():
+        if nested:
+            inner = lambda: call_holding([(settings[1], 1), (settings[0], True)], lambda: "done")  # noqa: E731
+            return call_holding(held, inner)
+        return call_holding(held, lambda: "done")
+
+    gc.collect()
+    gc.disable()  # as above: no collection's events in the middle of a trial
+    try:
+        tracer, count = _interrupt_after_instruction(0, _shared_setting.__file__, ctrl_c)
+        sys.settrace(tracer)
+        try:
+            assert trial() == "done"
+        finally:
+            sys.settrace(None)
+        instructions = count[0]
+        assert instructions > 100
+        interrupted = 0
+        for k in range(1, instructions + 1):
+            tracer, _ = _interrupt_after_instruction(k, _shared_setting.__file__, ctrl_c)
+            try:
+                sys.settrace(tracer)
+                try:
+                    trial()
+                finally:
+                    sys.settrace(None)
+            except KeyboardInterrupt:
+                interrupted += 1
+            assert [s.blocks_running for s in settings] == [0, 0], k
+            assert not any(s._lock.locked() for s in settings), k
+            if ctrl_c:
+                assert (knobs[0].value, knobs[1].value) == (False, 8), k
+            else:  # what a lost store left switched: put back for the next trial
+                knobs[0].value, knobs[1].value = False, 8
+        assert 0 < interrupted < instructions
+    finally:
+        gc.enable()
+
+
 @pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="signals need the main thread")
 @pytest.mark.parametrize("where", ["enter", "exit"])
 def test_a_handler_raising_while_sigint_is_swapped_leaves_python_s_handler(monkeypatch, where, python_sigint_handler):
