@@ -771,6 +771,12 @@ def default_penalty(objective, blocks, Mop, x, g, rng, fallback=1.0, vertex=None
     # d = 4000 in the paper's problem)
     if not (c_f > 0 and np.isfinite(c_f)):
         slope = abs(float(np.dot(g, d)))
+        # a slope at the rounding level of its terms is 0 (the fallback's lam): min trace(G X) over a PSD
+        # ball with G = 1e6 b b' starts at its optimum X = 0, its vertex lies along G's null direction, and
+        # <G, d> is G's smallest eigenvalue's rounding (1e-10): that lam (7e-10) held the rows of the
+        # slacks by nothing and the solve cycled to max_iter (tests/test_psd_zero_optimum.py)
+        if slope <= CURVATURE_ROUNDING * float(np.abs(np.asarray(g)) @ np.abs(d)):
+            slope = 0.0
     elif slope is not None and nearly_linear_along(c_f, slope):
         c_f = 0.0  # nearly linear along d: the slope's lam (the docstring)
     else:
