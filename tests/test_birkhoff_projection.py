@@ -206,7 +206,9 @@ def test_auto_projects_birkhoff_when_its_measured_cost_fits(monkeypatch):
     assert vertex.stats.iterations > 20
 
 
-@pytest.mark.parametrize("options", [dict(projection=False), dict(step="fw"), dict(step="pairwise"),
+# plain FW (no away steps) crawls on a polytope and its bound is only about 2x the error here: the default tol,
+# about 1e-4 of |f*| with a measured looseness (stopping.py), is out of its reach in 20,000 iterations
+@pytest.mark.parametrize("options", [dict(projection=False), dict(step="fw", tol=1e-3), dict(step="pairwise"),
                                      dict(step="away")])
 def test_vertex_path_when_asked(options):
     rng = np.random.default_rng(6)

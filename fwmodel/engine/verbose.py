@@ -53,7 +53,9 @@ class VerbosePrinter:
                     f"  and  ||Mx-b|| <= feas_tol * S_x = {stopping.feas_tol:.1e} * {stopping.point_scale:.3e}")
         self._print("  and |<y + lam r, r>| <= tol * min(S_f, max(|f|, S_f / 100)) (the error infeasibility can hide)")
         self._print("  and the certified bound (FW gap - <y + lam r, r>, or f - the best lower bound seen) <= "
-                    f"tol * min(S_f, {REL_FACTOR:g} |f|) where |f| > {REL_FLOOR:g} S_f")
+                    f"tol * min(S_f, l |f|) where |f| > {REL_FLOOR:g} S_f,")
+        self._print(f"  l the bound's looseness measured on the iterates (1 to {REL_FACTOR:g}; {REL_FACTOR:g} "
+                    "where the values no longer fall while the bound does)")
         self._print("  S_f: FW gap of f at the starting point (the objective's range); "
                     "S_x: largest norm of b and of the points seen (not the sets' vertices)")
         pieces = stopping.row_pieces
