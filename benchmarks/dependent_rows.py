@@ -14,7 +14,7 @@ A', the right-hand side alike; for delta = 0 the duplicate dropped), the same fe
 Clarabel's tolerances read at their true scale (Clarabel on the rows as written returns the
 delta = 0 answer from delta ~ 1e-8 on).
 
-"before": the dense pieces left as written (``row_metric.rank_revealed_rows`` off); "after": the default
+"before": the dense pieces left as written (``row_metric._rank_revealed`` off); "after": the default
 (rows orthonormalized where their smallest singular value at unit norm is below
 ``row_metric.ILL_CONDITIONED``); "forced": every dense piece orthonormalized (threshold infinite), to see
 what it does to well-conditioned rows. Each table row aggregates the seeds x sets x objectives of one
@@ -89,16 +89,16 @@ def reference(A, b, c, F, g, kind):
 
 
 def fm_solve(A, b, c, F, g, kind, variant):
-    saved = row_metric.rank_revealed_rows, row_metric.ILL_CONDITIONED
+    saved = row_metric._rank_revealed, row_metric.ILL_CONDITIONED
     try:
         if variant == "before":
-            row_metric.rank_revealed_rows = lambda p: None
+            row_metric._rank_revealed = lambda *args: None
         elif variant == "forced":
             row_metric.ILL_CONDITIONED = np.inf
         prob, x, rows = build("fm", A, b, c, F, g, kind)
         prob.solve()
     finally:
-        row_metric.rank_revealed_rows, row_metric.ILL_CONDITIONED = saved
+        row_metric._rank_revealed, row_metric.ILL_CONDITIONED = saved
     return prob.status, prob.value, prob.stats.iterations
 
 

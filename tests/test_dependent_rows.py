@@ -228,3 +228,22 @@ def test_which_dense_pieces_are_orthonormalized():
     C = rng.standard_normal((6, 4))
     made = of(C, C @ rng.standard_normal(4))
     assert made is not None and made[1].pieces[0].rank == 4
+
+
+def test_nearly_dependent_rows_of_two_constraints():
+    """A row of one constraint close to another constraint's: no piece alone is nearly dependent, the two
+    stacked are; each constraint's dual value is its own rows' multipliers."""
+    A, b, c = _instance(1, delta=1e-6, kind="box")
+    Q, q = _span(A, b)
+    ref, _, _ = _clarabel(Q, q, c, "box")
+    _, _, ref_rows = _clarabel(A, b, c, "box")
+    x = fm.Variable(A.shape[1])
+    first, last = A[:-1] @ x == b[:-1], A[-1:] @ x == b[-1:]
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(x - c)), [fm.Box(x, -1.0, 1.0), first, last])
+    prob.solve(tol=1e-6, feas_tol=1e-6)
+    assert prob.status == "optimal"
+    assert abs(prob.value - ref.value) <= 1e-3 * abs(ref.value)
+    assert np.linalg.norm(Q @ x.value - q) <= 1e-3 * max(1.0, np.linalg.norm(x.value))
+    y = np.concatenate([first.dual_value, last.dual_value])
+    ref_grad = A.T @ ref_rows.dual_value
+    np.testing.assert_allclose(A.T @ y, ref_grad, atol=1e-3 * np.linalg.norm(ref_grad))

@@ -57,7 +57,10 @@ the rows at unit norm, L = R'), in which every combination is held at its own
 scale; rows dependent to rounding become rows of zeros, and where their
 right-hand side disagrees with the others' the piece is left as written, for
 the solve's certificate to end it "infeasible" (benchmarks/RESULTS.md,
-"Nearly dependent rows orthonormalized").
+"Nearly dependent rows orthonormalized"). The same holds for rows of
+several constraints (``a @ x == 1`` and ``(a + 1e-6 n) @ x == 1`` written
+apart): consecutive pieces of explicit rows left as written, each small, are
+stacked and tried as one piece.
 """
 import numpy as np
 import scipy.linalg as sla
@@ -261,17 +264,37 @@ class RowMetric:
         if not pieces or not hasattr(M, "with_piece_factors"):
             return None
         new, transforms = [], []
+        run = []  # consecutive small pieces of explicit rows left as written: (lo, piece, dense rows), the last of new
+
+        def stacked_run():
+            """The run's rows as one piece where together they are nearly dependent (a row of one constraint
+            close to another's: ``a @ x == 1``, ``(a + 1e-6 n) @ x == 1``), which no piece alone shows."""
+            if len(run) > 1:
+                made = _stacked_rows([(p, dense) for _, p, dense in run])
+                if made is not None:
+                    del new[-len(run):]
+                    new.append(made)
+                    transforms.append((run[0][0], run[0][0] + made.rows, made))
+            run.clear()
+
         for p, lo in zip(pieces, M.offsets[:-1]):
-            made = None
-            if isinstance(p, SparseRows) and p.rows > 1:
-                made = orthonormal_rows(p)
-                if made is None:
-                    made = rank_revealed_rows(p)
+            made = dense = None
+            if isinstance(p, SparseRows):
+                made = orthonormal_rows(p) if p.rows > 1 else None
+                dense = _dense_rows(p.A) if made is None else None
+                if dense is not None and p.rows > 1:
+                    made = rank_revealed_rows(p, dense)
             if made is None:
+                if dense is None:  # (a large piece ends the run: the small ones around it may still be stacked)
+                    stacked_run()
                 new.append(p)
+                if dense is not None:
+                    run.append((int(lo), p, dense))
                 continue
+            stacked_run()
             new.append(made)
             transforms.append((int(lo), int(lo) + p.rows, made))
+        stacked_run()
         if not transforms:
             return None
         Mn = MetricOperator(new, M.n)
@@ -355,7 +378,19 @@ def orthonormal_rows(p):
     return OrthonormalRows(A[order], p.b[order], band, order, label=p.label)
 
 
-def rank_revealed_rows(p):
+def _dense_rows(A):
+    """(A on the columns it reads, as a dense array; those columns), or None beyond ``MAX_DENSE_ROWS`` and
+    ``MAX_DENSE_ENTRIES``."""
+    m = A.shape[0]
+    used, where = np.unique(A.indices, return_inverse=True)
+    if m > MAX_DENSE_ROWS or m * used.size > MAX_DENSE_ENTRIES:
+        return None
+    dense = np.zeros((m, used.size))
+    np.add.at(dense, (np.repeat(np.arange(m), np.diff(A.indptr)), where.ravel()), A.data)
+    return dense, used
+
+
+def rank_revealed_rows(p, dense=None):
     """A small piece of nearly dependent rows as :class:`RankRevealedRows`, or None where it does not qualify.
 
     Qualifies: at most ``MAX_DENSE_ROWS`` rows and ``MAX_DENSE_ENTRIES`` rows x columns read, no zero row,
@@ -364,22 +399,39 @@ def rank_revealed_rows(p):
     R_kk (pivoted QR of the rows at unit norm) is at most max(rows, columns) eps |R_00| are dependent to
     rounding (numpy's ``matrix_rank`` rule): dropped where their right-hand side agrees with the kept rows'
     to ``CONSISTENT_RTOL``, else the piece is left as written (no point meets its rows: the solve's
-    certificate ends it "infeasible", ``certificates.InfeasibilityCheck``).
+    certificate ends it "infeasible", ``certificates.InfeasibilityCheck``). ``dense``: :func:`_dense_rows`
+    of the piece, where already made.
     """
-    A, m = p.A, p.rows
-    used = np.unique(A.indices)
-    if m > MAX_DENSE_ROWS or m * used.size > MAX_DENSE_ENTRIES:
+    dense = _dense_rows(p.A) if dense is None else dense
+    if dense is None:
         return None
-    dense = A[:, used].toarray()
-    b = np.asarray(p.b, dtype=float)
+    return _rank_revealed(dense[0], dense[1], np.asarray(p.b, dtype=float), p.label)
+
+
+def _stacked_rows(run):
+    """:func:`rank_revealed_rows` of consecutive pieces' rows stacked (``run``: (piece, its dense rows))."""
+    used = np.unique(np.concatenate([u for _, (_, u) in run]))
+    if sum(p.rows for p, _ in run) * used.size > MAX_DENSE_ENTRIES or sum(p.rows for p, _ in run) > MAX_DENSE_ROWS:
+        return None
+    dense = np.zeros((sum(p.rows for p, _ in run), used.size))
+    top = 0
+    for p, (rows, cols) in run:
+        dense[top:top + p.rows, np.searchsorted(used, cols)] = rows
+        top += p.rows
+    b = np.concatenate([np.asarray(p.b, dtype=float) for p, _ in run])
+    return _rank_revealed(dense, used, b, "; ".join(p.label for p, _ in run))
+
+
+def _rank_revealed(dense, used, b, label):
+    """:func:`rank_revealed_rows` of the rows ``dense`` on the columns ``used``, right-hand side ``b``."""
+    m = dense.shape[0]
     norms = np.sqrt(np.einsum("ij,ij->i", dense, dense))
     if not (np.all(norms > 0) and np.all(np.isfinite(norms)) and np.all(np.isfinite(b))):
         return None
     unit = dense / norms[:, None]
     # the smallest singular value from the Gram matrix's eigenvalue (5x cheaper than the QR at 200 x 1000,
     # 2.3 ms against 12 ms, and accurate to rounding far above the threshold): the QR only where it qualifies
-    smallest2 = sla.eigvalsh(unit @ unit.T, subset_by_index=[0, 0], check_finite=False)[0]
-    if smallest2 >= ILL_CONDITIONED ** 2:
+    if np.linalg.eigvalsh(unit @ unit.T)[0] >= ILL_CONDITIONED ** 2:
         return None
     Q, R, order = sla.qr(unit.T, mode="economic", pivoting=True, check_finite=False)
     diag = np.abs(np.diag(R))
@@ -391,7 +443,7 @@ def rank_revealed_rows(p):
     if np.any(np.abs(unit_b[rank:] - implied) > CONSISTENT_RTOL * np.maximum(np.abs(unit_b[rank:]),
                                                                               np.linalg.norm(c))):
         return None
-    return RankRevealedRows(Q[:, :rank].T, c, R[:rank] * norms[order], order, used, m, label=p.label)
+    return RankRevealedRows(Q[:, :rank].T, c, R[:rank] * norms[order], order, used, m, label=label)
 
 
 def _band_inverse(band):
