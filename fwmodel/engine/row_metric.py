@@ -382,8 +382,10 @@ def _dense_rows(A):
     """(A on the columns it reads, as a dense array; those columns), or None beyond ``MAX_DENSE_ROWS`` and
     ``MAX_DENSE_ENTRIES``."""
     m = A.shape[0]
+    if m > MAX_DENSE_ROWS:  # (before the sort of A's columns: a large piece is left at once)
+        return None
     used, where = np.unique(A.indices, return_inverse=True)
-    if m > MAX_DENSE_ROWS or m * used.size > MAX_DENSE_ENTRIES:
+    if m * used.size > MAX_DENSE_ENTRIES:
         return None
     dense = np.zeros((m, used.size))
     np.add.at(dense, (np.repeat(np.arange(m), np.diff(A.indptr)), where.ravel()), A.data)
