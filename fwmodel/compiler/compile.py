@@ -327,6 +327,7 @@ class CompiledProblem:
                                 row_norms=getattr(state, "row_norms", None))
         # the units of its duals: the engine carries them to the data's units now (warm_start.in_new_units)
         restarted.reference_scales = getattr(state, "reference_scales", None)
+        restarted.looseness = getattr(state, "looseness", None)  # test (1b)'s factor (engine/stopping.py)
         restarted.data_changed = True
         return restarted
 

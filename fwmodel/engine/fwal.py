@@ -68,7 +68,7 @@ from .result import FWALResult, SolverState  # noqa: F401 (the result types of m
 from .schedules import make_dual_schedule, default_penalty
 from .steps import LAZY_CHECK_EVERY, DeferredProposal, make_step, takes_rank_k_steps
 from .stopping import (LmoCheck, StoppingRule, certifies, gap_at_rounding, lowest_gap, objective_gap, reference_point,
-                       sets_width,
+                       REL_FACTOR, sets_width,
                        row_norm_equilibration, suboptimality_bound)
 from .._shared_setting import in_own_context
 from .pages import with_plain_pages
@@ -282,6 +282,8 @@ def minimize_fwal(
     if M is not M_original:
         lagrangian = AugmentedLagrangian(objective, blocks, Mop, b, buffers)
     x_ref = g_ref = measured = None  # (not kept by the loop)
+    if warm_state is not None:  # test (1b)'s factor: at most the looseness the last solve measured (stopping.py)
+        stopping.prior_looseness = getattr(warm_state, "looseness", None) or REL_FACTOR
     # the units of this solve's duals (kept in its warm-start state): the objective scale and the cold
     # start's penalty; a warm start after a data change carries its duals to them from the last solve's,
     # or restarts them where those were far apart (warm_start.in_new_units)
@@ -492,6 +494,7 @@ def minimize_fwal(
                 result = row_factors.unscale(result)
             result.state.row_norms = row_norms
             result.state.reference_scales = reference_scales
+            result.state.looseness = stopping.looseness
             return result
         except KeyboardInterrupt:
             if attempt == MAX_FINISH_ATTEMPTS - 1:

@@ -78,6 +78,9 @@ class SolverState:
         # (objective scale, the cold start's penalty lam_0), both measured at the cold starting point of the
         # solve that left this state: the units its y, lam and eta are in (warm_start.in_new_units)
         self.reference_scales = None
+        # the certified bound's looseness the solve ended with (stopping.StoppingRule.looseness): a warm start's
+        # test (1b) takes at most this factor
+        self.looseness = None
 
 
 class FWALResult(dict):

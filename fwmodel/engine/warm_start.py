@@ -214,6 +214,7 @@ def in_new_units(state, scales):
     carried = SolverState(state.x, state.y, state.active_sets, lam, eta, None,
                           row_norms=getattr(state, "row_norms", None))
     carried.reference_scales = old
+    carried.looseness = getattr(state, "looseness", None)
     return carried, y_factor
 
 
