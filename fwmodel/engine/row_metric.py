@@ -96,7 +96,18 @@ MAX_DENSE_ENTRIES = 200_000
 CONSISTENT_RTOL = 1e-7
 
 
-class OrthonormalRows:
+class _ColumnNormsOfRows:
+    """What the steps read of a piece's columns: ``column_norms2`` (||M e_j||^2 on the columns ``used``)."""
+
+    def diagonal_gain(self, d):
+        return float(np.dot(self.column_norms2, d[self.used] ** 2))
+
+    def add_column_norms2(self, bounds, out):
+        blocks = np.searchsorted(bounds, self.used, side="right") - 1
+        out += np.bincount(blocks, weights=self.column_norms2, minlength=out.size)[:out.size]
+
+
+class OrthonormalRows(_ColumnNormsOfRows):
     """Rows ``L^{-1} A x = L^{-1} b`` (L L' = A A', banded) with A kept sparse: a piece of the solve's M.
 
     ``A`` holds the model's rows in the band's order (``order[i]``: the model row of row i).
@@ -145,13 +156,6 @@ class OrthonormalRows:
     def rmatvec(self, r, out):
         out += csr_times(self.AT, self.solve(np.array(r, dtype=float), transpose=True))
 
-    def diagonal_gain(self, d):
-        return float(np.dot(self.column_norms2, d[self.used] ** 2))
-
-    def add_column_norms2(self, bounds, out):
-        blocks = np.searchsorted(bounds, self.used, side="right") - 1
-        out += np.bincount(blocks, weights=self.column_norms2, minlength=out.size)[:out.size]
-
     def csr(self, n):
         """L^{-1} A as a CSR matrix (dense on A's columns: for inspection and tests, not used by the solve)."""
         TA = self.solve(np.asfortranarray(self.A[:, self.used].toarray()))
@@ -159,7 +163,7 @@ class OrthonormalRows:
         return sp.csr_matrix((TA[rows, cols], (rows, self.used[cols])), shape=(self.rows, n))
 
 
-class RankRevealedRows:
+class RankRevealedRows(_ColumnNormsOfRows):
     """Rows ``Q' x = c`` with orthonormal rows spanning a small dense piece's ``A x = b``: a piece of the solve's M.
 
     From the pivoted QR of the rows at unit norm, ``A[order]' = Q R`` (R with the row norms folded in, upper
@@ -190,13 +194,6 @@ class RankRevealedRows:
 
     def rmatvec(self, r, out):
         out[self.used] += self.Q.T @ r[:self.rank]
-
-    def diagonal_gain(self, d):
-        return float(np.dot(self.column_norms2, d[self.used] ** 2))
-
-    def add_column_norms2(self, bounds, out):
-        blocks = np.searchsorted(bounds, self.used, side="right") - 1
-        out += np.bincount(blocks, weights=self.column_norms2, minlength=out.size)[:out.size]
 
     def csr(self, n):
         rows, cols = np.nonzero(self.Q)
