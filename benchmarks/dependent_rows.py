@@ -35,7 +35,10 @@ from fwmodel.engine import row_metric
 warnings.filterwarnings("ignore")
 
 
-def instance(seed, n, m, delta, kind, objective):
+def instance(seed, n, m, delta, kind, objective, shift=0.0):
+    """(A, b, c, F, g): m dense Gaussian rows, the last the first plus ``delta`` noise (0: the same row), b = A x0
+    for x0 in the set, the last entry of b moved by ``shift`` (an inconsistent model where the rows are
+    dependent); F, g of the least-squares objective (None for the projection)."""
     rng = np.random.default_rng(seed)
     A = rng.standard_normal((m, n))
     A[-1] = A[0] + delta * rng.standard_normal(n)
@@ -47,6 +50,7 @@ def instance(seed, n, m, delta, kind, objective):
     else:
         x0 = rng.dirichlet(np.ones(n))
     b = A @ x0
+    b[-1] += shift
     c = 2.0 * rng.standard_normal(n)
     F = rng.standard_normal((2 * n, n)) if objective == "lsq" else None
     g = F @ c if objective == "lsq" else None

@@ -18,25 +18,15 @@ import fwmodel as fm
 from fwmodel.compiler.consistency import ConsistencyOperator, SparseRows
 from fwmodel.engine import row_metric
 
+from _benchmarks import benchmark
+
 KINDS = ("box", "l1", "simplex")
 
 
 def _instance(seed, n=30, m=4, delta=1e-6, kind="box", shift=0.0):
-    """m dense Gaussian rows, the last the first plus ``delta`` noise (0: the same row), b = A x0 for x0 in the
-    set, the last entry of b moved by ``shift`` (an inconsistent model where the rows are dependent)."""
-    rng = np.random.default_rng(seed)
-    A = rng.standard_normal((m, n))
-    A[-1] = A[0] + delta * rng.standard_normal(n)
-    if kind == "box":
-        x0 = rng.uniform(-0.5, 0.5, n)
-    elif kind == "l1":
-        x0 = rng.standard_normal(n)
-        x0 *= 0.5 / np.abs(x0).sum()
-    else:
-        x0 = rng.dirichlet(np.ones(n))
-    b = A @ x0
-    b[-1] += shift
-    return A, b, 2.0 * rng.standard_normal(n)
+    """(A, b, c) of benchmarks/dependent_rows.py's projection models (its generator, imported)."""
+    A, b, c, _, _ = benchmark("dependent_rows").instance(seed, n, m, delta, kind, "proj", shift)
+    return A, b, c
 
 
 def _model(lib, A, b, c, kind):

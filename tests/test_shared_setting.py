@@ -39,6 +39,23 @@ def test_overlapping_blocks_restore_when_the_last_ends_in_either_order():
         assert knob.value == "found" and setting.blocks_running == 0
 
 
+def _two_settings(nested):
+    """Two knobs (a flag switched on, a count lowered) as shared settings, and a trial that holds both around a call
+    (``nested``: a call that holds them again, as a solve inside a solve); the trial returns "done"."""
+    knobs = [_Knob(False), _Knob(8)]
+    settings = [SharedSetting(lambda on: knobs[0].set(True), knobs[0].set, combine=any),
+                SharedSetting(knobs[1].set, knobs[1].set, combine=min)]
+    held = [(settings[0], True), (settings[1], 2)]
+
+    def trial():
+        if nested:
+            inner = lambda: call_holding([(settings[1], 1), (settings[0], True)], lambda: "done")  # noqa: E731
+            return call_holding(held, inner)
+        return call_holding(held, lambda: "done")
+
+    return knobs, settings, trial
+
+
 def _ctrl_c_at_event(k, module_files):
     """A profile hook that makes a Ctrl-C arrive (``_thread.interrupt_main``: SIGINT's handler runs at the next
     point where Python checks for signals) at the k-th call / return / C call event in ``module_files``."""
@@ -73,14 +90,7 @@ def test_a_ctrl_c_anywhere_in_a_held_call_leaves_the_counts_and_the_settings_con
     page switch changed its count and the setting in two statements: a Ctrl-C between them left it off by one)."""
     from fwmodel import _shared_setting
 
-    knobs = [_Knob(False), _Knob(8)]
-    settings = [SharedSetting(lambda on: knobs[0].set(True), knobs[0].set, combine=any),
-                SharedSetting(knobs[1].set, knobs[1].set, combine=min)]
-    held = [(settings[0], True), (settings[1], 2)]
-
-    def trial():
-        inner = lambda: call_holding([(settings[1], 1), (settings[0], True)], lambda: "done")  # noqa: E731
-        return call_holding(held, inner)
+    knobs, settings, trial = _two_settings(nested=True)
 
     # No garbage collection while counting: a collection can close what earlier tests left half-done (an
     # interrupted solve's frames) and run code of this module in the middle of a trial, which would move the
@@ -184,16 +194,7 @@ def test_an_interrupt_after_any_instruction_leaves_no_block_counted(python_sigin
     no block stays counted either way."""
     from fwmodel import _shared_setting
 
-    knobs = [_Knob(False), _Knob(8)]
-    settings = [SharedSetting(lambda on: knobs[0].set(True), knobs[0].set, combine=any),
-                SharedSetting(knobs[1].set, knobs[1].set, combine=min)]
-    held = [(settings[0], True), (settings[1], 2)]
-
-    def trial():
-        if nested:
-            inner = lambda: call_holding([(settings[1], 1), (settings[0], True)], lambda: "done")  # noqa: E731
-            return call_holding(held, inner)
-        return call_holding(held, lambda: "done")
+    knobs, settings, trial = _two_settings(nested)
 
     gc.collect()
     gc.disable()  # as above: no collection's events in the middle of a trial

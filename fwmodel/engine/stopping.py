@@ -963,8 +963,8 @@ class StoppingRule:
 
     @property
     def relative_scale(self):
-        """R_t = min(S_f, REL_FACTOR * |f(x_t)|), or S_f where |f(x_t)| <= REL_FLOOR * min(S_f, W_t): what
-        test (1b) holds the certified bound to (the module docstring)."""
+        """R_t = min(S_f, l_t * |f(x_t)|) with l_t the measured :attr:`looseness`, or S_f where
+        |f(x_t)| <= REL_FLOOR * min(S_f, W_t): what test (1b) holds the certified bound to (the module docstring)."""
         return self._relative_scale(self.looseness)
 
     def _relative_scale(self, factor):
