@@ -854,7 +854,7 @@ class Problem:
                 # (20 x 20 grid: 28 vs 0.9 ms per iteration, less accurate after 3000)
                 active_set_steps=s.group_count() <= JOINT_GROUPS_LIMIT,
                 groups=declared(s.simplex_groups(), SimplexGroups),
-                intervals=s.interval_bounds(), batch_group_size=s.batch_group_size(),
+                intervals=s.interval_bounds(), batch_group_size=s.batch_group_size(), hull=s.affine_hull(),
                 auto_step=s.auto_active_set_step(),
                 project=s.project_flat if (s.has_cheap_projection or s.has_projection) else None,
                 cheap_projection=bool(s.has_cheap_projection),

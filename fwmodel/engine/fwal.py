@@ -55,6 +55,7 @@ from .block_search import (LARGE_BLOCK, BlockColumns, BlockLagrangianGradient, g
                            signed_block_gradient)
 from .certificates import InfeasibilityCheck, refuse_maximizing_lmo, refuse_missed_lmo
 from .finish import INTERRUPT_MESSAGE, MAX_FINISH_ATTEMPTS, finish
+from .hull_rows import reduced_by_hulls
 from .inface import InFaceStep, inface_blocks
 from .lagrangian import AugmentedLagrangian, Block, IterationState, Iterate, _Operator  # noqa: F401 (re-exported)
 from .line_search import Backtracking
@@ -191,6 +192,11 @@ def minimize_fwal(
     b = np.zeros(m) if b is None else np.asarray(b, dtype=float).reshape(-1)
     if b.shape != (m,):
         raise ValueError(f"b has shape {b.shape}, expected ({m},) to match the rows of M")
+    # rows nearly parallel to a set's own sums kept as their part off them: the same constraint on the
+    # sets, in its own units (engine/hull_rows.py)
+    M_reduced, b = reduced_by_hulls(M, b, blocks)
+    if M_reduced is not M:
+        M, Mop = M_reduced, _Operator(M_reduced, n)
     b_norm = float(norm(b))
     # a step kind asked for by name is taken on every block: "auto" then switches none to projections
     if step != "auto" and projection == "auto":

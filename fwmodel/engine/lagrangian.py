@@ -69,6 +69,9 @@ class Block:
     groups: object = None
     #: optional (lower, upper) flat bounds: the block is a box (per-coordinate FW steps)
     intervals: object = None
+    #: optional: the equalities every point of X_k meets (``ConvexSet.affine_hull``, :mod:`fwmodel.sets.hulls`):
+    #: rows of M nearly parallel to them are kept as their part off them (:mod:`fwmodel.engine.hull_rows`)
+    hull: object = None
     #: the set is a box, with or without ``intervals`` (a symmetric box has none): projection="auto" keeps
     #: its vertex steps on a model made only of polytopes (``projection_choice.candidates``)
     is_box: bool = False

@@ -57,6 +57,9 @@ caller tests the set's type):
   (:class:`~fwmodel.sets.simplex.Simplex`).
 - ``interval_bounds()``: flat ``(lower, upper)`` when the set is a box: a
   Frank-Wolfe step in every coordinate (:class:`~fwmodel.sets.box.Box`).
+- ``affine_hull()``: the equalities every point meets (:mod:`fwmodel.sets.hulls`):
+  constraint rows nearly parallel to them are kept as their part off them
+  (:class:`~fwmodel.sets.simplex.Simplex`, :class:`~fwmodel.sets.birkhoff.BirkhoffPolytope`).
 - ``low_rank_face()``: ``(radius, psd, shape)`` for sets whose faces are
   low-rank matrices: in-face and rank-k steps
   (:class:`~fwmodel.sets.trace_norm.TraceNormBall`); or
@@ -249,6 +252,12 @@ class ConvexSet:
 
     def interval_bounds(self):
         """Flat ``(lower, upper)`` when the set is a box (a product of intervals), else None."""
+        return None
+
+    def affine_hull(self):
+        """The equalities every point of the set meets, as a :mod:`fwmodel.sets.hulls` object (a simplex's
+        group sums, a Birkhoff polytope's row and column sums), else None: the engine keeps a constraint row
+        nearly parallel to them as its part off them (``fwmodel/engine/hull_rows.py``)."""
         return None
 
     def low_rank_face(self):

@@ -11,6 +11,7 @@ from ._birkhoff_projection import BirkhoffProjector
 from ._common import as_direction, as_flat_direction, as_point, dense_vertex
 from .atoms import SparseAtom
 from .base import ConvexSet
+from .hulls import RowColumnSums
 from .symmetric import SymmetricPart, SymmetrizedVertices, symmetrized_atom
 
 
@@ -303,6 +304,10 @@ class BirkhoffPolytope(ConvexSet):
         # 2x slower than SciPy; its gain is the warm start of lmo_for_solve)
         D = as_flat_direction(self, flat_direction).reshape(self.n, self.n)
         return SparseAtom(assignment_indices(D), 1.0, self.size)
+
+    def affine_hull(self):
+        """Every row and every column sums to 1."""
+        return RowColumnSums(self.n)
 
     def lmo_for_solve(self):
         """A fresh warm-started solver per solve: exact minimizers, as :meth:`lmo_atom`, faster.

@@ -73,6 +73,10 @@ class CappedSimplex(MergedSets):
     def equality(self):
         return self.simplex.equality
 
+    def affine_hull(self):
+        """The simplex's: each group sums to its total (``equality=True``)."""
+        return self.simplex.affine_hull()
+
     def _data_changed(self):
         """Per-group bounds ``(groups, group_size)`` and budgets, and why the data leave the set empty."""
         object.__setattr__(self, "empty_reason", self.simplex.empty_reason or self.box.empty_reason)

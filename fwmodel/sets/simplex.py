@@ -12,6 +12,7 @@ from ._thresholds import project_nonnegative_l1
 from .atoms import SparseAtom
 from .base import JOINT_GROUPS_LIMIT, ConvexSet, nonnegative_data
 from .birkhoff import SymmetricStochastic
+from .hulls import GroupSums
 from .symmetric import SymmetrizedVertices
 
 
@@ -174,6 +175,12 @@ class Simplex(ConvexSet):
         index = self._grouped(np.arange(self.size))
         total = self.total if np.ndim(self.total) == 0 else np.asarray(self.total, dtype=float).reshape(-1)
         return np.ascontiguousarray(index), total, not self.equality
+
+    def affine_hull(self):
+        """Each group sums to its total (``equality=True``; None otherwise)."""
+        if not self.equality:
+            return None
+        return GroupSums(self._grouped(np.arange(self.size)), self.total, self.size)
 
     def symmetric_variant(self):
         """This set restricted to symmetric matrices, with exactly symmetric vertices (``symmetric=True``).

@@ -1,0 +1,76 @@
+"""The equalities every point of a set meets (its affine hull), declared for the engine's rows.
+
+A simplex's points all sum to its total; a Birkhoff polytope's rows and
+columns all sum to 1. A constraint row ``<a, s> = beta`` on such a set's
+entries reads the same on the set as ``<a - N a, s> = beta - <N a, s0>``,
+N the orthogonal projection onto the span of those equalities' rows (the
+hull's normal space) and s0 any point of the set: <N a, s> is one number
+over the set. Where a row is nearly parallel to the equalities (a budget
+``(1 + 1e-4 noise) @ y == b`` on a simplex, a weighted sum close to a row
+sum of a Birkhoff polytope), only its small part ``a - N a`` constrains the
+set, and the engine keeps that part as the row
+(``fwmodel/engine/hull_rows.py``): written as is, the row's residual is
+measured in units some 1 / ||a - N a|| larger than the constraint's own.
+
+Each hull offers ``normal_norms2(rows)`` (``||N a||^2`` of each sparse row,
+without forming N a) and ``normal_part(rows)`` (N a of dense rows, and
+<N a, s> for every s in the set).
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+
+class GroupSums:
+    """The sums of disjoint groups of entries fixed: ``sum(s[index[g]]) == totals[g]`` (a simplex's)."""
+
+    def __init__(self, index, totals, size):
+        index = np.asarray(index, dtype=np.intp)
+        self.groups, self.group_size = index.shape
+        self.index = index
+        self.totals = np.broadcast_to(np.asarray(totals, dtype=float), (self.groups,))
+        # the entries' group indicators (size x groups): rows @ G are the rows' sums over each group
+        self.G = sp.csr_matrix((np.ones(index.size), (index.ravel(), np.repeat(np.arange(self.groups),
+                                                                                 self.group_size))),
+                               shape=(size, self.groups))
+
+    def normal_norms2(self, rows):
+        sums = rows @ self.G
+        return np.asarray(sums.multiply(sums).sum(axis=1), dtype=float).ravel() / self.group_size
+
+    def normal_part(self, rows):
+        means = (rows @ self.G) / self.group_size  # (k, groups): each row's mean over each group
+        part = np.zeros_like(rows)
+        part[:, self.index] = means[:, :, None]
+        return part, means @ self.totals
+
+
+class RowColumnSums:
+    """Every row and every column of an ``n x n`` matrix (flat, C order) sums to 1 (a Birkhoff polytope's)."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def _sums(self, rows):
+        k = rows.shape[0]
+        if sp.issparse(rows):  # row i of the matrix: entries i n .. i n + n - 1; column j: j, j + n, ...
+            flat = np.arange(self.n * self.n)
+            R = sp.csr_matrix((np.ones(flat.size), (flat, flat // self.n)), shape=(flat.size, self.n))
+            C = sp.csr_matrix((np.ones(flat.size), (flat, flat % self.n)), shape=(flat.size, self.n))
+            return np.asarray((rows @ R).todense()), np.asarray((rows @ C).todense())
+        square = rows.reshape(k, self.n, self.n)
+        return square.sum(axis=2), square.sum(axis=1)
+
+    def normal_norms2(self, rows):
+        r, c = self._sums(rows)
+        total = r.sum(axis=1)
+        return (np.einsum("ij,ij->i", r, r) + np.einsum("ij,ij->i", c, c)) / self.n - total ** 2 / self.n ** 2
+
+    def normal_part(self, rows):
+        r, c = self._sums(rows)
+        total = r.sum(axis=1)
+        # N a = r_i / n + c_j / n - total / n^2 (the double centering's complement)
+        part = (r[:, :, None] + c[:, None, :]) / self.n - (total / self.n ** 2)[:, None, None]
+        # over the set every row and column sums to 1: <N a, s> = (sum r + sum c) / n - total / n
+        return part.reshape(rows.shape[0], -1), total / self.n
