@@ -262,3 +262,27 @@ def test_a_duplicated_row_read_with_eight_digits_keeps_the_pair_beside_it_orthon
                       ((A[3] - A[2]) / 1e-6) @ xc == (b[3] - b[2]) / 1e-6]).solve(solver="CLARABEL")
     assert prob.status == "optimal"
     assert abs(prob.value - ref) <= 1e-4 * abs(ref), (prob.value, ref)
+
+
+@pytest.mark.parametrize("rows", [201, 260])
+def test_more_than_two_hundred_single_row_constraints_with_a_nearly_dependent_pair(rows):
+    # one constraint per row, stacked into one piece: a cap of 200 rows left them as written, "optimal"
+    # 2e-3 .. 9e-3 below f* (benchmarks/dependent_rows.py --many)
+    prob, f_star = benchmark("dependent_rows").many_single_rows(0, rows)
+    prob.solve()
+    assert prob.status == "optimal", prob.stats
+    assert abs(prob.value - f_star) <= 1e-3 * abs(f_star), (prob.value, f_star)
+
+
+def test_more_rows_than_columns_are_dependent_by_their_count():
+    # 30 consistent rows on 20 columns: no Gram matrix of the rows is formed, the QR keeps a basis of 20
+    rng = np.random.default_rng(4)
+    A = rng.standard_normal((30, 20))
+    b = A @ rng.uniform(-0.5, 0.5, 20)
+    made = row_metric.rank_revealed_rows(SparseRows(sp.csr_matrix(A), b))
+    assert made is not None
+    x = rng.standard_normal(20)
+    out = np.empty(made.rows)
+    made.matvec(x, out)
+    # the kept rows are an orthonormal basis of A's row space, all of R^20 here (dropped rows read 0)
+    assert np.isclose(np.linalg.norm(out), np.linalg.norm(x))

@@ -46,7 +46,7 @@ benchmarks/RESULTS.md, "The row metric kept as a band"). The choice and the
 rows do not depend on the factor each row was written times.
 
 Nearly dependent rows (:class:`RankRevealedRows`): a piece the band does not
-take, small enough for a dense QR (``MAX_DENSE_ROWS``, ``MAX_DENSE_ENTRIES``),
+take, small enough for a dense QR (``MAX_DENSE_ENTRIES``),
 whose rows at unit norm have a smallest singular value below
 ``ILL_CONDITIONED``. There a combination of the rows, such as a row minus a
 copy of it written with 1e-6 of noise, is a constraint at the scale of that
@@ -85,9 +85,11 @@ MAX_BAND_FILL = 2.0
 #: trust fuzz's 1,650 models all lie above 0.13 (benchmarks/RESULTS.md, "Nearly dependent rows
 #: orthonormalized")
 ILL_CONDITIONED = 0.1
-#: ... and where a dense QR of it is cheap against the solve: at most this many rows, and rows times the
-#: columns it reads at most ``MAX_DENSE_ENTRIES``
-MAX_DENSE_ROWS = 200
+#: ... and where a dense QR of it is cheap against the solve: rows times the columns it reads at most this
+#: (the smallest singular value from the Gram matrix of the rows where they are at most as many as the
+#: columns, at most 447 x 447; more rows than columns are dependent by their count). A cap of 200 rows left
+#: 201-260 single-row constraints with a nearly dependent pair among them as written: "optimal" 2e-3 to
+#: 9e-3 below f* (benchmarks/dependent_rows.py, ``--many``)
 MAX_DENSE_ENTRIES = 200_000
 #: a dropped row's right-hand side agrees with the kept rows' to this relative accuracy, else the piece is left
 #: as written: data read with 7-8 significant digits (float32, a CSV) differ by 1e-8 on a duplicated row, and
@@ -378,10 +380,10 @@ def orthonormal_rows(p):
 
 
 def _dense_rows(A):
-    """(A on the columns it reads, as a dense array; those columns), or None beyond ``MAX_DENSE_ROWS`` and
+    """(A on the columns it reads, as a dense array; those columns), or None beyond
     ``MAX_DENSE_ENTRIES``."""
     m = A.shape[0]
-    if m > MAX_DENSE_ROWS:  # (before the sort of A's columns: a large piece is left at once)
+    if m > MAX_DENSE_ENTRIES:  # (before the sort of A's columns: a large piece is left at once)
         return None
     used, where = np.unique(A.indices, return_inverse=True)
     if m * used.size > MAX_DENSE_ENTRIES:
@@ -394,7 +396,7 @@ def _dense_rows(A):
 def rank_revealed_rows(p, dense=None):
     """A small piece of nearly dependent rows as :class:`RankRevealedRows`, or None where it does not qualify.
 
-    Qualifies: at most ``MAX_DENSE_ROWS`` rows and ``MAX_DENSE_ENTRIES`` rows x columns read, no zero row,
+    Qualifies: at most ``MAX_DENSE_ENTRIES`` rows x columns read, no zero row,
     and the rows at unit norm with a smallest singular value below ``ILL_CONDITIONED`` (well-conditioned rows
     are left as written: orthonormalizing them changes the iterates for no gain in accuracy). Rows whose
     R_kk (pivoted QR of the rows at unit norm) is at most max(rows, columns) eps |R_00| are dependent to
@@ -412,7 +414,7 @@ def rank_revealed_rows(p, dense=None):
 def _stacked_rows(run):
     """:func:`rank_revealed_rows` of consecutive pieces' rows stacked (``run``: (piece, its dense rows))."""
     used = np.unique(np.concatenate([u for _, (_, u) in run]))
-    if sum(p.rows for p, _ in run) * used.size > MAX_DENSE_ENTRIES or sum(p.rows for p, _ in run) > MAX_DENSE_ROWS:
+    if sum(p.rows for p, _ in run) * used.size > MAX_DENSE_ENTRIES:
         return None
     dense = np.zeros((sum(p.rows for p, _ in run), used.size))
     top = 0
@@ -432,7 +434,8 @@ def _rank_revealed(dense, used, b, label):
     unit = dense / norms[:, None]
     # the smallest singular value from the Gram matrix's eigenvalue (5x cheaper than the QR at 200 x 1000,
     # 2.3 ms against 12 ms, and accurate to rounding far above the threshold): the QR only where it qualifies
-    if np.linalg.eigvalsh(unit @ unit.T)[0] >= ILL_CONDITIONED ** 2:
+    # (more rows than columns: dependent by their count, no Gram matrix to form)
+    if m <= used.size and np.linalg.eigvalsh(unit @ unit.T)[0] >= ILL_CONDITIONED ** 2:
         return None
     Q, R, order = sla.qr(unit.T, mode="economic", pivoting=True, check_finite=False)
     diag = np.abs(np.diag(R))
