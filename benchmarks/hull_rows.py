@@ -9,7 +9,8 @@ equality plus ``eps`` times noise (beta from a point of the set, so the model is
 * ``birkhoff``: min ||X - T||^2 over doubly stochastic X, a weighted sum ``<A, X> == beta``
   with A a row of ones plus ``eps`` noise;
 * ``capped``: the portfolio with every weight at most 0.1 (a capped simplex);
-* ``two_copies``: ``simplex`` with y in an L1 ball of radius 5 too (the row spread over y's copies).
+* ``two_copies``: ``simplex`` with y in an L1 ball of radius 5 too (the row spread over y's copies);
+* ``preimage``: ``simplex`` with the simplex on ``2 y - 0.01`` (a set on an affine image of y).
 
 Only the row's small part off the set's sums constrains the set; written as is, its
 residual was read in units 1 / eps larger (``fwmodel/engine/hull_rows.py``). Columns: the
@@ -116,8 +117,25 @@ def two_copies(seed, eps, n=20):
     return prob, row, ref, row_cp
 
 
+def preimage(seed, eps, n=20):
+    """``simplex_budget`` with the simplex on ``2 y - 0.01`` (a set on an affine image of y: its block holds y)."""
+    import cvxpy as cp
+
+    rng = np.random.default_rng(seed)
+    C, d = rng.standard_normal((30, n)), rng.standard_normal(30)
+    a = 1.0 + eps * rng.standard_normal(n)
+    beta = float(a @ ((rng.dirichlet(np.ones(n)) + 0.01) / 2))
+    y = fm.Variable(n, name="y")
+    row = a @ y == beta
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(C @ y - d)), [fm.Simplex(2 * y - 0.01), row])
+    yc = cp.Variable(n)
+    row_cp = a @ yc == beta
+    ref = cp.Problem(cp.Minimize(cp.sum_squares(C @ yc - d)), [2 * yc - 0.01 >= 0, cp.sum(2 * yc - 0.01) == 1, row_cp])
+    return prob, row, ref, row_cp
+
+
 FAMILIES = dict(simplex=simplex_budget, portfolio=portfolio, birkhoff=birkhoff, capped=capped_portfolio,
-                two_copies=two_copies)
+                two_copies=two_copies, preimage=preimage)
 
 
 def main():

@@ -18,7 +18,8 @@ DEFAULT_TOL = 1e-4
 
 
 @pytest.mark.parametrize("family, eps, seed", [("simplex", 1e-4, 2), ("portfolio", 1e-5, 0), ("birkhoff", 1e-4, 1),
-                                               ("capped", 1e-4, 1), ("two_copies", 1e-4, 2), ("simplex", 1e-2, 2)])
+                                               ("capped", 1e-4, 1), ("two_copies", 1e-4, 2), ("simplex", 1e-2, 2),
+                                               ("preimage", 1e-4, 2)])
 def test_nearly_parallel_rows_optimal_within_tol_of_clarabel(family, eps, seed):
     prob, row, ref, row_cp = benchmark("hull_rows").FAMILIES[family](seed, eps)
     prob.solve()

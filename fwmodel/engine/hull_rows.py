@@ -15,7 +15,7 @@ so ``<a, s> = beta`` is the row ``a - N a`` with right-hand side
 units of a (norm about sqrt(size)) while the constraint acts in those of
 a - N a (1e-4 of them): the penalty and dual step hardly move it, the
 feasibility test lets it be off by 1 / ||a - N a|| times its tolerance,
-and "optimal" ended 0.02-2.7 % below f* (benchmarks/hull_rows.py).
+and "optimal" ended up to 7.6 % below f*, or at max_iter (benchmarks/hull_rows.py).
 
 The rows replaced are those of explicit constraint pieces (``SparseRows``)
 whose part off the hulls of the blocks they read has a norm below
@@ -34,7 +34,9 @@ onto the copy in the hull's block (the copies are tied, ``CopyRows``), and
 rows that qualify are kept in that form. There the two forms differ by a
 multiple of the ties' residual, which the solve drives to 0 with the rest,
 and the multipliers still agree at the optimum (the difference is taken up
-by the ties'): "optimal" 3.8 % below f* before, 6e-6 now.
+by the ties'): "optimal" 3.8 % below f* before, 6e-6 now. A simplex on
+``2 * y - 0.01`` is a block holding y (an affine preimage), whose hull is
+the simplex's read through the map (:class:`fwmodel.sets.hulls.PreimageHull`).
 """
 import numpy as np
 import scipy.sparse as sp
@@ -80,11 +82,12 @@ def _copies_onto_hulls(pieces, hulls, n):
     in_hull = np.zeros(n, dtype=bool)
     for blk in hulls:
         in_hull[blk.slice] = True
-    onto, tied = np.arange(n), False
+    columns = np.arange(n)
+    onto, tied = columns.copy(), False
     for p in pieces:
         if not isinstance(p, CopyRows):
             continue
-        copy, first = np.arange(n)[p.copy], np.arange(n)[p.first]
+        copy, first = columns[p.copy], columns[p.first]
         to_copy = in_hull[copy] & ~in_hull[first]
         onto[first[to_copy]] = copy[to_copy]
         to_first = in_hull[first] & ~to_copy

@@ -59,7 +59,8 @@ caller tests the set's type):
   Frank-Wolfe step in every coordinate (:class:`~fwmodel.sets.box.Box`).
 - ``affine_hull()``: the equalities every point meets (:mod:`fwmodel.sets.hulls`):
   constraint rows nearly parallel to them are kept as their part off them
-  (:class:`~fwmodel.sets.simplex.Simplex`, :class:`~fwmodel.sets.birkhoff.BirkhoffPolytope`).
+  (:class:`~fwmodel.sets.simplex.Simplex`, :class:`~fwmodel.sets.birkhoff.BirkhoffPolytope`; read through
+  an affine map of one scale by :class:`~fwmodel.sets.preimage.AffinePreimage`).
 - ``low_rank_face()``: ``(radius, psd, shape)`` for sets whose faces are
   low-rank matrices: in-face and rank-k steps
   (:class:`~fwmodel.sets.trace_norm.TraceNormBall`); or

@@ -74,3 +74,20 @@ class RowColumnSums:
         part = (r[:, :, None] + c[:, None, :]) / self.n - (total / self.n ** 2)[:, None, None]
         # over the set every row and column sums to 1: <N a, s> = (sum r + sum c) / n - total / n
         return part.reshape(rows.shape[0], -1), total / self.n
+
+
+class PreimageHull:
+    """The hull of ``{x : a x + c in S}`` for one scale a (:class:`~fwmodel.sets.preimage.AffinePreimage`):
+    S's normals (a similarity keeps them), and ``<N v, x> = (<N v, z> - <N v, c>) / a`` for x = (z - c) / a."""
+
+    def __init__(self, inner, scale, offset):
+        self.inner = inner
+        self.scale = float(scale)
+        self.offset = np.asarray(offset, dtype=float).ravel()
+
+    def normal_norms2(self, rows):
+        return self.inner.normal_norms2(rows)
+
+    def normal_part(self, rows):
+        part, value = self.inner.normal_part(rows)
+        return part, (value - part @ np.broadcast_to(self.offset, (part.shape[1],))) / self.scale

@@ -6,6 +6,7 @@ import numpy as np
 from ._common import InnerData, as_direction, as_flat_direction, as_point, dense_vertex
 from .atoms import DenseAtom
 from .base import ConvexSet
+from .hulls import PreimageHull
 
 
 class PreimageAtom(DenseAtom):
@@ -102,6 +103,14 @@ class AffinePreimage(InnerData, ConvexSet):
             return None
         radius, psd, shape = face
         return radius, psd, shape, self._uniform_scale, self._c
+
+    def affine_hull(self):
+        """S's hull read through the map where every entry has the same scale (:class:`~fwmodel.sets.hulls.PreimageHull`:
+        ``fm.Simplex(2 * x)``), else None (an entrywise scale tilts the normals)."""
+        inner = self.inner.affine_hull()
+        if inner is None or self._uniform_scale is None:
+            return None
+        return PreimageHull(inner, self._uniform_scale, self._c)
 
     def lmo(self, direction):
         return dense_vertex(self, self.lmo_atom(as_direction(self, direction).ravel()))
