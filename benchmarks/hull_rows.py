@@ -4,6 +4,7 @@ Three families, each with one user row ``<a, s> == beta`` that is a set's own
 equality plus ``eps`` times noise (beta from a point of the set, so the model is feasible):
 
 * ``simplex``: min ||C y - d||^2 over a simplex, ``(1 + eps noise) @ y == beta``;
+* ``simplex_le``: ``simplex`` with the row an inequality ``a @ y <= beta`` that binds;
 * ``portfolio``: min w' S w over long-only weights summing to 1, ``mu @ w == target`` with
   nearly equal expected returns ``mu = 0.05 + eps noise``;
 * ``birkhoff``: min ||X - T||^2 over doubly stochastic X, a weighted sum ``<A, X> == beta``
@@ -39,6 +40,26 @@ def simplex_budget(seed, eps, n=20):
     prob = fm.Problem(fm.Minimize(fm.sum_squares(C @ y - d)), [fm.Simplex(y), row])
     yc = cp.Variable(n)
     row_cp = a @ yc == beta
+    ref = cp.Problem(cp.Minimize(cp.sum_squares(C @ yc - d)), [yc >= 0, cp.sum(yc) == 1, row_cp])
+    return prob, row, ref, row_cp
+
+
+def simplex_le(seed, eps, n=20):
+    """``simplex_budget`` with the row an inequality ``a @ y <= beta`` that binds: beta halfway between the row's
+    least value over the simplex and its value at the optimum without the row."""
+    import cvxpy as cp
+
+    rng = np.random.default_rng(seed)
+    C, d = rng.standard_normal((30, n)), rng.standard_normal(30)
+    a = 1.0 + eps * rng.standard_normal(n)
+    yc = cp.Variable(n)
+    cp.Problem(cp.Minimize(cp.sum_squares(C @ yc - d)), [yc >= 0, cp.sum(yc) == 1]).solve(solver="CLARABEL")
+    free = float(a @ yc.value)
+    beta = free - 0.5 * (free - float(a.min()))
+    y = fm.Variable(n, name="y")
+    row = a @ y <= beta
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(C @ y - d)), [fm.Simplex(y), row])
+    row_cp = a @ yc <= beta
     ref = cp.Problem(cp.Minimize(cp.sum_squares(C @ yc - d)), [yc >= 0, cp.sum(yc) == 1, row_cp])
     return prob, row, ref, row_cp
 
@@ -134,7 +155,7 @@ def preimage(seed, eps, n=20):
     return prob, row, ref, row_cp
 
 
-FAMILIES = dict(simplex=simplex_budget, portfolio=portfolio, birkhoff=birkhoff, capped=capped_portfolio,
+FAMILIES = dict(simplex=simplex_budget, simplex_le=simplex_le, portfolio=portfolio, birkhoff=birkhoff, capped=capped_portfolio,
                 two_copies=two_copies, preimage=preimage)
 
 

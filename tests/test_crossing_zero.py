@@ -6,7 +6,10 @@ down to f* = -12.95 and the skip ended the solve "optimal" at f = 0.017 (a tight
 bound, which locates f*, said f* <= -9). The skip is now taken only where the bound is
 loose (benchmarks/crossing_zero.py).
 """
+import numpy as np
 import pytest
+
+import fwmodel as fm
 
 from fwmodel.engine.stopping import TIGHT_LOOSENESS, StoppingRule
 
@@ -52,3 +55,25 @@ def test_the_skip_is_not_taken_where_the_bound_is_tight():
     rule = _rule_near_zero([(40.0, 60.0), (20.0, 35.0), (1e-3, 20.0)])
     assert rule.looseness <= TIGHT_LOOSENESS
     assert not rule.floor_skips
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_a_warm_start_reads_its_own_evidence_for_the_skip(seed):
+    # the first solve's optimum on the boundary of a wide ball (its bound tight, looseness 1-2); then b moves so
+    # that f* = 0 at a point inside the ball. The warm start's prior looseness capped the reading at 1-2, the
+    # skip was never taken, and the solve ran to max_iter at f = 941; the cold solve stops in 58-74 iterations
+    rng = np.random.default_rng(seed)
+    R, m, n = 100.0, 10, 20
+    A = rng.standard_normal((m, n))
+    x_in = rng.standard_normal(n)
+    x_in *= 0.3 * R / np.linalg.norm(x_in)
+    b = fm.Parameter(m, value=A @ (3 * R * rng.standard_normal(n) / np.sqrt(n)) + 5 * rng.standard_normal(m))
+    x = fm.Variable(n)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(A @ x - b)), [fm.norm(x) <= R])
+    prob.solve()
+    f_first = prob.value
+    b.value = A @ x_in
+    prob.solve(warm_start=True)
+    assert prob.status == "optimal", prob.stats
+    assert prob.stats.iterations <= 500, prob.stats.iterations
+    assert 0.0 <= prob.value <= DEFAULT_TOL * 1e-2 * f_first  # f* = 0: the value is the error

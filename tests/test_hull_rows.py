@@ -19,14 +19,15 @@ DEFAULT_TOL = 1e-4
 
 @pytest.mark.parametrize("family, eps, seed", [("simplex", 1e-4, 2), ("portfolio", 1e-5, 0), ("birkhoff", 1e-4, 1),
                                                ("capped", 1e-4, 1), ("two_copies", 1e-4, 2), ("simplex", 1e-2, 2),
-                                               ("preimage", 1e-4, 2)])
+                                               ("preimage", 1e-4, 2), ("simplex_le", 1e-4, 0), ("simplex_le", 1e-2, 1)])
 def test_nearly_parallel_rows_optimal_within_tol_of_clarabel(family, eps, seed):
     prob, row, ref, row_cp = benchmark("hull_rows").FAMILIES[family](seed, eps)
     prob.solve()
     f_star = ref.solve(solver="CLARABEL")
     assert prob.status == "optimal", prob.stats
     assert abs(prob.value - f_star) <= 10 * DEFAULT_TOL * abs(f_star), (prob.value, f_star)
-    # the row's dual is Clarabel's (the multiplier of its part off the sums is the row's own)
+    # the row's dual is Clarabel's (the multiplier of its part off the sums is the row's own; an inequality's
+    # slack is in that part's units, compiler/lowering.py ``_slack_units``)
     dual, dual_ref = float(np.ravel(row.dual_value)[0]), float(np.ravel(row_cp.dual_value)[0])
     assert abs(dual - dual_ref) <= 0.05 * abs(dual_ref), (dual, dual_ref)
     # the returned point meets the row as written, to the default feas_tol (1e-4; the data here are of order 1)

@@ -136,6 +136,7 @@ from ..sets._common import MAX_DATA_MAGNITUDE
 from ..sets.base import ConvexSet, check_nonnegative
 from ..sets.boxed_l1 import BoxedL1Ball
 from ..sets.capped_simplex import CappedSimplex
+from ..sets.hulls import NEARLY_PARALLEL
 from ..sets.preimage import AffinePreimage
 from ..sets.simplex import HingeExcessSimplex
 from ..sets.symmetric import SymmetricPart
@@ -1726,14 +1727,15 @@ def lower_constraints(objective_expr, constraints):
     for ineq, rows, A, c in general:
         if getattr(ineq, "implied_domain", None) is not None and _domain_row_holds(ineq, rows, sets, slots, offsets, n_v):
             continue  # an fm.smooth atom's domain that the sets already keep: no row
-        units = _slack_units(A[rows])
-        if ineq.parameters():
-            slack_units.append((units, lambda ineq=ineq, rows=rows: _slack_units(
-                linearize(ineq.expr, offsets, n_v)[0][rows])))
-        slack = Variable(rows.size, name=f"slack({short_repr(ineq, 60)})")
-        slack.is_slack = True  # compiler-made: not one of the model's variables
         touched = _unique(var for var in ineq.variables())
         holders = {var.id: _holders(var, sets, slots, offsets, n_v) for var in touched}
+        units = _slack_units(A[rows], _norms_off_hulls(A[rows], touched, holders, offsets))
+        if ineq.parameters():
+            slack_units.append((units, lambda ineq=ineq, rows=rows, touched=touched, holders=holders: _slack_units(
+                *(lambda A_rows: (A_rows, _norms_off_hulls(A_rows, touched, holders, offsets)))(
+                    linearize(ineq.expr, offsets, n_v)[0][rows]))))
+        slack = Variable(rows.size, name=f"slack({short_repr(ineq, 60)})")
+        slack.is_slack = True  # compiler-made: not one of the model's variables
         for var in touched:
             if not holders[var.id]:
                 raise ModelError(
@@ -2450,7 +2452,7 @@ def _dynamic_parameters(var, bounds, holders):
 SLACK_UNITS_APART = 1.0
 
 
-def _slack_units(A_rows):
+def _slack_units(A_rows, off_hulls=None):
     """The unit of each row's slack: ``||a_i||`` (1 for a row of norm 1 or 0).
 
     The slack of ``a_i' v + c_i <= 0`` is in the row's units, ``||a_i||`` times
@@ -2465,10 +2467,50 @@ def _slack_units(A_rows):
     1e-6 ran to max_iter with projection steps, all blocks sharing one step
     length). The row's multiplier, the inequality's ``dual_value``, is
     unchanged: only the slack is rescaled.
+
+    ``off_hulls``: :func:`_norms_off_hulls` of the rows. A row nearly parallel to the sums of a set that holds
+    its variable (``(1 + 1e-4 noise) @ w <= b`` over a simplex) constrains the set through its part off them
+    alone, and the engine keeps it as that part (``engine/hull_rows.py``); its slack is then in that part's
+    units, ``||a_i - N a_i||``: in ``||a_i||`` the slack's column stayed 1e4 times the part's, the row as
+    hard to meet as written, and "optimal" ended 0.7-9 % below f* or at max_iter (benchmarks/hull_rows.py,
+    ``simplex_le``).
     """
-    norms = np.sqrt(np.asarray(A_rows.multiply(A_rows).sum(axis=1), dtype=float).ravel())
+    if off_hulls is None:
+        norms = np.sqrt(np.asarray(A_rows.multiply(A_rows).sum(axis=1), dtype=float).ravel())
+    else:
+        norms, off = off_hulls
+        # (half the engine's threshold: with the slack at ||a - N a|| the engine's test reads the row, slack
+        # included, below NEARLY_PARALLEL of its norm up to a ratio of 0.07)
+        norms = np.where((off < 0.5 * NEARLY_PARALLEL * norms) & (off > 0), off, norms)
     far = (norms > SLACK_UNITS_APART) | (norms < 1.0 / SLACK_UNITS_APART)
     return np.where(far & (norms > 0), norms, 1.0)
+
+
+def _norms_off_hulls(A_rows, touched, holders, offsets):
+    """(||a_i||, ||a_i - N a_i||) of each row, N onto the normals of the affine hulls of sets that hold a
+    whole variable of the row (``ConvexSet.affine_hull``: a simplex's sums), or None where no such set holds
+    one. Parts at rounding of ||a_i|| count as 0 (a sum of the set written again: its row stays as written)."""
+    A = A_rows.tocsr()
+    full = np.sqrt(np.asarray(A.multiply(A).sum(axis=1), dtype=float).ravel())
+    in_hull = np.zeros(A.shape[1], dtype=bool)
+    off2 = np.zeros(A.shape[0])
+    largest = 0
+    for var in touched:
+        hull = next((h for h in (s.affine_hull() for s, entries in holders[var.id] if entries is None)
+                     if h is not None), None)
+        if hull is None:
+            continue
+        cols = slice(offsets[var.id], offsets[var.id] + var.size)
+        block = A[:, cols].toarray()
+        part, _ = hull.normal_part(block)
+        off2 += np.einsum("ij,ij->i", block - part, block - part)
+        in_hull[cols] = True
+        largest = max(largest, var.size)
+    if not largest:
+        return None
+    rest = A[:, ~in_hull]
+    off = np.sqrt(off2 + np.asarray(rest.multiply(rest).sum(axis=1), dtype=float).ravel())
+    return full, np.where(off > largest * np.finfo(float).eps * full, off, 0.0)
 
 
 def _slack_upper(ineq, rows, touched, holders, offsets, n_v):

@@ -20,7 +20,7 @@ and "optimal" ended up to 7.6 % below f*, or at max_iter (benchmarks/hull_rows.p
 The rows replaced are those of explicit constraint pieces (``SparseRows``)
 whose part off the hulls of the blocks they read has a norm below
 ``NEARLY_PARALLEL`` of the row's (the threshold of nearly dependent rows,
-:data:`fwmodel.engine.row_metric.ILL_CONDITIONED`): other rows are left as
+:data:`fwmodel.sets.hulls.NEARLY_PARALLEL`): other rows are left as
 written, so the iterates of every other model are unchanged. A row that
 lies in the hull's normals to rounding (``fm.sum(w) == 1`` on a simplex
 written again) is left too: it is met or violated by every point alike.
@@ -42,10 +42,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..compiler.consistency import ConsistencyOperator, CopyRows, SparseRows
-from .row_metric import ILL_CONDITIONED
-
-#: a row whose part off the hulls it reads is below this fraction of its norm is kept as that part
-NEARLY_PARALLEL = ILL_CONDITIONED
+from ..sets.hulls import NEARLY_PARALLEL
 
 
 def reduced_by_hulls(M, b, blocks):
@@ -124,15 +121,21 @@ def _reduced_piece(p, hulls, onto=None):
     near = np.flatnonzero((norms2 > 0) & (norms2 - normal2 < NEARLY_PARALLEL ** 2 * norms2))
     if near.size == 0:
         return None
-    # N a on each hull's block (dense there: a nearly parallel row reads the whole group), <N a, s> over the set
+    # N a on each hull's block (dense there: a nearly parallel row reads the whole group), <N a, s> over the set;
+    # the part off the hulls summed block by block (a difference of the norms would lose it below 1e-8 of a)
     parts, shift = [], np.zeros(near.size)
-    left2 = norms2[near].copy()
+    rows = A[near]
+    in_hull = np.zeros(A.shape[1], dtype=bool)
+    left2 = np.zeros(near.size)
     for blk in hulls:
-        a = A[near][:, blk.slice].toarray()
+        a = rows[:, blk.slice].toarray()
         part, value = blk.hull.normal_part(a)
         parts.append(part)
         shift += value
-        left2 += np.einsum("ij,ij->i", a - part, a - part) - np.einsum("ij,ij->i", a, a)
+        left2 += np.einsum("ij,ij->i", a - part, a - part)
+        in_hull[blk.slice] = True
+    rest = rows[:, ~in_hull]
+    left2 += np.asarray(rest.multiply(rest).sum(axis=1), dtype=float).ravel()
     # rows in the normals to rounding (a sum of the set written again) stay as written
     rounding = max(blk.size for blk in hulls) * np.finfo(float).eps
     keep = left2 > rounding ** 2 * norms2[near]

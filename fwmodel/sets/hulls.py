@@ -21,6 +21,10 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+#: a constraint row whose part off the hulls it reads is below this fraction of its norm is kept as that part
+#: (``engine/hull_rows.py``; the threshold of nearly dependent rows, ``engine/row_metric.py`` ILL_CONDITIONED)
+NEARLY_PARALLEL = 0.1
+
 
 class GroupSums:
     """The sums of disjoint groups of entries fixed: ``sum(s[index[g]]) == totals[g]`` (a simplex's)."""
