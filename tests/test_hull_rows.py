@@ -113,3 +113,21 @@ def test_a_parameter_total_moves_the_reduced_row_with_it():
                             [yc >= 0, cp.sum(yc) == t, a @ yc == beta.value]).solve(solver="CLARABEL")
         assert prob.status == "optimal"
         assert abs(prob.value - f_star) <= 10 * DEFAULT_TOL * abs(f_star), (t, prob.value, f_star)
+
+
+def test_the_infeasible_message_states_the_distance_in_the_rows_as_written():
+    # the certificate runs on the solve's rows (here the row's part off the sum, at unit norm), where the
+    # distance 0.0098 read 22; the message restates it along the model's own residual
+    import re
+
+    rng = np.random.default_rng(1)
+    n = 20
+    C, d = rng.standard_normal((30, n)), rng.standard_normal(30)
+    a = 1.0 + 1e-4 * rng.standard_normal(n)
+    y = fm.Variable(n)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(C @ y - d)), [fm.Simplex(y), a @ y == 1.01])
+    prob.solve()
+    assert prob.status == "infeasible"
+    bound = float(re.search(r"\|\|Mx - b\|\| >= (\S+)", prob.stats.message).group(1))
+    distance = 1.01 - a.max()  # the least |a @ y - 1.01| over the simplex, at its best vertex
+    assert 0.5 * distance <= bound <= distance * (1 + 1e-6), (bound, distance)

@@ -45,6 +45,7 @@ with ``value_and_grad``, a list of :class:`Block` and the operator M.
 from __future__ import annotations
 
 import math
+import re
 import time
 from typing import Optional
 
@@ -53,7 +54,7 @@ from scipy.linalg import blas
 
 from .block_search import (LARGE_BLOCK, BlockColumns, BlockLagrangianGradient, gauss_seidel_sweep, jacobi_step,
                            signed_block_gradient)
-from .certificates import InfeasibilityCheck, refuse_maximizing_lmo, refuse_missed_lmo
+from .certificates import InfeasibilityCheck, infeasibility_bound, refuse_maximizing_lmo, refuse_missed_lmo
 from .finish import INTERRUPT_MESSAGE, MAX_FINISH_ATTEMPTS, finish
 from .hull_rows import reduced_by_hulls
 from .inface import InFaceStep, inface_blocks
@@ -192,6 +193,7 @@ def minimize_fwal(
     b = np.zeros(m) if b is None else np.asarray(b, dtype=float).reshape(-1)
     if b.shape != (m,):
         raise ValueError(f"b has shape {b.shape}, expected ({m},) to match the rows of M")
+    M_given, b_given = M, b  # the rows as the model wrote them (an "infeasible" message's bound is in these)
     # rows nearly parallel to a set's own sums kept as their part off them: the same constraint on the
     # sets, in its own units (engine/hull_rows.py)
     M_reduced, b = reduced_by_hulls(M, b, blocks)
@@ -498,6 +500,8 @@ def minimize_fwal(
                 result = metric.unscale(result)
             if row_factors is not None:
                 result = row_factors.unscale(result)
+            if result.status == "infeasible" and M is not M_given:
+                result["message"] = _bound_in_model_rows(result.message, blocks, M_given, b_given, result.x, n)
             result.state.row_norms = row_norms
             result.state.reference_scales = reference_scales
             result.state.looseness = stopping.looseness
@@ -506,6 +510,21 @@ def minimize_fwal(
             if attempt == MAX_FINISH_ATTEMPTS - 1:
                 raise
             status, message = "interrupted", INTERRUPT_MESSAGE
+
+
+def _bound_in_model_rows(message, blocks, M, b, x, n):
+    """An "infeasible" message with its certified bound on ||Mx - b|| restated in the rows as the model wrote
+    them. The certificate ran on the solve's rows (each constraint's rows at unit norm, a row nearly parallel
+    to a set's sums as its part off them, ...), where the same distance reads in other units: 22 for a row
+    1e-2 beyond a simplex's reach, nearly parallel to its sum. The bound is taken again along the model's
+    residual at the returned point (one LMO call per block; any direction gives a valid bound); where that
+    direction proves nothing, the message says in which rows its number is."""
+    Mop = _Operator(M, n)
+    r = Mop.matvec(x) - b
+    bound = infeasibility_bound(blocks, Mop, b, (r,))
+    if bound > 0:
+        return re.sub(r"\|\|Mx - b\|\| >= \S+", f"||Mx - b|| >= {bound:.3g}", message, count=1)
+    return message.replace("everywhere", "everywhere in the solve's rows (each constraint's rows at unit norm)", 1)
 
 
 class _RowFactors:
