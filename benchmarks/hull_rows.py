@@ -11,7 +11,8 @@ equality plus ``eps`` times noise (beta from a point of the set, so the model is
   with A a row of ones plus ``eps`` noise;
 * ``capped``: the portfolio with every weight at most 0.1 (a capped simplex);
 * ``two_copies``: ``simplex`` with y in an L1 ball of radius 5 too (the row spread over y's copies);
-* ``preimage``: ``simplex`` with the simplex on ``2 y - 0.01`` (a set on an affine image of y).
+* ``preimage``: ``simplex`` with the simplex on ``2 y - 0.01`` (a set on an affine image of y);
+* ``priced``: a budget over prices, a simplex on ``prices * x``, and a return row nearly parallel to it.
 
 Only the row's small part off the set's sums constrains the set; written as is, its
 residual was read in units 1 / eps larger (``fwmodel/engine/hull_rows.py``). Columns: the
@@ -155,8 +156,29 @@ def preimage(seed, eps, n=20):
     return prob, row, ref, row_cp
 
 
+def priced(seed, eps, n=20):
+    """A budget over prices as a simplex on ``prices * x`` (an entrywise scale: the sum's normal is the prices)
+    and a return row ``mu @ x == target`` with ``mu = prices * (1 + eps noise)``, nearly parallel to it."""
+    import cvxpy as cp
+
+    rng = np.random.default_rng(seed)
+    prices = rng.uniform(1, 3, n)
+    F = rng.standard_normal((n, 4))
+    S = F @ F.T / 4 + np.eye(n)
+    mu = prices * (1 + eps * rng.standard_normal(n))
+    target = float(mu @ (rng.dirichlet(np.ones(n)) / prices))
+    x = fm.Variable(n, name="x")
+    row = mu @ x == target
+    prob = fm.Problem(fm.Minimize(fm.quad_form(x, S)), [fm.Simplex(fm.multiply(prices, x)), row])
+    xc = cp.Variable(n)
+    row_cp = mu @ xc == target
+    ref = cp.Problem(cp.Minimize(cp.quad_form(xc, S)),
+                     [cp.multiply(prices, xc) >= 0, cp.sum(cp.multiply(prices, xc)) == 1, row_cp])
+    return prob, row, ref, row_cp
+
+
 FAMILIES = dict(simplex=simplex_budget, simplex_le=simplex_le, portfolio=portfolio, birkhoff=birkhoff, capped=capped_portfolio,
-                two_copies=two_copies, preimage=preimage)
+                two_copies=two_copies, preimage=preimage, priced=priced)
 
 
 def main():

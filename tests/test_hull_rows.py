@@ -19,7 +19,8 @@ DEFAULT_TOL = 1e-4
 
 @pytest.mark.parametrize("family, eps, seed", [("simplex", 1e-4, 2), ("portfolio", 1e-5, 0), ("birkhoff", 1e-4, 1),
                                                ("capped", 1e-4, 1), ("two_copies", 1e-4, 2), ("simplex", 1e-2, 2),
-                                               ("preimage", 1e-4, 2), ("simplex_le", 1e-4, 0), ("simplex_le", 1e-2, 1)])
+                                               ("preimage", 1e-4, 2), ("simplex_le", 1e-4, 0), ("simplex_le", 1e-2, 1),
+                                               ("priced", 1e-4, 1)])
 def test_nearly_parallel_rows_optimal_within_tol_of_clarabel(family, eps, seed):
     prob, row, ref, row_cp = benchmark("hull_rows").FAMILIES[family](seed, eps)
     prob.solve()
@@ -55,6 +56,28 @@ def test_group_sums_match_the_projection_onto_their_rows():
     for g in range(3):
         point[index[g]] = totals[g] * rng.dirichlet(np.ones(4))
     assert np.allclose(part @ point, value)  # <N a, s> is the same number at every point of the set
+
+
+def test_scaled_group_sums_match_the_projection_onto_their_rows():
+    # the hull of {x : a * x + c in simplices}: each group's sum(a_g * x_g) fixed, normals a_g on their groups
+    from fwmodel.sets.hulls import ScaledGroupSums
+
+    rng = np.random.default_rng(2)
+    index = rng.permutation(12).reshape(3, 4)
+    totals = np.array([1.0, 2.0, 0.5])
+    a, c = rng.uniform(0.5, 2.0, 12), rng.standard_normal(12)
+    hull = ScaledGroupSums(GroupSums(index, totals, 12), a, c)
+    E = np.zeros((3, 12))
+    for g in range(3):
+        E[g, index[g]] = a[index[g]]
+    rows = rng.standard_normal((5, 12))
+    part, value = hull.normal_part(rows)
+    assert np.allclose(part, rows @ _brute_force_normals(E))
+    assert np.allclose(hull.normal_norms2(sp.csr_matrix(rows)), np.sum(part ** 2, axis=1))
+    z = np.zeros(12)
+    for g in range(3):
+        z[index[g]] = totals[g] * rng.dirichlet(np.ones(4))
+    assert np.allclose(part @ ((z - c) / a), value)
 
 
 def test_row_and_column_sums_match_the_projection_onto_their_rows():

@@ -60,7 +60,8 @@ caller tests the set's type):
 - ``affine_hull()``: the equalities every point meets (:mod:`fwmodel.sets.hulls`):
   constraint rows nearly parallel to them are kept as their part off them
   (:class:`~fwmodel.sets.simplex.Simplex`, :class:`~fwmodel.sets.birkhoff.BirkhoffPolytope`; read through
-  an affine map of one scale by :class:`~fwmodel.sets.preimage.AffinePreimage`).
+  an affine map by :class:`~fwmodel.sets.preimage.AffinePreimage`: any hull under one scale, a simplex's
+  under an entrywise one).
 - ``low_rank_face()``: ``(radius, psd, shape)`` for sets whose faces are
   low-rank matrices: in-face and rank-k steps
   (:class:`~fwmodel.sets.trace_norm.TraceNormBall`); or

@@ -95,3 +95,31 @@ class PreimageHull:
     def normal_part(self, rows):
         part, value = self.inner.normal_part(rows)
         return part, (value - part @ np.broadcast_to(self.offset, (part.shape[1],))) / self.scale
+
+
+class ScaledGroupSums:
+    """The hull of ``{x : a * x + c in S}`` for S's :class:`GroupSums` and an entrywise scale a: each group's
+    ``sum(a_g * x_g) == total_g - sum(c_g)``. Its normals are the vectors a_g on their groups (disjoint, so
+    orthogonal): ``N v = sum_g (<v_g, a_g> / ||a_g||^2) a_g``, and ``<N v, x>`` is the same number over the set."""
+
+    def __init__(self, inner, scale, offset):
+        self.index = inner.index
+        self.a = np.asarray(scale, dtype=float).ravel()
+        offset = np.broadcast_to(np.asarray(offset, dtype=float).ravel(), self.a.shape)
+        size = self.a.size
+        groups = np.repeat(np.arange(inner.groups), inner.group_size)
+        # rows @ Ga are each row's <v_g, a_g>; the groups' ||a_g||^2 and the right-hand sides of their sums
+        self.Ga = sp.csr_matrix((self.a[self.index.ravel()], (self.index.ravel(), groups)), shape=(size, inner.groups))
+        self.a2 = np.bincount(groups, weights=self.a[self.index.ravel()] ** 2, minlength=inner.groups)
+        self.rhs = inner.totals - np.bincount(groups, weights=offset[self.index.ravel()], minlength=inner.groups)
+
+    def normal_norms2(self, rows):
+        dots = rows @ self.Ga
+        dots = dots.toarray() if sp.issparse(dots) else np.asarray(dots)
+        return (dots ** 2 / self.a2).sum(axis=1)
+
+    def normal_part(self, rows):
+        coef = (rows @ self.Ga) / self.a2  # (k, groups)
+        part = np.zeros_like(rows)
+        part[:, self.index] = coef[:, :, None] * self.a[self.index][None, :, :]
+        return part, coef @ self.rhs

@@ -6,7 +6,7 @@ import numpy as np
 from ._common import InnerData, as_direction, as_flat_direction, as_point, dense_vertex
 from .atoms import DenseAtom
 from .base import ConvexSet
-from .hulls import PreimageHull
+from .hulls import GroupSums, PreimageHull, ScaledGroupSums
 
 
 class PreimageAtom(DenseAtom):
@@ -105,12 +105,18 @@ class AffinePreimage(InnerData, ConvexSet):
         return radius, psd, shape, self._uniform_scale, self._c
 
     def affine_hull(self):
-        """S's hull read through the map where every entry has the same scale (:class:`~fwmodel.sets.hulls.PreimageHull`:
-        ``fm.Simplex(2 * x)``), else None (an entrywise scale tilts the normals)."""
+        """S's hull read through the map: where every entry has the same scale the normals are S's
+        (:class:`~fwmodel.sets.hulls.PreimageHull`: ``fm.Simplex(2 * x)``); with an entrywise scale a simplex's
+        sums become weighted sums (:class:`~fwmodel.sets.hulls.ScaledGroupSums`: ``fm.Simplex(prices * x)``);
+        other hulls under an entrywise scale: None."""
         inner = self.inner.affine_hull()
-        if inner is None or self._uniform_scale is None:
+        if inner is None:
             return None
-        return PreimageHull(inner, self._uniform_scale, self._c)
+        if self._uniform_scale is not None:
+            return PreimageHull(inner, self._uniform_scale, self._c)
+        if isinstance(inner, GroupSums):
+            return ScaledGroupSums(inner, self._a, self._c)
+        return None
 
     def lmo(self, direction):
         return dense_vertex(self, self.lmo_atom(as_direction(self, direction).ravel()))
