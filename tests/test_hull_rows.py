@@ -154,3 +154,11 @@ def test_the_infeasible_message_states_the_distance_in_the_rows_as_written():
     bound = float(re.search(r"\|\|Mx - b\|\| >= (\S+)", prob.stats.message).group(1))
     distance = 1.01 - a.max()  # the least |a @ y - 1.01| over the simplex, at its best vertex
     assert 0.5 * distance <= bound <= distance * (1 + 1e-6), (bound, distance)
+
+
+def test_shown_bounds_are_rounded_down():
+    from fwmodel.engine.certificates import lower_digits
+
+    for value in (0.01787, 178.7, 0.00983098, 9.999e-5, 22.0, 5e6):
+        shown = float(lower_digits(value))
+        assert shown <= value and shown >= value * (1 - 1e-2), (value, shown)

@@ -29,6 +29,8 @@ a bound that breaks them is refused (:meth:`InfeasibilityCheck.sound`):
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..errors import ModelError
@@ -52,6 +54,15 @@ def _separations(blocks, Mop, b, candidates):
             total += term
             terms += abs(term)
         yield total, terms, w_norm
+
+
+def lower_digits(bound):
+    """A positive lower bound shown with three significant digits, rounded down (``%.3g`` rounds to nearest:
+    0.01787 read ">= 0.0179", above the true least violation)."""
+    if not (bound > 0 and math.isfinite(bound)):
+        return f"{bound:.3g}"
+    step = 10.0 ** (math.floor(math.log10(bound)) - 2)
+    return f"{math.floor(bound / step) * step:.3g}"
 
 
 def infeasibility_bound(blocks, Mop, b, candidates, margin=None):
@@ -141,7 +152,7 @@ class InfeasibilityCheck:
         bound = self.sound(bound, r_norm, scale)
         if bound > 0:
             return (f"no point of the sets satisfies the consistency constraints: "
-                    f"||Mx - b|| >= {bound:.3g} everywhere (certified by the LMOs; the iterate met "
+                    f"||Mx - b|| >= {lower_digits(bound)} everywhere (certified by the LMOs; the iterate met "
                     f"feas_tol, the rows are in units far smaller than the feasibility scale)")
         return None
 
@@ -164,7 +175,7 @@ class InfeasibilityCheck:
         bound = self.sound(infeasibility_bound(self.blocks, self.Mop, self.b, (r, y)), feas, scale)
         if bound > proof_target:
             return (f"no point of the sets satisfies the consistency constraints: "
-                    f"||Mx - b|| >= {bound:.3g} everywhere (certified by the LMOs)")
+                    f"||Mx - b|| >= {lower_digits(bound)} everywhere (certified by the LMOs)")
         return None
 
 

@@ -54,7 +54,7 @@ from scipy.linalg import blas
 
 from .block_search import (LARGE_BLOCK, BlockColumns, BlockLagrangianGradient, gauss_seidel_sweep, jacobi_step,
                            signed_block_gradient)
-from .certificates import InfeasibilityCheck, infeasibility_bound, refuse_maximizing_lmo, refuse_missed_lmo
+from .certificates import InfeasibilityCheck, infeasibility_bound, lower_digits, refuse_maximizing_lmo, refuse_missed_lmo
 from .finish import INTERRUPT_MESSAGE, MAX_FINISH_ATTEMPTS, finish
 from .hull_rows import reduced_by_hulls
 from .inface import InFaceStep, inface_blocks
@@ -501,7 +501,8 @@ def minimize_fwal(
             if row_factors is not None:
                 result = row_factors.unscale(result)
             if result.status == "infeasible" and M is not M_given:
-                result["message"] = _bound_in_model_rows(result.message, blocks, M_given, b_given, result.x, n)
+                result["message"] = _bound_in_model_rows(result.message, blocks, M_given, b_given, result.x,
+                                                         result.get("row_multipliers", result.y), n)
             result.state.row_norms = row_norms
             result.state.reference_scales = reference_scales
             result.state.looseness = stopping.looseness
@@ -512,19 +513,23 @@ def minimize_fwal(
             status, message = "interrupted", INTERRUPT_MESSAGE
 
 
-def _bound_in_model_rows(message, blocks, M, b, x, n):
+def _bound_in_model_rows(message, blocks, M, b, x, multipliers, n):
     """An "infeasible" message with its certified bound on ||Mx - b|| restated in the rows as the model wrote
     them. The certificate ran on the solve's rows (each constraint's rows at unit norm, a row nearly parallel
     to a set's sums as its part off them, ...), where the same distance reads in other units: 22 for a row
     1e-2 beyond a simplex's reach, nearly parallel to its sum. The bound is taken again along the model's
-    residual at the returned point (one LMO call per block; any direction gives a valid bound); where that
-    direction proves nothing, the message says in which rows its number is."""
+    residual at the returned point and along the rows' multipliers in the model's rows (which grow along
+    the infeasible direction; where copies are tied the residual mixes the ties in), one LMO call per block
+    and direction, any direction giving a valid bound; where neither proves anything, the message says in
+    which rows its number is."""
     Mop = _Operator(M, n)
     r = Mop.matvec(x) - b
-    bound = infeasibility_bound(blocks, Mop, b, (r,))
+    candidates = (r,) if multipliers is None else (r, np.asarray(multipliers, dtype=float))
+    bound = infeasibility_bound(blocks, Mop, b, candidates)
     if bound > 0:
-        return re.sub(r"\|\|Mx - b\|\| >= \S+", f"||Mx - b|| >= {bound:.3g}", message, count=1)
-    return message.replace("everywhere", "everywhere in the solve's rows (each constraint's rows at unit norm)", 1)
+        return re.sub(r"\|\|Mx - b\|\| >= \S+", f"||Mx - b|| >= {lower_digits(bound)}", message, count=1)
+    return message.replace("everywhere", "everywhere in the solve's rows (each constraint's rows at unit norm, a row "
+                                         "nearly parallel to a set's sums as its part off them)", 1)
 
 
 class _RowFactors:
