@@ -35,7 +35,8 @@ def main():
     parser.add_argument("--shifts", type=float, nargs="*", default=[0.0, 1e-3, 0.1, 1.0, 10.0])
     parser.add_argument("--seeds", type=int, default=3)
     args = parser.parse_args()
-    print(f"{'R':>6} {'c':>6} {'seed':>4} {'status':>9} {'its':>6} {'f*':>10} {'(f-f*)/|f*|':>12} {'bound/|f*|':>10} {'s':>6}")
+    print(f"{'R':>6} {'c':>6} {'seed':>4} {'status':>9} {'its':>6} {'f*':>10} {'(f-f*)/|f*|':>12} "
+          f"{'bound/|f*|':>10} {'s':>6}")
     worst, wrong = 0.0, 0
     for radius in args.radii:
         for c in args.shifts:

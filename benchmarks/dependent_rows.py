@@ -123,8 +123,8 @@ def main_many(rows, seeds):
         for seed in range(seeds):
             prob, f_star = many_single_rows(seed, m)
             prob.solve()
-            print(f"| {m} | {seed} | {prob.status} | {prob.stats.iterations} | {(prob.value - f_star) / abs(f_star):.1e} |",
-                  flush=True)
+            error = (prob.value - f_star) / abs(f_star)
+            print(f"| {m} | {seed} | {prob.status} | {prob.stats.iterations} | {error:.1e} |", flush=True)
 
 
 def main():

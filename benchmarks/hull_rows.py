@@ -177,8 +177,8 @@ def priced(seed, eps, n=20):
     return prob, row, ref, row_cp
 
 
-FAMILIES = dict(simplex=simplex_budget, simplex_le=simplex_le, portfolio=portfolio, birkhoff=birkhoff, capped=capped_portfolio,
-                two_copies=two_copies, preimage=preimage, priced=priced)
+FAMILIES = dict(simplex=simplex_budget, simplex_le=simplex_le, portfolio=portfolio, birkhoff=birkhoff,
+                capped=capped_portfolio, two_copies=two_copies, preimage=preimage, priced=priced)
 
 
 def main():

@@ -54,7 +54,8 @@ from scipy.linalg import blas
 
 from .block_search import (LARGE_BLOCK, BlockColumns, BlockLagrangianGradient, gauss_seidel_sweep, jacobi_step,
                            signed_block_gradient)
-from .certificates import InfeasibilityCheck, infeasibility_bound, lower_digits, refuse_maximizing_lmo, refuse_missed_lmo
+from .certificates import (InfeasibilityCheck, infeasibility_bound, lower_digits, refuse_maximizing_lmo,
+                           refuse_missed_lmo)
 from .finish import INTERRUPT_MESSAGE, MAX_FINISH_ATTEMPTS, finish
 from .hull_rows import reduced_by_hulls
 from .inface import InFaceStep, inface_blocks
