@@ -28,21 +28,37 @@ import numpy as np
 import fwmodel as fm
 
 
-def simplex_budget(seed, eps, n=20):
-    """(fwmodel problem, its row constraint, CVXPY problem, its row constraint)."""
-    import cvxpy as cp
-
+def _budget_data(seed, eps, n):
+    """(rng, C, d, a) of the least-squares families: data C, d and the row a = 1 + eps noise (drawn in this order)."""
     rng = np.random.default_rng(seed)
     C, d = rng.standard_normal((30, n)), rng.standard_normal(30)
-    a = 1.0 + eps * rng.standard_normal(n)
-    beta = float(a @ rng.dirichlet(np.ones(n)))
-    y = fm.Variable(n, name="y")
-    row = a @ y == beta
-    prob = fm.Problem(fm.Minimize(fm.sum_squares(C @ y - d)), [fm.Simplex(y), row])
-    yc = cp.Variable(n)
-    row_cp = a @ yc == beta
-    ref = cp.Problem(cp.Minimize(cp.sum_squares(C @ yc - d)), [yc >= 0, cp.sum(yc) == 1, row_cp])
+    return rng, C, d, 1.0 + eps * rng.standard_normal(n)
+
+
+def _least_squares(C, d, a, beta, sets, sets_cp, sense="=="):
+    """(fwmodel problem, its row, CVXPY problem, its row): min ||C y - d||^2 over ``sets(y)`` with the row
+    ``a @ y == beta`` (``sense`` "<=": ``a @ y <= beta``); ``sets_cp(yc)`` the same sets as CVXPY constraints."""
+    import cvxpy as cp
+
+    n = a.size
+    y, yc = fm.Variable(n, name="y"), cp.Variable(n)
+    row, row_cp = (a @ y == beta, a @ yc == beta) if sense == "==" else (a @ y <= beta, a @ yc <= beta)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(C @ y - d)), sets(y) + [row])
+    ref = cp.Problem(cp.Minimize(cp.sum_squares(C @ yc - d)), sets_cp(yc) + [row_cp])
     return prob, row, ref, row_cp
+
+
+def _simplex_cp(yc):
+    import cvxpy as cp
+
+    return [yc >= 0, cp.sum(yc) == 1]
+
+
+def simplex_budget(seed, eps, n=20):
+    """(fwmodel problem, its row constraint, CVXPY problem, its row constraint)."""
+    rng, C, d, a = _budget_data(seed, eps, n)
+    beta = float(a @ rng.dirichlet(np.ones(n)))
+    return _least_squares(C, d, a, beta, lambda y: [fm.Simplex(y)], _simplex_cp)
 
 
 def simplex_le(seed, eps, n=20):
@@ -50,19 +66,12 @@ def simplex_le(seed, eps, n=20):
     least value over the simplex and its value at the optimum without the row."""
     import cvxpy as cp
 
-    rng = np.random.default_rng(seed)
-    C, d = rng.standard_normal((30, n)), rng.standard_normal(30)
-    a = 1.0 + eps * rng.standard_normal(n)
+    _, C, d, a = _budget_data(seed, eps, n)
     yc = cp.Variable(n)
-    cp.Problem(cp.Minimize(cp.sum_squares(C @ yc - d)), [yc >= 0, cp.sum(yc) == 1]).solve(solver="CLARABEL")
+    cp.Problem(cp.Minimize(cp.sum_squares(C @ yc - d)), _simplex_cp(yc)).solve(solver="CLARABEL")
     free = float(a @ yc.value)
     beta = free - 0.5 * (free - float(a.min()))
-    y = fm.Variable(n, name="y")
-    row = a @ y <= beta
-    prob = fm.Problem(fm.Minimize(fm.sum_squares(C @ y - d)), [fm.Simplex(y), row])
-    row_cp = a @ yc <= beta
-    ref = cp.Problem(cp.Minimize(cp.sum_squares(C @ yc - d)), [yc >= 0, cp.sum(yc) == 1, row_cp])
-    return prob, row, ref, row_cp
+    return _least_squares(C, d, a, beta, lambda y: [fm.Simplex(y)], _simplex_cp, sense="<=")
 
 
 def portfolio(seed, eps, n=30):
@@ -124,36 +133,19 @@ def capped_portfolio(seed, eps, n=30):
 
 def two_copies(seed, eps, n=20):
     """``simplex_budget`` with y in an L1 ball too: the row is spread over y's two copies."""
-    import cvxpy as cp
-
-    rng = np.random.default_rng(seed)
-    C, d = rng.standard_normal((30, n)), rng.standard_normal(30)
-    a = 1.0 + eps * rng.standard_normal(n)
+    rng, C, d, a = _budget_data(seed, eps, n)
     beta = float(a @ rng.dirichlet(np.ones(n)))
-    y = fm.Variable(n, name="y")
-    row = a @ y == beta
-    prob = fm.Problem(fm.Minimize(fm.sum_squares(C @ y - d)), [fm.Simplex(y), fm.L1Ball(y, 5.0), row])
-    yc = cp.Variable(n)
-    row_cp = a @ yc == beta
-    ref = cp.Problem(cp.Minimize(cp.sum_squares(C @ yc - d)), [yc >= 0, cp.sum(yc) == 1, row_cp])
-    return prob, row, ref, row_cp
+    return _least_squares(C, d, a, beta, lambda y: [fm.Simplex(y), fm.L1Ball(y, 5.0)], _simplex_cp)
 
 
 def preimage(seed, eps, n=20):
     """``simplex_budget`` with the simplex on ``2 y - 0.01`` (a set on an affine image of y: its block holds y)."""
     import cvxpy as cp
 
-    rng = np.random.default_rng(seed)
-    C, d = rng.standard_normal((30, n)), rng.standard_normal(30)
-    a = 1.0 + eps * rng.standard_normal(n)
+    rng, C, d, a = _budget_data(seed, eps, n)
     beta = float(a @ ((rng.dirichlet(np.ones(n)) + 0.01) / 2))
-    y = fm.Variable(n, name="y")
-    row = a @ y == beta
-    prob = fm.Problem(fm.Minimize(fm.sum_squares(C @ y - d)), [fm.Simplex(2 * y - 0.01), row])
-    yc = cp.Variable(n)
-    row_cp = a @ yc == beta
-    ref = cp.Problem(cp.Minimize(cp.sum_squares(C @ yc - d)), [2 * yc - 0.01 >= 0, cp.sum(2 * yc - 0.01) == 1, row_cp])
-    return prob, row, ref, row_cp
+    return _least_squares(C, d, a, beta, lambda y: [fm.Simplex(2 * y - 0.01)],
+                          lambda yc: [2 * yc - 0.01 >= 0, cp.sum(2 * yc - 0.01) == 1])
 
 
 def priced(seed, eps, n=20):

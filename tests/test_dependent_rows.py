@@ -30,16 +30,8 @@ def _instance(seed, n=30, m=4, delta=1e-6, kind="box", shift=0.0):
 
 
 def _model(lib, A, b, c, kind):
-    mod = fm if lib == "fm" else cp
-    x = mod.Variable(A.shape[1])
-    if kind == "box":
-        sets = [fm.Box(x, -1.0, 1.0)] if lib == "fm" else [x >= -1, x <= 1]
-    elif kind == "l1":
-        sets = [fm.L1Ball(x, 1.0)] if lib == "fm" else [cp.norm1(x) <= 1]
-    else:
-        sets = [fm.Simplex(x, 1.0)] if lib == "fm" else [x >= 0, cp.sum(x) == 1]
-    rows = A @ x == b
-    return mod.Problem(mod.Minimize(mod.sum_squares(x - c)), sets + [rows]), x, rows
+    """(problem, x, rows) of min ||x - c||^2 over the set with rows A x = b (the benchmark's builder, imported)."""
+    return benchmark("dependent_rows").build(lib, A, b, c, None, None, kind)
 
 
 def _span(A, b):

@@ -40,22 +40,31 @@ def _brute_force_normals(E):
     return E.T @ np.linalg.pinv(E @ E.T) @ E
 
 
+def _assert_matches_projection(hull, E, rows, point):
+    """The hull's N a and ||N a||^2 are the projection onto E's rows, and <N a, s> is one number over the set
+    (``point`` one of its points)."""
+    part, value = hull.normal_part(rows)
+    assert np.allclose(part, rows @ _brute_force_normals(E))
+    assert np.allclose(hull.normal_norms2(sp.csr_matrix(rows)), np.sum(part ** 2, axis=1))
+    assert np.allclose(part @ point, value)
+
+
+def _group_point(rng, index, totals):
+    point = np.zeros(index.size)
+    for g in range(index.shape[0]):
+        point[index[g]] = totals[g] * rng.dirichlet(np.ones(index.shape[1]))
+    return point
+
+
 def test_group_sums_match_the_projection_onto_their_rows():
     rng = np.random.default_rng(0)
     index = rng.permutation(12).reshape(3, 4)  # groups of entries in any order (a simplex's ``axis``)
     totals = np.array([1.0, 2.0, 0.5])
-    hull = GroupSums(index, totals, 12)
     E = np.zeros((3, 12))
     for g in range(3):
         E[g, index[g]] = 1.0
     rows = rng.standard_normal((5, 12))
-    part, value = hull.normal_part(rows)
-    assert np.allclose(part, rows @ _brute_force_normals(E))
-    assert np.allclose(hull.normal_norms2(sp.csr_matrix(rows)), np.sum(part ** 2, axis=1))
-    point = np.zeros(12)
-    for g in range(3):
-        point[index[g]] = totals[g] * rng.dirichlet(np.ones(4))
-    assert np.allclose(part @ point, value)  # <N a, s> is the same number at every point of the set
+    _assert_matches_projection(GroupSums(index, totals, 12), E, rows, _group_point(rng, index, totals))
 
 
 def test_scaled_group_sums_match_the_projection_onto_their_rows():
@@ -66,18 +75,12 @@ def test_scaled_group_sums_match_the_projection_onto_their_rows():
     index = rng.permutation(12).reshape(3, 4)
     totals = np.array([1.0, 2.0, 0.5])
     a, c = rng.uniform(0.5, 2.0, 12), rng.standard_normal(12)
-    hull = ScaledGroupSums(GroupSums(index, totals, 12), a, c)
     E = np.zeros((3, 12))
     for g in range(3):
         E[g, index[g]] = a[index[g]]
     rows = rng.standard_normal((5, 12))
-    part, value = hull.normal_part(rows)
-    assert np.allclose(part, rows @ _brute_force_normals(E))
-    assert np.allclose(hull.normal_norms2(sp.csr_matrix(rows)), np.sum(part ** 2, axis=1))
-    z = np.zeros(12)
-    for g in range(3):
-        z[index[g]] = totals[g] * rng.dirichlet(np.ones(4))
-    assert np.allclose(part @ ((z - c) / a), value)
+    z = _group_point(rng, index, totals)
+    _assert_matches_projection(ScaledGroupSums(GroupSums(index, totals, 12), a, c), E, rows, (z - c) / a)
 
 
 def test_row_and_column_sums_match_the_projection_onto_their_rows():
@@ -85,13 +88,9 @@ def test_row_and_column_sums_match_the_projection_onto_their_rows():
     n = 5
     E = np.vstack([np.kron(np.eye(n)[i], np.ones(n)) for i in range(n)] +
                   [np.kron(np.ones(n), np.eye(n)[j]) for j in range(n)])
-    hull = RowColumnSums(n)
     rows = rng.standard_normal((4, n * n))
-    part, value = hull.normal_part(rows)
-    assert np.allclose(part, rows @ _brute_force_normals(E))
-    assert np.allclose(hull.normal_norms2(sp.csr_matrix(rows)), np.sum(part ** 2, axis=1))
     point = 0.3 * np.eye(n)[rng.permutation(n)] + 0.7 * np.eye(n)[rng.permutation(n)]
-    assert np.allclose(part @ point.ravel(), value)
+    _assert_matches_projection(RowColumnSums(n), E, rows, point.ravel())
 
 
 def _simplex_model(rhs_row, n=20, seed=1):

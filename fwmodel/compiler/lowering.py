@@ -136,7 +136,7 @@ from ..sets._common import MAX_DATA_MAGNITUDE
 from ..sets.base import ConvexSet, check_nonnegative
 from ..sets.boxed_l1 import BoxedL1Ball
 from ..sets.capped_simplex import CappedSimplex
-from ..sets.hulls import NEARLY_PARALLEL
+from ..sets.hulls import NEARLY_PARALLEL, part_off_hulls
 from ..sets.preimage import AffinePreimage
 from ..sets.simplex import HingeExcessSimplex
 from ..sets.symmetric import SymmetricPart
@@ -2489,37 +2489,16 @@ def _slack_units(A_rows, off_hulls=None):
 def _norms_off_hulls(A_rows, touched, holders, offsets):
     """(||a_i||, ||a_i - N a_i||) of each row, N onto the normals of the affine hulls of sets that hold a
     whole variable of the row (``ConvexSet.affine_hull``: a simplex's sums), or None where no such set holds
-    one. Parts at rounding of ||a_i|| count as 0 (a sum of the set written again: its row stays as written).
-    Only the rows whose part off the hulls is below ``NEARLY_PARALLEL`` of their norm by the sparse
-    difference of squares are measured exactly, dense on the hulls' variables; the others keep ||a_i||."""
-    A = A_rows.tocsr()
-    full2 = np.asarray(A.multiply(A).sum(axis=1), dtype=float).ravel()
-    found, normal2 = [], np.zeros(A.shape[0])
+    one (:func:`fwmodel.sets.hulls.part_off_hulls`, which the engine reads too)."""
+    found = []
     for var in touched:
         hull = next((h for h in (s.affine_hull() for s, entries in holders[var.id] if entries is None)
                      if h is not None), None)
         if hull is not None:
-            cols = slice(offsets[var.id], offsets[var.id] + var.size)
-            normal2 += hull.normal_norms2(A[:, cols])
-            found.append((hull, cols, var.size))
+            found.append((hull, slice(offsets[var.id], offsets[var.id] + var.size)))
     if not found:
         return None
-    full = np.sqrt(full2)
-    off = full.copy()
-    near = np.flatnonzero((full2 > 0) & (full2 - normal2 < NEARLY_PARALLEL ** 2 * full2))
-    if near.size:
-        rows = A[near]
-        in_hull = np.zeros(A.shape[1], dtype=bool)
-        off2 = np.zeros(near.size)
-        for hull, cols, _ in found:
-            block = rows[:, cols].toarray()
-            part, _ = hull.normal_part(block)
-            off2 += np.einsum("ij,ij->i", block - part, block - part)
-            in_hull[cols] = True
-        rest = rows[:, ~in_hull]
-        exact = np.sqrt(off2 + np.asarray(rest.multiply(rest).sum(axis=1), dtype=float).ravel())
-        rounding = max(size for _, _, size in found) * np.finfo(float).eps
-        off[near] = np.where(exact > rounding * full[near], exact, 0.0)
+    full, off, _, _, _ = part_off_hulls(A_rows.tocsr(), found)
     return full, off
 
 

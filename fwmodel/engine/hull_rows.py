@@ -42,7 +42,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..compiler.consistency import ConsistencyOperator, CopyRows, SparseRows
-from ..sets.hulls import NEARLY_PARALLEL
+from ..sets.hulls import part_off_hulls
 
 
 def reduced_by_hulls(M, b, blocks):
@@ -113,32 +113,9 @@ def _reduced_piece(p, hulls, onto=None):
         # (new arrays: sum_duplicates works in place, and the piece's own rows stay as they are)
         A = sp.csr_matrix((A.data.copy(), onto[A.indices], A.indptr.copy()), shape=A.shape)
         A.sum_duplicates()
-    norms2 = np.asarray(A.multiply(A).sum(axis=1), dtype=float).ravel()
-    normal2 = np.zeros(p.rows)
-    for blk in hulls:
-        normal2 += blk.hull.normal_norms2(A[:, blk.slice])
-    # ||a - N a||^2 = ||a||^2 - ||N a||^2 (to rounding of ||a||^2: well below NEARLY_PARALLEL^2 of it)
-    near = np.flatnonzero((norms2 > 0) & (norms2 - normal2 < NEARLY_PARALLEL ** 2 * norms2))
-    if near.size == 0:
-        return None
-    # N a on each hull's block (dense there: a nearly parallel row reads the whole group), <N a, s> over the set;
-    # the part off the hulls summed block by block (a difference of the norms would lose it below 1e-8 of a)
-    parts, shift = [], np.zeros(near.size)
-    rows = A[near]
-    in_hull = np.zeros(A.shape[1], dtype=bool)
-    left2 = np.zeros(near.size)
-    for blk in hulls:
-        a = rows[:, blk.slice].toarray()
-        part, value = blk.hull.normal_part(a)
-        parts.append(part)
-        shift += value
-        left2 += np.einsum("ij,ij->i", a - part, a - part)
-        in_hull[blk.slice] = True
-    rest = rows[:, ~in_hull]
-    left2 += np.asarray(rest.multiply(rest).sum(axis=1), dtype=float).ravel()
+    _, off, near, parts, shift = part_off_hulls(A, [(blk.hull, blk.slice) for blk in hulls])
     # rows in the normals to rounding (a sum of the set written again) stay as written
-    rounding = max(blk.size for blk in hulls) * np.finfo(float).eps
-    keep = left2 > rounding ** 2 * norms2[near]
+    keep = off[near] > 0
     if not np.any(keep):
         return None
     near, shift = near[keep], shift[keep]

@@ -26,6 +26,42 @@ import scipy.sparse as sp
 NEARLY_PARALLEL = 0.1
 
 
+def part_off_hulls(A, hulls):
+    """Each row's part off the hulls it reads: ``(full, off, near, parts, shift)``.
+
+    ``A``: sparse rows (CSR); ``hulls``: ``[(hull, columns)]``, each hull on a disjoint slice of A's columns.
+    ``full`` and ``off`` are ||a|| and ||a - N a|| per row (``off`` is ``full`` for the rows not ``near``, and 0
+    where the part is at the rounding of ||a||: a sum of the set written again). ``near``: the rows whose part
+    off the hulls is below ``NEARLY_PARALLEL`` of their norm by the sparse difference of squares (cheap, but
+    it loses the part below 1e-8 of a); for those the part is summed block by block, dense on the hulls'
+    columns, with ``parts`` (each hull's N a on the near rows) and ``shift`` (sum of <N a, s> over the sets).
+    The compiler (an inequality's slack units) and the engine (the rows it reduces) read the same numbers."""
+    full2 = np.asarray(A.multiply(A).sum(axis=1), dtype=float).ravel()
+    normal2 = np.zeros(A.shape[0])
+    for hull, cols in hulls:
+        normal2 += hull.normal_norms2(A[:, cols])
+    full = np.sqrt(full2)
+    off = full.copy()
+    near = np.flatnonzero((full2 > 0) & (full2 - normal2 < NEARLY_PARALLEL ** 2 * full2))
+    parts, shift = [], np.zeros(near.size)
+    if near.size:
+        rows = A[near]
+        in_hull = np.zeros(A.shape[1], dtype=bool)
+        off2 = np.zeros(near.size)
+        for hull, cols in hulls:
+            a = rows[:, cols].toarray()
+            part, value = hull.normal_part(a)
+            parts.append(part)
+            shift += value
+            off2 += np.einsum("ij,ij->i", a - part, a - part)
+            in_hull[cols] = True
+        rest = rows[:, ~in_hull]
+        exact = np.sqrt(off2 + np.asarray(rest.multiply(rest).sum(axis=1), dtype=float).ravel())
+        rounding = max(cols.stop - cols.start for _, cols in hulls) * np.finfo(float).eps
+        off[near] = np.where(exact > rounding * full[near], exact, 0.0)
+    return full, off, near, parts, shift
+
+
 class GroupSums:
     """The sums of disjoint groups of entries fixed: ``sum(s[index[g]]) == totals[g]`` (a simplex's)."""
 
