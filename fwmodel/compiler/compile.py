@@ -270,7 +270,7 @@ class CompiledProblem:
             self._built_from[id(piece)] = values
             rebuilt = True
         if rebuilt:
-            self.operator._csr = None
+            self.operator.pieces_changed()
 
     def data_versions(self):
         """``(data version, diameter)`` of every block's set (see ``ConvexSet.data_version``, ``diameter``),
@@ -1712,7 +1712,12 @@ def _interior_slacks(compiled, eq_id, x, tolerance):
         eq = next((q for q in compiled.equalities if id(q) == eq_id), None)
         slack = getattr(eq, "slack_variable", None)
         found = [blk for blk in compiled.blocks if blk.kind == "copy" and blk.variable is slack]
-        slacks[eq_id] = found[0].slice if len(found) == 1 and found[0].entries is None else None
+        slacks[eq_id] = None
+        if len(found) == 1 and found[0].entries is None:
+            # the equality's entries of its slack variable (a slack shared by several inequalities, see
+            # lowering.lower_constraints step 5)
+            lo, hi = getattr(eq, "slack_entries", (0, slack.size))
+            slacks[eq_id] = slice(found[0].slice.start + lo, found[0].slice.start + hi)
     at = slacks[eq_id]
     if at is None:
         return None

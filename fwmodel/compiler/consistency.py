@@ -278,6 +278,40 @@ def _contiguous(index):
     return isinstance(index, slice) and index.step in (None, 1)
 
 
+#: a run of consecutive :class:`SparseRows` pieces this small (entries each) is multiplied as one stacked
+#: matrix: a piece's product costs a few microseconds of calls whatever its size, so 150 constraints written
+#: one row at a time (``[A[i] @ x <= b[i] for i in range(m)]``) paid 150 calls per product where one
+#: constraint ``A @ x <= b`` pays one. A larger piece is multiplied on its own (no copy of its matrix).
+SMALL_PIECE_ENTRIES = 10_000
+
+
+def _product_runs(pieces, offsets):
+    """``[(piece, lo, hi)]`` for the products: runs of small consecutive :class:`SparseRows` stacked into one.
+
+    The pieces themselves stay as the compiler made them (each constraint's rows, read by the stopping
+    rule's per-piece scales, the equilibration and the dual values); only ``M x`` and ``M' r`` use the runs.
+    """
+    runs, run = [], []
+
+    def close():
+        if len(run) == 1:
+            runs.append(run[0])
+        elif run:
+            stacked = SparseRows(sp.vstack([p.A for p, _, _ in run], format="csr"),
+                                 np.concatenate([p.b for p, _, _ in run]), label="stacked rows")
+            runs.append((stacked, run[0][1], run[-1][2]))
+        run.clear()
+
+    for p, lo, hi in zip(pieces, offsets[:-1], offsets[1:]):
+        if type(p) is SparseRows and p.A.nnz <= SMALL_PIECE_ENTRIES:
+            run.append((p, int(lo), int(hi)))
+            continue
+        close()
+        runs.append((p, int(lo), int(hi)))
+    close()
+    return runs
+
+
 class ConsistencyOperator:
     """M as the vertical stack of pieces, with ``matvec`` and ``rmatvec``."""
 
@@ -288,6 +322,17 @@ class ConsistencyOperator:
         self.shape = (int(self.offsets[-1]), n)
         self._csr = None
         self._assign = self._slices_are_disjoint()
+        self._runs = None  # the pieces as multiplied (see _product_runs), formed at the first product
+
+    def pieces_changed(self):
+        """The pieces' rows were rebuilt in place (new Parameter values): forget what was formed from them."""
+        self._csr = None
+        self._runs = None
+
+    def _products(self):
+        if self._runs is None:
+            self._runs = _product_runs(self.pieces, self.offsets)
+        return self._runs
 
     def _slices_are_disjoint(self):
         """Whether M' r can be written slice by slice instead of accumulated.
@@ -315,7 +360,7 @@ class ConsistencyOperator:
 
     def matvec(self, x):
         out = np.empty(self.shape[0])
-        for p, lo, hi in zip(self.pieces, self.offsets[:-1], self.offsets[1:]):
+        for p, lo, hi in self._products():
             p.matvec(x, out[lo:hi])
         return out
 
@@ -328,7 +373,7 @@ class ConsistencyOperator:
                 np.negative(r[lo:hi], out=out[p.first])
             return out
         out = np.zeros(self.n)
-        for p, lo, hi in zip(self.pieces, self.offsets[:-1], self.offsets[1:]):
+        for p, lo, hi in self._products():
             p.rmatvec(r[lo:hi], out)
         return out
 
