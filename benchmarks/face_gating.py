@@ -6,8 +6,9 @@ Three families of small random models (sizes and data drawn from the seed as bel
   polytope (K = 1..3, n = 20..30) with up to 9 equality rows: the face step pays;
 * ``box``: the same objectives over the box [0, 1]^n with equality and
   inequality rows (benchmarks/gap_scale.py's box family): it pays on most;
-* ``lp``: degenerate LPs over the simplex with integer rows: it does not pay
-  (the sweep leaves x at the face's minimizer).
+* ``lp``: degenerate LPs over the simplex with integer rows: the step on the
+  simplex's positive entries pays (before it read simplices, its moves on the
+  slacks' box were rounding: the sweep left x at that face's minimizer).
 
 Per family: total iterations and seconds of ``prob.solve(face_step=...)`` with
 "auto", True and False, options interleaved model by model.

@@ -253,10 +253,12 @@ def _degenerate_lp(m, seed):
     return benchmark("face_gating").lp_model(seed, m)
 
 
-def test_no_step_at_rounding_level_on_a_degenerate_lp():
-    """The sweep leaves x at the face's minimizer: the face step's moves are ~1e-18. They are not taken, and
-    "auto" has the iterates of face_step=False bit for bit (before: 1,343 against 1,118 iterations), at
-    Clarabel's value."""
+def test_the_face_step_on_a_degenerate_lp_over_the_simplex():
+    """A degenerate LP over the simplex with integer rows: the face step moves the simplex's positive entries
+    together (its group part, with the slacks' free entries); "auto" reaches Clarabel's value in fewer
+    iterations than without it (203 against 1,011 when the step first read simplices; before, it read only the
+    slacks' box there, whose moves were rounding, and "auto" matched ``face_step=False`` bit for bit). Moves at
+    rounding level are still not taken: test_a_step_at_the_face_minimizer_leaves_x_bit_for_bit."""
     ref = _degenerate_lp(cp, 49)
     ref.solve(solver=cp.CLARABEL)
     out = {}
@@ -265,9 +267,8 @@ def test_no_step_at_rounding_level_on_a_degenerate_lp():
         prob.solve(face_step=option)
         assert prob.status == fm.OPTIMAL
         assert abs(prob.value - ref.value) <= 1e-3 * max(1.0, abs(ref.value))
-        out[option] = (prob.stats.iterations, prob.variables()[0].value.copy())
-    assert out["auto"][0] == out[False][0]
-    np.testing.assert_array_equal(out["auto"][1], out[False][1])
+        out[option] = prob.stats.iterations
+    assert out["auto"] < out[False] / 2
 
 
 @pytest.mark.parametrize("seed", range(3))

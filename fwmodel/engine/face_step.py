@@ -11,14 +11,17 @@ of the multipliers on hinge budgets"). This step moves every free coordinate
 of the current face at once:
 
 * the face: on a box block (``Block.intervals``, per-coordinate steps) the
-  coordinates strictly inside their bounds; on a polytope block with an
-  active set, the convex hull of its active atoms, parametrized by their
-  barycentric weights ``w`` (``x_k = A w``, ``sum(w) = 1``); other blocks
-  stay where they are;
+  coordinates strictly inside their bounds; on a block of simplices moved by
+  per-group pairwise steps (``Block.groups``) the entries above 0, each
+  group's keeping its sum where the group is at its total; on a polytope
+  block with an active set, the convex hull of its active atoms,
+  parametrized by their barycentric weights ``w`` (``x_k = A w``,
+  ``sum(w) = 1``); other blocks stay where they are;
 * the direction: the minimizer of the quadratic model of L(., y) on the
   face's affine hull (``u -> <grad L, D u> + 1/2 u' D' (H_f + lam M'M) D u``,
-  D the face's coordinates: identity columns of the free box entries, the
-  atom matrices A on the weights with ``sum(dw) = 0`` per block), by a few
+  D the face's coordinates: identity columns of the free box and simplex
+  entries (``sum(du_g) = 0`` per simplex at its total), the atom matrices A
+  on the weights with ``sum(dw) = 0`` per block), by a few
   projected conjugate-gradient iterations (the constraint ``sum(dw) = 0`` is
   kept by projecting every residual; a direction of zero curvature, such as a
   linear objective along the kernel of M, is followed to the face's edge);
@@ -90,7 +93,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import null_space
 
-from .steps import IntervalStep, _ActiveSetStep
+from .steps import GroupPairwiseStep, IntervalStep, _ActiveSetStep
 from .vector_ops import dot
 
 #: at most this many face coordinates (free box entries plus active atoms) in all
@@ -101,6 +104,9 @@ FACE_MAX_ATOM_ENTRIES = 200_000
 FACE_AUTO_ATOM_ENTRIES = 10_000
 #: faces of at most this many coordinates solve the model directly (dense reduced Hessian), larger ones by CG
 FACE_DENSE_DIM = 100
+#: the direct solve keeps its face's columns as dense arrays of the problem's size (M D, H_f D, D): at most this
+#: many entries each, else CG (``face_step=True``) or no step ("auto")
+FACE_MAX_DENSE_ENTRIES = 4_000_000
 #: "auto": until a step has paid (or after a stall), a step is tried (and the face read) every this many iterations
 FACE_CHECK_EVERY = 5
 #: "auto": a face step pays when it decreases L(., y) at least this many times as much as its iteration's FW sweep
@@ -160,6 +166,9 @@ class _BoxPart:
     def project(self, u):
         return u
 
+    def sum_rows(self):
+        return np.zeros((0, self.dim))  # no constraint inside the box's face
+
     def max_step(self, x, u):
         """The largest gamma with x + gamma D u inside the box."""
         x_f = x[self.sl.start + self.free]
@@ -173,6 +182,90 @@ class _BoxPart:
         idx = self.sl.start + self.free
         old = x[idx].copy()
         new = np.clip(old + gamma * u, self.lo[self.free], self.hi[self.free])
+        x[idx] = new
+        d = np.zeros(self.sl.stop - self.sl.start)
+        d[self.free] = new - old
+        return d
+
+
+class _GroupPart:
+    """A block of simplices moved by per-group pairwise steps (:class:`~fwmodel.engine.steps.GroupPairwiseStep`):
+    its face is the entries strictly above 0, each group's free entries keeping their sum where the group is at
+    its total (always for ``sum == t``; for ``sum <= t`` only where no room is left, else the sum may grow up to
+    the total). The coordinates are the free entries themselves (identity columns, as a box's): a dense optimum
+    over a simplex (a minimum-variance portfolio, every weight positive) is reached by pairwise steps one pair
+    at a time, here in one step of the face's model."""
+
+    def __init__(self, k, block, step):
+        self.k, self.sl, self.step = k, block.slice, step
+        index = np.asarray(step.index)
+        self.index = index
+        self.total = np.broadcast_to(np.asarray(step.total, dtype=float), (index.shape[0],))
+        self.origin = step.origin
+        self.group_of = np.empty(index.size, dtype=np.intp)  # each block entry's group
+        self.group_of[index.ravel()] = np.repeat(np.arange(index.shape[0]), index.shape[1])
+        self._margin = BOUND_TOL * self.total[self.group_of]  # (relative to its group's total)
+
+    def column_keys(self):
+        return [("e", self.k, int(j)) for j in self.free]
+
+    def count_free(self, x):
+        self._mask = x[self.sl] > self._margin
+        return int(np.count_nonzero(self._mask))
+
+    def face(self, x):
+        self.free = np.flatnonzero(self._mask)
+        groups = self.group_of[self.free]
+        keep = np.ones(self.total.size, dtype=bool)  # groups whose sum stays as it is
+        if self.origin:
+            sums = np.bincount(self.group_of, weights=x[self.sl], minlength=self.total.size)
+            self.room = np.maximum(self.total - sums, 0.0)
+            keep = self.room <= BOUND_TOL * self.total
+        # each kept group with free entries: the positions of its free entries among the face's coordinates
+        self.kept = [np.flatnonzero(groups == g) for g in np.flatnonzero(keep & (np.bincount(
+            groups, minlength=self.total.size) > 0))]
+        self.open_groups = groups if self.origin else None
+
+    @property
+    def dim(self):
+        return self.free.size
+
+    def sum_rows(self):
+        """Rows of the face's constraints ``sum(du_g) = 0`` over the face's coordinates of this part."""
+        rows = np.zeros((len(self.kept), self.dim))
+        for i, at in enumerate(self.kept):
+            rows[i, at] = 1.0
+        return rows
+
+    def expand(self, u, out):
+        out[self.sl.start + self.free] = u
+
+    def restrict(self, v):
+        return v[self.sl.start + self.free]
+
+    def project(self, u):
+        u = u.copy()
+        for at in self.kept:
+            u[at] -= u[at].mean()
+        return u
+
+    def max_step(self, x, u):
+        """The largest gamma keeping the entries >= 0 and, in a group with room, its sum <= its total."""
+        x_f = x[self.sl.start + self.free]
+        down = u < 0
+        caps = [(x_f[down] / -u[down])] if down.any() else []
+        if self.origin:
+            grow = np.bincount(self.open_groups, weights=u, minlength=self.total.size)
+            up = grow > 0
+            if up.any():
+                caps.append(self.room[up] / grow[up])
+        caps = np.concatenate(caps) if caps else np.zeros(0)
+        return float(caps.min()) if caps.size else np.inf
+
+    def apply(self, x, u, gamma):
+        idx = self.sl.start + self.free
+        old = x[idx].copy()
+        new = np.maximum(old + gamma * u, 0.0)  # (an entry the ratio test took to 0 is 0, not -1e-18)
         x[idx] = new
         d = np.zeros(self.sl.stop - self.sl.start)
         d[self.free] = new - old
@@ -195,6 +288,9 @@ class _AtomPart:
     @property
     def dim(self):
         return len(self.atoms)
+
+    def sum_rows(self):
+        return np.ones((1, self.dim))  # sum(dw) = 0
 
     def build(self):
         """The atom matrix A (block size x atoms), dense, and the atoms' weights."""
@@ -246,6 +342,8 @@ class FaceStep:
                                            np.asarray(st.hi, float) * np.ones(blk.size)))
             elif isinstance(st, _ActiveSetStep) and blk.is_polytope:
                 self.parts.append(_AtomPart(k, blk, st))
+            elif isinstance(st, GroupPairwiseStep):
+                self.parts.append(_GroupPart(k, blk, st))
         self.blocks = [p.k for p in self.parts]
         self.steps = steps  # the driver's list: a block switched to projection steps leaves the face step
         self.always = mode is True
@@ -378,10 +476,12 @@ class FaceStep:
         grad = g_f + Mop.rmatvec(it.y + lam * it.r) if lagrangian.m else g_f.copy()
         q = restrict(grad)
         self._model_curvature = None
-        if cuts[-1] <= FACE_DENSE_DIM:
+        if cuts[-1] <= FACE_DENSE_DIM and n * cuts[-1] <= FACE_MAX_DENSE_ENTRIES:
             u = self._dense_direction(parts, cuts, q, lagrangian, it, linear)
-        else:
+        elif self.always:
             u = self._cg_direction(parts, cuts, q, lagrangian, it, linear, expand, restrict, project)
+        else:  # "auto" takes the direct solve only: its columns would not fit
+            return self._no_step(L_sweep)
         if u is None:
             return self._no_step(L_sweep)
         slope = dot(q, u)
@@ -429,11 +529,12 @@ class FaceStep:
         for p, a, b_ in zip(parts, cuts[:-1], cuts[1:]):
             if isinstance(p, _AtomPart):
                 D[p.sl, a:b_] = p.A
-                row = np.zeros(N)
-                row[a:b_] = 1.0
-                C.append(row)
             else:
                 D[p.sl.start + p.free, np.arange(a, b_)] = 1.0
+            for part_row in p.sum_rows():  # (sum(dw) = 0 on an atom block; sum(du_g) = 0 per group at its total)
+                row = np.zeros(N)
+                row[a:b_] = part_row
+                C.append(row)
         keys = [key for p in parts for key in p.column_keys()]
         if len(self._columns) + N > FACE_MAX_COLUMNS:
             self._columns = {}
