@@ -228,27 +228,31 @@ MANY_GROUPS = [
 
 @pytest.mark.parametrize("shape, axis, total, sense", MANY_GROUPS)
 def test_many_groups_take_per_group_pairwise_steps_and_give_cvxpy_duals(shape, axis, total, sense):
+    """The defaults project the simplices (a projection model: one step); ``projection=False`` moves them by
+    per-group pairwise steps. Both give CVXPY's value and budget duals."""
     target = np.random.default_rng(1).standard_normal(shape)
-    out = []
-    for m in (fm, cp):
+
+    def model(m):
         X = m.Variable(shape)
         sums = m.sum(X, axis=axis)
         budget = sums <= total if sense == "<=" else sums == total
-        prob = m.Problem(m.Minimize(m.sum_squares(X - target)), [X >= 0, budget])
-        if m is fm:
-            prob.solve()  # the defaults
-            assert prob.status == fm.OPTIMAL
-            assert prob.stats.iterations <= 100
-            assert prob.stats.step_counts.get("pairwise", 0) > 0
-        else:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # CVXPY's note on 3-D expressions
-                prob.solve(solver=cp.CLARABEL)
-        out.append((prob.value, np.asarray(budget.dual_value, dtype=float)))
-    (f_fm, y_fm), (f_cp, y_cp) = out
-    assert f_fm == pytest.approx(f_cp, rel=1e-4, abs=1e-6)
-    assert y_fm.shape == y_cp.shape
-    np.testing.assert_allclose(y_fm, y_cp, atol=1e-2 * max(1.0, np.max(np.abs(y_cp))))
+        return m.Problem(m.Minimize(m.sum_squares(X - target)), [X >= 0, budget]), budget
+
+    ref, ref_budget = model(cp)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # CVXPY's note on 3-D expressions
+        ref.solve(solver=cp.CLARABEL)
+    y_cp = np.asarray(ref_budget.dual_value, dtype=float)
+    for options, kind in (({}, "projection"), (dict(projection=False), "pairwise")):
+        prob, budget = model(fm)
+        prob.solve(**options)
+        assert prob.status == fm.OPTIMAL
+        assert prob.stats.iterations <= 100
+        assert prob.stats.step_counts.get(kind, 0) > 0
+        assert prob.value == pytest.approx(ref.value, rel=1e-4, abs=1e-6)
+        y_fm = np.asarray(budget.dual_value, dtype=float)
+        assert y_fm.shape == y_cp.shape
+        np.testing.assert_allclose(y_fm, y_cp, atol=1e-2 * max(1.0, np.max(np.abs(y_cp))))
 
 
 def test_the_origin_as_an_entry_of_every_group_against_brute_force():

@@ -996,9 +996,9 @@ def test_l1_least_squares_without_rows_takes_projection_steps_and_matches_clarab
 def test_l1_balls_with_rows_take_projection_steps_and_match_clarabel():
     """projection="auto" on polytope models with rows (projection_choice.candidates): an L1 ball's
     block projects beside equality rows and beside the slacks of inequality rows (a box: FW steps);
-    an L1 ball tied to a box on the same variable (one of two copies), a simplex and a box on one
-    variable under rows (two copies), a plain simplex, an L1 ball of D x (a block the objective does
-    not read) and a linear objective keep vertex steps throughout. With every block projected through general rows lam may still be
+    a plain simplex projects too; an L1 ball tied to a box on the same variable (one of two copies), a
+    simplex and a box on one variable under rows (two copies), an L1 ball of D x (a block the objective
+    does not read) and a linear objective keep vertex steps throughout. With every block projected through general rows lam may still be
     halved by the balance rule (``ProjectionStep.on_tied_copies`` is False). Every answer against CVXPY + Clarabel."""
     cp = pytest.importorskip("cvxpy")
     from fwmodel.engine.projection_step import ProjectionStep
@@ -1026,8 +1026,8 @@ def test_l1_balls_with_rows_take_projection_steps_and_match_clarabel():
         # a simplex and a box on x under rows: two copies (a box and a simplex: vertex steps)
         ([fm.Simplex(x, 1.0), fm.Box(x, 0.0, 0.05), E @ x == e_mean],
          [z >= 0, cp.sum(z) == 1, z <= 0.05, E @ z == e_mean], False, False),
-        # a plain simplex declares no projection: vertex steps
-        ([fm.Simplex(x, 1.0), E @ x == e_mean], [z >= 0, cp.sum(z) == 1, E @ z == e_mean], False, False),
+        # a plain simplex under rows projects, as an L1 ball (the face step then solves its support's face)
+        ([fm.Simplex(x, 1.0), E @ x == e_mean], [z >= 0, cp.sum(z) == 1, E @ z == e_mean], True, True),
         # an L1 ball of D x: a block of the expression, tied to x by rows, that the objective does not read
         ([fm.L1Ball(D @ x, 1.0), fm.Box(x, -0.3, 0.3)], [cp.norm1(D @ z) <= 1.0, cp.abs(z) <= 0.3], False, False),
     ]

@@ -39,23 +39,46 @@ def test_minimum_variance_portfolio_dense_optimum(seed):
     assert out[False].stats.iterations > 10 * auto.stats.iterations  # (max_iter at 3,000 without the step)
 
 
-def test_simplices_with_room_and_several_groups():
-    """Rows of X in simplices ``sum <= 1`` (``equality=False``, the origin a vertex): a target with some rows
-    summing below 1 at the optimum (room left: those groups' sums move freely) and others at 1, every entry
-    positive. Against Clarabel, point and value."""
+@pytest.mark.parametrize("projection", ["auto", False])
+def test_simplices_with_room_and_several_groups(projection):
+    """Rows of X in simplices ``sum <= 1`` (``equality=False``, the origin a vertex; 12 groups, so the block
+    declares its groups): a target with some rows summing below 1 at the optimum (room left: those groups'
+    sums move freely) and others at 1, every entry positive. The defaults project the rows; ``projection=False``
+    moves them by per-group pairwise steps; the face step acts in both. Against Clarabel, point and value."""
     rng = np.random.default_rng(4)
-    G, k = 6, 12
+    G, k = 12, 10
     T = rng.uniform(0.0, 0.25, (G, k))
-    T[:3] *= 0.2  # rows summing well below 1: inside the budget
+    T[:6] *= 0.2  # rows summing well below 1: inside the budget
     P = rng.standard_normal((k, k)) / np.sqrt(k)
     Xc = cp.Variable((G, k))
     f_star = cp.Problem(cp.Minimize(cp.sum_squares((Xc - T) @ P) + 1e-2 * cp.sum_squares(Xc - T)),
                         [Xc >= 0, cp.sum(Xc, axis=1) <= 1]).solve(solver=cp.CLARABEL)
+    sums = Xc.value.sum(axis=1)
+    assert np.any(sums < 0.9) and np.any(sums > 1 - 1e-6)  # both kinds of groups
     X = fm.Variable((G, k))
     prob = fm.Problem(fm.Minimize(fm.sum_squares((X - T) @ P) + 1e-2 * fm.sum_squares(X - T)),
                       [fm.Simplex(X, 1.0, axis=1, equality=False)])
-    prob.solve(tol=1e-7, feas_tol=1e-7)
+    assert prob.compile().blocks[0].set.simplex_groups() is not None
+    prob.solve(tol=1e-7, feas_tol=1e-7, projection=projection)
     assert prob.status == "optimal" and prob.stats.step_counts.get("face", 0) > 0
+    assert prob.stats.step_counts.get("projection" if projection == "auto" else "pairwise", 0) > 0
     assert abs(prob.value - f_star) <= 1e-5 * max(1.0, abs(f_star))
     np.testing.assert_allclose(X.value, Xc.value, atol=2e-3)
     assert np.all(X.value >= 0) and np.all(X.value.sum(axis=1) <= 1 + 1e-9)
+
+
+def test_a_large_dense_optimum_is_found_by_projection_then_face_steps():
+    """300 weights, all positive at the optimum: the projection steps find the support in bulk and the face
+    step solves the model on it (faces of projected simplices up to FACE_MAX_DIM coordinates): a few
+    iterations, where vertex steps add one weight per iteration (max_iter at 3,000 before projections)."""
+    n = 300
+    F, _ = _factor_data(n, 7)
+    wc = cp.Variable(n)
+    f_star = cp.Problem(cp.Minimize(cp.sum_squares(F.T @ wc) + 1e-3 * cp.sum_squares(wc)),
+                        [wc >= 0, cp.sum(wc) == 1]).solve(solver=cp.CLARABEL)
+    w = fm.Variable(n)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(F.T @ w) + 1e-3 * fm.sum_squares(w)), [fm.Simplex(w)])
+    prob.solve()
+    assert prob.status == "optimal" and prob.stats.iterations <= 50
+    assert prob.stats.step_counts.get("projection", 0) > 0 and prob.stats.step_counts.get("face", 0) > 0
+    assert abs(prob.value - f_star) <= 1e-4 * f_star

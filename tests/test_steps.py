@@ -46,16 +46,18 @@ def test_every_step_kind_and_sweep_finds_the_capped_simplex_projection(step, swe
 
 
 def test_per_group_pairwise_steps_project_every_row_onto_its_simplex():
-    """A single batched Simplex(axis=1): the closed form is the row-wise simplex projection."""
+    """A single batched Simplex(axis=1): the closed form is the row-wise simplex projection, reached by
+    per-group pairwise steps (``projection=False``) and by the defaults, which project the simplices."""
     rng = np.random.default_rng(2)
     C = rng.standard_normal((50, 7))
     X = fm.Variable((50, 7))
     prob = fm.Problem(fm.Minimize(fm.sum_squares(X - C)), [fm.Simplex(X, axis=1)])
-    prob.solve(tol=1e-9)
-    assert prob.status == "optimal"
-    assert prob.stats.step_counts["pairwise"] > 0 and prob.stats.step_counts["fw"] == 0
     expected = np.array([_project_simplex(row) for row in C])
-    assert np.allclose(X.value, expected, atol=1e-6)
+    for options, kind in ((dict(projection=False), "pairwise"), ({}, "projection")):
+        prob.solve(tol=1e-9, **options)
+        assert prob.status == "optimal"
+        assert prob.stats.step_counts[kind] > 0 and prob.stats.step_counts["fw"] == 0
+        assert np.allclose(X.value, expected, atol=1e-6)
 
 
 def test_group_pairwise_proposals_stay_in_every_simplex():

@@ -93,6 +93,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import null_space
 
+from .projection_step import ProjectedBlock
 from .steps import GroupPairwiseStep, IntervalStep, _ActiveSetStep
 from .vector_ops import dot
 
@@ -189,8 +190,9 @@ class _BoxPart:
 
 
 class _GroupPart:
-    """A block of simplices moved by per-group pairwise steps (:class:`~fwmodel.engine.steps.GroupPairwiseStep`):
-    its face is the entries strictly above 0, each group's free entries keeping their sum where the group is at
+    """A block of simplices (``Block.groups``) moved by per-group pairwise steps
+    (:class:`~fwmodel.engine.steps.GroupPairwiseStep`) or by projection steps: its face is the entries strictly
+    above 0, each group's free entries keeping their sum where the group is at
     its total (always for ``sum == t``; for ``sum <= t`` only where no room is left, else the sum may grow up to
     the total). The coordinates are the free entries themselves (identity columns, as a box's): a dense optimum
     over a simplex (a minimum-variance portfolio, every weight positive) is reached by pairwise steps one pair
@@ -198,10 +200,11 @@ class _GroupPart:
 
     def __init__(self, k, block, step):
         self.k, self.sl, self.step = k, block.slice, step
-        index = np.asarray(step.index)
+        groups = block.groups
+        index = np.asarray(groups.index)
         self.index = index
-        self.total = np.broadcast_to(np.asarray(step.total, dtype=float), (index.shape[0],))
-        self.origin = step.origin
+        self.total = np.broadcast_to(np.asarray(groups.total, dtype=float), (index.shape[0],))
+        self.origin = bool(getattr(groups, "origin", False))
         self.group_of = np.empty(index.size, dtype=np.intp)  # each block entry's group
         self.group_of[index.ravel()] = np.repeat(np.arange(index.shape[0]), index.shape[1])
         self._margin = BOUND_TOL * self.total[self.group_of]  # (relative to its group's total)
@@ -342,7 +345,10 @@ class FaceStep:
                                            np.asarray(st.hi, float) * np.ones(blk.size)))
             elif isinstance(st, _ActiveSetStep) and blk.is_polytope:
                 self.parts.append(_AtomPart(k, blk, st))
-            elif isinstance(st, GroupPairwiseStep):
+            elif blk.groups is not None and isinstance(st, (GroupPairwiseStep, ProjectedBlock)):
+                # (a projected simplex too: its projection steps find the optimum's support, every entry at
+                # once, and the face step solves the model on it: the gradient-projection and face phases of
+                # More & Toraldo's GPCG)
                 self.parts.append(_GroupPart(k, blk, st))
         self.blocks = [p.k for p in self.parts]
         self.steps = steps  # the driver's list: a block switched to projection steps leaves the face step
@@ -352,11 +358,13 @@ class FaceStep:
         # iterations engaged since it, and stalls since it
         self._engaged, self._best, self._since_best, self._stalls = False, np.inf, 0, 0
         self._columns = {}  # column key -> (M D e_j, H_f D e_j): constant within the solve (M fixed, f quadratic)
+        self._dense_dim = FACE_DENSE_DIM  # the largest face solved directly (set with the face, :meth:`_due`)
         self.taken = 0
 
     def _due(self, x):
         """Read the current face; whether a step is due on it, and the parts with free coordinates."""
-        self.parts = [p for p in self.parts if self.steps[p.k] is p.step]
+        # (a block switched to other steps leaves, but a simplex's face is read from its point alone)
+        self.parts = [p for p in self.parts if self.steps[p.k] is p.step or isinstance(p, _GroupPart)]
         self._tick += 1
         if not self.always:
             if self._skip > 0:  # "auto", backing off after a step that did not pay: the face is not even read
@@ -364,9 +372,18 @@ class FaceStep:
                 return None
             if not self._engaged and self._tick % FACE_CHECK_EVERY:  # not engaged: a trial every few iterations
                 return None
+        counts = [len(p.step.active) if isinstance(p, _AtomPart) else p.count_free(x) for p in self.parts]
+        total = sum(counts)
+        # entries of projected simplices: their projection steps found the face in bulk, and its solve is the
+        # finishing phase (a vertex-stepped block's face grows by about one coordinate per iteration, and a
+        # solve per iteration of a large face costs more than it saves: the TV denoiser and the MAP LP of
+        # benchmarks/zoo.py took 8x and 6x their time with 400): up to FACE_MAX_DIM, outside the dense limit
+        projected = sum(c for p, c in zip(self.parts, counts)
+                        if isinstance(p, _GroupPart) and not isinstance(self.steps[p.k], GroupPairwiseStep))
+        self._dense_dim = FACE_DENSE_DIM if not projected else FACE_MAX_DIM
         limit = FACE_MAX_DIM if self.always else FACE_DENSE_DIM
-        total = sum(len(p.step.active) if isinstance(p, _AtomPart) else p.count_free(x) for p in self.parts)
-        if total > limit:  # (a large face: no step, and its free entries and atoms are not even listed)
+        if total - projected > limit or total > FACE_MAX_DIM:
+            # (a large face: no step, and its free entries and atoms are not even listed)
             self._engaged = False
             return None
         for p in self.parts:
@@ -476,7 +493,7 @@ class FaceStep:
         grad = g_f + Mop.rmatvec(it.y + lam * it.r) if lagrangian.m else g_f.copy()
         q = restrict(grad)
         self._model_curvature = None
-        if cuts[-1] <= FACE_DENSE_DIM and n * cuts[-1] <= FACE_MAX_DENSE_ENTRIES:
+        if cuts[-1] <= self._dense_dim and n * cuts[-1] <= FACE_MAX_DENSE_ENTRIES:
             u = self._dense_direction(parts, cuts, q, lagrangian, it, linear)
         elif self.always:
             u = self._cg_direction(parts, cuts, q, lagrangian, it, linear, expand, restrict, project)

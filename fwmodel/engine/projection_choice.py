@@ -50,9 +50,8 @@ hence the decisions taken again as the solve goes on; each block's
 projection is timed once.
 
 On a model made only of polytopes, the blocks that project are its L1
-balls and capped simplices (cheap projections that are not boxes: a box
-keeps its exact per-coordinate FW steps, a plain simplex declares no
-projection), from the start, and its Birkhoff polytopes where their
+balls, simplices and capped simplices (cheap projections that are not boxes:
+a box keeps its exact per-coordinate FW steps), from the start, and its Birkhoff polytopes where their
 projection's measured cost fits the budget above, with or without rows (equality rows, the slacks of inequality rows),
 where the objective is curved and reads the block as its variable's only
 copy. A vertex (BPCG) iterate needs about one iteration per atom of the

@@ -390,7 +390,13 @@ class SymmetricStochastic(SymmetricPart):
     times the symmetric doubly stochastic matrices, with vertices
     ``t (P + P^T) / 2`` (Katz 1970): its LMO is the assignment problem along
     the symmetrized direction, symmetrized. Built by ``Simplex.symmetric_variant``.
+    No projection: the rows' simplices are not closed under transposition, so their projection of
+    ``sym(P)`` (:class:`SymmetricPart`'s) is not symmetric, not this set's.
     """
+
+    def __init__(self, inner):
+        super().__init__(inner)
+        self.has_cheap_projection = False
 
     def lmo_atom(self, flat_direction):
         return self._symmetrized_vertex(assignment_indices, flat_direction)
