@@ -82,3 +82,23 @@ def test_a_large_dense_optimum_is_found_by_projection_then_face_steps():
     assert prob.status == "optimal" and prob.stats.iterations <= 50
     assert prob.stats.step_counts.get("projection", 0) > 0 and prob.stats.step_counts.get("face", 0) > 0
     assert abs(prob.value - f_star) <= 1e-4 * f_star
+
+
+def test_a_face_beyond_the_direct_solve_is_taken_by_cg_on_a_projected_simplex():
+    """1,000 positive weights: above FACE_MAX_DIM, the face of a projected simplex is solved by the step's
+    projected CG (a vertex-stepped block's face of that size takes no step under "auto")."""
+    from fwmodel.engine import face_step
+
+    n = 1000
+    assert n > face_step.FACE_MAX_DIM
+    F, _ = _factor_data(n, 8)
+    wc = cp.Variable(n)
+    f_star = cp.Problem(cp.Minimize(cp.sum_squares(F.T @ wc) + 1e-3 * cp.sum_squares(wc)),
+                        [wc >= 0, cp.sum(wc) == 1]).solve(solver=cp.CLARABEL)
+    assert np.sum(wc.value > 1e-6) > face_step.FACE_MAX_DIM
+    w = fm.Variable(n)
+    prob = fm.Problem(fm.Minimize(fm.sum_squares(F.T @ w) + 1e-3 * fm.sum_squares(w)), [fm.Simplex(w)])
+    prob.solve()
+    assert prob.status == "optimal" and prob.stats.iterations <= 50
+    assert prob.stats.step_counts.get("face", 0) > 0
+    assert abs(prob.value - f_star) <= 1e-4 * f_star

@@ -359,6 +359,7 @@ class FaceStep:
         self._engaged, self._best, self._since_best, self._stalls = False, np.inf, 0, 0
         self._columns = {}  # column key -> (M D e_j, H_f D e_j): constant within the solve (M fixed, f quadratic)
         self._dense_dim = FACE_DENSE_DIM  # the largest face solved directly (set with the face, :meth:`_due`)
+        self._projected_face = False
         self.taken = 0
 
     def _due(self, x):
@@ -377,19 +378,21 @@ class FaceStep:
         # entries of projected simplices: their projection steps found the face in bulk, and its solve is the
         # finishing phase (a vertex-stepped block's face grows by about one coordinate per iteration, and a
         # solve per iteration of a large face costs more than it saves: the TV denoiser and the MAP LP of
-        # benchmarks/zoo.py took 8x and 6x their time with 400): up to FACE_MAX_DIM, outside the dense limit
+        # benchmarks/zoo.py took 8x and 6x their time with 400): outside the dense limit, solved directly up
+        # to FACE_MAX_DIM coordinates and by CG beyond (1,000-3,000 weights: 8-34 iterations)
         projected = sum(c for p, c in zip(self.parts, counts)
                         if isinstance(p, _GroupPart) and not isinstance(self.steps[p.k], GroupPairwiseStep))
         self._dense_dim = FACE_DENSE_DIM if not projected else FACE_MAX_DIM
+        self._projected_face = projected > 0
         limit = FACE_MAX_DIM if self.always else FACE_DENSE_DIM
-        if total - projected > limit or total > FACE_MAX_DIM:
+        if total - projected > limit or (total > FACE_MAX_DIM and not projected):
             # (a large face: no step, and its free entries and atoms are not even listed)
             self._engaged = False
             return None
         for p in self.parts:
             p.face(x)
         parts = [p for p in self.parts if p.dim > (1 if isinstance(p, _AtomPart) else 0)]
-        if not parts or sum(p.dim for p in parts) > FACE_MAX_DIM:
+        if not parts or (sum(p.dim for p in parts) > FACE_MAX_DIM and not projected):
             return None
         entries = FACE_MAX_ATOM_ENTRIES if self.always else FACE_AUTO_ATOM_ENTRIES
         if any(isinstance(p, _AtomPart) and p.size * p.dim > entries for p in parts):
@@ -495,7 +498,7 @@ class FaceStep:
         self._model_curvature = None
         if cuts[-1] <= self._dense_dim and n * cuts[-1] <= FACE_MAX_DENSE_ENTRIES:
             u = self._dense_direction(parts, cuts, q, lagrangian, it, linear)
-        elif self.always:
+        elif self.always or self._projected_face:
             u = self._cg_direction(parts, cuts, q, lagrangian, it, linear, expand, restrict, project)
         else:  # "auto" takes the direct solve only: its columns would not fit
             return self._no_step(L_sweep)
