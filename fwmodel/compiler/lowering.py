@@ -1759,9 +1759,9 @@ def lower_constraints(objective_expr, constraints):
     if shared:
         shared_slack = Variable(sum(slacks[k][1].size for k in shared), name=f"slack({len(shared)} inequalities)")
         shared_slack.is_slack = True  # compiler-made: not one of the model's variables
-    first_shared = shared[0] if shared else None
+    first_shared, sharing = (shared[0] if shared else None), set(shared)
     for k, (ineq, rows, units, upper) in enumerate(slacks):
-        if shared_slack is not None and k in shared:
+        if k in sharing:
             if k == first_shared:  # the shared box where the first of its inequalities' would be
                 sets.append(Box(shared_slack, 0.0, np.concatenate(
                     [np.broadcast_to(np.asarray(slacks[j][3], dtype=float), (slacks[j][1].size,)) for j in shared])))
