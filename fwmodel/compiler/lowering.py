@@ -1743,9 +1743,11 @@ def lower_constraints(objective_expr, constraints):
                     f"with {var.name} <= hi, fm.norm1({var.name}) <= r, fm.L2Ball({var.name}, r), "
                     f"fm.Simplex({var.name})"
                 )
+        # (the rows' matrix as linearized above where no Parameter can change it, else again at each solve)
+        linear = None if ineq.parameters() else (A, c)
         upper = _data_from(
-            lambda ineq=ineq, rows=rows, touched=touched, holders=holders, units=units: _slack_upper(
-                ineq, rows, touched, holders, offsets, n_v) / units,
+            lambda ineq=ineq, rows=rows, touched=touched, holders=holders, units=units, linear=linear: _slack_upper(
+                ineq, rows, touched, holders, offsets, n_v, linear) / units,
             ineq.parameters() + _set_parameters([h for hs in holders.values() for h, _ in hs]),
             f"slack bound of {ineq._text}")
         slacks.append((ineq, rows, units, upper))
@@ -2526,9 +2528,10 @@ def _norms_off_hulls(A_rows, touched, holders, offsets):
     return full, off
 
 
-def _slack_upper(ineq, rows, touched, holders, offsets, n_v):
-    """u_i = max(0, -c_i - min_v a_i' v) over the sets that hold the variables (step 5)."""
-    A, c = linearize(ineq.expr, offsets, n_v)
+def _slack_upper(ineq, rows, touched, holders, offsets, n_v, linear=None):
+    """u_i = max(0, -c_i - min_v a_i' v) over the sets that hold the variables (step 5); ``linear``: the
+    inequality's ``(A, c)`` when already linearized (no Parameter in it)."""
+    A, c = linearize(ineq.expr, offsets, n_v) if linear is None else linear
     A = A[rows].tocsr()
     lower = np.zeros(rows.size)
     for var in touched:
