@@ -41,7 +41,11 @@ unchanged: the step is a primal corrective step on L(., y_t) taken after the
 FW sweep, before the dual step of eq. fwal.
 
 It is taken only where the objective is quadratic or linear (the model is
-then exact) and the face is small (``FACE_MAX_DIM`` coordinates in all).
+then exact) and the face is small (``FACE_MAX_DIM`` coordinates in all),
+except on simplices moved by projection steps: those find the optimum's
+support in bulk, and the step on its face finishes the solve (the
+gradient-projection and face phases of More & Toraldo's GPCG), directly up
+to ``FACE_MAX_DIM`` coordinates and by CG beyond, whatever the face's size.
 Faces of at most ``FACE_DENSE_DIM`` coordinates solve the model directly
 from its reduced Hessian, whose columns ``M D e_j`` and ``H_f D e_j`` are
 kept from step to step (M is fixed and a quadratic f has a constant
