@@ -320,6 +320,26 @@ def _sampled_pivots(v, lo, hi, enter, leave, target, bracket, linear, picks):
     return [float(points[i]) for i in sorted({max(low - width + 1, 0), min(high + width - 1, points.size - 1)})]
 
 
+def clipped_projection(V, lo, hi, target, equality=True, checked=True):
+    """Per row of V, ``clip(v - tau, l, u)`` summing to ``target`` (at most ``target`` with ``equality=False``:
+    tau = 0 where the clipped row already sums to at most it): the level by :func:`clipped_sum_levels`, the sum
+    checked at the target's scale (:func:`sum_tolerance`), and the rows that rounded off projected again by
+    :func:`clipped_projection_exactly`. ``lo``, ``hi``: arrays of V's shape or scalars; ``checked``: a boolean
+    per row (or True), False where the bounds cannot reach the target (no projection: the piecewise answer is
+    kept). The capped simplex's projection, and the simplex's (caps of its total)."""
+    tau = clipped_sum_levels(V, lo, hi, target)
+    on_sum = np.ones(V.shape[0], dtype=bool)  # the rows whose projection sums to the target
+    if not equality:
+        on_sum = np.clip(V, lo, hi).sum(axis=1) > target
+        tau = np.where(on_sum, tau, 0.0)
+    X = np.clip(V - tau[:, None], lo, hi)
+    wrong = on_sum & checked & (np.abs(X.sum(axis=1) - target) > sum_tolerance(target, V.shape[1]))
+    if np.any(wrong):
+        lo, hi = np.broadcast_to(lo, V.shape), np.broadcast_to(hi, V.shape)
+        X[wrong] = clipped_projection_exactly(V[wrong], lo[wrong], hi[wrong], target)
+    return X
+
+
 def clipped_projection_exactly(V, lo, hi, target):
     """Per row, ``clip(v - tau, l, u)`` summing to ``target``, exact to rounding at the bounds' scale.
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import as_direction, as_flat_direction, as_point, dense_vertex
-from ._thresholds import clipped_projection_exactly, clipped_sum_levels, non_finite, sum_tolerance
+from ._thresholds import clipped_projection, non_finite
 from .atoms import DenseAtom, SparseAtom
 from .merged import MergedSets
 
@@ -182,19 +182,8 @@ class CappedSimplex(MergedSets):
         V = self.simplex._grouped(np.asarray(flat_point, dtype=float).ravel())
         if non_finite(float(V.sum()), V):
             return np.full(self.size, np.nan)
-        lo, hi = self._lo, self._hi
-        target = self.total
-        tau = clipped_sum_levels(V, lo, hi, target)
-        on_sum = np.ones(V.shape[0], dtype=bool)  # the groups whose projection sums to total
-        if not self.equality:  # tau >= 0: where the clipped point already sums to at most total, tau = 0
-            on_sum = np.clip(V, lo, hi).sum(axis=1) > target
-            tau = np.where(on_sum, tau, 0.0)
-        X = np.clip(V - tau[:, None], lo, hi)
-        sums_x = X.sum(axis=1)
-        # the certificate; the sets whose bounds leave them empty (no projection) keep the piecewise answer
-        wrong = on_sum & self._attainable & (np.abs(sums_x - target) > sum_tolerance(target, V.shape[1]))
-        if np.any(wrong):
-            X[wrong] = clipped_projection_exactly(V[wrong], lo[wrong], hi[wrong], target)
+        # (the sets whose bounds leave them empty, no projection, keep the piecewise answer unchecked)
+        X = clipped_projection(V, self._lo, self._hi, self.total, self.equality, checked=self._attainable)
         return self._ungrouped(X)
 
     # --------------------------------------------------------- other hooks

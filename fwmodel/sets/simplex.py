@@ -8,8 +8,7 @@ import numpy as np
 
 from ..errors import ModelError
 from ._common import as_direction, as_flat_direction, as_point, check_flag, check_number_array, dense_vertex
-from ._thresholds import (clipped_projection_exactly, clipped_sum_levels, non_finite, project_nonnegative_l1,
-                          sum_tolerance)
+from ._thresholds import clipped_projection, non_finite, project_nonnegative_l1
 from .atoms import SparseAtom
 from .base import JOINT_GROUPS_LIMIT, ConvexSet, nonnegative_data
 from .birkhoff import SymmetricStochastic
@@ -195,8 +194,7 @@ class Simplex(ConvexSet):
 
         A simplex of total t is the capped simplex with caps t (no point of it has an entry above t), and
         ``P_t(v) = t P_1(v / t)``: each group is projected onto the unit simplex by the capped simplex's
-        level search (:func:`~fwmodel.sets._thresholds.clipped_sum_levels`), its sum checked and, where it
-        rounded off, projected again exactly (:func:`~fwmodel.sets._thresholds.clipped_projection_exactly`).
+        checked level search (:func:`~fwmodel.sets._thresholds.clipped_projection`).
         A group of total 0 is the origin. A NaN or infinite entry makes every entry NaN.
         """
         V = self._grouped(np.asarray(flat_point, dtype=float).ravel())
@@ -207,17 +205,7 @@ class Simplex(ConvexSet):
         positive = totals > 0
         if np.any(positive):
             W = V[positive] / totals[positive, None]
-            tau = clipped_sum_levels(W, 0.0, 1.0, 1.0)
-            on_sum = np.ones(W.shape[0], dtype=bool)  # the groups whose projection sums to the total
-            if not self.equality:
-                on_sum = np.clip(W, 0.0, 1.0).sum(axis=1) > 1.0
-                tau = np.where(on_sum, tau, 0.0)
-            P = np.clip(W - tau[:, None], 0.0, 1.0)
-            wrong = on_sum & (np.abs(P.sum(axis=1) - 1.0) > sum_tolerance(1.0, W.shape[1]))
-            if np.any(wrong):
-                P[wrong] = clipped_projection_exactly(W[wrong], np.zeros(W[wrong].shape), np.ones(W[wrong].shape),
-                                                      1.0)
-            X[positive] = P * totals[positive, None]
+            X[positive] = clipped_projection(W, 0.0, 1.0, 1.0, self.equality) * totals[positive, None]
         out = np.empty(self.size)
         out[self._grouped(np.arange(self.size)).ravel()] = X.ravel()
         return out
