@@ -3,8 +3,10 @@
 
 The direction ``P(x + s (g +- w)) - x`` found in one pass over x, g and w is
 checked against a sort-based soft-thresholding written here (Duchi et al.
-2008) and against the set's own dense projection; its refusals (no warm
-start yet, a point too dense, NaN) leave the dense path to decide. A
+2008) and against the set's own dense projection, with the level guessed
+from a sample of the target (the first step) or from the last projection;
+its refusals (a guess above the level, a point too dense, NaN) leave the
+dense path to decide. A
 d = 200 covariance solve with the sparse step follows the solve with the
 dense step to rounding, iteration by iteration.
 """
@@ -50,12 +52,20 @@ def test_sparse_direction_matches_sorted_projection(sign):
     target = x + scale * (g + sign * w)
     radius = 0.05 * np.abs(target).sum()
     ball = fm.L1Ball(fm.Variable((side, side)), radius)
-    assert ball.projected_step_sparse(x, g, w, sign, scale) is None  # no warm start yet: the dense path
+    # no warm start yet: the level guessed from a sample of the target, the same direction
+    cold = ball.projected_step_sparse(x, g, w, sign, scale)
+    assert cold is not None
+    cold_hint = ball._level_hint
+    ball._level_hint = None
     warm = target.copy()
     ball.project_flat(warm, out=warm)  # the dense path's projection, in place: sets the level hint
+    assert ball._level_hint == cold_hint  # the same level
     found = ball.projected_step_sparse(x, g, w, sign, scale)
     assert found is not None
     positions, d, g_p, w_p = found
+    cold_full = np.zeros(n)
+    cold_full[cold[0]] = cold[1]  # (gathered from a lower guess: more entries, the extra ones 0)
+    assert set(positions) <= set(cold[0])
     assert np.all(np.diff(positions) > 0)
     full = np.zeros(n)
     full[positions] = d
@@ -63,6 +73,7 @@ def test_sparse_direction_matches_sorted_projection(sign):
     np.testing.assert_allclose(full, expected, rtol=0, atol=1e-12 * np.abs(target).max())
     # the entries are the dense path's: projected in place, then x subtracted
     np.testing.assert_array_equal(full, warm - x)
+    np.testing.assert_array_equal(cold_full, full)
     np.testing.assert_array_equal(g_p, g[positions])
     np.testing.assert_array_equal(w_p, w[positions])
     # the support holds every nonzero of d and of x
@@ -101,17 +112,22 @@ def test_sparse_direction_refused_where_the_dense_path_decides():
 
 def test_covariance_solve_with_the_sparse_step_follows_the_dense_step(monkeypatch):
     solve = covariance_solver(d=200)
-    taken = []
+    taken, starts = [], []
     original = projection_step.ProjectionStep._take_sparse
 
-    def counting(self, *args):
-        moved = original(self, *args)
+    def counting(self, objective, it, rows, copy, *args):
+        at_start = not np.any(it.x[copy[0].slice])  # the copy still at its starting point, 0
+        moved = original(self, objective, it, rows, copy, *args)
         taken.append(moved is not None)
+        starts.append(at_start)
         return moved
 
     monkeypatch.setattr(projection_step.ProjectionStep, "_take_sparse", counting)
     _, X_sparse, trace_sparse = solve()
     assert sum(taken) >= 10  # the sparse step ran on most projection steps
+    # the first one too: its L_c is f's Hessian on the copy plus lam (nothing measured along a dense
+    # gradient), its level guessed from a sample of the target
+    assert starts[0] and taken[0]
     monkeypatch.setattr(fm.L1Ball, "projected_step_sparse", lambda self, *args: None)
     taken.clear()
     _, X_dense, trace_dense = solve()

@@ -286,8 +286,10 @@ class ProjectionStep:
             block, signed = copies[i]
             return signed_block_gradient(it.g[block.slice], dual_term, signed, out)
 
-        directions = [buffers.block_gradient(size)]
         L = memory.get("L") if memory.get("lam") == lam else None
+        if L is None and len(copies) == 1 and large:
+            L = _identity_curvature(objective, copies[0], lam)
+        directions = [buffers.block_gradient(size)] if L is None or not (len(copies) == 1 and large) else []
         if L is None:  # measured along the gradient (the curvature along -grad is the same): every copy's at once
             directions += [np.empty(size) for _ in copies[1:]]
             for i, d in enumerate(directions):
@@ -308,6 +310,7 @@ class ProjectionStep:
                 moved = self._take_sparse(objective, it, rows, copies[0], w, lam, L)
                 if moved is not None:
                     return moved
+                directions = [buffers.block_gradient(size)]
             # (a zero gradient needs no test: the target is then x_k itself, in its set, and the slope 0 below)
             gradient(0, directions[0])
         slope = slope_f = 0.0
@@ -425,6 +428,19 @@ class ProjectionStep:
             return 1
         it.f, it.g = getattr(objective, "value_and_grad_shared", objective.value_and_grad)(it.x)
         return 1
+
+
+def _identity_curvature(objective, copy, lam):
+    """L_c of one tied copy where f's Hessian on it is ``c I`` (``objective.block_hessian``): ``c + lam sign^2``,
+    the curvature of L(., y) along every direction on the copy, so along the gradient too (no pass over it to
+    measure it; the first projection step can then find a sparse direction at once). None where unknown."""
+    block_hessian = getattr(objective, "block_hessian", None)
+    c = block_hessian(copy[0].slice) if block_hessian is not None else None
+    if c is None:
+        return None
+    sign = copy[1][2]
+    L = float(c) + lam * (sign * sign)
+    return L if L > 0 else None
 
 
 #: projection steps that take the dense path after the sparse direction was refused (a dense point)

@@ -69,10 +69,15 @@ def _sampled_quantile(a, radius, sample, seed, absolute=False):
 
     ``absolute``: the entries are |a_i| (read from the sample only, no |a| temporary).
     """
-    n = a.size
     rng = np.random.default_rng(seed)
-    probe = a[rng.integers(0, n, sample)]
-    probe = np.sort(np.abs(probe) if absolute else probe)[::-1]
+    probe = a[rng.integers(0, a.size, sample)]
+    return _quantile_of_probe(np.abs(probe) if absolute else probe, radius, a.size)
+
+
+def _quantile_of_probe(probe, radius, n):
+    """:func:`_sampled_quantile` from the sampled entries ``probe`` (>= 0) of an array of ``n`` entries."""
+    sample = probe.size
+    probe = np.sort(probe)[::-1]
     # the sample's own soft-threshold level, radius scaled by the sample fraction
     scaled = radius * sample / n
     css = np.cumsum(probe) - scaled
@@ -377,6 +382,21 @@ def _sparse_projected_step(x, g, w, sign, scale, radius, q):
     return positions, magnitudes, g_p, w_p, tau
 
 
+#: sampled entries of the target for the first sparse projected step's guess of the level
+_TARGET_SAMPLE = 1 << 14
+
+
+def _sampled_target_quantile(x, g, w, sign, scale, radius, seed=0):
+    """:func:`_sampled_quantile` of ``|x + scale (g + sign w)|`` read at sampled entries only (no pass over x):
+    below the soft-thresholding level of the target with high probability, so that the sparse projected step
+    gathers every entry of its support; where it does not, that step finds so and returns None."""
+    positions = np.random.default_rng(seed).integers(0, x.size, _TARGET_SAMPLE)
+    probe = g[positions] + w[positions] if sign > 0 else g[positions] - w[positions]
+    probe *= scale
+    probe += x[positions]
+    return _quantile_of_probe(np.abs(probe), radius, x.size)
+
+
 def _grown(array, filled, capacity):
     """A new array of ``capacity`` entries holding the first ``filled`` of ``array``."""
     out = np.empty(capacity, dtype=array.dtype)
@@ -650,12 +670,16 @@ class L1Ball(ConvexSet):
         a small or dense point).
         """
         n = x.size
-        if self.symmetric or self._level_hint is None or not sign or n <= 8 * 4096:
+        if self.symmetric or not sign or n <= 8 * 4096:
             return None
         radius = self.radius
         if not radius > 0:
             return None
-        found = _sparse_projected_step(x, g, w, sign, scale, radius, HINT_FRACTION * self._level_hint)
+        if self._level_hint is not None:
+            q = HINT_FRACTION * self._level_hint
+        else:  # the first step: a guess below the level from a sample of the target (as the dense path starts)
+            q = _sampled_target_quantile(x, g, w, sign, scale, radius)
+        found = _sparse_projected_step(x, g, w, sign, scale, radius, q)
         if found is None:
             return None
         self._level_hint = found[4]
