@@ -801,8 +801,17 @@ def test_block_curvature_matches_the_full_direction():
         full = np.zeros(compiled.n)
         full[blk.slice] = d_block
         c_block = objective.curvature_block(x, blk.slice, d_block)
-        assert c_block == objective.curvature(x, full)
+        # (the full direction's curvature is summed in chunks: f's Hessian 2 I is known, no v-size array)
+        assert c_block == pytest.approx(objective.curvature(x, full), rel=1e-13)
         assert c_block == pytest.approx(2 * np.sum((d_block / 2) ** 2), rel=1e-12)
+    # along both copies at once: 2 ||(d_1 + d_2) / 2||^2, with the copies' directions nearly cancelling too
+    d = rng.standard_normal(compiled.n)
+    first, second = (blk.slice for blk in compiled.blocks)
+    d[second] = -d[first] + 1e-9 * rng.standard_normal(d[first].size)
+    expected = 2 * np.sum(((d[first] + d[second]) / 2) ** 2)
+    assert objective.curvature(x, d) == pytest.approx(expected, rel=1e-12)
+    parts = [(blk.slice, d[blk.slice]) for blk in compiled.blocks]
+    assert objective.curvature_blocks(x, parts) == pytest.approx(expected, rel=1e-12)
 
 
 def test_block_lagrangian_gradient_matches_the_full_one():

@@ -94,3 +94,56 @@ def test_a_caller_that_evaluates_f_at_its_own_points_gets_a_kept_v_array():
         assert f == pytest.approx(f_ref, rel=1e-13)
         np.testing.assert_allclose(np.concatenate([g[:C.size], g[C.size:]]), g_ref, rtol=1e-13, atol=1e-13)
         assert objective._v_array is not None
+
+
+def test_the_first_evaluation_writes_v_where_it_lends_its_gradient():
+    """Before any gradient is lent, lent_input is the array X - C will be computed in: the first evaluation
+    forms v there (no v-size array made for that one call), and lends that same array as its gradient."""
+    c, C, rng = tied_copies_model(lambda X, C: fm.sum_squares(X - C))
+    objective = c.objective
+    first = objective.smooth.lent_input(C.size)
+    assert first is not None
+    xs = rng.standard_normal(2 * C.size)
+    f, g = objective.value_and_grad_shared(xs)
+    f_ref, g_ref = closed_form(xs, C)
+    assert f == pytest.approx(f_ref, rel=1e-13)
+    np.testing.assert_allclose(np.concatenate([g[:C.size], g[C.size:]]), g_ref, rtol=1e-13, atol=1e-13)
+    assert np.shares_memory(g.values, first)
+    assert objective._v_array is None
+
+
+def test_an_in_place_reader_that_lends_nothing_keeps_its_own_v_array():
+    """log_sum_exp(X - C) reads X in X - C alone but lends no gradient: its evaluations stay exact (against
+    the closed form) and the objective keeps a v-size array of its own for them."""
+    c, C, rng = tied_copies_model(lambda X, C: fm.log_sum_exp(X - C))
+    objective = c.objective
+    for _ in range(3):
+        xs = rng.standard_normal(2 * C.size)
+        f, g = objective.value_and_grad_shared(xs)
+        assert not objective.smooth.lent_last
+        R = 0.5 * (xs[:C.size] + xs[C.size:]) - C.ravel()
+        top = R.max()
+        f_ref = top + np.log(np.exp(R - top).sum())
+        soft = np.exp(R - f_ref)
+        assert f == pytest.approx(f_ref, rel=1e-13)
+        np.testing.assert_allclose(np.concatenate([g[:C.size], g[C.size:]]), 0.5 * np.concatenate([soft, soft]),
+                                   rtol=1e-12, atol=1e-15)
+        assert objective._v_array is not None
+
+
+def test_the_hessian_of_a_parameter_multiple_is_read_again_after_the_parameter_moves():
+    """sum_squares(p X - C): the lent gradient shows f's Hessian 2 p^2 I, and the curvature along a direction is
+    read from it (no v-size array); once p moves, a new solve's setup forgets it (refresh_parameters) and the
+    curvature is f's at the new p: 2 p^2 ||W d||^2."""
+    p = fm.Parameter(value=2.0)
+    c, C, rng = tied_copies_model(lambda X, C: fm.sum_squares(p * X - C))
+    objective = c.objective
+    xs, d = rng.standard_normal(2 * C.size), rng.standard_normal(2 * C.size)
+    Wd = 0.5 * (d[:C.size] + d[C.size:])
+    objective.value_and_grad_shared(xs)
+    assert objective.curvature(xs, d) == pytest.approx(2 * 4.0 * Wd @ Wd, rel=1e-12)
+    p.value = 3.0
+    c.refresh_parameters()
+    assert objective.curvature(xs, d) == pytest.approx(2 * 9.0 * Wd @ Wd, rel=1e-12)
+    objective.value_and_grad_shared(xs)
+    assert objective.curvature(xs, d) == pytest.approx(2 * 9.0 * Wd @ Wd, rel=1e-12)

@@ -255,6 +255,8 @@ class CompiledProblem:
         """
         if self.lowered is not None:
             self.lowered.prepare()
+        # f's Hessian shown by the last solve's gradient may hold a Parameter's old value
+        self.objective.forget_hessian()
         for blk in self.blocks:
             blk.set.refresh()
         rebuilt = False

@@ -18,6 +18,30 @@ from .._kernels import einsum_plain
 #: (each adds a rounding error to the followed gradient; a fresh one starts again from exact values)
 FOLLOW_STEPS = 20
 
+#: entries per chunk of :func:`average_norm2` (its scratch: a quarter of a megabyte)
+_AVERAGE_CHUNK = 1 << 15
+
+
+def average_norm2(directions, k):
+    """``||(d_1 + ... + d_j) / k||^2`` for equal-size arrays ``directions``, summed chunk by chunk: no array of
+    their size is written (at d = 4000 a fresh 128 MB one costs its page faults, up to 0.3 s on a machine
+    whose memory is backed lazily). The sum in each chunk is formed before it is squared (no cancellation)."""
+    first = directions[0]
+    if len(directions) == 1:
+        total = float(blas.ddot(first, first))
+    else:
+        size = first.size
+        part_buffer = np.empty(min(size, _AVERAGE_CHUNK))
+        total = 0.0
+        for a in range(0, size, _AVERAGE_CHUNK):
+            b = min(a + _AVERAGE_CHUNK, size)
+            part = part_buffer[:b - a]
+            np.add(first[a:b], directions[1][a:b], out=part)
+            for extra in directions[2:]:
+                part += extra[a:b]
+            total += float(blas.ddot(part, part))
+    return total * (1.0 / k) ** 2
+
 
 class CopyMap:
     """v = W x and x-gradients = W' v-gradients, without forming W.
@@ -309,7 +333,7 @@ class BlockObjective:
                                                scale=self.sign / k, lend=lend)
             if lend and self._lends is None:
                 self._lends = bool(self.smooth.lent_last)
-            if lend and not self._keeps_v and self._lent_input() is not None:
+            if lend and self.smooth.lent_last and not self._keeps_v and self._lent_input() is not None:
                 self._v_array = None  # the next evaluation takes v in the lent array: this one is free
             self._hessian = self.smooth.lent_hessian if lend else None
             self._follows_left = FOLLOW_STEPS if self._hessian is not None else 0
@@ -337,9 +361,28 @@ class BlockObjective:
             self._gv = np.empty(self.copy_map.n_v)
         return self._gv
 
+    def forget_hessian(self):
+        """Before a solve: the Hessian ``h I`` of the last lent gradient may be of other Parameter values
+        (the solve's first :meth:`value_and_grad_shared` shows it again)."""
+        self._hessian = None
+        self._follows_left = 0
+
+    def _identity_hessian_curvature(self, directions):
+        """``sign h ||W d||^2`` where f's Hessian is ``h I`` in v (the last lent gradient showed it, see
+        :meth:`block_hessian`: one variable, every entry of x in a whole copy of it), ``directions`` the
+        copies' parts of d (a copy not listed: 0 there); None where that Hessian is not known."""
+        if self._hessian is None:
+            return None
+        var = self.copy_map.variables[0]
+        k = len(self.copy_map.copies[var.id])
+        return self.sign * self._hessian * average_norm2(directions, k)
+
     def curvature(self, x, d):
         if self._linear is not None:
             return 0.0
+        if self._hessian is not None:  # no v-size array written (the default penalty's curvature, at setup)
+            return self._identity_hessian_curvature([d[sl] for _, sl in self.copy_map.copies[
+                self.copy_map.variables[0].id]])
         if self.is_quadratic:
             # the same curvature at every point: W d is formed in the buffer of v and
             # serves as the point too (no v-size temporary: at d = 4000 this call, made
@@ -453,6 +496,8 @@ class BlockObjective:
             return self.curvature_block(x, *parts[0])
         if self._linear is not None:
             return 0.0
+        if self._hessian is not None:  # parts of whole copies of the one variable: no v-size array written
+            return self._identity_hessian_curvature([d_block for _, d_block in parts])
         if self.is_quadratic:
             dv = v = self._work_v()  # the curvature is the same at every point: dv serves as the point
         else:

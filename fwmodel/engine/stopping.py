@@ -210,7 +210,7 @@ def objective_gap(blocks, x, grad_f, with_vertex=False, out=None):
     """
     s = None
     if with_vertex:
-        s = np.zeros_like(x) if out is None else out
+        s = np.zeros(x.shape) if out is None else out  # (calloc: pages no LMO writes stay untouched)
         if out is not None:
             s.fill(0.0)
     # block by block: grad_f may be the engine's gradient kept once for tied copies,
