@@ -137,3 +137,81 @@ def test_covariance_solve_with_the_sparse_step_follows_the_dense_step(monkeypatc
     np.testing.assert_allclose(trace_sparse[:, 0], trace_dense[:, 0], rtol=1e-9)
     np.testing.assert_allclose(trace_sparse[:, 2], trace_dense[:, 2], rtol=1e-6, atol=1e-9)
     np.testing.assert_allclose(X_sparse, X_dense, rtol=0, atol=1e-8 * np.abs(X_dense).max())
+
+
+def cauchy_target(side, support_fraction, seed=0):
+    """x = 0, w = 0 and Cauchy-distributed g (heavy tails), with the radius at which the projection of -g keeps
+    ``support_fraction`` of the entries."""
+    rng = np.random.default_rng(seed)
+    n = side * side
+    x, w, g = np.zeros(n), np.zeros(n), rng.standard_cauchy(n)
+    a = np.sort(np.abs(g))[::-1]
+    k = int(support_fraction * n)
+    return x, g, w, float((a[:k] - a[k]).sum())
+
+
+@pytest.mark.parametrize("support_fraction", [0.004, 0.008, 0.012])
+def test_the_first_guess_holds_on_heavy_tailed_targets(support_fraction):
+    """A guess from the sample's count of large entries (about n / 64 above it) is below the level wherever the
+    projection keeps fewer entries, however heavy the tails: the cold step finds the sorted projection's
+    direction (a guess from the sample's own soft-thresholding level fell above the level, or so far below it
+    that the gathered entries overflowed, on these targets)."""
+    side = 300
+    x, g, w, radius = cauchy_target(side, support_fraction)
+    ball = fm.L1Ball(fm.Variable((side, side)), radius)
+    found = ball.projected_step_sparse(x, g, w, 1.0, -1.0)
+    assert found is not None
+    full = np.zeros(x.size)
+    full[found[0]] = found[1]
+    np.testing.assert_allclose(full, sorted_l1_projection(-g, radius), rtol=0, atol=1e-9 * np.abs(g).max())
+
+
+def test_a_refused_first_guess_is_tried_again_at_the_next_step(monkeypatch):
+    """A projection that keeps more than about n / 64 entries: the sampled guess is above the level and is
+    refused (the dense path decides); the dense projection sets the level, and the next call tries the
+    sparse step again at once (no steps skipped for a guess's miss)."""
+    side = 300
+    x, g, w, radius = cauchy_target(side, 0.025)
+    ball = fm.L1Ball(fm.Variable((side, side)), radius)
+    assert ball.projected_step_sparse(x, g, w, 1.0, -1.0) is None
+    assert ball._dense_skip == 0
+    target = -g.copy()
+    ball.project_flat(target, out=target)  # the dense path's projection
+    found = ball.projected_step_sparse(x, g, w, 1.0, -1.0)
+    assert found is not None
+    full = np.zeros(x.size)
+    full[found[0]] = found[1]
+    np.testing.assert_array_equal(full, target - x)
+
+
+def test_a_dense_point_skips_the_sparse_step_for_a_while(monkeypatch):
+    """Past the budget of gathered entries from the last level (a dense point), the next ``SPARSE_RETRY`` calls
+    answer None without a pass over the point; a new solve (``refresh``) tries again from its first step."""
+    rng = np.random.default_rng(5)
+    side = 220
+    n = side * side
+    x, g, w = sparse_point(n, 400, rng)
+    scale = -0.5
+    target = x + scale * (g + w)
+    ball = fm.L1Ball(fm.Variable((side, side)), 0.05 * np.abs(target).sum())
+    warm = target.copy()
+    ball.project_flat(warm, out=warm)
+    passes = []
+    original = l1_module._sparse_projected_step
+
+    def counted(*args):
+        passes.append(1)
+        return original(*args)
+
+    monkeypatch.setattr(l1_module, "_sparse_projected_step", counted)
+    dense_x = x + 1e-3 * rng.normal(size=n)
+    assert ball.projected_step_sparse(dense_x, g, w, 1.0, scale) is None
+    assert len(passes) == 1
+    for _ in range(l1_module.SPARSE_RETRY):
+        assert ball.projected_step_sparse(x, g, w, 1.0, scale) is None
+    assert len(passes) == 1  # skipped without a pass
+    assert ball.projected_step_sparse(x, g, w, 1.0, scale) is not None
+    assert len(passes) == 2
+    ball.projected_step_sparse(dense_x, g, w, 1.0, scale)
+    ball.refresh()
+    assert ball.projected_step_sparse(x, g, w, 1.0, scale) is not None

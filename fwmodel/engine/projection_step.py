@@ -102,8 +102,6 @@ class ProjectionStep:
         # gradient is 0 (a linear objective, directions that M does not see): set by the driver to the
         # stopping rule's S_f / S_x^2, so the step is as long as the sets are wide in any units
         self.fallback_curvature = lambda: 1.0
-        # projection steps left before the sparse direction is tried again (_take_sparse)
-        self._sparse_skip = 0
 
     def take(self, lagrangian, it):
         """Move the projected blocks of ``it`` (x and r in place, f and g refreshed); returns 1 if they moved, else 0.
@@ -394,14 +392,10 @@ class ProjectionStep:
         if (sparse is None or getattr(objective, "follow_step", None) is None
                 or getattr(objective, "block_hessian", None) is None or objective.block_hessian(block.slice) is None):
             return None
-        if self._sparse_skip > 0:  # the last try found a dense point
-            self._sparse_skip -= 1
-            return None
         sign = signed[2]
         x_k = it.x[block.slice]
         found = sparse(x_k, it.g[block.slice], w, sign, -1.0 / L)
-        if found is None:
-            self._sparse_skip = SPARSE_RETRY
+        if found is None:  # (the set says when to try again: sets/l1.py, SPARSE_RETRY)
             return None
         positions, d, g_p, w_p = found
         slope_f = dot(g_p, d)
@@ -441,10 +435,6 @@ def _identity_curvature(objective, copy, lam):
     sign = copy[1][2]
     L = float(c) + lam * (sign * sign)
     return L if L > 0 else None
-
-
-#: projection steps that take the dense path after the sparse direction was refused (a dense point)
-SPARSE_RETRY = 10
 
 
 #: rows of the tied copies per chunk of :func:`_combination_norm2`

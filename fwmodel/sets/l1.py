@@ -69,15 +69,10 @@ def _sampled_quantile(a, radius, sample, seed, absolute=False):
 
     ``absolute``: the entries are |a_i| (read from the sample only, no |a| temporary).
     """
+    n = a.size
     rng = np.random.default_rng(seed)
-    probe = a[rng.integers(0, a.size, sample)]
-    return _quantile_of_probe(np.abs(probe) if absolute else probe, radius, a.size)
-
-
-def _quantile_of_probe(probe, radius, n):
-    """:func:`_sampled_quantile` from the sampled entries ``probe`` (>= 0) of an array of ``n`` entries."""
-    sample = probe.size
-    probe = np.sort(probe)[::-1]
+    probe = a[rng.integers(0, n, sample)]
+    probe = np.sort(np.abs(probe) if absolute else probe)[::-1]
     # the sample's own soft-threshold level, radius scaled by the sample fraction
     scaled = radius * sample / n
     css = np.cumsum(probe) - scaled
@@ -326,9 +321,10 @@ def _sparse_projected_step(x, g, w, sign, scale, radius, q):
     the same numbers as the dense path's (signs of zeros aside).
 
     Returns ``(positions, d, g, w, tau)`` (d, g, w at the positions, in
-    order), or None where the dense path must decide: more entries than
-    ``SPARSE_STEP_FRACTION`` of n, the bound of the candidates below q (the
-    guess was above the level), a NaN, a level that is not exact.
+    order); ``TOO_DENSE`` where more than ``SPARSE_STEP_FRACTION`` of the
+    entries would be gathered (a point that is not sparse); None where the
+    dense path must decide for another reason: the bound of the candidates
+    below q (the guess was above the level), a NaN, a level that is not exact.
     """
     n = x.size
     budget = max(int(n * SPARSE_STEP_FRACTION), 1 << 12)
@@ -356,7 +352,7 @@ def _sparse_projected_step(x, g, w, sign, scale, radius, q):
         found = np.flatnonzero(nz)
         if filled + found.size > capacity:
             if filled + found.size > budget:
-                return None
+                return TOO_DENSE
             capacity = min(budget, max(2 * capacity, filled + found.size))
             positions = _grown(positions, filled, capacity)
             gathered = [_grown(v, filled, capacity) for v in gathered]
@@ -382,19 +378,34 @@ def _sparse_projected_step(x, g, w, sign, scale, radius, q):
     return positions, magnitudes, g_p, w_p, tau
 
 
+#: :func:`_sparse_projected_step`'s answer for a point with too many entries to gather
+TOO_DENSE = "too dense"
+
+#: calls of ``L1Ball.projected_step_sparse`` answered None at once after a point was too dense (its
+#: projection steps take the dense path meanwhile); a refused guess of the level is tried again at the
+#: next step, the dense path's projection having set a fresh level
+SPARSE_RETRY = 10
+
 #: sampled entries of the target for the first sparse projected step's guess of the level
 _TARGET_SAMPLE = 1 << 14
 
 
-def _sampled_target_quantile(x, g, w, sign, scale, radius, seed=0):
-    """:func:`_sampled_quantile` of ``|x + scale (g + sign w)|`` read at sampled entries only (no pass over x):
-    below the soft-thresholding level of the target with high probability, so that the sparse projected step
-    gathers every entry of its support; where it does not, that step finds so and returns None."""
-    positions = np.random.default_rng(seed).integers(0, x.size, _TARGET_SAMPLE)
+def _sampled_target_quantile(x, g, w, sign, scale):
+    """The first sparse projected step's guess q of the level: the value of ``|x + scale (g + sign w)|`` that
+    about ``n / 64`` entries exceed, read at sampled entries only (no pass over x).
+
+    Any q between the level and the value that ``SPARSE_STEP_FRACTION`` (1/32) of the entries exceed lets
+    :func:`_sparse_projected_step` find the direction; half that fraction leaves room for the sample's error
+    in the count, and is below the level wherever the projection keeps fewer than about n / 64 entries, however
+    heavy the target's tails (a guess from the sample's own soft-thresholding level, as the dense path starts
+    from, fell above the level or far below it on Cauchy-distributed targets). Where it is above the level,
+    the step refuses it and the dense path's projection sets the level for the next step."""
+    positions = np.random.default_rng(0).integers(0, x.size, _TARGET_SAMPLE)
     probe = g[positions] + w[positions] if sign > 0 else g[positions] - w[positions]
     probe *= scale
     probe += x[positions]
-    return _quantile_of_probe(np.abs(probe), radius, x.size)
+    probe = np.abs(probe, out=probe)
+    return float(np.partition(probe, probe.size - _TARGET_SAMPLE // 64)[probe.size - _TARGET_SAMPLE // 64])
 
 
 def _grown(array, filled, capacity):
@@ -524,6 +535,8 @@ class L1Ball(ConvexSet):
         #: the level of the last in-place projection (a warm start for the next one: consecutive
         #: projection steps project nearby points; only a hint, the result does not depend on it)
         self._level_hint = None
+        #: sparse projected steps still refused without a pass after a point too dense (SPARSE_RETRY)
+        self._dense_skip = 0
 
     def lmo_atom(self, flat_direction):
         d = as_flat_direction(self, flat_direction)
@@ -655,6 +668,12 @@ class L1Ball(ConvexSet):
         self._level_hint = level if level is not None and level > 0 else None
         return out
 
+    def refresh(self):
+        """:meth:`ConvexSet.refresh`; each solve also tries the sparse projected step from its first step on
+        (a dense point the last solve found is not assumed)."""
+        self._dense_skip = 0
+        return super().refresh()
+
     def projected_step_sparse(self, x, g, w, sign, scale):
         """The direction ``P(x + scale (g + sign w)) - x`` of a projected-gradient step, on its support, or None.
 
@@ -666,8 +685,9 @@ class L1Ball(ConvexSet):
         :func:`_sparse_projected_step` finds the level and d in one pass over
         x, g and w, and returns ``(positions, d, g, w)`` at d's support (the
         same level and entries as projecting in place, then subtracting x).
-        None: the caller takes the dense path (no hint yet, a symmetric ball,
-        a small or dense point).
+        None: the caller takes the dense path (a symmetric ball, a small point, a
+        guess of the level above it, a dense point: then for the next
+        ``SPARSE_RETRY`` calls too, without a pass).
         """
         n = x.size
         if self.symmetric or not sign or n <= 8 * 4096:
@@ -675,11 +695,21 @@ class L1Ball(ConvexSet):
         radius = self.radius
         if not radius > 0:
             return None
-        if self._level_hint is not None:
+        if self._dense_skip > 0:  # the last tries found a dense point: the dense path, without a pass here
+            self._dense_skip -= 1
+            return None
+        warm = self._level_hint is not None
+        if warm:
             q = HINT_FRACTION * self._level_hint
         else:  # the first step: a guess below the level from a sample of the target (as the dense path starts)
-            q = _sampled_target_quantile(x, g, w, sign, scale, radius)
+            q = _sampled_target_quantile(x, g, w, sign, scale)
         found = _sparse_projected_step(x, g, w, sign, scale, radius, q)
+        if found is TOO_DENSE:
+            # from the last level: the point is dense. From a sampled guess (a heavy-tailed target can put it
+            # far below the level): the dense path's projection sets the level, tried from the next step on
+            if warm:
+                self._dense_skip = SPARSE_RETRY
+            return None
         if found is None:
             return None
         self._level_hint = found[4]
