@@ -382,9 +382,10 @@ if plt is not None:
 # grows with d, because GFB's first iterate is one full eigendecomposition
 # while FW-AL's first steps on the trace-norm copy (rank-k steps at
 # d >= 1000: the top k eigenpairs from a warm-started block Krylov method,
-# BlockFW) cost O(k d^2): 1.6-2.8x sooner at d = 1000, 2.6-3.7x at d = 4000
-# (3.4-4.6 s against 12-14.6 s) and 5.5-6.0x at d = 8000 (16-17 s against
-# 94-98 s).
+# BlockFW) cost O(k d^2): 1.6-3.0x sooner at d = 1000, 3.4-4.0x at d = 4000
+# (2.7-3.1 s against 10.6-11.8 s) and 4.8-6.0x at d = 8000 (16-20 s against
+# 94-98 s; the low end where this machine's first writes to fresh memory
+# slow fwmodel's setup).
 
 # %% [markdown]
 # ## What to take away
