@@ -82,22 +82,26 @@ def test_sparse_direction_matches_sorted_projection(sign):
     assert positions.size < n // 32
 
 
-def test_sparse_direction_refused_where_the_dense_path_decides():
-    rng = np.random.default_rng(5)
-    side = 220
+def warm_ball(seed=5, side=220, scale=-0.5):
+    """A sparse point, its g and w, and an L1 ball whose last projection (the dense path's) was of its target."""
+    rng = np.random.default_rng(seed)
     n = side * side
     x, g, w = sparse_point(n, 400, rng)
-    scale = -0.5
     target = x + scale * (g + w)
     ball = fm.L1Ball(fm.Variable((side, side)), 0.05 * np.abs(target).sum())
-    ball.project_flat(target.copy(), out=target.copy())
     warm = target.copy()
     ball.project_flat(warm, out=warm)
+    return rng, n, x, g, w, scale, ball
+
+
+def test_sparse_direction_refused_where_the_dense_path_decides():
+    rng, n, x, g, w, scale, ball = warm_ball()
     hint = ball._level_hint
     # a dense x: more entries than SPARSE_STEP_FRACTION of the point
     dense_x = x + 1e-3 * rng.normal(size=n)
     assert ball.projected_step_sparse(dense_x, g, w, 1.0, scale) is None
     assert ball._level_hint == hint  # a refusal keeps the hint
+    ball.refresh()  # (a new solve: the refusals below are each checked by a pass, not skipped after that one)
     # a NaN in the gradient
     bad = g.copy()
     bad[7] = np.nan
@@ -105,6 +109,7 @@ def test_sparse_direction_refused_where_the_dense_path_decides():
     # a target inside the ball: no entry above the guess, refused (the dense path returns it as it is)
     assert ball.projected_step_sparse(1e-4 * x, 1e-4 * g, 1e-4 * w, 1.0, scale) is None
     # a symmetric ball projects elsewhere
+    side = int(round(np.sqrt(n)))
     sym = fm.L1Ball(fm.Variable((side, side)), 1.0, symmetric=True)
     sym._level_hint = hint
     assert sym.projected_step_sparse(x, g, w, 1.0, scale) is None
@@ -187,15 +192,7 @@ def test_a_refused_first_guess_is_tried_again_at_the_next_step(monkeypatch):
 def test_a_dense_point_skips_the_sparse_step_for_a_while(monkeypatch):
     """Past the budget of gathered entries from the last level (a dense point), the next ``SPARSE_RETRY`` calls
     answer None without a pass over the point; a new solve (``refresh``) tries again from its first step."""
-    rng = np.random.default_rng(5)
-    side = 220
-    n = side * side
-    x, g, w = sparse_point(n, 400, rng)
-    scale = -0.5
-    target = x + scale * (g + w)
-    ball = fm.L1Ball(fm.Variable((side, side)), 0.05 * np.abs(target).sum())
-    warm = target.copy()
-    ball.project_flat(warm, out=warm)
+    rng, n, x, g, w, scale, ball = warm_ball()
     passes = []
     original = l1_module._sparse_projected_step
 
