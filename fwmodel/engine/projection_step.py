@@ -263,7 +263,10 @@ class ProjectionStep:
         first copy's lives in the driver's per-block gradient array (free after
         the sweep), a second copy's in one array made after the first copy's
         projection (so the eigenvectors of a trace-norm projection, taken
-        first, never coexist with it). Where ``L_c`` is measured (along
+        first, never coexist with it). One large copy on which f's Hessian
+        is ``c I`` takes ``L_c = c + lam`` in closed form
+        (:func:`_identity_curvature`), so even its first step may be sparse
+        (:meth:`_take_sparse`). Where ``L_c`` is measured (along
         the gradient, at the start, after lam changed or after a shortened step)
         both gradients exist at once; the second is then formed again for its
         projection (the same numbers). On a large block (``LARGE_BLOCK``
@@ -287,9 +290,8 @@ class ProjectionStep:
         L = memory.get("L") if memory.get("lam") == lam else None
         if L is None and len(copies) == 1 and large:
             L = _identity_curvature(objective, copies[0], lam)
-        directions = [buffers.block_gradient(size)] if L is None or not (len(copies) == 1 and large) else []
         if L is None:  # measured along the gradient (the curvature along -grad is the same): every copy's at once
-            directions += [np.empty(size) for _ in copies[1:]]
+            directions = [buffers.block_gradient(size)] + [np.empty(size) for _ in copies[1:]]
             for i, d in enumerate(directions):
                 gradient(i, d)
             gnorm2 = sum(dot(d, d) for d in directions)
@@ -308,7 +310,7 @@ class ProjectionStep:
                 moved = self._take_sparse(objective, it, rows, copies[0], w, lam, L)
                 if moved is not None:
                     return moved
-                directions = [buffers.block_gradient(size)]
+            directions = [buffers.block_gradient(size)]
             # (a zero gradient needs no test: the target is then x_k itself, in its set, and the slope 0 below)
             gradient(0, directions[0])
         slope = slope_f = 0.0

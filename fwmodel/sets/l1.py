@@ -701,7 +701,7 @@ class L1Ball(ConvexSet):
         warm = self._level_hint is not None
         if warm:
             q = HINT_FRACTION * self._level_hint
-        else:  # the first step: a guess below the level from a sample of the target (as the dense path starts)
+        else:  # the first step: a guess below the level from a sample of the target
             q = _sampled_target_quantile(x, g, w, sign, scale)
         found = _sparse_projected_step(x, g, w, sign, scale, radius, q)
         if found is TOO_DENSE:
