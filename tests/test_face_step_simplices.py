@@ -102,3 +102,33 @@ def test_a_face_beyond_the_direct_solve_is_taken_by_cg_on_a_projected_simplex():
     assert prob.status == "optimal" and prob.stats.iterations <= 50
     assert prob.stats.step_counts.get("face", 0) > 0
     assert abs(prob.value - f_star) <= 1e-4 * f_star
+
+
+@pytest.mark.parametrize("n, seed", [(100, 0), (160, 0), (120, 3)])
+def test_sector_caps_with_single_asset_sectors(n, seed):
+    """A long-only portfolio with a cap per sector, some sectors of one asset: those caps are bounds of single
+    weights, a box on a few entries of w beside the simplex that holds it whole. The simplex still takes
+    projection steps (its variable's other copies are boxes only), and the solve ends "optimal" at Clarabel's
+    optimum in a few dozen iterations (max_iter at 10,000 when the shared simplex kept pairwise steps)."""
+    rng = np.random.default_rng(seed)
+    F, mu = _factor_data(n, seed)
+    sector = rng.integers(0, 40, size=n)
+    groups = [np.flatnonzero(sector == s) for s in range(40) if np.any(sector == s)]
+    assert any(g.size == 1 for g in groups)
+    q, cap = float(np.quantile(mu, 0.6)), 1.5 / 40
+
+    def solve(lib, w, simplex):
+        cons = simplex + [mu @ w >= q] + [lib.sum(w[g]) <= cap for g in groups]
+        prob = lib.Problem(lib.Minimize(lib.sum_squares(F.T @ w) + 1e-3 * lib.sum_squares(w)), cons)
+        return prob
+
+    wc = cp.Variable(n)
+    f_star = solve(cp, wc, [wc >= 0, cp.sum(wc) == 1]).solve(solver=cp.CLARABEL)
+    w = fm.Variable(n)
+    prob = solve(fm, w, [fm.Simplex(w)])
+    prob.solve()
+    assert prob.status == "optimal"
+    assert prob.stats.step_counts.get("projection", 0) > 0
+    assert prob.stats.iterations <= 500
+    assert abs(prob.value - f_star) <= 1e-3 * abs(f_star)
+    np.testing.assert_allclose(w.value, wc.value, atol=2e-3)

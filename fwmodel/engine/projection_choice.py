@@ -236,7 +236,8 @@ def candidates(blocks, rows=0, keep_vertex_steps=False, read_alone=None):
     altogether). ``read_alone`` (block slice -> bool;
     the driver's ``fwal._read_alone``): an L1 block that the objective does
     not read (a ball of ``D @ x``), or reads as one of several tied copies of
-    its variable (an L1 ball and a box on x), keeps its vertex steps, unless
+    its variable (an L1 ball and a box on x), keeps its vertex steps (a simplex
+    whose variable's other copies are boxes is read alone: ``fwal._read_alone``), unless
     its set ``projects_unread`` (a hinge budget's hidden excess). They
     project from the start (see the module docstring). Elsewhere: every
     block with a projection (:class:`AutoProjection` leaves out, under a
