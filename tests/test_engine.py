@@ -859,15 +859,15 @@ def test_block_curvature_of_two_copies_matches_the_full_direction():
 
 def test_combination_norm_in_chunks_matches_the_formed_combination(monkeypatch):
     """||d1 - d2||^2 of the tied-copies projection step, summed in chunks of rows, against the formed difference."""
-    from fwmodel.engine import projection_step
+    from fwmodel.engine import vector_ops
 
-    monkeypatch.setattr(projection_step, "_NORM_CHUNK", 7)
+    monkeypatch.setattr(vector_ops, "_NORM_CHUNK", 7)
     rng = np.random.default_rng(5)
     d1, d2 = rng.standard_normal(50), rng.standard_normal(50)
     for signs, expected in (((1.0, -1.0), d1 - d2), ((-1.0, 1.0), d2 - d1), ((1.0, 1.0), d1 + d2)):
-        got = projection_step._combination_norm2([d1, d2], list(signs), None)
+        got = vector_ops.signed_sum_norm2([d1, d2], list(signs), None)
         assert got == pytest.approx(float(expected @ expected), rel=1e-13)
-    assert projection_step._combination_norm2([d1], [-1.0], 3.5) == 3.5
+    assert vector_ops.signed_sum_norm2([d1], [-1.0], 3.5) == 3.5
 
 
 def _project_every_copy(monkeypatch):

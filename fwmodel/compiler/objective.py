@@ -13,34 +13,11 @@ import scipy.sparse as sp
 from scipy.linalg import blas
 
 from .._kernels import einsum_plain
+from ..engine.vector_ops import signed_sum_norm2
 
 #: moves of x that :meth:`BlockObjective.follow_step` follows before it asks for a fresh evaluation
 #: (each adds a rounding error to the followed gradient; a fresh one starts again from exact values)
 FOLLOW_STEPS = 20
-
-#: entries per chunk of :func:`average_norm2` (its scratch: a quarter of a megabyte)
-_AVERAGE_CHUNK = 1 << 15
-
-
-def average_norm2(directions, k):
-    """``||(d_1 + ... + d_j) / k||^2`` for equal-size arrays ``directions``, summed chunk by chunk: no array of
-    their size is written (at d = 4000 a fresh 128 MB one costs its page faults, up to 0.3 s on a machine
-    whose memory is backed lazily). The sum in each chunk is formed before it is squared (no cancellation)."""
-    first = directions[0]
-    if len(directions) == 1:
-        total = float(blas.ddot(first, first))
-    else:
-        size = first.size
-        part_buffer = np.empty(min(size, _AVERAGE_CHUNK))
-        total = 0.0
-        for a in range(0, size, _AVERAGE_CHUNK):
-            b = min(a + _AVERAGE_CHUNK, size)
-            part = part_buffer[:b - a]
-            np.add(first[a:b], directions[1][a:b], out=part)
-            for extra in directions[2:]:
-                part += extra[a:b]
-            total += float(blas.ddot(part, part))
-    return total * (1.0 / k) ** 2
 
 
 class CopyMap:
@@ -375,7 +352,9 @@ class BlockObjective:
             return None
         var = self.copy_map.variables[0]
         k = len(self.copy_map.copies[var.id])
-        return self.sign * self._hessian * average_norm2(directions, k)
+        # ||W d||^2 = ||sum of the copies' parts||^2 / k^2, summed in chunks (no v-size array written)
+        norm2 = signed_sum_norm2(directions, [1.0] * len(directions))
+        return self.sign * self._hessian * (norm2 * (1.0 / k) ** 2)
 
     def curvature(self, x, d):
         if self._linear is not None:

@@ -40,7 +40,7 @@ from scipy.linalg import blas
 from .block_search import LARGE_BLOCK, signed_block_gradient
 from .line_search import Backtracking, exact_quadratic_step
 from .steps import Proposal
-from .vector_ops import dot
+from .vector_ops import dot, signed_sum_norm2
 
 
 def initial_projection_blocks(blocks, projection, rows=0, keep_vertex_steps=False, read_alone=None):
@@ -251,7 +251,7 @@ class ProjectionStep:
         in block-size arrays. With w = y + lam r, copy k's gradient of L is
         ``g_k + sign_k w[lo:hi]``; ``M d = sum_k sign_k d_k`` on rows lo:hi, so
         ``||M d||^2`` is ``sign^2 ||d_k||^2`` for one copy and is summed in
-        chunks of rows for two (:func:`_combination_norm2`: no m-size array),
+        chunks of rows for two (:func:`~fwmodel.engine.vector_ops.signed_sum_norm2`: no m-size array),
         ``<w, M d> = sum_k sign_k <w[lo:hi], d_k>``, and f's curvature along d
         is the objective's along the copies' directions
         (``curvature_blocks``). The iterates agree with the general path up to
@@ -298,7 +298,7 @@ class ProjectionStep:
             if gnorm2 == 0.0:
                 return 0
             curv = objective.curvature_blocks(x, [(block.slice, d) for (block, _), d in zip(copies, directions)])
-            pen = lam * _combination_norm2(directions, signs, gnorm2)
+            pen = lam * signed_sum_norm2(directions, signs, gnorm2)
             if curv is not None and float(curv) + pen > 0:
                 L = (float(curv) + pen) / gnorm2
             else:
@@ -335,7 +335,7 @@ class ProjectionStep:
         if not slope < 0:
             return 0
         dd = sum(dot(d, d) for d in directions)
-        pen_quad = lam * _combination_norm2(directions, signs, dd)
+        pen_quad = lam * signed_sum_norm2(directions, signs, dd)
         if len(copies) == 1 and large:
             # from ||d||^2 where f's Hessian is c I (objective.curvature_block): no pass over d; the same
             # number up to rounding (f's own ||d||^2 is summed in another order), so only on large blocks
@@ -405,7 +405,7 @@ class ProjectionStep:
         if not slope < 0:
             return 0
         dd = dot(d, d)
-        pen_quad = lam * (sign * sign * dd)  # _combination_norm2 of one direction
+        pen_quad = lam * (sign * sign * dd)  # signed_sum_norm2 of one direction
         c = objective.curvature_block(it.x, block.slice, None, d_norm2=dd)  # (no pass over d: block_hessian)
         gamma = exact_quadratic_step(slope, float(c) + pen_quad, 1.0)
         memory = self.memory
@@ -437,28 +437,3 @@ def _identity_curvature(objective, copy, lam):
     sign = copy[1][2]
     L = float(c) + lam * (sign * sign)
     return L if L > 0 else None
-
-
-#: rows of the tied copies per chunk of :func:`_combination_norm2`
-_NORM_CHUNK = 1 << 15
-
-
-def _combination_norm2(directions, signs, norm2):
-    """``||sum_k sign_k d_k||^2`` (signs +-1): ``sign^2 norm2`` for one direction (``norm2`` = ||d||^2),
-    else summed chunk by chunk (no array of the directions' size; exact differences, no cancellation)."""
-    if len(directions) == 1:
-        return signs[0] * signs[0] * norm2
-    size = directions[0].size
-    chunk = np.empty(min(size, _NORM_CHUNK))
-    total = 0.0
-    for start in range(0, size, _NORM_CHUNK):
-        stop = min(start + _NORM_CHUNK, size)
-        part = chunk[:stop - start]
-        np.multiply(directions[0][start:stop], signs[0], out=part)
-        for d, sign in zip(directions[1:], signs[1:]):
-            if sign > 0:
-                part += d[start:stop]
-            else:
-                part -= d[start:stop]
-        total += dot(part, part)
-    return total
